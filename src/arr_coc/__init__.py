@@ -1,0 +1,33 @@
+"""ARR-COC-VIS: query-aware visual token allocation and pruning for Qwen-VL models.
+
+    >>> import arr_coc
+    >>> a = arr_coc.allocate("page.png", "What is the total?", budget=0.11)   # which tokens matter
+    >>> cm = arr_coc.compress(model, budget=0.22)                             # prune inside the model
+"""
+
+from .attending import TIERS, resolve_budget, select
+from .grid import Grid, GridSpec
+from .realizing import Allocation, Realizer, allocate, score_visual_tokens
+
+__all__ = [
+    "TIERS",
+    "Allocation",
+    "Grid",
+    "GridSpec",
+    "Realizer",
+    "allocate",
+    "compress",
+    "resolve_budget",
+    "score_visual_tokens",
+    "select",
+]
+__version__ = "0.1.0"
+
+
+def __getattr__(name: str):
+    # compress() needs transformers; import it only when asked for, so `allocate` works without it.
+    if name == "compress":
+        from .integrations import compress
+
+        return compress
+    raise AttributeError(f"module 'arr_coc' has no attribute {name!r}")

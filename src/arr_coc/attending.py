@@ -1,0 +1,151 @@
+"""Attending: turn a relevance map into a token budget and the set of tokens to keep.
+
+Budgets (``resolve_budget``):
+    * ``int >= 1``      keep that many tokens (clamped to the image's token count; documented clamp).
+    * ``float in (0, 1]`` keep that fraction of the image's tokens, rounded, at least one.
+    * ``"adaptive"``    choose K in [64, 400] from how concentrated relevance is, snapped up to a tier.
+    * strings like ``"256"``, ``"0.22"`` or ``"22%"`` are parsed as the above (the CLI passes strings).
+Anything else (0, negatives, NaN, inf, bools, fractions above 1, junk strings) raises ``ValueError``
+naming what is allowed.
+
+Selection (``select``) is top-K with ties broken towards the lower token index, optionally with a
+redundancy penalty that skips near-duplicate tokens; kept indices always come back in raster order.
+
+Example:
+    >>> import torch
+    >>> select(torch.tensor([0.1, 0.9, 0.5, 0.9]), 2).tolist()
+    [1, 3]
+"""
+
+from __future__ import annotations
+
+import math
+from numbers import Integral, Real
+
+import torch
+
+TIERS: tuple[int, ...] = (64, 100, 160, 256, 400)  # budget tiers of the seed design
+ADAPTIVE_RANGE = (TIERS[0], TIERS[-1])  # adaptive K is chosen inside this range
+ADAPTIVE_MASS = 0.5  # adaptive K covers this share of the relevance mass above the map's median
+
+Budget = int | float | str
+
+
+def snap_to_tier(k: int) -> int:
+    """Smallest tier >= ``k`` (the largest tier if ``k`` is above all of them)."""
+    for tier in TIERS:
+        if k <= tier:
+            return tier
+    return TIERS[-1]
+
+
+def adaptive_k(scores: torch.Tensor) -> int:
+    """K in [64, 400] from how concentrated ``scores`` (N,) are, snapped up to a budget tier.
+
+    Relevance above the map's median is the signal; K is the number of top tokens that hold
+    ``ADAPTIVE_MASS`` of it. A map with a few sharp peaks gets 64; a flat or scattered one gets 400.
+    The result is never above N.
+    """
+    s = torch.nan_to_num(scores.detach().float().flatten(), nan=0.0)
+    n = s.numel()
+    excess = (s - s.median()).clamp_min(0)
+    total = excess.sum()
+    if total <= 0:  # flat map: nothing stands out, spend the largest tier
+        k = ADAPTIVE_RANGE[1]
+    else:
+        cum = torch.cumsum(torch.sort(excess, descending=True).values, 0) / total
+        k = int(torch.searchsorted(cum, torch.tensor(ADAPTIVE_MASS)).item()) + 1
+        k = snap_to_tier(max(ADAPTIVE_RANGE[0], min(ADAPTIVE_RANGE[1], k)))
+    return max(1, min(n, k))
+
+
+def parse_budget(budget: Budget) -> Budget:
+    """Validate a budget and turn strings into ``int``, ``float`` or ``"adaptive"``.
+
+    Raises:
+        ValueError: naming the bad value and the allowed forms.
+    """
+    allowed = "an integer token count >= 1, a fraction in (0, 1] (e.g. 0.22 or '22%'), or 'adaptive'"
+    if isinstance(budget, str):
+        text = budget.strip().lower()
+        if text == "adaptive":
+            return "adaptive"
+        try:
+            if text.endswith("%"):
+                value: Budget = float(text[:-1]) / 100.0
+            elif text.lstrip("+-").isdigit():
+                value = int(text)
+            else:
+                value = float(text)
+        except ValueError:
+            raise ValueError(f"budget {budget!r} is not {allowed}") from None
+        return parse_budget(value)
+    if isinstance(budget, bool) or not isinstance(budget, Real):
+        raise ValueError(f"budget {budget!r} is not {allowed}")
+    if isinstance(budget, Integral):
+        if budget < 1:
+            raise ValueError(f"budget {budget} keeps no token; use {allowed}")
+        return int(budget)
+    value = float(budget)
+    if not math.isfinite(value) or value <= 0 or value > 1:
+        raise ValueError(f"budget {budget!r} is not {allowed}")
+    return value
+
+
+def resolve_budget(budget: Budget, n_tokens: int, scores: torch.Tensor | None = None) -> int:
+    """Number of tokens to keep out of ``n_tokens`` for ``budget`` (see module doc). Always in [1, n_tokens].
+
+    ``scores`` (N,) is needed only for ``"adaptive"``.
+    """
+    if n_tokens < 1:
+        raise ValueError(f"an image needs at least one visual token, got {n_tokens}")
+    budget = parse_budget(budget)
+    if budget == "adaptive":
+        if scores is None:
+            raise ValueError("an 'adaptive' budget needs the relevance scores")
+        return adaptive_k(scores)
+    if isinstance(budget, int):
+        return min(budget, n_tokens)
+    return max(1, min(n_tokens, round(budget * n_tokens)))
+
+
+def select(
+    scores: torch.Tensor, k: int, features: torch.Tensor | None = None, redundancy: float = 0.0
+) -> torch.Tensor:
+    """Indices of the ``k`` most relevant tokens, in raster (ascending) order.
+
+    Args:
+        scores: relevance of each token, shape (N,); higher is more relevant. NaN counts as least relevant.
+        k: how many to keep; clamped to [1, N].
+        features: optional token features (N, D) used to skip near-duplicates.
+        redundancy: in [0, 1]; with ``features``, a candidate's score is lowered by ``redundancy`` times its
+            highest cosine similarity to a token already kept (greedy, scores rescaled to [0, 1] first).
+
+    Returns:
+        LongTensor of shape (k,), strictly increasing.
+    """
+    if scores.dim() != 1 or scores.numel() == 0:
+        raise ValueError(f"scores must be a non-empty 1-D tensor, got shape {tuple(scores.shape)}")
+    n = scores.numel()
+    k = max(1, min(int(k), n))
+    s = torch.nan_to_num(scores.detach().float(), nan=-math.inf)
+    if features is None or redundancy <= 0 or k == n:
+        order = torch.sort(s, descending=True, stable=True).indices
+        return order[:k].sort().values
+    if features.shape[0] != n:
+        raise ValueError(f"features has {features.shape[0]} rows for {n} scores")
+    finite = torch.isfinite(s)
+    lo, hi = s[finite].min(), s[finite].max()
+    base = torch.where(finite, (s - lo) / (hi - lo).clamp_min(1e-12), torch.full_like(s, -1.0))
+    f = torch.nn.functional.normalize(features.detach().float(), dim=-1)
+    max_sim = torch.zeros(n)
+    taken = torch.zeros(n, dtype=torch.bool)
+    keep = []
+    for _ in range(k):
+        gain = base - redundancy * max_sim
+        gain[taken] = -math.inf
+        i = int(torch.argmax(gain))  # argmax returns the first maximum: ties go to the lower index
+        keep.append(i)
+        taken[i] = True
+        max_sim = torch.maximum(max_sim, f @ f[i])
+    return torch.tensor(sorted(keep), dtype=torch.long)

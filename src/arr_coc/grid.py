@@ -1,0 +1,137 @@
+"""The target model's merged-patch grid: where each visual token sits on the image.
+
+A Qwen-VL processor resizes an image with ``smart_resize`` so that both sides are multiples of
+``patch_size * merge_size`` (28 px for Qwen2-VL / Qwen2.5-VL, 32 px for Qwen3-VL), then the vision
+merger turns each ``merge_size x merge_size`` block of patches into one visual token. The tokens come
+out in raster order of that merged grid, so cell ``(r, c)`` of a ``rows x cols`` grid is visual token
+``r * cols + c``. Everything in ARR-COC-VIS that scores or keeps tokens works on this grid.
+
+Example:
+    >>> spec = GridSpec.for_family("qwen2.5-vl")
+    >>> spec.grid_for(height=1000, width=800)
+    Grid(rows=36, cols=29, cell=28)
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+# Family name -> (patch_size, merge_size). Aliases map the names users type to the three families.
+FAMILIES: dict[str, tuple[int, int]] = {
+    "qwen2-vl": (14, 2),
+    "qwen2.5-vl": (14, 2),
+    "qwen3-vl": (16, 2),
+}
+ALIASES = {
+    "qwen2vl": "qwen2-vl",
+    "qwen2_vl": "qwen2-vl",
+    "qwen2.5vl": "qwen2.5-vl",
+    "qwen2_5_vl": "qwen2.5-vl",
+    "qwen25-vl": "qwen2.5-vl",
+    "qwen3vl": "qwen3-vl",
+    "qwen3_vl": "qwen3-vl",
+    "qwen3_vl_moe": "qwen3-vl",
+}
+MAX_ASPECT_RATIO = 200  # the processors refuse anything more elongated than this
+DEFAULT_MAX_TOKENS = 1280  # default max_pixels = 1280 merged cells, the setting Qwen's model cards recommend
+
+
+def normalize_family(family: str) -> str:
+    """Return the canonical family name for ``family`` (case-insensitive, common aliases accepted).
+
+    Raises:
+        ValueError: if the family is unknown; the message lists the supported ones.
+    """
+    key = str(family).strip().lower()
+    key = ALIASES.get(key, key)
+    if key not in FAMILIES:
+        raise ValueError(f"unknown model family {family!r}; supported: {', '.join(FAMILIES)}")
+    return key
+
+
+def smart_resize(height: int, width: int, factor: int, min_pixels: int, max_pixels: int) -> tuple[int, int]:
+    """Size (h, w) a Qwen-VL processor resizes an image of ``height x width`` to.
+
+    Same arithmetic as ``transformers``' ``smart_resize`` (both sides multiples of ``factor``, area within
+    ``[min_pixels, max_pixels]``, aspect ratio kept as closely as possible); re-implemented so the grid can be
+    computed without loading a processor, and tested against the library's own function.
+
+    Raises:
+        ValueError: on non-positive sizes or an aspect ratio above 200 (the processor's own limit).
+    """
+    if height < 1 or width < 1:
+        raise ValueError(f"image size must be positive, got {width}x{height} (WxH)")
+    if max(height, width) / min(height, width) > MAX_ASPECT_RATIO:
+        raise ValueError(
+            f"image aspect ratio {max(height, width) / min(height, width):.1f} is above {MAX_ASPECT_RATIO}, "
+            "the most a Qwen-VL processor accepts; crop or pad the image"
+        )
+    h_bar = round(height / factor) * factor
+    w_bar = round(width / factor) * factor
+    if h_bar * w_bar > max_pixels:
+        beta = math.sqrt((height * width) / max_pixels)
+        h_bar = max(factor, math.floor(height / beta / factor) * factor)
+        w_bar = max(factor, math.floor(width / beta / factor) * factor)
+    elif h_bar * w_bar < min_pixels:
+        beta = math.sqrt(min_pixels / (height * width))
+        h_bar = math.ceil(height * beta / factor) * factor
+        w_bar = math.ceil(width * beta / factor) * factor
+    return h_bar, w_bar
+
+
+@dataclass(frozen=True)
+class Grid:
+    """A merged-patch grid: ``rows x cols`` visual tokens, each covering ``cell x cell`` resized pixels."""
+
+    rows: int  # merged tokens along the height
+    cols: int  # merged tokens along the width
+    cell: int  # pixels per merged token side in the resized image (patch_size * merge_size)
+
+    @property
+    def n_tokens(self) -> int:
+        return self.rows * self.cols
+
+    @property
+    def resized(self) -> tuple[int, int]:
+        """(W, H) of the resized image the processor feeds the vision encoder."""
+        return self.cols * self.cell, self.rows * self.cell
+
+
+@dataclass(frozen=True)
+class GridSpec:
+    """How a model family turns an image size into a grid."""
+
+    family: str  # canonical family name, one of FAMILIES
+    patch_size: int  # vision patch side in pixels (14 or 16)
+    merge_size: int  # patches merged per token side (2)
+    min_pixels: int  # smallest resized area the processor allows
+    max_pixels: int  # largest resized area the processor allows
+
+    @property
+    def factor(self) -> int:
+        return self.patch_size * self.merge_size
+
+    @classmethod
+    def for_family(cls, family: str, min_pixels: int | None = None, max_pixels: int | None = None) -> GridSpec:
+        """Grid rules for ``family``, with the processor's ``min_pixels`` / ``max_pixels`` if given.
+
+        Defaults: ``min_pixels`` is the processor's own (56*56 for Qwen2/2.5-VL, 256*256 for Qwen3-VL);
+        ``max_pixels`` is 1280 merged cells (1280*28*28 or 1280*32*32).
+        """
+        family = normalize_family(family)
+        patch, merge = FAMILIES[family]
+        factor = patch * merge
+        lo = (56 * 56 if factor == 28 else 256 * 256) if min_pixels is None else int(min_pixels)
+        hi = DEFAULT_MAX_TOKENS * factor * factor if max_pixels is None else int(max_pixels)
+        if lo < 1 or hi < factor * factor or lo > hi:
+            raise ValueError(
+                f"need 1 <= min_pixels <= max_pixels and max_pixels >= {factor * factor} (one {factor}px cell); "
+                f"got min_pixels={lo}, max_pixels={hi}"
+            )
+        return cls(family, patch, merge, lo, hi)
+
+    def grid_for(self, height: int, width: int) -> Grid:
+        """The grid of an image of ``height x width`` original pixels."""
+        h, w = smart_resize(height, width, self.factor, self.min_pixels, self.max_pixels)
+        return Grid(rows=h // self.factor, cols=w // self.factor, cell=self.factor)

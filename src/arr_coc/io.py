@@ -1,0 +1,146 @@
+"""Image input: open anything a user may hand us, safely, as an RGB ``PIL.Image``.
+
+What is accepted and what happens to it (every refusal is a ``ValueError`` saying what was wrong and what is
+allowed; nothing the caller passed is modified):
+
+* paths, bytes, file objects, ``PIL.Image`` and NumPy arrays (H x W, H x W x 1/3/4; uint8, uint16 or float).
+* EXIF orientation is applied, as the pixels a person sees are what the question is about.
+* modes: RGBA / LA / palette with transparency are composited on white (documents have white paper); CMYK, 16-bit,
+  32-bit integer and float greyscale are converted (high-bit-depth images are rescaled by their own range).
+* decompression bombs: an image above ``max_pixels_in`` (default 2**28, about 268 megapixels) is refused before
+  its pixels are decoded; big JPEGs are decoded at reduced scale (``draft``) when that loses nothing the model's
+  resize would keep.
+* corrupt, truncated and non-image files are refused with the decoder's reason.
+
+Example:
+    >>> from PIL import Image
+    >>> load_image(Image.new("LA", (4, 2))).mode
+    'RGB'
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import warnings
+from pathlib import Path
+from typing import IO, Any
+
+import numpy as np
+from PIL import Image, ImageOps, UnidentifiedImageError
+
+MAX_PIXELS_IN = 2**28  # largest source image decoded (about 16k x 16k); larger ones are refused
+ImageLike = str | os.PathLike | bytes | IO[bytes] | Image.Image | np.ndarray
+
+
+def load_image(source: Any, max_pixels_in: int = MAX_PIXELS_IN, target_pixels: int | None = None) -> Image.Image:
+    """Open ``source`` as an RGB image, upright, with transparency on white.
+
+    Args:
+        source: a path, bytes, a binary file object, a PIL image or a NumPy array.
+        max_pixels_in: refuse images with more pixels than this (decompression-bomb guard).
+        target_pixels: the area the model will resize to; JPEGs much larger are decoded at a reduced scale.
+
+    Raises:
+        ValueError: for anything that is not a readable image of a supported kind.
+    """
+    if isinstance(source, Image.Image):
+        image = source.copy()
+    elif isinstance(source, np.ndarray):
+        image = _from_array(source)
+    else:
+        image = _open(source, max_pixels_in)
+        if target_pixels and image.format == "JPEG" and image.width * image.height > 4 * target_pixels:
+            scale = (target_pixels * 2 / (image.width * image.height)) ** 0.5  # keep 2x the needed resolution
+            image.draft("RGB", (max(1, int(image.width * scale)), max(1, int(image.height * scale))))
+        try:
+            image.load()
+        except (OSError, SyntaxError, ValueError) as err:
+            raise ValueError(
+                f"{_name(source)} could not be decoded ({err}); the file may be corrupt or truncated"
+            ) from err
+    if image.width * image.height > max_pixels_in:
+        raise ValueError(
+            f"{_name(source)} has {image.width}x{image.height} pixels, above the limit of {max_pixels_in} "
+            "(decompression-bomb guard); downscale it first or pass a larger max_pixels_in"
+        )
+    if image.width < 1 or image.height < 1:
+        raise ValueError(f"{_name(source)} is empty ({image.width}x{image.height})")
+    image = ImageOps.exif_transpose(image) or image
+    return _to_rgb(image)
+
+
+def _name(source: Any) -> str:
+    if isinstance(source, (str, os.PathLike)):
+        return f"image file {str(source)!r}"
+    return f"image input of type {type(source).__name__}"
+
+
+def _open(source: Any, max_pixels_in: int) -> Image.Image:
+    if isinstance(source, (str, os.PathLike)):
+        path = Path(source)
+        if not path.is_file():
+            raise ValueError(f"image file {str(path)!r} does not exist or is not a file")
+    elif isinstance(source, (bytes, bytearray, memoryview)):
+        source = io.BytesIO(bytes(source))
+    elif not hasattr(source, "read"):
+        raise ValueError(
+            f"cannot read an image from {type(source).__name__}; pass a path, bytes, a file object, "
+            "a PIL.Image or a NumPy array"
+        )
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", Image.DecompressionBombWarning)
+            old = Image.MAX_IMAGE_PIXELS
+            Image.MAX_IMAGE_PIXELS = None  # our own limit below applies instead of PIL's global one
+            try:
+                image = Image.open(source)
+            finally:
+                Image.MAX_IMAGE_PIXELS = old
+    except UnidentifiedImageError as err:
+        raise ValueError(
+            f"{_name(source)} is not an image Pillow can read (PNG, JPEG, TIFF, BMP, GIF, WebP, ...)"
+        ) from err
+    except OSError as err:
+        raise ValueError(f"{_name(source)} could not be opened ({err})") from err
+    if image.width * image.height > max_pixels_in:
+        raise ValueError(
+            f"{_name(source)} has {image.width}x{image.height} pixels, above the limit of {max_pixels_in} "
+            "(decompression-bomb guard); downscale it first or pass a larger max_pixels_in"
+        )
+    if getattr(image, "n_frames", 1) > 1:
+        image.seek(0)  # multi-frame files (GIF, TIFF): the first frame
+    return image
+
+
+def _from_array(array: np.ndarray) -> Image.Image:
+    a = np.asarray(array)
+    if a.ndim == 3 and a.shape[2] == 1:
+        a = a[:, :, 0]
+    if a.ndim not in (2, 3) or (a.ndim == 3 and a.shape[2] not in (3, 4)) or a.size == 0:
+        raise ValueError(f"image arrays must be H x W, H x W x 1, 3 or 4 and non-empty; got shape {a.shape}")
+    if a.dtype == np.bool_:
+        a = a.astype(np.uint8) * 255
+    elif a.dtype != np.uint8:
+        a = a.astype(np.float64)
+        if not np.isfinite(a).all():
+            raise ValueError("image array has NaN or infinite values")
+        lo, hi = (0.0, 1.0) if a.min() >= 0 and a.max() <= 1 else (a.min(), a.max())
+        a = np.round((a - lo) / max(hi - lo, 1e-12) * 255).astype(np.uint8)
+    return Image.fromarray(a)
+
+
+def _to_rgb(image: Image.Image) -> Image.Image:
+    if image.mode == "RGB":
+        return image
+    if image.mode == "P":
+        image = image.convert("RGBA")
+    if image.mode in ("I;16", "I;16B", "I;16L", "I", "F"):
+        a = np.asarray(image, dtype=np.float64)
+        lo, hi = float(a.min()), float(a.max())
+        image = Image.fromarray(np.round((a - lo) / max(hi - lo, 1e-12) * 255).astype(np.uint8))
+    if image.mode in ("RGBA", "LA", "PA", "RGBa", "La"):
+        rgba = image.convert("RGBA")
+        white = Image.new("RGBA", rgba.size, (255, 255, 255, 255))
+        return Image.alpha_composite(white, rgba).convert("RGB")
+    return image.convert("RGB")

@@ -1,0 +1,161 @@
+"""Knowing: three scorers that each say how much a visual token matters, in their own way.
+
+* ``InformationScorer`` (propositional knowing): how much content a cell carries: Shannon entropy of its grey
+  levels, edge density and gradient energy. Text, drawings and detail score high; blank paper and sky low.
+* ``PerspectivalScorer`` (salience): what stands out from its surroundings: spectral residual, centre-surround
+  contrast, colour rarity.
+* ``ParticipatoryScorer`` (query-content coupling): what matters *for this question*: the text-aware map from
+  OCR (``arr_coc.reading``) when given, the similarity of visual tokens to the query's token embeddings inside a
+  loaded model (``compress``), and the query's own spatial, colour and "is it text?" cues on the texture.
+
+Each scorer is a small ``nn.Module`` whose parameters start at the training-free defaults, so a later training
+run can learn them; each takes a batch of texture arrays ``(B, 13, H, W)`` and returns scores ``(B, H, W)`` in
+[0, 1], normalised per sample (never across the batch, so a sample's scores do not depend on its neighbours).
+
+Example:
+    >>> import torch
+    >>> InformationScorer()(torch.rand(2, 13, 4, 5)).shape
+    torch.Size([2, 4, 5])
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from .query import QueryCues
+from .texture import CHANNELS, ENTROPY_BINS
+
+_CH = {name: i for i, name in enumerate(CHANNELS)}
+
+
+def unit(x: torch.Tensor) -> torch.Tensor:
+    """Rescale each sample of ``x`` (B, ...) to [0, 1] on its own; a constant sample becomes all zeros."""
+    flat = x.flatten(1)
+    lo = flat.min(1).values.view(-1, *[1] * (x.dim() - 1))
+    hi = flat.max(1).values.view(-1, *[1] * (x.dim() - 1))
+    return (x - lo) / (hi - lo).clamp_min(1e-8) * (hi > lo + 1e-8)
+
+
+class _ChannelMix(nn.Module):
+    """Weighted sum of a few texture channels, each first rescaled to [0, 1] per sample."""
+
+    def __init__(self, channels: tuple[str, ...], weights: tuple[float, ...]):
+        super().__init__()
+        self.index = [_CH[c] for c in channels]
+        self.weight = nn.Parameter(torch.tensor(weights, dtype=torch.float32))
+
+    def forward(self, texture: torch.Tensor) -> torch.Tensor:
+        """texture (B, 13, H, W) -> scores (B, H, W) in [0, 1]."""
+        feats = torch.stack([unit(texture[:, i]) for i in self.index], 1)  # (B, C, H, W)
+        return unit(torch.einsum("bchw,c->bhw", feats, self.weight))
+
+
+class InformationScorer(_ChannelMix):
+    """Propositional knowing: entropy of content, plus edge density and gradient energy."""
+
+    def __init__(self):
+        super().__init__(("entropy", "edge_density", "sobel_mag"), (0.5, 0.3, 0.2))
+
+
+class PerspectivalScorer(_ChannelMix):
+    """Salience: spectral residual, centre-surround contrast and colour rarity."""
+
+    def __init__(self):
+        super().__init__(("sal_spectral", "sal_contrast", "sal_color"), (0.4, 0.3, 0.3))
+
+
+class ParticipatoryScorer(nn.Module):
+    """Query-content coupling.
+
+    Terms, each in [0, 1] per sample, averaged with learnable weights over the terms that are present:
+        prior     a query-conditioned map given by the caller (the OCR text map of ``arr_coc.reading``)
+        coupling  cosine similarity of visual tokens to the query's token embeddings (inside a loaded model)
+        cues      the query's own cues on the texture: where (top/left/...), colour words, "the answer is text"
+    """
+
+    def __init__(self):
+        super().__init__()
+        # Term weights (prior, coupling, cues) and the sharpness of the spatial / colour cues.
+        self.term_weight = nn.Parameter(torch.tensor([3.0, 1.0, 0.5]))
+        self.where_scale = nn.Parameter(torch.tensor(0.35))
+        self.colour_scale = nn.Parameter(torch.tensor(0.08))
+
+    def forward(
+        self,
+        texture: torch.Tensor,
+        cues: list[QueryCues],
+        prior: torch.Tensor | None = None,
+        token_feats: torch.Tensor | None = None,
+        query_embeds: list[torch.Tensor | None] | None = None,
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Score each cell for the query.
+
+        Args:
+            texture: (B, 13, H, W) texture arrays.
+            cues: B parsed queries.
+            prior: optional (B, H, W) query-conditioned map in [0, 1] (e.g. OCR text relevance).
+            token_feats: optional (B, H * W, D) visual tokens in the language model's embedding space.
+            query_embeds: optional B tensors (Q, D) of the query's token embeddings (None where a sample has none).
+
+        Returns:
+            scores (B, H, W) in [0, 1] and ``signal`` (B,) in [0, 1]: how much query-specific evidence there was
+            (0 when the query gave nothing to couple to, so the balancer can lean elsewhere).
+        """
+        b, _, h, w = texture.shape
+        if len(cues) != b:
+            raise ValueError(f"got {len(cues)} queries for a batch of {b} texture arrays")
+        terms, weights = [], []
+        zero = torch.zeros(b, h, w)
+        if prior is not None:
+            terms.append(prior.float().clamp(0, 1))
+            weights.append(self.term_weight[0] * (prior.flatten(1).amax(1) > 0).float())
+        if token_feats is not None and query_embeds is not None:
+            sims = []
+            for i in range(b):
+                q = query_embeds[i]
+                if q is None or q.numel() == 0:
+                    sims.append(zero[i])
+                    continue
+                cos = F.normalize(token_feats[i].float(), dim=-1) @ F.normalize(q.float(), dim=-1).T  # (N, Q)
+                top = cos.topk(min(3, cos.shape[1]), dim=1).values.mean(1)  # (N,)
+                sims.append(top.view(h, w))
+            has = torch.tensor([q is not None and q.numel() > 0 for q in query_embeds], dtype=torch.float32)
+            terms.append(unit(torch.stack(sims)))
+            weights.append(self.term_weight[1] * has)
+        cue_maps, has_cue = self._cue_maps(texture, cues)
+        terms.append(cue_maps)
+        weights.append(self.term_weight[2] * has_cue)
+        stacked = torch.stack(terms, 1)  # (B, T, H, W)
+        wts = torch.stack(weights, 1)  # (B, T)
+        total = wts.sum(1)
+        scores = torch.einsum("bthw,bt->bhw", stacked, wts) / total.clamp_min(1e-8).view(b, 1, 1)
+        signal = (total > 0).float() * torch.stack([unit(s[None])[0].std() * 2 for s in scores]).clamp(0, 1)
+        return scores, signal
+
+    def _cue_maps(self, texture: torch.Tensor, cues: list[QueryCues]) -> tuple[torch.Tensor, torch.Tensor]:
+        """The query's own cues on the texture: (B, H, W) maps and (B,) 1.0 where a sample had any cue."""
+        y, x = texture[:, _CH["pos_y"]], texture[:, _CH["pos_x"]]  # (B, H, W)
+        rgb = texture[:, 0:3]
+        textness = unit(unit(texture[:, _CH["edge_density"]]) + texture[:, _CH["entropy"]] / math.log(ENTROPY_BINS))
+        maps, has = [], []
+        for i, cue in enumerate(cues):
+            parts = []
+            if cue.where:
+                d = {
+                    "top": y[i], "bottom": 1 - y[i], "left": x[i], "right": 1 - x[i],
+                    "centre": 2 * torch.sqrt((y[i] - 0.5) ** 2 + (x[i] - 0.5) ** 2),
+                }  # distance from the named side, in [0, 1]  # fmt: skip
+                parts.append(torch.exp(-sum(d[k] for k in cue.where) / (self.where_scale * len(cue.where))))
+            if cue.colours:
+                target = torch.tensor(cue.colours).view(-1, 3, 1, 1)  # (K, 3, 1, 1)
+                dist = ((rgb[i][None] - target) ** 2).sum(1).amin(0)  # (H, W)
+                parts.append(torch.exp(-dist / self.colour_scale))
+            if cue.wants_text:
+                parts.append(textness[i])
+            has.append(1.0 if parts else 0.0)
+            maps.append(unit(torch.stack(parts).prod(0)[None])[0] if parts else torch.zeros_like(y[i]))
+        return torch.stack(maps), torch.tensor(has)
