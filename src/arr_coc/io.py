@@ -34,7 +34,17 @@ ImageLike = str | os.PathLike | bytes | IO[bytes] | Image.Image | np.ndarray
 
 
 def load_image(source: Any, max_pixels_in: int = MAX_PIXELS_IN, target_pixels: int | None = None) -> Image.Image:
-    """Open ``source`` as an RGB image, upright, with transparency on white.
+    """Open ``source`` as an RGB image, upright, with transparency on white (see ``load_image_with_size``)."""
+    return load_image_with_size(source, max_pixels_in, target_pixels)[0]
+
+
+def load_image_with_size(
+    source: Any, max_pixels_in: int = MAX_PIXELS_IN, target_pixels: int | None = None
+) -> tuple[Image.Image, tuple[int, int]]:
+    """Open ``source`` as an RGB image, upright, with transparency on white, and its true (W, H).
+
+    The true size is the upright size of the full-resolution image; the returned image may be smaller when a
+    big JPEG was decoded at reduced scale, and the model's grid must be computed from the true size.
 
     Args:
         source: a path, bytes, a binary file object, a PIL image or a NumPy array.
@@ -50,6 +60,8 @@ def load_image(source: Any, max_pixels_in: int = MAX_PIXELS_IN, target_pixels: i
         image = _from_array(source)
     else:
         image = _open(source, max_pixels_in)
+    size = image.size
+    if not isinstance(source, (Image.Image, np.ndarray)):
         if target_pixels and image.format == "JPEG" and image.width * image.height > 4 * target_pixels:
             scale = (target_pixels * 2 / (image.width * image.height)) ** 0.5  # keep 2x the needed resolution
             image.draft("RGB", (max(1, int(image.width * scale)), max(1, int(image.height * scale))))
@@ -66,8 +78,11 @@ def load_image(source: Any, max_pixels_in: int = MAX_PIXELS_IN, target_pixels: i
         )
     if image.width < 1 or image.height < 1:
         raise ValueError(f"{_name(source)} is empty ({image.width}x{image.height})")
+    decoded = image.size
     image = ImageOps.exif_transpose(image) or image
-    return _to_rgb(image)
+    if image.size != decoded:  # rotated by 90 degrees: so is the true size
+        size = size[::-1]
+    return _to_rgb(image), size
 
 
 def _name(source: Any) -> str:

@@ -40,6 +40,16 @@ def unit(x: torch.Tensor) -> torch.Tensor:
     return (x - lo) / (hi - lo).clamp_min(1e-8) * (hi > lo + 1e-8)
 
 
+def concentration(scores: torch.Tensor) -> torch.Tensor:
+    """How peaked each map of (B, ...) is, in [0, 1]: one minus its mean after ``unit``; 0 for a constant map.
+
+    A few sharp peaks on a flat floor give nearly 1, uniform noise about 0.5, a map high almost everywhere ~0.
+    """
+    flat = scores.flatten(1)
+    varies = (flat.max(1).values - flat.min(1).values) > 1e-8
+    return (1 - unit(flat).mean(1)) * varies
+
+
 class _ChannelMix(nn.Module):
     """Weighted sum of a few texture channels, each first rescaled to [0, 1] per sample."""
 
@@ -133,8 +143,7 @@ class ParticipatoryScorer(nn.Module):
         wts = torch.stack(weights, 1)  # (B, T)
         total = wts.sum(1)
         scores = torch.einsum("bthw,bt->bhw", stacked, wts) / total.clamp_min(1e-8).view(b, 1, 1)
-        signal = (total > 0).float() * torch.stack([unit(s[None])[0].std() * 2 for s in scores]).clamp(0, 1)
-        return scores, signal
+        return scores, (total > 0).float() * concentration(scores)
 
     def _cue_maps(self, texture: torch.Tensor, cues: list[QueryCues]) -> tuple[torch.Tensor, torch.Tensor]:
         """The query's own cues on the texture: (B, H, W) maps and (B,) 1.0 where a sample had any cue."""

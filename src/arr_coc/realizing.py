@@ -34,7 +34,7 @@ from torch import nn
 from .attending import Budget, parse_budget, resolve_budget, select
 from .balancing import SCORERS, TensionBalancer
 from .grid import GridSpec
-from .io import load_image
+from .io import load_image_with_size
 from .knowing import InformationScorer, ParticipatoryScorer, PerspectivalScorer
 from .query import QueryCues, normalize_text, parse_query
 from .texture import texture_array, texture_from_patches
@@ -211,8 +211,8 @@ def allocate(
     parse_budget(budget)  # fail fast, before any image work
     mode = resolve_mode(mode)
     spec = GridSpec.for_family(family, min_pixels, max_pixels)
-    img = load_image(image, target_pixels=spec.max_pixels)
-    grid = spec.grid_for(img.height, img.width)
+    img, (orig_w, orig_h) = load_image_with_size(image, target_pixels=spec.max_pixels)
+    grid = spec.grid_for(orig_h, orig_w)
     text = normalize_text(query or "")
     cues = parse_query(text)
 
@@ -224,7 +224,7 @@ def allocate(
         reader, matcher = _reading(text_options)
         boxes = reader.read(img)
         t_ocr = time.perf_counter()
-        prior_map = matcher.relevance(boxes, text, grid.rows, grid.cols, (img.width, img.height))
+        prior_map = matcher.relevance(boxes, text, grid.rows, grid.cols, (img.width, img.height))  # boxes: img px
         prior = torch.from_numpy(np.asarray(prior_map, dtype=np.float32))[None]
     else:
         t_ocr = t2
@@ -237,7 +237,7 @@ def allocate(
         family=spec.family,
         grid=(grid.rows, grid.cols),
         resized=grid.resized,
-        original=(img.width, img.height),
+        original=(orig_w, orig_h),
         keep=keep,
         scores=relevance[0].numpy().astype(np.float32),
         query=text,
@@ -293,6 +293,7 @@ def score_visual_tokens(
             raise ValueError(f"token_feats has {token_feats.shape[0]} rows for a grid of {t * rows * cols} tokens")
         feats = token_feats.reshape(t, rows * cols, -1)
     embeds = [query_embeds] * t if query_embeds is not None else None
-    relevance, _, _ = (realizer or default_realizer())(texture, cues, prior=prior, token_feats=feats,
-                                                        query_embeds=embeds)
+    relevance, _, _ = (realizer or default_realizer())(
+        texture, cues, prior=prior, token_feats=feats, query_embeds=embeds
+    )
     return relevance.flatten()

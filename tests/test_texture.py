@@ -1,0 +1,71 @@
+"""The texture array: right shape, channels that mean what they say, same from pixels and from processor patches."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from PIL import Image, ImageDraw
+
+from arr_coc.grid import FAMILIES, GridSpec
+from arr_coc.texture import CHANNELS, N_CHANNELS, texture_array, texture_from_patches, texture_from_pixels
+
+C = {n: i for i, n in enumerate(CHANNELS)}
+
+
+def test_thirteen_channels_on_the_grid() -> None:
+    assert N_CHANNELS == 13
+    grid = GridSpec.for_family("qwen2.5-vl").grid_for(300, 450)
+    x = texture_array(Image.new("RGB", (450, 300), (10, 200, 30)), grid)
+    assert x.shape == (13, grid.rows, grid.cols)
+    assert torch.allclose(x[0:3].mean((1, 2)), torch.tensor([10, 200, 30]) / 255.0, atol=1e-3)
+    assert x[C["pos_y"], 0, 0] < x[C["pos_y"], -1, 0] and x[C["pos_x"], 0, 0] < x[C["pos_x"], 0, -1]
+    assert x[C["sobel_mag"]].abs().max() < 1e-6 and x[C["entropy"]].abs().max() < 1e-6  # flat: no edges, no entropy
+
+
+def test_edges_and_entropy_sit_where_the_ink_is() -> None:
+    img = Image.new("RGB", (560, 280), "white")
+    ImageDraw.Draw(img).rectangle([300, 100, 400, 180], outline="black", width=3)
+    grid = GridSpec.for_family("qwen2.5-vl").grid_for(280, 560)
+    x = texture_array(img, grid)
+    r, c = np.unravel_index(int(x[C["sobel_mag"]].argmax()), (grid.rows, grid.cols))
+    assert 300 // 28 - 1 <= c <= 400 // 28 + 1 and 100 // 28 - 1 <= r <= 180 // 28 + 1
+    assert x[C["entropy"], 0, 0] == 0 and x[C["entropy"]].max() > 0.3
+    assert x[C["edge_density"], 0, 0] == 0
+    for name in ("sal_spectral", "sal_contrast", "sal_color"):
+        assert 0 <= float(x[C[name]].min()) and float(x[C[name]].max()) <= 1
+
+
+@pytest.mark.parametrize("family", sorted(FAMILIES))
+def test_patches_give_the_same_texture(family: str) -> None:
+    """texture_from_patches on the processor's pixel_values ~ texture_array on the image (same cells)."""
+    proc_mod = pytest.importorskip("transformers.models.qwen2_vl.image_processing_pil_qwen2_vl")
+    patch, merge = FAMILIES[family]
+    spec = GridSpec.for_family(family)
+    data = pytest.importorskip("skimage.data")
+    img = Image.fromarray(data.astronaut()).resize((400, 300))
+    grid = spec.grid_for(img.height, img.width)
+    proc = proc_mod.Qwen2VLImageProcessorPil(
+        patch_size=patch, merge_size=merge, size={"shortest_edge": spec.min_pixels, "longest_edge": spec.max_pixels}
+    )
+    out = proc(images=img, return_tensors="pt")
+    t = texture_from_patches(out["pixel_values"], tuple(out["image_grid_thw"][0].tolist()), patch, merge, 2)
+    ref = texture_array(img, grid)
+    assert t.shape == (1, 13, grid.rows, grid.cols)
+    for name in ("pos_y", "pos_x"):
+        assert torch.allclose(t[0, C[name]], ref[C[name]])
+    # Up to the processor's normalisation and bicubic (vs bilinear) resize; entropy bins shift the most.
+    for name, least in (("r", 0.95), ("g", 0.95), ("b", 0.95), ("sobel_mag", 0.9), ("entropy", 0.8)):
+        corr = np.corrcoef(t[0, C[name]].flatten(), ref[C[name]].flatten())[0, 1]
+        assert corr > least, (name, corr)
+
+
+def test_batch_invariance_and_bad_shapes() -> None:
+    a, b = torch.rand(1, 3, 70, 98), torch.rand(1, 3, 70, 98) * 0.2
+    both = texture_from_pixels(torch.cat([a, b]), 5, 7)
+    assert torch.allclose(both[0], texture_from_pixels(a, 5, 7)[0], atol=1e-6)
+    assert torch.allclose(both[1], texture_from_pixels(b, 5, 7)[0], atol=1e-6)
+    with pytest.raises(ValueError, match="grid"):
+        texture_from_pixels(torch.rand(1, 3, 71, 98), 5, 7)
+    with pytest.raises(ValueError, match="do not match"):
+        texture_from_patches(torch.rand(10, 3 * 2 * 14 * 14), (1, 4, 4), 14, 2, 2)
