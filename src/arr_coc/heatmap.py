@@ -37,7 +37,11 @@ def _font(size: int) -> ImageFont.ImageFont:
 
 
 def render_heatmap(
-    image, scores: np.ndarray, keep: torch.Tensor | np.ndarray, title: str = "", alpha: float = 0.55,
+    image,
+    scores: np.ndarray,
+    keep: torch.Tensor | np.ndarray,
+    title: str = "",
+    alpha: float = 0.55,
     max_side: int = 1400,
 ) -> Image.Image:
     """Overlay ``scores`` (rows, cols) on ``image`` and outline the kept cells.
@@ -68,8 +72,9 @@ def render_heatmap(
     mask[keep_idx] = True
     mask = mask.reshape(rows, cols)
     # Dropped cells are dimmed so what the model will see stands out.
-    dim = Image.fromarray(np.where(np.kron(mask, np.ones((cell, cell), bool))[..., None], 255, 110).astype(np.uint8)
-                          .repeat(3, 2))
+    dim = Image.fromarray(
+        np.where(np.kron(mask, np.ones((cell, cell), bool))[..., None], 255, 110).astype(np.uint8).repeat(3, 2)
+    )
     out = Image.blend(base, heat, alpha)
     out = Image.fromarray((np.asarray(out, np.float32) * np.asarray(dim, np.float32) / 255).astype(np.uint8))
     draw = ImageDraw.Draw(out)
@@ -96,13 +101,16 @@ def _with_legend(picture: Image.Image, kept: int, total: int, title: str) -> Ima
     canvas.paste(picture, (0, 0))
     draw = ImageDraw.Draw(canvas)
     y = picture.height + pad
-    draw.text((pad, y), f"tokens kept: {kept} / {total} ({100.0 * kept / max(total, 1):.1f}%)", fill=(0, 0, 0),
-              font=font)
+    draw.text(
+        (pad, y), f"tokens kept: {kept} / {total} ({100.0 * kept / max(total, 1):.1f}%)", fill=(0, 0, 0), font=font
+    )
     bar_x0, bar_w = picture.width - pad - min(260, picture.width // 3), min(260, picture.width // 3)
     bar = Image.fromarray(np.repeat(LUT[None, np.linspace(0, 255, bar_w).astype(int)], size, 0))
     canvas.paste(bar, (bar_x0, y))
-    draw.text((bar_x0, y + size + 2), "low", fill=(0, 0, 0), font=_font(size * 3 // 4))
-    draw.text((bar_x0 + bar_w - size * 2, y + size + 2), "high relevance", fill=(0, 0, 0), font=_font(size * 3 // 4))
+    small = _font(size * 3 // 4)
+    draw.text((bar_x0, y + size + 2), "low", fill=(0, 0, 0), font=small)
+    high = "high relevance"
+    draw.text((bar_x0 + bar_w - draw.textlength(high, font=small), y + size + 2), high, fill=(0, 0, 0), font=small)
     draw.rectangle([pad, y + size + pad + 2, pad + size, y + 2 * size + pad + 2], outline=(255, 40, 40), width=2)
     draw.text((pad + size + pad, y + size + pad), "kept token", fill=(0, 0, 0), font=font)
     if title:
