@@ -1,0 +1,337 @@
+"""Family-independent pieces of the ``compress`` integration: what a scorer sees, what gets recorded, and the
+adapter interface each Qwen-VL family implements.
+
+The wrapper in ``compress.py`` never reaches into a model directly. Everything it needs from a
+``transformers`` model goes through a :class:`FamilyAdapter`, which only uses the model's public seams:
+
+* ``model.model.get_image_features`` / ``get_video_features``: the vision tower and merger, run once on the full
+  pixels; their ``pooler_output`` (one tensor per image/video) lives in the language model's embedding space;
+* ``model.model.get_rope_index``: the model's own M-RoPE positions of the FULL (unpruned) sequence, which the
+  wrapper then gathers at the kept tokens;
+* ``model(..., mm_encoder_outputs=..., position_ids=...)``: the forward pass with pre-encoded (pruned) visual
+  features and explicit positions.
+
+The family files (``qwen2_vl.py``, ``qwen2_5_vl.py``, ``qwen3_vl.py``) subclass :class:`FamilyAdapter` with the few
+things that differ: which classes they accept, extra arguments of ``get_rope_index`` (Qwen2.5-VL's
+``second_per_grid_ts``) and Qwen3-VL's DeepStack features.
+
+This module also defines the default, training-free relevance scorer (:func:`cosine_scorer`) and the
+:class:`ImageContext` every scorer receives, so a better scorer (``arr_coc.realizing.score_visual_tokens``) can be
+swapped in without touching the wrapper.
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+Kind = str  # "image" or "video"
+
+
+@dataclass
+class ImageContext:
+    """Everything a relevance scorer may use for ONE image or video of one sample.
+
+    Attributes:
+        kind: ``"image"`` or ``"video"``.
+        sample: index of the sample (row of ``input_ids``) that holds this image/video.
+        index: index of the image among the batch's images (or of the video among its videos), i.e. its row in
+            ``image_grid_thw`` / ``video_grid_thw``.
+        pixel_values (torch.Tensor of shape (t*h*w, C*temporal_patch_size*patch_size**2)): this item's patches,
+            exactly the rows of the processor's ``pixel_values`` (or ``pixel_values_videos``) that belong to it.
+        grid_thw: (t, h, w) patch grid, as in ``image_grid_thw`` (NOT merged).
+        merged_grid: (t, h // merge_size, w // merge_size), the grid of visual tokens.
+        patch_size: vision patch side in pixels (14 or 16).
+        merge_size: patches merged per token side (2).
+        temporal_patch_size: frames per temporal patch (2).
+        token_feats (torch.Tensor of shape (N, D)): merged visual tokens (the merger's output, in the language
+            model's embedding space), N = t*h*w / merge_size**2, raster order over (t, h/merge, w/merge).
+        positions (torch.LongTensor of shape (3, N)): the tokens' M-RoPE (t, h, w) positions in the full sequence.
+        query_ids (torch.LongTensor of shape (Q,)): token ids of the query (empty if none was found).
+        query_embeds (torch.Tensor of shape (Q, D) or None): the language model's input embeddings of ``query_ids``.
+        query_text: the query as text, when a tokenizer or an explicit ``query=`` was given; else ``None``.
+        config: the model's config (``model.config``).
+        scorer_config: ``compress(..., scorer_config=...)``: for the realizing scorer, a dict of extra keyword
+            arguments of ``score_visual_tokens``; custom scorers may use it as they like.
+    """
+
+    kind: Kind
+    sample: int
+    index: int
+    pixel_values: torch.Tensor
+    grid_thw: tuple[int, int, int]
+    merged_grid: tuple[int, int, int]
+    patch_size: int
+    merge_size: int
+    temporal_patch_size: int
+    token_feats: torch.Tensor
+    positions: torch.Tensor
+    query_ids: torch.Tensor
+    query_embeds: torch.Tensor | None
+    query_text: str | None
+    config: Any
+    scorer_config: Any = None
+
+    @property
+    def n_tokens(self) -> int:
+        """Number of visual tokens N of this image/video."""
+        t, h, w = self.merged_grid
+        return t * h * w
+
+
+Scorer = Callable[[ImageContext], torch.Tensor]
+
+
+@dataclass
+class VisualAllocation:
+    """What ``compress`` kept of one image or video (one entry of ``CompressedModel.last_allocation``).
+
+    Attributes:
+        kind: ``"image"`` or ``"video"``.
+        grid: (t, h, w) in MERGED tokens (``h``, ``w`` already divided by the merge size).
+        keep (torch.LongTensor of shape (budget,)): kept indices into this item's visual-token sequence (raster order
+            over (t, h, w)), strictly increasing.
+        scores (torch.Tensor of shape (t, h, w)): the relevance the scorer gave every token.
+        budget: number of tokens kept (``len(keep)``).
+        index: row of this item in ``image_grid_thw`` / ``video_grid_thw``.
+        deepstack_levels (torch.LongTensor of shape (budget,) or None): Qwen3-VL only, with ``deepstack_tiers``: how
+            many DeepStack levels each kept token receives (the first ``n`` levels); ``None`` means all levels.
+    """
+
+    kind: Kind
+    grid: tuple[int, int, int]
+    keep: torch.Tensor
+    scores: torch.Tensor
+    budget: int
+    index: int = 0
+    deepstack_levels: torch.Tensor | None = None
+
+    @property
+    def mask(self) -> torch.Tensor:
+        """Bool tensor of shape (t, h, w): True where the token was kept."""
+        m = torch.zeros(math.prod(self.grid), dtype=torch.bool)
+        m[self.keep] = True
+        return m.view(self.grid)
+
+
+@dataclass
+class EncodedVisual:
+    """Output of the vision tower for all images (or all videos) of a batch, split per item.
+
+    Attributes:
+        raw: the ``ModelOutput`` returned by ``get_image_features`` / ``get_video_features``.
+        features: one tensor per item, each of shape (N_i, D) (the ``pooler_output``).
+        deepstack: Qwen3-VL only: one list per DeepStack level, each with one (N_i, D) tensor per item.
+    """
+
+    raw: Any
+    features: list[torch.Tensor]
+    deepstack: list[list[torch.Tensor]] | None = None
+
+
+@dataclass
+class FamilyAdapter:
+    """How the wrapper talks to one model family. Subclasses set ``name`` / ``class_names`` and override the
+    family-specific hooks; the defaults below are what Qwen2-VL and Qwen2.5-VL share.
+
+    Attributes:
+        name: family name for messages, e.g. ``"qwen2.5-vl"``.
+        class_names: ``transformers`` classes (by name) this adapter accepts.
+        module: ``transformers`` module that defines them (imported lazily, so ``arr_coc`` imports without
+            transformers).
+    """
+
+    name: str
+    class_names: tuple[str, ...]
+    module: str
+    extra_rope_keys: tuple[str, ...] = field(default=())
+
+    def model_classes(self) -> tuple[type, ...]:
+        """The accepted classes (imported on demand; empty if this transformers version lacks them)."""
+        import importlib
+
+        try:
+            mod = importlib.import_module(self.module)
+        except ImportError:
+            return ()
+        return tuple(getattr(mod, n) for n in self.class_names if hasattr(mod, n))
+
+    def matches(self, model: Any) -> bool:
+        """Whether ``model`` is an instance of one of :attr:`class_names`."""
+        classes = self.model_classes()
+        return bool(classes) and isinstance(model, classes)
+
+    # ----- geometry ---------------------------------------------------------------------------------------------
+    def geometry(self, model: Any) -> tuple[int, int, int]:
+        """(patch_size, merge_size, temporal_patch_size) of the vision tower."""
+        vc = model.config.vision_config
+        patch = vc.patch_size if isinstance(vc.patch_size, int) else int(vc.patch_size[0])
+        tps = vc.temporal_patch_size if isinstance(vc.temporal_patch_size, int) else int(vc.temporal_patch_size[0])
+        return int(patch), int(vc.spatial_merge_size), int(tps)
+
+    def token_ids(self, model: Any) -> dict[str, int]:
+        """Ids of the image / video placeholder and the vision start / end markers, from the model config."""
+        cfg = model.config
+        return {
+            "image": int(cfg.image_token_id),
+            "video": int(cfg.video_token_id),
+            "vision_start": int(cfg.vision_start_token_id),
+            "vision_end": int(cfg.vision_end_token_id),
+        }
+
+    # ----- positions --------------------------------------------------------------------------------------------
+    def rope_index(
+        self,
+        model: Any,
+        input_ids: torch.Tensor,
+        mm_token_type_ids: torch.Tensor,
+        image_grid_thw: torch.Tensor | None,
+        video_grid_thw: torch.Tensor | None,
+        attention_mask: torch.Tensor | None,
+        extras: dict[str, Any],
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """The model's own M-RoPE positions of the full sequence.
+
+        Args:
+            input_ids (torch.LongTensor of shape (batch_size, sequence_length)): the unpruned prompt.
+            mm_token_type_ids (torch.IntTensor of shape (batch_size, sequence_length)): 0 text, 1 image, 2 video.
+            image_grid_thw (torch.LongTensor of shape (num_images, 3) or None): patch grids of the images.
+            video_grid_thw (torch.LongTensor of shape (num_videos, 3) or None): patch grids of the videos.
+            attention_mask (torch.LongTensor of shape (batch_size, sequence_length) or None): 0 on padding.
+            extras: the caller's other inputs; keys in :attr:`extra_rope_keys` are forwarded.
+
+        Returns:
+            position_ids (torch.LongTensor of shape (3, batch_size, sequence_length)) and
+            rope_deltas (torch.LongTensor of shape (batch_size, 1)) = max position + 1 - real length, per sample.
+        """
+        kwargs = {k: extras[k] for k in self.extra_rope_keys if extras.get(k) is not None}
+        position_ids, deltas = model.model.get_rope_index(
+            input_ids,
+            mm_token_type_ids=mm_token_type_ids,
+            image_grid_thw=image_grid_thw,
+            video_grid_thw=video_grid_thw,
+            attention_mask=attention_mask,
+            **kwargs,
+        )
+        return position_ids, deltas.reshape(-1, 1)
+
+    # ----- vision -----------------------------------------------------------------------------------------------
+    def encode(self, model: Any, kind: Kind, pixel_values: torch.Tensor, grid_thw: torch.Tensor) -> EncodedVisual:
+        """Run the vision tower + merger once on all items of one modality.
+
+        Args:
+            pixel_values (torch.Tensor of shape (sum(t*h*w), C*temporal_patch_size*patch_size**2)): the patches.
+            grid_thw (torch.LongTensor of shape (num_items, 3)): their patch grids.
+        """
+        fn = model.model.get_image_features if kind == "image" else model.model.get_video_features
+        raw = fn(pixel_values, grid_thw, return_dict=True)
+        return EncodedVisual(raw=raw, features=list(raw.pooler_output), deepstack=self._deepstack(raw))
+
+    def _deepstack(self, raw: Any) -> list[list[torch.Tensor]] | None:
+        return None
+
+    def pruned_output(
+        self, encoded: EncodedVisual, keeps: Sequence[torch.Tensor], levels: Sequence[torch.Tensor | None]
+    ) -> Any:
+        """A fresh encoder output holding only the kept tokens of each item (the original is not modified).
+
+        Args:
+            encoded: output of :meth:`encode`.
+            keeps: one LongTensor of kept indices per item, ascending.
+            levels: per item, how many DeepStack levels each kept token receives (ignored by families without
+                DeepStack); ``None`` = all levels.
+        """
+        pooled = tuple(f[k.to(f.device)] for f, k in zip(encoded.features, keeps, strict=True))  # each (k_i, D)
+        return type(encoded.raw)(pooler_output=pooled)
+
+    def supports_deepstack(self) -> bool:
+        """Whether this family injects DeepStack features (Qwen3-VL)."""
+        return False
+
+
+def _normalize(x: torch.Tensor) -> torch.Tensor:
+    return torch.nn.functional.normalize(x.detach().float(), dim=-1)
+
+
+def cosine_scorer(ctx: ImageContext) -> torch.Tensor:
+    """Training-free relevance: cosine similarity between each merged visual token and the query's LM embeddings.
+
+    The merger projects visual tokens into the language model's input-embedding space, so a token that "looks
+    like" a query word scores high. Per token we take the mean of its top-3 similarities over the query tokens
+    (max would let one stop-word dominate; mean over all dilutes the few words that matter).
+
+    Without a query (no text in the turn and no ``query=``) the score is distinctiveness: one minus the cosine
+    similarity to the item's mean token, which favours tokens that differ from the background.
+
+    Returns:
+        torch.Tensor of shape (N,), float32, on the CPU.
+    """
+    feats = _normalize(ctx.token_feats)  # (N, D)
+    if ctx.query_embeds is None or ctx.query_embeds.shape[0] == 0:
+        mean = _normalize(feats.mean(0, keepdim=True))  # (1, D)
+        return (1.0 - feats @ mean.T).squeeze(1).cpu()  # (N,)
+    query = _normalize(ctx.query_embeds.to(feats.device))  # (Q, D)
+    sim = feats @ query.T  # (N, Q)
+    top = sim.topk(min(3, sim.shape[1]), dim=1).values  # (N, min(3, Q))
+    return top.mean(1).cpu()  # (N,)
+
+
+def realizing_scorer() -> Scorer | None:
+    """The lead's ``arr_coc.realizing.score_visual_tokens`` wrapped as a :data:`Scorer`, or ``None`` if absent.
+
+    Called as ``score_visual_tokens(pixel_values, grid_thw, patch_size, merge_size, temporal_patch_size,
+    token_feats=..., query_embeds=..., query_text=..., **scorer_config)``: ``compress(..., scorer_config={...})``
+    carries extra keyword arguments (e.g. ``realizer=``, ``prior=``); a ``config`` parameter, if the function has
+    one, receives the model config unless ``scorer_config`` sets it.
+    """
+    try:
+        from arr_coc.realizing import score_visual_tokens
+    except ImportError:
+        return None
+    params = set(inspect.signature(score_visual_tokens).parameters)
+
+    def scorer(ctx: ImageContext) -> torch.Tensor:
+        extra = dict(ctx.scorer_config or {})
+        if "config" in params:
+            extra.setdefault("config", ctx.config)
+        return score_visual_tokens(
+            ctx.pixel_values,
+            ctx.grid_thw,
+            ctx.patch_size,
+            ctx.merge_size,
+            ctx.temporal_patch_size,
+            token_feats=ctx.token_feats,
+            query_embeds=ctx.query_embeds,
+            query_text=ctx.query_text,
+            **extra,
+        )
+
+    return scorer
+
+
+def resolve_scorer(scorer: str | Scorer | None) -> Scorer:
+    """Turn the ``scorer=`` option into a callable.
+
+    ``"auto"`` / ``None``: ``arr_coc.realizing.score_visual_tokens`` when it is available, else
+    :func:`cosine_scorer`; ``"cosine"``: always :func:`cosine_scorer`; ``"realizing"``: the lead's scorer (error if
+    missing); a callable ``f(ImageContext) -> Tensor (N,)`` is used as is.
+    """
+    if callable(scorer):
+        return scorer
+    if scorer is None or scorer == "auto":
+        return realizing_scorer() or cosine_scorer
+    if scorer == "cosine":
+        return cosine_scorer
+    if scorer == "realizing":
+        found = realizing_scorer()
+        if found is None:
+            raise ValueError("scorer='realizing' needs arr_coc.realizing.score_visual_tokens, which is not available")
+        return found
+    raise ValueError(
+        f"scorer must be 'auto', 'cosine', 'realizing' or a callable(ImageContext) -> Tensor, got {scorer!r}"
+    )

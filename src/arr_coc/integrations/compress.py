@@ -1,0 +1,646 @@
+"""``arr_coc.compress``: drop-in visual-token pruning for Qwen-VL models, as a wrapper (never a patch).
+
+``cm = compress(model, budget=0.25)`` returns a :class:`CompressedModel`. ``cm(**inputs)`` and
+``cm.generate(**inputs, **gen_kwargs)`` take exactly what the model's processor returns and return what the model
+returns; every other attribute (``cm.config``, ``cm.device``, ...) is the model's. Nothing of ``transformers`` is
+patched and nothing is assigned onto the model or its modules: the unwrapped model keeps working unchanged.
+
+What a call does, for a batch that holds images or videos:
+
+1. runs the vision tower once (``model.model.get_image_features`` / ``get_video_features``) on the full pixels;
+2. computes the M-RoPE positions of the FULL, unpruned sequence with the model's own ``get_rope_index``;
+3. scores every merged visual token against the question (see :mod:`arr_coc.integrations.base`), turns the budget
+   into a count per image/video (``arr_coc.attending.resolve_budget``) and keeps the top ones
+   (``arr_coc.attending.select``);
+4. drops the other placeholder tokens from ``input_ids`` (each sample shrinks by its own amount; rows are re-padded
+   and ``attention_mask`` rebuilt), gathers the full positions at the kept columns, and calls the model with the
+   pruned ``mm_encoder_outputs`` (Qwen3-VL: DeepStack levels sliced with the same indices) and explicit
+   ``position_ids``.
+
+So kept tokens keep their original (t, h, w) positions, text after an image keeps its positions, and decoding
+continues at max position + 1 of the UNPRUNED sequence: ``generate`` gets 4-row position ids (text row + 3 M-RoPE
+rows, the layout the model's own ``generate`` uses) and extends them by one per new token; a hand-written cached
+decoding loop through ``cm(...)`` gets positions from :attr:`CompressedModel.rope_deltas`.
+
+Example:
+    >>> cm = compress(model, budget=0.25, processor=processor)  # doctest: +SKIP
+    >>> out = cm.generate(**processor(text=[prompt], images=[image], return_tensors="pt"), max_new_tokens=32)
+    >>> cm.last_allocation[0][0].budget  # tokens kept of the first image of the first sample
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from arr_coc.attending import Budget, parse_budget, resolve_budget, select
+
+from . import qwen2_5_vl, qwen2_vl, qwen3_vl
+from .base import EncodedVisual, FamilyAdapter, ImageContext, Scorer, VisualAllocation, resolve_scorer
+
+ADAPTERS: tuple[FamilyAdapter, ...] = (
+    qwen2_vl.ADAPTER,
+    qwen2_5_vl.ADAPTER,
+    qwen3_vl.ADAPTER,
+    qwen3_vl.MOE_ADAPTER,
+)
+SUPPORTED_CLASSES: tuple[str, ...] = tuple(n for a in ADAPTERS for n in a.class_names)
+
+# Qwen2 BPE ids used when no tokenizer is given: <|im_start|>, <|im_end|>, "\n".
+DEFAULT_IM_START, DEFAULT_IM_END, DEFAULT_NEWLINE = 151644, 151645, 198
+# Inputs compress() computes itself; passing them would silently disagree with the pruned sequence.
+_REFUSED = {
+    "inputs_embeds": "compress() builds the pruned sequence from input_ids (it must see the image placeholder "
+    "tokens to know which tokens to drop); pass input_ids as the processor returns them, not inputs_embeds",
+    "position_ids": "compress() computes the M-RoPE positions itself (the model's get_rope_index on the full input, "
+    "gathered at the kept tokens); do not pass position_ids",
+    "mm_encoder_outputs": "compress() runs the vision tower itself; pass pixel_values / pixel_values_videos",
+}
+
+
+def find_adapter(model: Any) -> FamilyAdapter:
+    """The adapter for ``model``'s class.
+
+    Raises:
+        ValueError: if the class is not supported; the message lists the supported classes.
+    """
+    for adapter in ADAPTERS:
+        if adapter.matches(model):
+            return adapter
+    raise ValueError(
+        f"compress() does not support {type(model).__name__}; supported model classes: {', '.join(SUPPORTED_CLASSES)} "
+        "(wrap the ...ForConditionalGeneration model, not its inner .model)"
+    )
+
+
+def _check_tiers(tiers: Sequence[float] | None) -> tuple[float, ...] | None:
+    if tiers is None:
+        return None
+    try:
+        values = tuple(float(t) for t in tiers)
+    except (TypeError, ValueError):
+        raise ValueError(f"deepstack_tiers must be None or a sequence of fractions, got {tiers!r}") from None
+    if not values or any(not (0.0 < v <= 1.0) for v in values) or sum(values) > 1.0 + 1e-6:
+        raise ValueError(f"deepstack_tiers must be fractions in (0, 1] that add up to at most 1, got {tiers!r}")
+    return values
+
+
+def tier_levels(scores: torch.Tensor, n_levels: int, tiers: Sequence[float]) -> torch.Tensor:
+    """How many DeepStack levels each kept token receives, from relevance tiers.
+
+    Kept tokens are ranked by score (ties to the lower index); the first ``tiers[0]`` share of them forms the top
+    tier, the next ``tiers[1]`` share the second, ...; if the fractions add up to less than 1 the rest forms one more,
+    lowest tier. With ``m`` tiers, tier ``i`` (0 = top) receives the first ``round(n_levels * (m-1-i) / (m-1))``
+    levels: the top tier all of them, the lowest none. A single tier covering everything receives all levels.
+
+    Args:
+        scores (torch.Tensor of shape (k,)): relevance of the kept tokens, in kept (ascending index) order.
+        n_levels: number of DeepStack levels of the model.
+        tiers: fractions, see above.
+
+    Returns:
+        torch.LongTensor of shape (k,): levels received per kept token.
+    """
+    k = scores.numel()
+    fractions = list(tiers)
+    if sum(fractions) < 1.0 - 1e-6:
+        fractions.append(1.0 - sum(fractions))
+    m = len(fractions)
+    order = torch.sort(torch.nan_to_num(scores.float(), nan=-torch.inf), descending=True, stable=True).indices
+    bounds = [round(k * c) for c in torch.cumsum(torch.tensor(fractions, dtype=torch.float64), 0).tolist()]
+    bounds[-1] = k
+    levels = torch.zeros(k, dtype=torch.long)
+    start = 0
+    for i, end in enumerate(bounds):
+        n = n_levels if m == 1 else round(n_levels * (m - 1 - i) / (m - 1))
+        levels[order[start:end]] = n
+        start = max(start, end)
+    return levels
+
+
+@dataclass
+class PrunedInputs:
+    """The pruned sequence of the last call (for inspection and tests).
+
+    Attributes:
+        input_ids (torch.LongTensor of shape (batch_size, pruned_length)): prompt without the dropped placeholders.
+        attention_mask (torch.LongTensor of shape (batch_size, pruned_length) or None): 0 on padding.
+        position_ids (torch.LongTensor of shape (3, batch_size, pruned_length)): the full sequence's M-RoPE
+            positions gathered at the kept columns (0 on padding).
+        index_map (torch.LongTensor of shape (batch_size, pruned_length)): column of the ORIGINAL input each pruned
+            column came from, -1 for padding added by re-padding. Use it to map logits back.
+        rope_deltas (torch.LongTensor of shape (batch_size, 1)): next position minus real pruned length per sample;
+            the first generated token of sample ``b`` sits at ``max position of the unpruned sample + 1``.
+        mm_encoder_outputs: the pruned encoder outputs handed to the model (``{"image": ..., "video": ...}``; for
+            Qwen3-VL with ``deepstack_features`` sliced, and zeroed per ``deepstack_tiers``).
+    """
+
+    input_ids: torch.Tensor
+    attention_mask: torch.Tensor | None
+    position_ids: torch.Tensor
+    index_map: torch.Tensor
+    rope_deltas: torch.Tensor
+    mm_encoder_outputs: dict[str, Any]
+
+
+@dataclass
+class _Item:
+    kind: str  # "image" | "video"
+    index: int  # row in image_grid_thw / video_grid_thw
+    sample: int  # row of input_ids
+    cols: torch.Tensor  # (N,) columns of its placeholder tokens in that row
+    grid_thw: tuple[int, int, int]  # patch grid
+    patch_start: int  # first row of its patches in pixel_values(_videos)
+
+
+class CompressedModel:
+    """A Qwen-VL ``...ForConditionalGeneration`` model that keeps only the relevant visual tokens.
+
+    Built by :func:`compress`. Calls take the processor's outputs and return the model's outputs:
+
+    * ``cm(**inputs)`` -> the model's ``forward`` output over the PRUNED sequence (``logits`` has shape
+      (batch_size, pruned_length, vocab_size); :attr:`last_inputs` ``.index_map`` maps columns back);
+    * ``cm.generate(**inputs, **gen_kwargs)`` -> what ``model.generate`` returns, with the ORIGINAL ``input_ids`` as
+      the prompt part of the sequences (so ``out[:, inputs["input_ids"].shape[1]:]`` are the new tokens, as usual).
+
+    Any other attribute is looked up on the wrapped model (``cm.config``, ``cm.device``, ``cm.eval()``...).
+
+    Attributes:
+        model: the wrapped model (unchanged).
+        adapter: the family adapter in use.
+        last_allocation: per sample, per image/video (in prompt order: images first, then videos), a
+            :class:`~arr_coc.integrations.base.VisualAllocation` with ``kind``, ``grid``, ``keep``, ``scores``,
+            ``budget``.
+        last_inputs: :class:`PrunedInputs` of the last call with visual inputs.
+        rope_deltas (torch.LongTensor of shape (batch_size, 1) or None): used to position new tokens when a
+            cached decoding step goes through ``cm(...)`` (no pixels, non-empty ``past_key_values``).
+    """
+
+    def __init__(
+        self,
+        model: Any,
+        adapter: FamilyAdapter,
+        budget: Budget | Sequence[Budget],
+        scorer: Scorer,
+        query: str | Sequence[str | None] | None,
+        tokenizer: Any,
+        redundancy: float,
+        deepstack_tiers: tuple[float, ...] | None,
+        padding_side: str | None,
+        scorer_config: Any,
+    ) -> None:
+        self.model = model
+        self.adapter = adapter
+        self.budget = budget
+        self.scorer = scorer
+        self.query = query
+        self.tokenizer = tokenizer
+        self.redundancy = redundancy
+        self.deepstack_tiers = deepstack_tiers
+        self.padding_side = padding_side
+        self.scorer_config = scorer_config
+        self.last_allocation: list[list[VisualAllocation]] = []
+        self.last_inputs: PrunedInputs | None = None
+        self.rope_deltas: torch.Tensor | None = None
+
+    # ----- forwarding -------------------------------------------------------------------------------------------
+    def __getattr__(self, name: str) -> Any:
+        if name == "model":  # not yet set (e.g. during unpickling): do not recurse
+            raise AttributeError(name)
+        return getattr(self.model, name)
+
+    def __repr__(self) -> str:
+        return f"CompressedModel({type(self.model).__name__}, budget={self.budget!r}, family={self.adapter.name!r})"
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.forward(*args, **kwargs)
+
+    # ----- public API -------------------------------------------------------------------------------------------
+    def forward(self, input_ids: torch.Tensor | None = None, **kwargs: Any) -> Any:
+        """The model's forward on the pruned sequence; same arguments and return type as ``model.forward``.
+
+        Args:
+            input_ids (torch.LongTensor of shape (batch_size, sequence_length)): as the processor returns it.
+            **kwargs: ``attention_mask``, ``pixel_values``, ``image_grid_thw``, ``pixel_values_videos``,
+                ``video_grid_thw``, ``mm_token_type_ids``, ``second_per_grid_ts``, ``labels`` (pruned alongside),
+                ``past_key_values``, ``use_cache``, ... (passed on).
+
+        Returns:
+            The model's output; sequence-length dimensions are the pruned length.
+        """
+        plan = self._plan(input_ids, kwargs, generation=False)
+        if plan is None:
+            return self.model(input_ids=input_ids, **self._decode_kwargs(input_ids, kwargs))
+        model_kwargs, _ = plan
+        return self.model(**model_kwargs)
+
+    def generate(self, input_ids: torch.Tensor | None = None, **kwargs: Any) -> Any:
+        """``model.generate`` on the pruned prompt; same arguments and return type.
+
+        The prompt is re-padded on the left (what cached decoding needs), positions continue from the unpruned
+        sequence, and the returned sequences start with the ORIGINAL ``input_ids``. An explicit ``max_length`` is
+        lowered by the number of dropped tokens so the number of new tokens is what it would have been.
+        """
+        plan = self._plan(input_ids, kwargs, generation=True)
+        if plan is None:
+            return self.model.generate(input_ids=input_ids, **kwargs)
+        model_kwargs, original_ids = plan
+        pruned_len = model_kwargs["input_ids"].shape[1]
+        if model_kwargs.get("max_length") is not None:
+            model_kwargs["max_length"] = int(model_kwargs["max_length"]) - (original_ids.shape[1] - pruned_len)
+        out = self.model.generate(**model_kwargs)
+        sequences = out if isinstance(out, torch.Tensor) else out.sequences
+        repeat = sequences.shape[0] // original_ids.shape[0]
+        prompt = original_ids.to(sequences.device).repeat_interleave(repeat, dim=0)  # (B * repeat, L)
+        full = torch.cat([prompt, sequences[:, pruned_len:]], dim=1)  # (B * repeat, L + new)
+        if isinstance(out, torch.Tensor):
+            return full
+        out.sequences = full
+        return out
+
+    # ----- planning ---------------------------------------------------------------------------------------------
+    def _decode_kwargs(self, input_ids: torch.Tensor | None, kwargs: dict[str, Any]) -> dict[str, Any]:
+        """Kwargs for a call without pixels: a cached decoding step gets positions continuing the pruned prompt."""
+        cache = kwargs.get("past_key_values")
+        past = cache.get_seq_length() if cache is not None and hasattr(cache, "get_seq_length") else 0
+        if (
+            past == 0
+            or self.rope_deltas is None
+            or input_ids is None
+            or kwargs.get("position_ids") is not None
+            or input_ids.shape[0] != self.rope_deltas.shape[0]
+        ):
+            return kwargs
+        n_new = input_ids.shape[1]
+        mask = kwargs.get("attention_mask")
+        if mask is not None and mask.dim() == 2:
+            text = (mask.long().cumsum(-1) - 1)[:, -n_new:]  # (B, n_new): real tokens so far - 1
+        else:
+            text = torch.arange(past, past + n_new, device=input_ids.device).expand(input_ids.shape[0], -1)
+        pos = text + self.rope_deltas.to(text.device)  # (B, n_new)
+        return {**kwargs, "position_ids": pos.unsqueeze(0).expand(3, -1, -1)}  # (3, B, n_new)
+
+    def _validate(self, input_ids: torch.Tensor | None, kwargs: dict[str, Any]) -> bool:
+        """All input checks that can be made before touching the model; True if there is anything to prune."""
+        for key, why in _REFUSED.items():
+            if kwargs.get(key) is not None:
+                raise ValueError(f"{key} was passed: {why}")
+        has_images = kwargs.get("pixel_values") is not None
+        has_videos = kwargs.get("pixel_values_videos") is not None
+        if has_images and kwargs.get("image_grid_thw") is None:
+            raise ValueError("pixel_values was passed without image_grid_thw; pass both, as the processor returns them")
+        if has_videos and kwargs.get("video_grid_thw") is None:
+            raise ValueError(
+                "pixel_values_videos was passed without video_grid_thw; pass both, as the processor returns them"
+            )
+        cache = kwargs.get("past_key_values")
+        prefill = cache is None or not hasattr(cache, "get_seq_length") or cache.get_seq_length() == 0
+        if not (has_images or has_videos):
+            if prefill and isinstance(input_ids, torch.Tensor):
+                ids = self.adapter.token_ids(self.model)
+                for kind, key in (("image", "pixel_values"), ("video", "pixel_values_videos")):
+                    if bool((input_ids == ids[kind]).any()):
+                        raise ValueError(f"input_ids holds {kind} placeholder tokens but no {key} were passed")
+            return False
+        if input_ids is None:
+            raise ValueError("compress() needs input_ids (with the image/video placeholder tokens)")
+        if input_ids.dim() != 2:
+            raise ValueError(f"input_ids must have shape (batch_size, sequence_length), got {tuple(input_ids.shape)}")
+        if not prefill:
+            raise ValueError(
+                "compress() prunes whole prompts; new images on top of a non-empty cache are not supported"
+            )
+        return True
+
+    def _budgets(self, batch_size: int) -> list[Budget]:
+        budget = self.budget
+        if isinstance(budget, (list, tuple)):
+            if len(budget) != batch_size:
+                raise ValueError(f"budget is a list of {len(budget)} budgets for a batch of {batch_size} samples")
+            return list(budget)
+        return [budget] * batch_size
+
+    def _locate(
+        self, input_ids: torch.Tensor, mask: torch.Tensor | None, kind: str, token_id: int, grid: torch.Tensor
+    ) -> list[_Item]:
+        """Assign the placeholder tokens of one modality to items: the i-th block of N_i tokens in row-major order
+        belongs to item i (the order in which the model scatters features), and must lie within one sample."""
+        _, merge, _ = self.adapter.geometry(self.model)
+        if grid.dim() != 2 or grid.shape[1] != 3:
+            raise ValueError(f"{kind}_grid_thw must have shape (num_{kind}s, 3), got {tuple(grid.shape)}")
+        grid_list = [tuple(int(v) for v in row) for row in grid.tolist()]
+        sizes = [t * h * w // (merge * merge) for t, h, w in grid_list]
+        where = (input_ids == token_id).nonzero()  # (M, 2) rows (sample, column), row-major
+        if where.shape[0] != sum(sizes):
+            raise ValueError(
+                f"input_ids holds {where.shape[0]} {kind} placeholder tokens but {kind}_grid_thw describes "
+                f"{sum(sizes)} ({' + '.join(map(str, sizes))}); the prompt and the {kind}s do not match"
+            )
+        if mask is not None and where.shape[0] and not bool(mask[where[:, 0], where[:, 1]].all()):
+            raise ValueError(f"some {kind} placeholder tokens are masked out by attention_mask")
+        items, start, patch = [], 0, 0
+        for i, (n, thw) in enumerate(zip(sizes, grid_list, strict=True)):
+            block = where[start : start + n]
+            rows = block[:, 0].unique()
+            if rows.numel() != 1:
+                raise ValueError(
+                    f"the placeholder tokens of {kind} {i} span samples {rows.tolist()}; input_ids and "
+                    f"{kind}_grid_thw do not match"
+                )
+            items.append(_Item(kind, i, int(rows[0]), block[:, 1], thw, patch))
+            start += n
+            patch += thw[0] * thw[1] * thw[2]
+        return items
+
+    def _special_ids(self) -> dict[str, int]:
+        ids = dict(self.adapter.token_ids(self.model))
+        ids.update(im_start=DEFAULT_IM_START, im_end=DEFAULT_IM_END, newline=DEFAULT_NEWLINE)
+        tok = self.tokenizer
+        if tok is not None and hasattr(tok, "convert_tokens_to_ids"):
+            for key, text in (("im_start", "<|im_start|>"), ("im_end", "<|im_end|>"), ("newline", "Ċ")):
+                value = tok.convert_tokens_to_ids(text)
+                if isinstance(value, int) and value >= 0 and value != getattr(tok, "unk_token_id", None):
+                    ids[key] = value
+        return ids
+
+    def _query_ids(self, row: list[int], row_mask: list[int], item: _Item, ids: dict[str, int]) -> list[int]:
+        """Text of the user turn holding ``item``: the turn's text before the item and after it, without the role
+        header, placeholders, vision markers and padding."""
+        first, last = int(item.cols[0]), int(item.cols[-1])
+        start = first - 1
+        while start >= 0 and row[start] != ids["im_start"]:
+            start -= 1
+        end = last + 1
+        while end < len(row) and row[end] != ids["im_end"]:
+            end += 1
+        begin = start + 1
+        if start >= 0:  # skip the role header "user\n"
+            for j in range(begin, min(begin + 3, end)):
+                if row[j] == ids["newline"]:
+                    begin = j + 1
+                    break
+        skip = {ids["image"], ids["video"], ids["vision_start"], ids["vision_end"], ids["im_start"], ids["im_end"]}
+        # columns inside the item (e.g. timestamps between a Qwen3-VL video's frames) are not the question
+        return [row[j] for j in range(begin, end) if row_mask[j] and row[j] not in skip and not first <= j <= last]
+
+    def _encode_text(self, text: str) -> list[int]:
+        tok = self.tokenizer
+        if tok is None:
+            raise ValueError("a string query= needs a tokenizer: pass compress(..., processor=...) or tokenizer=...")
+        try:
+            ids = tok.encode(text, add_special_tokens=False)
+        except TypeError:
+            ids = tok.encode(text)
+        return [int(i) for i in ids]
+
+    def _decode_text(self, ids: list[int]) -> str | None:
+        if self.tokenizer is None or not hasattr(self.tokenizer, "decode"):
+            return None
+        return self.tokenizer.decode(ids)
+
+    def _plan(
+        self, input_ids: torch.Tensor | None, kwargs: dict[str, Any], generation: bool
+    ) -> tuple[dict[str, Any], torch.Tensor] | None:
+        """Prune one batch. Returns (kwargs for the model call, original input_ids) or None if there is no image."""
+        if not self._validate(input_ids, kwargs):
+            return None
+        assert input_ids is not None
+        kwargs = dict(kwargs)
+        mask = kwargs.pop("attention_mask", None)
+        pixel_values = kwargs.pop("pixel_values", None)
+        image_grid = kwargs.pop("image_grid_thw", None)
+        pixel_videos = kwargs.pop("pixel_values_videos", None)
+        video_grid = kwargs.pop("video_grid_thw", None)
+        mm_types = kwargs.pop("mm_token_type_ids", None)
+        labels = kwargs.pop("labels", None)
+        extras = {"second_per_grid_ts": kwargs.pop("second_per_grid_ts", None)}
+        batch, length = input_ids.shape
+        budgets = self._budgets(batch)
+        for b in budgets:
+            parse_budget(b)
+        ids = self._special_ids()
+        if mask is not None and mask.shape != input_ids.shape:
+            raise ValueError(f"attention_mask has shape {tuple(mask.shape)}, input_ids {tuple(input_ids.shape)}")
+        items: list[_Item] = []
+        if pixel_values is not None:
+            items += self._locate(input_ids, mask, "image", ids["image"], image_grid)
+        elif (input_ids == ids["image"]).any():
+            raise ValueError("input_ids holds image placeholder tokens but no pixel_values were passed")
+        if pixel_videos is not None:
+            items += self._locate(input_ids, mask, "video", ids["video"], video_grid)
+        elif (input_ids == ids["video"]).any():
+            raise ValueError("input_ids holds video placeholder tokens but no pixel_values_videos were passed")
+        queries = self.query
+        if isinstance(queries, (list, tuple)):
+            if len(queries) != batch:
+                raise ValueError(f"query is a list of {len(queries)} for a batch of {batch} samples")
+        else:
+            queries = [queries] * batch
+        if any(isinstance(q, str) for q in queries) and self.tokenizer is None:
+            raise ValueError("a string query= needs a tokenizer: pass compress(..., processor=...) or tokenizer=...")
+
+        # ---- the model's seams: positions of the full sequence, vision features ----
+        model = self.model
+        if mm_types is None:
+            mm_types = (input_ids == ids["image"]).int() + 2 * (input_ids == ids["video"]).int()  # (B, L)
+        full_pos, full_deltas = self.adapter.rope_index(
+            model, input_ids, mm_types, image_grid, video_grid, mask, extras
+        )  # (3, B, L), (B, 1)
+        encoded: dict[str, EncodedVisual] = {}
+        if pixel_values is not None:
+            encoded["image"] = self.adapter.encode(model, "image", pixel_values, image_grid)
+        if pixel_videos is not None:
+            encoded["video"] = self.adapter.encode(model, "video", pixel_videos, video_grid)
+
+        # ---- score, budget, select ----
+        patch, merge, tps = self.adapter.geometry(model)
+        embed = model.get_input_embeddings()
+        rows = input_ids.tolist()
+        row_masks = mask.tolist() if mask is not None else [[1] * length for _ in range(batch)]
+        keep_col = torch.ones(batch, length, dtype=torch.bool)  # (B, L) columns that stay
+        allocation: list[list[VisualAllocation]] = [[] for _ in range(batch)]
+        keeps: dict[str, list[torch.Tensor]] = {k: [] for k in encoded}
+        levels: dict[str, list[torch.Tensor | None]] = {k: [] for k in encoded}
+        for item in items:
+            enc = encoded[item.kind]
+            feats = enc.features[item.index]  # (N, D)
+            t, h, w = item.grid_thw
+            merged = (t, h // merge, w // merge)
+            query = queries[item.sample]
+            if isinstance(query, str):
+                q_ids, q_text = self._encode_text(query), query
+            else:
+                q_ids = self._query_ids(rows[item.sample], row_masks[item.sample], item, ids)
+                q_text = self._decode_text(q_ids)
+            q_tensor = torch.tensor(q_ids, dtype=torch.long, device=input_ids.device)
+            with torch.no_grad():
+                q_embeds = embed(q_tensor.to(embed.weight.device)) if q_ids else None  # (Q, D)
+            pixels = pixel_values if item.kind == "image" else pixel_videos
+            n_patches = t * h * w
+            ctx = ImageContext(
+                kind=item.kind,
+                sample=item.sample,
+                index=item.index,
+                pixel_values=pixels[item.patch_start : item.patch_start + n_patches],
+                grid_thw=item.grid_thw,
+                merged_grid=merged,
+                patch_size=patch,
+                merge_size=merge,
+                temporal_patch_size=tps,
+                token_feats=feats.detach(),
+                positions=full_pos[:, item.sample, item.cols.to(full_pos.device)],
+                query_ids=q_tensor,
+                query_embeds=q_embeds,
+                query_text=q_text,
+                config=model.config,
+                scorer_config=self.scorer_config,
+            )
+            scores = torch.as_tensor(self.scorer(ctx)).detach().float().cpu().flatten()  # (N,)
+            if scores.numel() != feats.shape[0]:
+                raise ValueError(f"the scorer returned {scores.numel()} scores for {feats.shape[0]} visual tokens")
+            k = resolve_budget(budgets[item.sample], feats.shape[0], scores)
+            keep = select(scores, k, feats.detach().cpu() if self.redundancy > 0 else None, self.redundancy)  # (k,)
+            lv = None
+            if self.deepstack_tiers is not None and enc.deepstack is not None:
+                lv = tier_levels(scores[keep], len(enc.deepstack), self.deepstack_tiers)  # (k,)
+            keeps[item.kind].append(keep)
+            levels[item.kind].append(lv)
+            dropped = torch.ones(feats.shape[0], dtype=torch.bool)
+            dropped[keep] = False
+            keep_col[item.sample, item.cols[dropped].cpu()] = False
+            allocation[item.sample].append(
+                VisualAllocation(item.kind, merged, keep, scores.view(merged), int(keep.numel()), item.index, lv)
+            )
+        mm_outputs = {kind: self.adapter.pruned_output(encoded[kind], keeps[kind], levels[kind]) for kind in encoded}
+
+        # ---- re-pad: every row shrinks by its own amount ----
+        lengths = keep_col.sum(1)  # (B,)
+        new_len = int(lengths.max())
+        side = "left" if generation else self._padding_side(mask)
+        index_map = torch.full((batch, new_len), -1, dtype=torch.long)  # (B, L') original column or -1
+        for b in range(batch):
+            src = keep_col[b].nonzero().squeeze(1)  # (n_b,)
+            if side == "left":
+                index_map[b, new_len - src.numel() :] = src
+            else:
+                index_map[b, : src.numel()] = src
+        device = input_ids.device
+        index_map = index_map.to(device)
+        filled = index_map < 0  # (B, L')
+        gather = index_map.clamp_min(0)  # (B, L')
+        pad_id = getattr(model.config.get_text_config(), "pad_token_id", None)
+        pad_id = 0 if pad_id is None else int(pad_id)
+        new_ids = input_ids.gather(1, gather).masked_fill(filled, pad_id)  # (B, L')
+        if mask is None and not bool(filled.any()) and not generation:
+            new_mask = None
+        else:
+            base = mask if mask is not None else torch.ones_like(input_ids)
+            new_mask = base.gather(1, gather.to(base.device)).masked_fill(filled.to(base.device), 0)  # (B, L')
+        new_types = mm_types.gather(1, gather.to(mm_types.device)).masked_fill(filled.to(mm_types.device), 0)
+        pos_index = gather.to(full_pos.device).unsqueeze(0).expand(3, -1, -1)  # (3, B, L')
+        new_pos = full_pos.gather(2, pos_index).masked_fill(filled.to(full_pos.device).unsqueeze(0), 0)  # (3, B, L')
+        real_full = mask.sum(1) if mask is not None else torch.full((batch,), length, device=device)  # (B,)
+        real_new = new_mask.sum(1) if new_mask is not None else torch.full((batch,), new_len, device=device)  # (B,)
+        next_pos = full_deltas.view(-1).to(device) + real_full.to(device)  # (B,) max position + 1, unpruned
+        self.rope_deltas = (next_pos - real_new.to(device)).view(-1, 1)  # (B, 1)
+        self.last_allocation = allocation
+        self.last_inputs = PrunedInputs(new_ids, new_mask, new_pos, index_map, self.rope_deltas, mm_outputs)
+
+        out = dict(kwargs)
+        out.update(input_ids=new_ids, mm_encoder_outputs=mm_outputs, mm_token_type_ids=new_types)
+        if new_mask is not None:
+            out["attention_mask"] = new_mask
+        if labels is not None:
+            out["labels"] = labels.gather(1, gather.to(labels.device)).masked_fill(filled.to(labels.device), -100)
+        if generation:
+            text = (new_mask.long().cumsum(-1) - 1).masked_fill(new_mask == 0, 0)  # (B, L')
+            out["position_ids"] = torch.cat([text.unsqueeze(0).to(new_pos.device), new_pos], dim=0)  # (4, B, L')
+        else:
+            out["position_ids"] = new_pos
+        return out, input_ids
+
+    def _padding_side(self, mask: torch.Tensor | None) -> str:
+        if self.padding_side is not None:
+            return self.padding_side
+        if mask is not None and bool((mask[:, 0] == 0).any()):
+            return "left"
+        if mask is not None and bool((mask[:, -1] == 0).any()):
+            return "right"
+        return "left"
+
+
+def compress(
+    model: Any,
+    budget: Budget | Sequence[Budget] = "adaptive",
+    *,
+    scorer: str | Scorer | None = "auto",
+    query: str | Sequence[str | None] | None = None,
+    processor: Any = None,
+    tokenizer: Any = None,
+    redundancy: float = 0.0,
+    deepstack_tiers: Sequence[float] | None = None,
+    padding_side: str | None = None,
+    scorer_config: Any = None,
+) -> CompressedModel:
+    """Wrap a Qwen-VL model so that only the visual tokens relevant to the question reach the language model.
+
+    Args:
+        model: a ``Qwen2VLForConditionalGeneration``, ``Qwen2_5_VLForConditionalGeneration``,
+            ``Qwen3VLForConditionalGeneration`` or ``Qwen3VLMoeForConditionalGeneration``.
+        budget: tokens to keep PER IMAGE / VIDEO: an int count, a fraction in (0, 1], ``"adaptive"`` (see
+            :mod:`arr_coc.attending`), or a list with one such budget per sample of the batch.
+        scorer: ``"auto"`` (``arr_coc.realizing.score_visual_tokens`` when available, else ``"cosine"``),
+            ``"cosine"`` (:func:`~arr_coc.integrations.base.cosine_scorer`), ``"realizing"``, or a callable
+            ``f(ImageContext) -> Tensor (N,)``; higher = more relevant.
+        query: override the question used for scoring: a string for every sample or a list (one per sample,
+            ``None`` = take it from the prompt). By default the question is the text of the user turn that holds the
+            image (before and after it). A string needs ``processor`` or ``tokenizer``.
+        processor: the model's processor (its tokenizer is used for ``query`` strings and special tokens).
+        tokenizer: a tokenizer, if no processor is given.
+        redundancy: in [0, 1]; > 0 skips near-duplicate tokens (``arr_coc.attending.select``).
+        deepstack_tiers: Qwen3-VL only. Fractions of the kept tokens, most relevant first, forming relevance tiers;
+            the top tier receives every DeepStack level, the lowest none (see :func:`tier_levels`). Implemented by
+            zeroing DeepStack rows, so it changes what the model sees but saves NO compute; it is a level-of-detail
+            knob, not a speed-up. ``None``: every kept token receives every level.
+        padding_side: ``"left"`` / ``"right"`` for re-padding forward calls (default: the input's side, else
+            left). ``generate`` always pads left.
+        scorer_config: passed to the scorer as ``ImageContext.scorer_config``.
+
+    Returns:
+        A :class:`CompressedModel`.
+
+    Raises:
+        ValueError: unsupported model class, bad budget, bad ``redundancy`` / ``deepstack_tiers`` / ``padding_side``.
+    """
+    adapter = find_adapter(model)
+    for b in budget if isinstance(budget, (list, tuple)) else [budget]:
+        parse_budget(b)
+    if isinstance(budget, (list, tuple)) and not budget:
+        raise ValueError("budget is an empty list; give one budget per sample")
+    if isinstance(redundancy, bool) or not isinstance(redundancy, (int, float)) or not 0.0 <= redundancy <= 1.0:
+        raise ValueError(f"redundancy must be a number in [0, 1], got {redundancy!r}")
+    tiers = _check_tiers(deepstack_tiers)
+    if tiers is not None and not adapter.supports_deepstack():
+        raise ValueError(f"deepstack_tiers only applies to Qwen3-VL models (DeepStack); {adapter.name} has none")
+    if padding_side not in (None, "left", "right"):
+        raise ValueError(f"padding_side must be None, 'left' or 'right', got {padding_side!r}")
+    if tokenizer is None and processor is not None:
+        tokenizer = getattr(processor, "tokenizer", processor)
+    if isinstance(query, str) or (isinstance(query, (list, tuple)) and any(isinstance(q, str) for q in query)):
+        if tokenizer is None:
+            raise ValueError("a string query= needs a tokenizer: pass compress(..., processor=...) or tokenizer=...")
+    return CompressedModel(
+        model,
+        adapter,
+        budget,
+        resolve_scorer(scorer),
+        query,
+        tokenizer,
+        float(redundancy),
+        tiers,
+        padding_side,
+        scorer_config,
+    )

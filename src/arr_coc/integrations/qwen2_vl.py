@@ -1,0 +1,15 @@
+"""Qwen2-VL adapter for ``compress``.
+
+Qwen2-VL needs nothing beyond the shared seams in :class:`~arr_coc.integrations.base.FamilyAdapter`: videos get
+temporal positions ``0, 1, 2, ...`` per temporal patch and ``get_rope_index`` takes no extra argument.
+"""
+
+from __future__ import annotations
+
+from .base import FamilyAdapter
+
+ADAPTER = FamilyAdapter(
+    name="qwen2-vl",
+    class_names=("Qwen2VLForConditionalGeneration",),
+    module="transformers.models.qwen2_vl.modeling_qwen2_vl",
+)
