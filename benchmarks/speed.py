@@ -1,0 +1,105 @@
+"""Speed and memory of `allocate`: median time per image for the texture-only and the text-aware path.
+
+Each path runs in its own fresh process, so its peak memory (peak resident set size of that process, models
+included) is its own. OCR time is shown separately from the rest of the text-aware path.
+
+Example:
+    python benchmarks/speed.py --repeat 5 --out results/speed.md
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing as mp
+import resource
+import statistics
+import sys
+from pathlib import Path
+
+import numpy as np
+from PIL import Image
+
+ROOT = Path(__file__).resolve().parents[1]
+TARGET_WH = (1008, 1288)  # 36 x 46 cells before the 1280-token cap; 31 x 40 = 1,240 tokens after it (Qwen2.5-VL)
+
+
+def _images() -> list[tuple[str, Image.Image, str]]:
+    """Benchmark inputs: the shipped example documents and two natural photos, at ~1,300 tokens."""
+    from skimage import data
+
+    items = []
+    for path in sorted((ROOT / "examples").glob("*.png")):
+        items.append((path.name, Image.open(path).convert("RGB"), "How much must be paid?"))
+    items.append(("skimage.page", Image.fromarray(data.page()).convert("RGB").resize(TARGET_WH), "What is the title?"))
+    items.append(("skimage.astronaut", Image.fromarray(data.astronaut()).resize(TARGET_WH), "What is on the flag?"))
+    items.append(("skimage.coffee", Image.fromarray(data.coffee()).resize(TARGET_WH), "What is in the cup?"))
+    return items
+
+
+def _run(mode: str, repeat: int, threads: int, queue) -> None:
+    import torch
+
+    import arr_coc
+
+    if threads:
+        torch.set_num_threads(threads)
+    rows = []
+    for name, image, query in _images():
+        arr_coc.allocate(image, query, budget=0.11, mode=mode)  # warm-up (loads OCR / embedder models once)
+        runs = [arr_coc.allocate(image, query, budget=0.11, mode=mode) for _ in range(repeat)]
+        total = statistics.median(r.timings_ms["total"] for r in runs)
+        ocr = statistics.median(r.timings_ms["ocr"] for r in runs)
+        rows.append({"image": name, "mode": mode, "tokens": runs[0].n_tokens, "total_ms": total, "ocr_ms": ocr,
+                     "rest_ms": total - ocr})  # fmt: skip
+    peak_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    queue.put({"rows": rows, "peak_mib": peak_mib})
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=5, help="timed runs per image (median reported)")
+    parser.add_argument("--modes", default="texture,text")
+    parser.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's default)")
+    parser.add_argument("--out", type=Path, default=ROOT / "results" / "speed.md")
+    args = parser.parse_args(argv)
+
+    ctx = mp.get_context("spawn")
+    results = {}
+    for mode in args.modes.split(","):
+        queue = ctx.Queue()
+        proc = ctx.Process(target=_run, args=(mode, args.repeat, args.threads, queue))
+        proc.start()
+        results[mode] = queue.get()
+        proc.join()
+
+    lines = [
+        f"Median `allocate` time per image over {args.repeat} runs (after a warm-up), budget 11.1%, Qwen2.5-VL grid, "
+        f"max_pixels=1280*28*28; {mp.cpu_count()} CPU cores. Peak memory: peak RSS of the process running that path.",
+        "",
+        "| image | tokens | texture-only ms | text-aware ms (total) | of which OCR ms | text-aware without OCR ms |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
+    tex = {r["image"]: r for r in results.get("texture", {"rows": []})["rows"]}
+    txt = {r["image"]: r for r in results.get("text", {"rows": []})["rows"]}
+    for name in tex or txt:
+        a, b = tex.get(name), txt.get(name)
+        fmt = lambda r, k: f"{r[k]:.1f}" if r else "-"  # noqa: E731
+        lines.append(f"| {name} | {(a or b)['tokens']} | {fmt(a, 'total_ms')} | {fmt(b, 'total_ms')} | "
+                     f"{fmt(b, 'ocr_ms')} | {fmt(b, 'rest_ms')} |")  # fmt: skip
+    for mode in results:
+        vals = [r["total_ms"] for r in results[mode]["rows"]]
+        lines.append(f"\n{mode}: median over images {statistics.median(vals):.1f} ms, "
+                     f"peak memory {results[mode]['peak_mib']:.0f} MiB")  # fmt: skip
+    table = "\n".join(lines)
+    print(table)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(table + "\n")
+    args.out.with_suffix(".json").write_text(json.dumps(results, indent=1))
+    print(f"\nwrote {args.out}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    np.set_printoptions(precision=3)
+    raise SystemExit(main())

@@ -1,0 +1,74 @@
+"""`arr_coc.allocate`: budgets respected on the model's grid, queries of any length, modes, and the OCR extra."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from PIL import Image
+
+import arr_coc
+from arr_coc import GridSpec, allocate
+from arr_coc import realizing as realizing_mod
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    w=st.integers(8, 900),
+    h=st.integers(8, 900),
+    family=st.sampled_from(["qwen2-vl", "qwen2.5-vl", "qwen3-vl"]),
+    budget=st.one_of(st.integers(1, 2000), st.floats(0.001, 1.0), st.just("adaptive")),
+    seed=st.integers(0, 2**16),
+)
+def test_budget_grid_and_order(w: int, h: int, family: str, budget, seed: int) -> None:
+    if max(w, h) / min(w, h) > 200:
+        return
+    img = Image.fromarray(np.random.default_rng(seed).integers(0, 256, (h, w, 3), dtype=np.uint8))
+    a = allocate(img, "what is here?", budget=budget, family=family, mode="texture")
+    grid = GridSpec.for_family(family).grid_for(h, w)
+    assert a.grid == (grid.rows, grid.cols) and a.resized == grid.resized and a.original == (w, h)
+    assert a.scores.shape == a.grid and np.isfinite(a.scores).all()
+    keep = a.keep.numpy()
+    assert 1 <= keep.size <= a.n_tokens and np.all(np.diff(keep) > 0)
+    if isinstance(budget, int):
+        assert keep.size == min(budget, a.n_tokens)
+    elif budget == "adaptive":
+        assert keep.size in arr_coc.TIERS if a.n_tokens >= 400 else keep.size <= a.n_tokens
+    else:
+        assert keep.size == max(1, min(a.n_tokens, round(budget * a.n_tokens)))
+    assert a.mask.sum() == keep.size
+
+
+def test_deterministic(noise_image) -> None:
+    a = allocate(noise_image, "the red part", budget=0.2, mode="texture")
+    b = allocate(noise_image, "the red part", budget=0.2, mode="texture")
+    assert np.array_equal(a.scores, b.scores) and a.keep.tolist() == b.keep.tolist()
+
+
+@pytest.mark.parametrize("query", ["", None, "   ", "?" * 10, "word " * 50_000])
+def test_empty_and_huge_queries(noise_image, query) -> None:
+    a = allocate(noise_image, query, budget=10, mode="texture")
+    assert a.budget == 10 and len(a.query) <= 4000  # documented clamp: queries are cut to 4,000 characters
+
+
+def test_bad_mode_family_budget(noise_image) -> None:
+    with pytest.raises(ValueError, match="mode"):
+        allocate(noise_image, "q", budget=10, mode="ocr-please")
+    with pytest.raises(ValueError, match="family"):
+        allocate(noise_image, "q", budget=10, family="llava")
+    with pytest.raises(ValueError, match="budget"):
+        allocate(noise_image, "q", budget=float("nan"), mode="texture")
+
+
+def test_missing_ocr_extra_is_explained(noise_image, monkeypatch) -> None:
+    monkeypatch.setattr(realizing_mod, "ocr_available", lambda: False)
+    with pytest.raises(ImportError, match=r"arr-coc-vis\[ocr\].*texture"):
+        allocate(noise_image, "q", budget=10, mode="text")
+    assert allocate(noise_image, "q", budget=10, mode="auto").mode == "texture"  # auto falls back, and says so
+
+
+def test_input_is_not_modified(noise_image) -> None:
+    before = np.asarray(noise_image).copy()
+    allocate(noise_image, "q", budget=10, mode="texture")
+    assert np.array_equal(np.asarray(noise_image), before)
