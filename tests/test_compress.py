@@ -19,6 +19,7 @@ from arr_coc.integrations import ImageContext, compress, tier_levels  # noqa: E4
 from arr_coc.integrations.compress import PrunedInputs  # noqa: E402
 
 FAMILIES = ["qwen2_vl", "qwen2_5_vl", "qwen3_vl"]
+WITH_MOE = [*FAMILIES, "qwen3_vl_moe"]  # the MoE variant shares Qwen3-VL's code path: checked on the core tests
 VOCAB = 320
 PAD, BOS, EOS = 0, 1, 2
 IMAGE, VIDEO, V_START, V_END = 300, 301, 302, 303
@@ -66,6 +67,8 @@ def build(family: str, attn: str = "sdpa") -> torch.nn.Module:
         cls = tf.Qwen2_5_VLForConditionalGeneration
     else:
         text = dict(text, head_dim=8)
+        if family == "qwen3_vl_moe":
+            text.update(num_experts=4, num_experts_per_tok=2, moe_intermediate_size=16, decoder_sparse_step=1)
         text["rope_parameters"] = dict(text["rope_parameters"], mrope_interleaved=True)
         vision = dict(
             depth=3,
@@ -77,10 +80,12 @@ def build(family: str, attn: str = "sdpa") -> torch.nn.Module:
             num_position_embeddings=64,
             deepstack_visual_indexes=[0, 1, 2],
         )
-        config, cls = (
-            tf.Qwen3VLConfig(text_config=text, vision_config=vision, **TOKEN_IDS),
-            tf.Qwen3VLForConditionalGeneration,
-        )
+        if family == "qwen3_vl_moe":
+            config = tf.Qwen3VLMoeConfig(text_config=text, vision_config=vision, **TOKEN_IDS)
+            cls = tf.Qwen3VLMoeForConditionalGeneration
+        else:
+            config = tf.Qwen3VLConfig(text_config=text, vision_config=vision, **TOKEN_IDS)
+            cls = tf.Qwen3VLForConditionalGeneration
     config._attn_implementation = attn
     torch.manual_seed(0)
     model = cls(config).eval()
@@ -237,7 +242,7 @@ def greedy(fn, inputs: dict, n: int = 5) -> torch.Tensor:
 
 
 # ---------------------------------------------------------------------------------------------------------------
-@pytest.mark.parametrize("family", FAMILIES)
+@pytest.mark.parametrize("family", WITH_MOE)
 def test_full_budget_matches_model(family):
     model = build(family)
     inputs = batch([Sample(model, [[10, 11], ("image", (1, 4, 6)), [12, 13, 14]])])
@@ -259,7 +264,7 @@ def test_full_budget_matches_model(family):
     assert torch.equal(greedy(cm.generate, inputs), greedy(model.generate, inputs))
 
 
-@pytest.mark.parametrize("family", FAMILIES)
+@pytest.mark.parametrize("family", WITH_MOE)
 def test_partial_budget_positions_and_logits(family):
     model = build(family)
     s = Sample(model, [[10, 11], ("image", (1, 8, 8)), [12, 13, 14]])
@@ -296,7 +301,7 @@ def test_partial_budget_positions_and_logits(family):
     assert torch.allclose(out, ref, atol=1e-5)
 
 
-@pytest.mark.parametrize("family", FAMILIES)
+@pytest.mark.parametrize("family", WITH_MOE)
 def test_generate_matches_stepwise_reference(family):
     model = build(family)
     inputs = batch([Sample(model, [[10, 11], ("image", (1, 8, 8)), [12, 13, 14]])])
@@ -420,8 +425,9 @@ def test_video(family, with_image):
         assert torch.equal(greedy(full.generate, inputs), greedy(model.generate, inputs))
 
 
-def test_qwen3_deepstack_slicing_and_tiers():
-    model = build("qwen3_vl")
+@pytest.mark.parametrize("family", ["qwen3_vl", "qwen3_vl_moe"])
+def test_qwen3_deepstack_slicing_and_tiers(family):
+    model = build(family)
     inputs = batch([Sample(model, [[10], ("image", (1, 8, 8)), [11], ("image", (1, 4, 6)), [12]])])
     with torch.no_grad():
         feats = full_features(model, inputs)
@@ -485,7 +491,7 @@ def test_sdpa_and_eager_agree(family):
     assert torch.equal(t1, t2)
 
 
-@pytest.mark.parametrize("family", FAMILIES)
+@pytest.mark.parametrize("family", WITH_MOE)
 def test_unwrapped_model_unchanged(family):
     model = build(family)
     inputs = batch([Sample(model, [[10], ("image", (1, 8, 8)), [11]])])
@@ -627,3 +633,25 @@ def test_text_only_batch_passes_through():
     with torch.no_grad():
         assert torch.equal(cm(**inputs).logits, model(**inputs).logits)
         assert torch.equal(greedy(cm.generate, inputs), greedy(model.generate, inputs))
+
+
+@pytest.mark.parametrize("family", ["qwen2_5_vl", "qwen3_vl"])
+def test_generate_options(family):
+    model = build(family)
+    a = Sample(model, [[10], ("image", (1, 8, 8)), [11, 12]])
+    b = Sample(model, [[13] * 6, ("image", (1, 4, 4)), [14]], seed=1)
+    cm = compress(model, budget=[0.25, 1.0], scorer=position_scorer)
+    with torch.no_grad():
+        left = greedy(cm.generate, batch([a, b]))
+        # right-padded input: generate re-pads on the left itself, so the new tokens are the same
+        right = batch([a, b], side="right")
+        assert torch.equal(greedy(cm.generate, right)[:, -5:], left[:, -5:])
+        # several sequences per prompt, dict output: prompt part is the original input, expanded
+        out = cm.generate(
+            **batch([a, b]), max_new_tokens=3, num_beams=2, num_return_sequences=2, return_dict_in_generate=True
+        )
+        length = batch([a, b])["input_ids"].shape[1]
+        assert out.sequences.shape == (4, length + 3)
+        assert torch.equal(out.sequences[:, :length], batch([a, b])["input_ids"].repeat_interleave(2, 0))
+        # max_length counts the ORIGINAL prompt: the same number of new tokens as without pruning
+        assert cm.generate(**batch([a, b]), max_length=length + 4, do_sample=False).shape == (2, length + 4)

@@ -510,13 +510,15 @@ class CompressedModel:
             levels[item.kind].append(lv)
             dropped = torch.ones(feats.shape[0], dtype=torch.bool)
             dropped[keep] = False
-            keep_col[item.sample, item.cols[dropped].cpu()] = False
+            keep_col[item.sample, item.cols.cpu()[dropped]] = False
             allocation[item.sample].append(
                 VisualAllocation(item.kind, merged, keep, scores.view(merged), int(keep.numel()), item.index, lv)
             )
         mm_outputs = {kind: self.adapter.pruned_output(encoded[kind], keeps[kind], levels[kind]) for kind in encoded}
 
-        # ---- re-pad: every row shrinks by its own amount ----
+        # ---- re-pad: every row shrinks by its own amount; old padding is dropped and laid anew on one side ----
+        if mask is not None:
+            keep_col &= mask.bool().cpu()
         lengths = keep_col.sum(1)  # (B,)
         new_len = int(lengths.max())
         side = "left" if generation else self._padding_side(mask)
