@@ -655,3 +655,18 @@ def test_generate_options(family):
         assert torch.equal(out.sequences[:, :length], batch([a, b])["input_ids"].repeat_interleave(2, 0))
         # max_length counts the ORIGINAL prompt: the same number of new tokens as without pruning
         assert cm.generate(**batch([a, b]), max_length=length + 4, do_sample=False).shape == (2, length + 4)
+
+
+def test_wrapper_conveniences():
+    model = build("qwen2_vl")
+    cm = compress(model, budget=0.5, scorer="cosine")
+    assert cm.eval() is cm and cm.to("cpu") is cm and not model.training
+    assert "Qwen2VLForConditionalGeneration" in repr(cm)
+    inputs = batch([Sample(model, [[10], ("image", (1, 4, 4)), [11]])])
+    with torch.no_grad():
+        cm(**inputs)
+        assert cm.rope_deltas is not None
+        text = batch([Sample(model, [[12, 13]])])
+        text.pop("mm_token_type_ids")
+        cm(**text)  # a text-only prompt resets the decoding offsets: the model positions text itself
+        assert cm.rope_deltas is None

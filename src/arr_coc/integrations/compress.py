@@ -61,6 +61,12 @@ _REFUSED = {
 }
 
 
+def _past_length(kwargs: dict[str, Any]) -> int:
+    """Number of tokens already in ``kwargs["past_key_values"]`` (0 without a cache)."""
+    cache = kwargs.get("past_key_values")
+    return int(cache.get_seq_length()) if cache is not None and hasattr(cache, "get_seq_length") else 0
+
+
 def find_adapter(model: Any) -> FamilyAdapter:
     """The adapter for ``model``'s class.
 
@@ -218,6 +224,21 @@ class CompressedModel:
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return self.forward(*args, **kwargs)
 
+    def to(self, *args: Any, **kwargs: Any) -> CompressedModel:
+        """``model.to(...)``, returning the wrapper (so ``cm = cm.to("cuda")`` keeps pruning)."""
+        self.model.to(*args, **kwargs)
+        return self
+
+    def eval(self) -> CompressedModel:
+        """``model.eval()``, returning the wrapper."""
+        self.model.eval()
+        return self
+
+    def train(self, mode: bool = True) -> CompressedModel:
+        """``model.train(mode)``, returning the wrapper."""
+        self.model.train(mode)
+        return self
+
     # ----- public API -------------------------------------------------------------------------------------------
     def forward(self, input_ids: torch.Tensor | None = None, **kwargs: Any) -> Any:
         """The model's forward on the pruned sequence; same arguments and return type as ``model.forward``.
@@ -233,6 +254,8 @@ class CompressedModel:
         """
         plan = self._plan(input_ids, kwargs, generation=False)
         if plan is None:
+            if _past_length(kwargs) == 0:  # a text-only prompt: the model positions it and what follows
+                self.rope_deltas = None
             return self.model(input_ids=input_ids, **self._decode_kwargs(input_ids, kwargs))
         model_kwargs, _ = plan
         return self.model(**model_kwargs)
@@ -264,8 +287,7 @@ class CompressedModel:
     # ----- planning ---------------------------------------------------------------------------------------------
     def _decode_kwargs(self, input_ids: torch.Tensor | None, kwargs: dict[str, Any]) -> dict[str, Any]:
         """Kwargs for a call without pixels: a cached decoding step gets positions continuing the pruned prompt."""
-        cache = kwargs.get("past_key_values")
-        past = cache.get_seq_length() if cache is not None and hasattr(cache, "get_seq_length") else 0
+        past = _past_length(kwargs)
         if (
             past == 0
             or self.rope_deltas is None
@@ -296,8 +318,7 @@ class CompressedModel:
             raise ValueError(
                 "pixel_values_videos was passed without video_grid_thw; pass both, as the processor returns them"
             )
-        cache = kwargs.get("past_key_values")
-        prefill = cache is None or not hasattr(cache, "get_seq_length") or cache.get_seq_length() == 0
+        prefill = _past_length(kwargs) == 0
         if not (has_images or has_videos):
             if prefill and isinstance(input_ids, torch.Tensor):
                 ids = self.adapter.token_ids(self.model)
