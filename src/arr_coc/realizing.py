@@ -29,6 +29,8 @@ from typing import Any
 
 import numpy as np
 import torch
+import torch.nn.functional as F
+from PIL import Image
 from torch import nn
 
 from .attending import Budget, parse_budget, resolve_budget, select
@@ -37,7 +39,7 @@ from .grid import GridSpec
 from .io import load_image_with_size
 from .knowing import InformationScorer, ParticipatoryScorer, PerspectivalScorer
 from .query import QueryCues, normalize_text, parse_query
-from .texture import texture_array, texture_from_patches
+from .texture import frames_from_patches, texture_array, texture_from_pixels
 
 MODES = ("auto", "text", "texture")
 
@@ -267,6 +269,8 @@ def score_visual_tokens(
     query_embeds: torch.Tensor | None = None,
     query_text: str | None = None,
     prior: torch.Tensor | None = None,
+    text_prior: bool = False,
+    text_options: dict[str, Any] | None = None,
     realizer: Realizer | None = None,
 ) -> torch.Tensor:
     """Relevance of each visual token of one image or video inside a loaded Qwen-VL model.
@@ -277,16 +281,29 @@ def score_visual_tokens(
         patch_size, merge_size, temporal_patch_size: the vision tower's, from the model config.
         token_feats: optional (N, D) merged visual tokens in the LM embedding space, N = t * h * w / merge**2.
         query_embeds: optional (Q, D) LM input embeddings of the query's tokens.
-        query_text: optional query text (spatial, colour and text cues).
-        prior: optional (t, h / merge, w / merge) query-conditioned map in [0, 1] (e.g. the OCR text prior).
+        query_text: optional query text (spatial, colour and text cues; the text prior's query).
+        prior: optional (t, h / merge, w / merge) query-conditioned map in [0, 1].
+        text_prior: run OCR on the model's own resized pixels and add the text-aware prior of ``allocate``'s
+            "text" mode (images only; needs the ``[ocr]`` extra; costs the OCR time, see the speed benchmark).
+        text_options: the text prior's ``{"lexical", "semantic", "layout"}`` switches.
         realizer: scorers and balancer (default: the training-free ones).
 
     Returns:
         Float tensor (N,), relevance of each token in raster order over (t, h / merge, w / merge).
     """
-    texture = texture_from_patches(pixel_values, grid_thw, patch_size, merge_size, temporal_patch_size)  # (t,13,h,w)
-    t, _, rows, cols = texture.shape
+    frames = frames_from_patches(pixel_values, grid_thw, patch_size, merge_size, temporal_patch_size)  # (t,3,H,W)
+    t, rows, cols = int(grid_thw[0]), int(grid_thw[1]) // merge_size, int(grid_thw[2]) // merge_size
+    half = F.avg_pool2d(frames, 2) if (patch_size * merge_size) % 4 == 0 else frames
+    texture = texture_from_pixels(half, rows, cols)  # (t, 13, rows, cols)
     cues = [parse_query(query_text)] * t
+    if text_prior and prior is None and query_text:
+        resolve_mode("text")  # a clear error when the [ocr] extra is missing
+        reader, matcher = _reading(text_options)
+        maps = []
+        for frame in frames:  # (3, H, W) -> an RGB picture at the model's own resolution
+            picture = Image.fromarray((frame.permute(1, 2, 0).numpy() * 255).round().astype(np.uint8))
+            maps.append(matcher.relevance(reader.read(picture), normalize_text(query_text), rows, cols, picture.size))
+        prior = torch.from_numpy(np.stack(maps).astype(np.float32))  # (t, rows, cols)
     feats = None
     if token_feats is not None:
         if token_feats.shape[0] != t * rows * cols:

@@ -68,14 +68,17 @@ def texture_array(image: Image.Image, grid: Grid, cell_px: int | None = None) ->
     return texture_from_pixels(rgb.unsqueeze(0), grid.rows, grid.cols)[0]
 
 
-def texture_from_patches(
-    pixel_values: torch.Tensor, grid_thw: tuple[int, int, int], patch_size: int, merge_size: int,
+def frames_from_patches(
+    pixel_values: torch.Tensor,
+    grid_thw: tuple[int, int, int],
+    patch_size: int,
+    merge_size: int,
     temporal_patch_size: int,
 ) -> torch.Tensor:
-    """Texture array of one image or video from a Qwen-VL processor's flattened patches.
+    """Undo a Qwen-VL processor's patch flattening: the resized frames of one image or video.
 
     The processor's normalisation (mean/std) is undone up to an affine map per channel, which is removed by
-    rescaling each frame to [0, 1]; every channel here is either invariant to that or normalised later.
+    rescaling each frame to [0, 1].
 
     Args:
         pixel_values: (t * h * w, 3 * temporal_patch_size * patch_size**2) patches of this one image/video, in the
@@ -83,7 +86,7 @@ def texture_from_patches(
         grid_thw: (t, h, w) patch grid, as in ``image_grid_thw``.
 
     Returns:
-        Float tensor (t, 13, h // merge_size, w // merge_size).
+        Float tensor (t, 3, h * patch_size, w * patch_size) in [0, 1]; temporal patches are averaged.
     """
     t, h, w = (int(v) for v in grid_thw)
     m, p, tp = merge_size, patch_size, temporal_patch_size
@@ -97,9 +100,25 @@ def texture_from_patches(
     x = x.permute(0, 5, 1, 3, 6, 2, 4, 7).reshape(t, 3, h * p, w * p)  # (t, 3, H, W)
     lo = x.amin(dim=(1, 2, 3), keepdim=True)
     hi = x.amax(dim=(1, 2, 3), keepdim=True)
-    x = (x - lo) / (hi - lo).clamp_min(1e-6)
-    x = F.avg_pool2d(x, 2) if (p * m) % 4 == 0 else x  # analyse at half resolution, like texture_array
-    return texture_from_pixels(x, h // m, w // m)
+    return (x - lo) / (hi - lo).clamp_min(1e-6)
+
+
+def texture_from_patches(
+    pixel_values: torch.Tensor,
+    grid_thw: tuple[int, int, int],
+    patch_size: int,
+    merge_size: int,
+    temporal_patch_size: int,
+) -> torch.Tensor:
+    """Texture array of one image or video from a Qwen-VL processor's flattened patches (see ``frames_from_patches``).
+
+    Returns:
+        Float tensor (t, 13, h // merge_size, w // merge_size).
+    """
+    x = frames_from_patches(pixel_values, grid_thw, patch_size, merge_size, temporal_patch_size)  # (t, 3, H, W)
+    x = F.avg_pool2d(x, 2) if (patch_size * merge_size) % 4 == 0 else x  # half resolution, like texture_array
+    _, h, w = (int(v) for v in grid_thw)
+    return texture_from_pixels(x, h // merge_size, w // merge_size)
 
 
 def texture_from_pixels(rgb: torch.Tensor, rows: int, cols: int) -> torch.Tensor:
@@ -153,7 +172,7 @@ def _cell_entropy(grey: torch.Tensor, rows: int, cols: int, c: int) -> torch.Ten
     """Shannon entropy (nats) of each cell's 16-level grey histogram: (B, 1, H, W) -> (B, 1, rows, cols)."""
     b = grey.shape[0]
     levels = (grey[:, 0] * ENTROPY_BINS).long().clamp_(0, ENTROPY_BINS - 1)  # (B, H, W)
-    cell = (torch.arange(rows).repeat_interleave(c)[:, None] * cols + torch.arange(cols).repeat_interleave(c))
+    cell = torch.arange(rows).repeat_interleave(c)[:, None] * cols + torch.arange(cols).repeat_interleave(c)
     index = (torch.arange(b).view(b, 1, 1) * rows * cols + cell) * ENTROPY_BINS + levels  # (B, H, W)
     hist = torch.bincount(index.flatten(), minlength=b * rows * cols * ENTROPY_BINS).float()
     p = hist.view(b, rows, cols, ENTROPY_BINS) / (c * c)
