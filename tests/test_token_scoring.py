@@ -27,8 +27,8 @@ def test_embedding_coupling_picks_the_matching_token(noise_image) -> None:
     n = thw[0] * thw[1] * thw[2] // 4
     feats = torch.randn(n, 32, generator=torch.Generator().manual_seed(0))
     target = 17
-    scores = score_visual_tokens(pv, thw, spec.patch_size, 2, 2, token_feats=feats, query_embeds=feats[target : target + 1],
-                                 query_text="where is it?")  # fmt: skip
+    query = feats[target : target + 1]
+    scores = score_visual_tokens(pv, thw, spec.patch_size, 2, 2, token_feats=feats, query_embeds=query, query_text="?")
     assert scores.shape == (n,) and torch.isfinite(scores).all()
     assert int(scores.argmax()) == target
     with pytest.raises(ValueError, match="token_feats"):
