@@ -28,7 +28,8 @@ def test_embedding_coupling_picks_the_matching_token(noise_image) -> None:
     feats = torch.randn(n, 32, generator=torch.Generator().manual_seed(0))
     target = 17
     query = feats[target : target + 1]
-    scores = score_visual_tokens(pv, thw, spec.patch_size, 2, 2, token_feats=feats, query_embeds=query, query_text="where?")
+    p = spec.patch_size
+    scores = score_visual_tokens(pv, thw, p, 2, 2, token_feats=feats, query_embeds=query, query_text="where?")
     assert scores.shape == (n,) and torch.isfinite(scores).all()
     assert int(scores.argmax()) == target
     with pytest.raises(ValueError, match="token_feats"):
