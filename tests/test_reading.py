@@ -120,7 +120,10 @@ def lexical() -> QueryMatcher:
 
 @pytest.fixture(scope="module")
 def matcher() -> QueryMatcher:
-    return QueryMatcher()
+    m = QueryMatcher()
+    if HAS_MINILM:
+        m.warmup()
+    return m
 
 
 def test_direct_question_puts_value_right_of_key_on_top(lexical: QueryMatcher) -> None:
@@ -321,7 +324,10 @@ def render_form() -> tuple[Image.Image, dict[str, tuple[int, int, int, int]]]:
 
 @pytest.fixture(scope="module")
 def reader() -> TextReader:
-    return TextReader()
+    r = TextReader()
+    if HAS_OCR:
+        r.warmup()
+    return r
 
 
 @needs_ocr

@@ -177,6 +177,14 @@ class TextReader:
                     self._engine = RapidOCR(params=self._rapidocr_params())
         return self._engine
 
+    def warmup(self) -> None:
+        """Load the detection and recognition models now (about 1 s) instead of on the first ``read``."""
+        from PIL import ImageDraw
+
+        img = Image.new("RGB", (160, 48), "white")
+        ImageDraw.Draw(img).text((8, 16), "warm up 42", fill="black")
+        self.read(img)
+
     def read(self, image: Image.Image | np.ndarray) -> list[TextBox]:
         """Recognise the text in ``image``.
 
@@ -691,6 +699,14 @@ class QueryMatcher:
         self.sharpness = float(sharpness)
         self.type_prior_score = float(type_prior_score)
         self._embedder = _MiniLM(model_path) if model_path is not None else None
+
+    def warmup(self) -> None:
+        """Load the MiniLM model now (a few seconds, mostly importing transformers) instead of on the first query.
+
+        A no-op when ``semantic`` is off.
+        """
+        if self.semantic:
+            (self._embedder or _MiniLM.shared()).embed(["warm up"])
 
     # -- scoring -------------------------------------------------------------------------------------------------
 
