@@ -852,11 +852,12 @@ class QueryMatcher:
         n = len(boxes)
         acc = np.zeros(n, dtype=np.float64)
         n_tokens = np.array([len(_tokens(b.text)) for b in boxes])
-        shapes = [_shape(b.text) for b in boxes]
+        shapes = np.array([_shape(b.text) for b in boxes], dtype=object)
+        colon = np.array([sh.endswith(":") for sh in shapes], dtype=bool)
         for i in np.flatnonzero(keys > 0):
             # siblings (same shape as the key: the next axis label, the next header, the next "Label:") are not its
             # answer; they keep a small share so a row of headers still reads as a row
-            sib = np.array([_is_sibling(shapes[i], shapes[j]) for j in range(n)])
+            sib = (shapes == shapes[i]) | (colon & colon[i])
             h_w = np.where(sib, 0.3, 1.0)
             v_w = np.where(sib, 0.5, 1.0)
             k = float(keys[i])
@@ -928,11 +929,6 @@ def _shape(text: str) -> str:
         if not out or out[-1] != c:
             out.append(c)
     return "".join(out)
-
-
-def _is_sibling(a: str, b: str) -> bool:
-    """Two boxes of the same kind (both labels ending in ':', or the same shape such as "Q3"/"Q4")."""
-    return (a.endswith(":") and b.endswith(":")) or a == b
 
 
 def _digit_share(text: str) -> float:
