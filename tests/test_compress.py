@@ -670,3 +670,34 @@ def test_wrapper_conveniences():
         text.pop("mm_token_type_ids")
         cm(**text)  # a text-only prompt resets the decoding offsets: the model positions text itself
         assert cm.rope_deltas is None
+
+
+@pytest.mark.skipif(not __import__("arr_coc.realizing").realizing.ocr_available(), reason="needs the [ocr] extra")
+def test_text_prior_keeps_the_answer(form_image):
+    """compress(text_prior=True): OCR on the model's own pixels steers the kept tokens onto the answer."""
+    from transformers.models.qwen2_vl.image_processing_pil_qwen2_vl import Qwen2VLImageProcessorPil
+
+    model = build("qwen2_5_vl")
+    vc = model.config.vision_config
+    proc = Qwen2VLImageProcessorPil(patch_size=vc.patch_size, merge_size=2, temporal_patch_size=vc.temporal_patch_size)
+    pix = proc(images=form_image, return_tensors="pt")
+    t, h, w = pix["image_grid_thw"][0].tolist()
+    rows, cols = h // 2, w // 2
+    ids = [IM_START, USER, NEWLINE, V_START] + [IMAGE] * (rows * cols) + [V_END, 70, IM_END]
+    inputs = {
+        "input_ids": torch.tensor([ids]),
+        "attention_mask": torch.ones(1, len(ids), dtype=torch.long),
+        "mm_token_type_ids": (torch.tensor([ids]) == IMAGE).int(),
+        "pixel_values": pix["pixel_values"],
+        "image_grid_thw": pix["image_grid_thw"],
+    }
+    cm = compress(model, budget=10, text_prior=True, query="How much must be paid?", tokenizer=FakeTokenizer())
+    with torch.no_grad():
+        cm(**inputs)
+    kept = cm.last_allocation[0][0].keep
+    # "$1,234.00" is drawn at x 330-460, y 310-340 of the 700 x 500 form: most kept tokens must be on that line.
+    r, c = kept // cols, kept % cols
+    on_answer = (r >= int(300 / 500 * rows)) & (r <= int(345 / 500 * rows)) & (c >= int(320 / 700 * cols) - 1)
+    assert on_answer.float().mean() >= 0.5, (r.tolist(), c.tolist())
+    with pytest.raises(ValueError, match="scorer_config"):
+        compress(model, text_prior=True, scorer_config="nope")

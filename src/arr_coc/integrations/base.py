@@ -22,7 +22,6 @@ swapped in without touching the wrapper.
 
 from __future__ import annotations
 
-import inspect
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -281,24 +280,16 @@ def cosine_scorer(ctx: ImageContext) -> torch.Tensor:
     return top.mean(1).cpu()  # (N,)
 
 
-def realizing_scorer() -> Scorer | None:
-    """The lead's ``arr_coc.realizing.score_visual_tokens`` wrapped as a :data:`Scorer`, or ``None`` if absent.
+def realizing_scorer() -> Scorer:
+    """``arr_coc.realizing.score_visual_tokens`` (texture scorers + embedding coupling + balancer) as a :data:`Scorer`.
 
     Called as ``score_visual_tokens(pixel_values, grid_thw, patch_size, merge_size, temporal_patch_size,
     token_feats=..., query_embeds=..., query_text=..., **scorer_config)``: ``compress(..., scorer_config={...})``
-    carries extra keyword arguments (e.g. ``realizer=``, ``prior=``); a ``config`` parameter, if the function has
-    one, receives the model config unless ``scorer_config`` sets it.
+    carries extra keyword arguments (e.g. ``realizer=``, ``prior=``, ``text_prior=``).
     """
-    try:
-        from arr_coc.realizing import score_visual_tokens
-    except ImportError:
-        return None
-    params = set(inspect.signature(score_visual_tokens).parameters)
+    from arr_coc.realizing import score_visual_tokens
 
     def scorer(ctx: ImageContext) -> torch.Tensor:
-        extra = dict(ctx.scorer_config or {})
-        if "config" in params:
-            extra.setdefault("config", ctx.config)
         return score_visual_tokens(
             ctx.pixel_values,
             ctx.grid_thw,
@@ -308,7 +299,7 @@ def realizing_scorer() -> Scorer | None:
             token_feats=ctx.token_feats,
             query_embeds=ctx.query_embeds,
             query_text=ctx.query_text,
-            **extra,
+            **dict(ctx.scorer_config or {}),
         )
 
     return scorer
@@ -317,21 +308,16 @@ def realizing_scorer() -> Scorer | None:
 def resolve_scorer(scorer: str | Scorer | None) -> Scorer:
     """Turn the ``scorer=`` option into a callable.
 
-    ``"auto"`` / ``None``: ``arr_coc.realizing.score_visual_tokens`` when it is available, else
-    :func:`cosine_scorer`; ``"cosine"``: always :func:`cosine_scorer`; ``"realizing"``: the lead's scorer (error if
-    missing); a callable ``f(ImageContext) -> Tensor (N,)`` is used as is.
+    ``"auto"`` / ``None`` / ``"realizing"``: :func:`realizing_scorer` (the full relevance pipeline);
+    ``"cosine"``: :func:`cosine_scorer` (query-embedding similarity alone); a callable
+    ``f(ImageContext) -> Tensor (N,)`` is used as is.
     """
     if callable(scorer):
         return scorer
-    if scorer is None or scorer == "auto":
-        return realizing_scorer() or cosine_scorer
+    if scorer is None or scorer in ("auto", "realizing"):
+        return realizing_scorer()
     if scorer == "cosine":
         return cosine_scorer
-    if scorer == "realizing":
-        found = realizing_scorer()
-        if found is None:
-            raise ValueError("scorer='realizing' needs arr_coc.realizing.score_visual_tokens, which is not available")
-        return found
     raise ValueError(
         f"scorer must be 'auto', 'cosine', 'realizing' or a callable(ImageContext) -> Tensor, got {scorer!r}"
     )

@@ -606,6 +606,7 @@ def compress(
     redundancy: float = 0.0,
     deepstack_tiers: Sequence[float] | None = None,
     padding_side: str | None = None,
+    text_prior: bool = False,
     scorer_config: Any = None,
 ) -> CompressedModel:
     """Wrap a Qwen-VL model so that only the visual tokens relevant to the question reach the language model.
@@ -615,9 +616,9 @@ def compress(
             ``Qwen3VLForConditionalGeneration`` or ``Qwen3VLMoeForConditionalGeneration``.
         budget: tokens to keep PER IMAGE / VIDEO: an int count, a fraction in (0, 1], ``"adaptive"`` (see
             :mod:`arr_coc.attending`), or a list with one such budget per sample of the batch.
-        scorer: ``"auto"`` (``arr_coc.realizing.score_visual_tokens`` when available, else ``"cosine"``),
-            ``"cosine"`` (:func:`~arr_coc.integrations.base.cosine_scorer`), ``"realizing"``, or a callable
-            ``f(ImageContext) -> Tensor (N,)``; higher = more relevant.
+        scorer: ``"auto"`` (the full relevance pipeline, ``arr_coc.realizing.score_visual_tokens``: texture scorers,
+            query-embedding coupling, balancer), ``"cosine"`` (:func:`~arr_coc.integrations.base.cosine_scorer`),
+            or a callable ``f(ImageContext) -> Tensor (N,)``; higher = more relevant.
         query: override the question used for scoring: a string for every sample or a list (one per sample,
             ``None`` = take it from the prompt). By default the question is the text of the user turn that holds the
             image (before and after it). A string needs ``processor`` or ``tokenizer``.
@@ -630,6 +631,8 @@ def compress(
             knob, not a speed-up. ``None``: every kept token receives every level.
         padding_side: ``"left"`` / ``"right"`` for re-padding forward calls (default: the input's side, else
             left). ``generate`` always pads left.
+        text_prior: also run OCR on each image's own resized pixels and add ``allocate``'s text-aware prior (the
+            ``[ocr]`` extra; costs the OCR time per image). Shorthand for ``scorer_config={"text_prior": True}``.
         scorer_config: passed to the scorer as ``ImageContext.scorer_config``.
 
     Returns:
@@ -652,6 +655,10 @@ def compress(
         raise ValueError(f"padding_side must be None, 'left' or 'right', got {padding_side!r}")
     if tokenizer is None and processor is not None:
         tokenizer = getattr(processor, "tokenizer", processor)
+    if text_prior:
+        if scorer_config is not None and not isinstance(scorer_config, dict):
+            raise ValueError("text_prior=True needs scorer_config to be a dict (or None)")
+        scorer_config = {**(scorer_config or {}), "text_prior": True}
     if isinstance(query, str) or (isinstance(query, (list, tuple)) and any(isinstance(q, str) for q in query)):
         if tokenizer is None:
             raise ValueError("a string query= needs a tokenizer: pass compress(..., processor=...) or tokenizer=...")
