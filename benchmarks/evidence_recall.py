@@ -25,7 +25,8 @@ order), ``centre`` (cells nearest the image centre), ``texture`` (``arr_coc.allo
 query-agnostic), ``text`` (``mode="text"``, OCR + query matching) and ``oracle`` (answer cells first). Library
 allocators are called once per sample; their ``scores`` are turned into a keep set for each budget with
 ``arr_coc.attending.select`` (top-k, ties to the lower index), so one OCR pass serves all three budgets.
-``--ablation`` adds the text path's ablation: texture-only, +lexical, +lexical+semantic, +layout (full).
+``--ablation`` adds the text path's ablation: texture-only, lexical, lexical+semantic, lexical+layout,
+semantic+layout and the full path (each piece's contribution shows as the full path minus that piece).
 
 The overall row is the mean over all samples (every kind has n-per-kind samples; the test split adds one real
 scan). Results go to a markdown file (``--out``) and a JSON file next to it.
@@ -63,9 +64,11 @@ LIBRARY = ("texture", "text")
 ALL_ALLOCATORS = ("random", "stride", "centre", "texture", "text", "oracle")
 ABLATION: tuple[tuple[str, str, dict[str, bool] | None], ...] = (  # (row, mode, text_options)
     ("texture-only", "texture", None),
-    ("+lexical", "text", {"lexical": True, "semantic": False, "layout": False}),
-    ("+lexical+semantic", "text", {"lexical": True, "semantic": True, "layout": False}),
-    ("+lexical+semantic+layout (full)", "text", {"lexical": True, "semantic": True, "layout": True}),
+    ("lexical", "text", {"lexical": True, "semantic": False, "layout": False}),
+    ("lexical+semantic", "text", {"lexical": True, "semantic": True, "layout": False}),
+    ("lexical+layout", "text", {"lexical": True, "semantic": False, "layout": True}),
+    ("semantic+layout", "text", {"lexical": False, "semantic": True, "layout": True}),
+    ("lexical+semantic+layout (full)", "text", {"lexical": True, "semantic": True, "layout": True}),
 )
 DEFAULT_N_PER_KIND = 12
 

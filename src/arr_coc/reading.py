@@ -232,7 +232,11 @@ def _to_rgb_pil(image: Image.Image | np.ndarray) -> Image.Image:
 
 
 def _split_after_colons(line: TextBox, words: Sequence[Any]) -> list[TextBox]:
-    """Split a line into segments ending at words that end with ':' (uses rapidocr word boxes)."""
+    """Split a line into segments ending at words that end with ':' or '=' (uses rapidocr word boxes).
+
+    "Total: $99.00" and "markers = np.zeros(3)" both become a key box and a value box, so the layout rule can put
+    the value right of its key.
+    """
     parsed: list[tuple[str, tuple[float, float, float, float]]] = []
     for w in words:
         try:
@@ -247,7 +251,7 @@ def _split_after_colons(line: TextBox, words: Sequence[Any]) -> list[TextBox]:
     segments: list[list[tuple[str, tuple[float, float, float, float]]]] = [[]]
     for txt, box in parsed:
         segments[-1].append((txt, box))
-        if txt.endswith(":"):
+        if txt.endswith((":", "=")):
             segments.append([])
     segments = [s for s in segments if s]
     if len(segments) < 2:
