@@ -124,6 +124,8 @@ def _allocate(args: argparse.Namespace) -> int:
     )
     t = alloc.timings_ms
     ocr = f", OCR {t['ocr']:.0f} ms" if alloc.mode == "text" else ""
+    if t.get("model_load"):
+        ocr += f" (+{t['model_load'] / 1e3:.1f} s loading the OCR and text models, once a process)"
     print(
         f"{args.image}: {alloc.n_tokens} -> {alloc.budget} visual tokens ({100 * alloc.budget / alloc.n_tokens:.1f}%), "
         f"grid {alloc.grid[0]}x{alloc.grid[1]} ({alloc.family}), mode {alloc.mode}, "

@@ -61,7 +61,7 @@ class Allocation:
     mode: str  # "text" or "texture": the path that ran
     weights: dict[str, float]  # balancer weights of information / perspectival / participatory
     components: dict[str, np.ndarray] = field(default_factory=dict)  # each scorer's (rows, cols) map
-    timings_ms: dict[str, float] = field(default_factory=dict)  # texture / ocr / scoring / total
+    timings_ms: dict[str, float] = field(default_factory=dict)  # load, texture, ocr, scoring, total; model_load apart
     text_boxes: list[Any] = field(default_factory=list)  # OCR boxes (text mode)
 
     @property
@@ -171,14 +171,18 @@ def resolve_mode(mode: str) -> str:
 
 
 def _reading(text_options: dict[str, Any] | None):
-    """Shared OCR reader and a query matcher for ``text_options`` (both load their models once)."""
+    """Shared OCR reader and a query matcher for ``text_options``, their models loaded once (on first use here)."""
     from .reading import QueryMatcher, TextReader
 
     key = repr(sorted((text_options or {}).items()))
     if "reader" not in _READING:
-        _READING["reader"] = TextReader()
+        reader = TextReader()
+        reader.warmup()
+        _READING["reader"] = reader
     if key not in _READING:
-        _READING[key] = QueryMatcher(**(text_options or {}))
+        matcher = QueryMatcher(**(text_options or {}))
+        matcher.warmup()
+        _READING[key] = matcher
     return _READING["reader"], _READING[key]
 
 
@@ -209,9 +213,12 @@ def allocate(
     Returns:
         An ``Allocation``.
     """
-    t0 = time.perf_counter()
     parse_budget(budget)  # fail fast, before any image work
     mode = resolve_mode(mode)
+    t_models = time.perf_counter()
+    reader, matcher = _reading(text_options) if mode == "text" else (None, None)  # loads models on first use only
+    t0 = time.perf_counter()
+    models_ms = (t0 - t_models) * 1e3
     spec = GridSpec.for_family(family, min_pixels, max_pixels)
     img, (orig_w, orig_h) = load_image_with_size(image, target_pixels=spec.max_pixels)
     grid = spec.grid_for(orig_h, orig_w)
@@ -223,7 +230,6 @@ def allocate(
     t2 = time.perf_counter()
     prior, boxes = None, []
     if mode == "text":
-        reader, matcher = _reading(text_options)
         boxes = reader.read(img)
         t_ocr = time.perf_counter()
         prior_map = matcher.relevance(boxes, text, grid.rows, grid.cols, (img.width, img.height))  # boxes: img px
@@ -253,6 +259,7 @@ def allocate(
             "ocr": (t_ocr - t2) * 1e3,
             "scoring": (t3 - t_ocr) * 1e3,
             "total": (t3 - t0) * 1e3,
+            "model_load": models_ms,
         },
         text_boxes=boxes,
     )
