@@ -77,5 +77,5 @@ def test_input_is_not_modified(noise_image) -> None:
 def test_timings_are_reported(noise_image) -> None:
     a = allocate(noise_image, "q", budget=10, mode="texture")
     assert set(a.timings_ms) == {"load", "texture", "ocr", "scoring", "total", "model_load"}
-    assert a.timings_ms["ocr"] == 0 and a.timings_ms["model_load"] == 0
+    assert a.timings_ms["ocr"] == 0 and a.timings_ms["model_load"] < 1.0  # nothing to load on the texture path
     assert a.timings_ms["total"] >= a.timings_ms["texture"] > 0
