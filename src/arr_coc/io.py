@@ -33,13 +33,13 @@ MAX_PIXELS_IN = 2**28  # largest source image decoded (about 16k x 16k); larger 
 ImageLike = str | os.PathLike | bytes | IO[bytes] | Image.Image | np.ndarray
 
 
-def load_image(source: Any, max_pixels_in: int = MAX_PIXELS_IN, target_pixels: int | None = None) -> Image.Image:
+def load_image(source: ImageLike, max_pixels_in: int = MAX_PIXELS_IN, target_pixels: int | None = None) -> Image.Image:
     """Open ``source`` as an RGB image, upright, with transparency on white (see ``load_image_with_size``)."""
     return load_image_with_size(source, max_pixels_in, target_pixels)[0]
 
 
 def load_image_with_size(
-    source: Any, max_pixels_in: int = MAX_PIXELS_IN, target_pixels: int | None = None
+    source: ImageLike, max_pixels_in: int = MAX_PIXELS_IN, target_pixels: int | None = None
 ) -> tuple[Image.Image, tuple[int, int]]:
     """Open ``source`` as an RGB image, upright, with transparency on white, and its true (W, H).
 

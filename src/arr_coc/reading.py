@@ -940,9 +940,31 @@ def _digit_share(text: str) -> float:
     return sum(c.isdigit() for c in chars) / len(chars) if chars else 0.0
 
 
-_default_reader: TextReader | None = None
-_default_matcher: QueryMatcher | None = None
-_defaults_lock = threading.Lock()
+_shared: dict[str, Any] = {}  # process-wide reader and matchers (by options), so their models load once
+_shared_lock = threading.Lock()
+
+
+def shared_reader(warm: bool = False) -> TextReader:
+    """The process-wide default ``TextReader``, created on first use (and its models loaded then if ``warm``)."""
+    with _shared_lock:
+        if "reader" not in _shared:
+            reader = TextReader()
+            if warm:
+                reader.warmup()
+            _shared["reader"] = reader
+        return _shared["reader"]
+
+
+def shared_matcher(warm: bool = False, **options: Any) -> QueryMatcher:
+    """The process-wide ``QueryMatcher`` for these options (one per distinct set; the MiniLM model is shared)."""
+    key = repr(sorted(options.items()))
+    with _shared_lock:
+        if key not in _shared:
+            matcher = QueryMatcher(**options)
+            if warm:
+                matcher.warmup()
+            _shared[key] = matcher
+        return _shared[key]
 
 
 def text_relevance(
@@ -966,15 +988,8 @@ def text_relevance(
     Raises:
         MissingExtraError: if the OCR extra is not installed.
     """
-    global _default_reader, _default_matcher
-    if reader is None or matcher is None:
-        with _defaults_lock:
-            if reader is None:
-                _default_reader = _default_reader or TextReader()
-                reader = _default_reader
-            if matcher is None:
-                _default_matcher = _default_matcher or QueryMatcher()
-                matcher = _default_matcher
+    reader = reader or shared_reader()
+    matcher = matcher or shared_matcher()
     pil = _to_rgb_pil(image)
     boxes = reader.read(pil)
     return matcher.relevance(boxes, query, rows, cols, pil.size), boxes

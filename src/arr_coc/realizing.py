@@ -137,7 +137,6 @@ class Realizer(nn.Module):
 
 
 _DEFAULT_REALIZER: Realizer | None = None
-_READING: dict[str, Any] = {}
 
 
 def default_realizer() -> Realizer:
@@ -171,19 +170,10 @@ def resolve_mode(mode: str) -> str:
 
 
 def _reading(text_options: dict[str, Any] | None):
-    """Shared OCR reader and a query matcher for ``text_options``, their models loaded once (on first use here)."""
-    from .reading import QueryMatcher, TextReader
+    """The process-wide OCR reader and query matcher for ``text_options``, their models loaded (once)."""
+    from .reading import shared_matcher, shared_reader
 
-    key = repr(sorted((text_options or {}).items()))
-    if "reader" not in _READING:
-        reader = TextReader()
-        reader.warmup()
-        _READING["reader"] = reader
-    if key not in _READING:
-        matcher = QueryMatcher(**(text_options or {}))
-        matcher.warmup()
-        _READING[key] = matcher
-    return _READING["reader"], _READING[key]
+    return shared_reader(warm=True), shared_matcher(warm=True, **(text_options or {}))
 
 
 @torch.inference_mode()
