@@ -26,6 +26,7 @@ from numbers import Integral, Real
 import torch
 
 from .config import RelevanceConfig
+from .texture import constant
 
 TIERS: tuple[int, ...] = RelevanceConfig().adaptive_tiers  # budget tiers of the seed design (the config's default)
 
@@ -57,7 +58,8 @@ def adaptive_k(scores: torch.Tensor, config: RelevanceConfig | None = None) -> i
         k = tiers[-1]
     else:
         cum = torch.cumsum(torch.sort(excess, descending=True).values, 0) / total
-        k = int(torch.searchsorted(cum, cum.new_tensor([cfg.adaptive_mass])).item()) + 1
+        mass = constant([cfg.adaptive_mass], cum)  # (1,)
+        k = int(torch.searchsorted(cum, mass).item()) + 1
         k = snap_to_tier(max(tiers[0], min(tiers[-1], k)), tiers)
     return max(1, min(n, k))
 

@@ -28,6 +28,7 @@ from torch import nn
 
 from .config import RelevanceConfig
 from .query import QueryCues
+from .texture import constant
 
 SCORERS = ("information", "perspectival", "participatory")
 
@@ -48,7 +49,8 @@ class TensionBalancer(nn.Module):
         """(B, 6) features of the queries and the participatory scorer's evidence ``signal`` (B,), on its device."""
         if len(cues) != signal.shape[0]:
             raise ValueError(f"got {len(cues)} queries for {signal.shape[0]} signals")
-        query = signal.new_tensor([[1.0, c.specificity, c.vagueness, float(c.wants_text)] for c in cues])  # (B, 4)
+        rows = [[1.0, c.specificity, c.vagueness, float(c.wants_text)] for c in cues]
+        query = constant(rows, signal)  # (B, 4)
         return torch.cat([query, signal.view(-1, 1), (signal > 0).to(signal.dtype).view(-1, 1)], 1)  # (B, 6)
 
     def forward(self, cues: list[QueryCues], signal: torch.Tensor) -> torch.Tensor:

@@ -30,7 +30,7 @@ from torch import nn
 
 from .config import RelevanceConfig
 from .query import QueryCues
-from .texture import CHANNELS
+from .texture import CHANNELS, constant
 
 _CH = {name: i for i, name in enumerate(CHANNELS)}
 
@@ -147,7 +147,7 @@ class ParticipatoryScorer(nn.Module):
                 sims.append(top.view(h, w))
                 has.append(1.0)
             terms.append(unit(torch.stack(sims)))
-            weights.append(term_weight[1] * texture.new_tensor(has))
+            weights.append(term_weight[1] * constant(has, texture))
         cue_maps, has_cue = self._cue_maps(texture, cues)
         terms.append(cue_maps)
         weights.append(term_weight[2] * has_cue)
@@ -163,7 +163,8 @@ class ParticipatoryScorer(nn.Module):
         rgb = texture[:, 0:3]
         entropy = texture[:, _CH["entropy"]] / math.log(self.entropy_bins)
         textness = unit(unit(texture[:, _CH["edge_density"]]) + entropy)  # (B, H, W)
-        where_scale, colour_scale = self.where_scale.to(texture), self.colour_scale.to(texture)
+        # 0-dim parameters: torch lets a 0-dim CPU tensor act as a number next to tensors on any device
+        where_scale, colour_scale = self.where_scale.to(texture.dtype), self.colour_scale.to(texture.dtype)
         maps, has = [], []
         for i, cue in enumerate(cues):
             parts = []
@@ -174,11 +175,12 @@ class ParticipatoryScorer(nn.Module):
                 }  # distance from the named side, in [0, 1]  # fmt: skip
                 parts.append(torch.exp(-sum(d[k] for k in cue.where) / (where_scale * len(cue.where))))
             if cue.colours:
-                target = texture.new_tensor(cue.colours).view(-1, 3, 1, 1)  # (K, 3, 1, 1)
+                target = constant(cue.colours, texture)  # (K, 3)
+                target = target.view(-1, 3, 1, 1)  # (K, 3, 1, 1)
                 dist = ((rgb[i][None] - target) ** 2).sum(1).amin(0)  # (H, W)
                 parts.append(torch.exp(-dist / colour_scale))
             if cue.wants_text:
                 parts.append(textness[i])
             has.append(1.0 if parts else 0.0)
-            maps.append(unit(torch.stack(parts).prod(0)[None])[0] if parts else torch.zeros_like(y[i]))
-        return torch.stack(maps), texture.new_tensor(has)
+            maps.append(unit(torch.stack(parts).prod(0)[None])[0] if parts else y.new_zeros(y.shape[1:]))
+        return torch.stack(maps), constant(has, texture)

@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import torch
@@ -51,6 +52,21 @@ CHANNELS: tuple[str, ...] = (
     "sal_spectral", "sal_contrast", "sal_color", "entropy", "edge_density",
 )  # fmt: skip
 N_CHANNELS = len(CHANNELS)
+
+
+def constant(values: Any, like: torch.Tensor) -> torch.Tensor:
+    """A tensor of Python numbers in the dtype and on the device of ``like`` (made on the host, then copied there).
+
+    The one way constants enter the relevance step: never a module-level tensor, never the CPU by default. A single
+    number is written with a fill on the device (no host copy at all).
+    """
+    host = torch.tensor(values, dtype=like.dtype)  # built on the host from Python numbers
+    if host.numel() == 1:
+        single = values
+        while isinstance(single, (list, tuple)):
+            single = single[0]
+        return like.new_full(host.shape, float(single))
+    return host.to(like)
 
 
 def frames_from_image(image: Image.Image, grid: Grid) -> torch.Tensor:
@@ -105,8 +121,8 @@ def frames_from_patches(
     if image_mean is not None and image_std is not None:
         if len(image_mean) != 3 or len(image_std) != 3:
             raise ValueError(f"image_mean and image_std need 3 numbers each, got {image_mean!r}, {image_std!r}")
-        std = x.new_tensor([float(v) for v in image_std]).view(1, 3, 1, 1)  # (1, 3, 1, 1)
-        mean = x.new_tensor([float(v) for v in image_mean]).view(1, 3, 1, 1)
+        std = constant([float(v) for v in image_std], x).view(1, 3, 1, 1)
+        mean = constant([float(v) for v in image_mean], x).view(1, 3, 1, 1)
         return (x * std + mean).clamp(0.0, 1.0)
     lo = x.amin(dim=(1, 2, 3), keepdim=True)
     hi = x.amax(dim=(1, 2, 3), keepdim=True)
