@@ -151,16 +151,42 @@ def texture_from_frames(
     cell = height // max(rows, 1)
     if rows < 1 or cols < 1 or cell < 2 or height != rows * cell or width != cols * cell:
         raise ValueError(f"frames of {height}x{width} pixels are not a {rows}x{cols} grid of cells of at least 2 px")
-    dtype = torch.float64 if frames.dtype == torch.float64 else torch.float32
-    if frames.dtype == torch.uint8:
-        x = frames.to(dtype) / 255.0  # (T, 3, H, W)
-    elif frames.is_floating_point():
-        x = (frames.to(dtype).clamp(0.0, 1.0) * 255.0).round() / 255.0  # the 256 levels of a uint8 image
-    else:
+    if frames.dtype != torch.uint8 and not frames.is_floating_point():
         raise ValueError(f"frames must be uint8 or floating point, got {frames.dtype}")
-    if cfg.half_resolution and cell % 4 == 0:
-        x = F.avg_pool2d(x, 2)  # (T, 3, H / 2, W / 2)
-    return texture_from_pixels(x, rows, cols, cfg)
+    dtype = torch.float64 if frames.dtype == torch.float64 else torch.float32
+    f = 2 if cfg.half_resolution and cell % 4 == 0 else 1  # analysis pixels are f x f frame pixels
+    t = frames.shape[0]
+    parts = []
+    # chunks of frame rows, each op below the CPU's intra-op split size (see _band_rows); one chunk elsewhere
+    step = height
+    if frames.device.type == "cpu" and cfg.cpu_band_elements > 0:
+        step = min(height, max(f, cfg.cpu_band_elements // (3 * t * width * f) * f))
+    for y0 in range(0, height, step):
+        part = frames[:, :, y0 : y0 + step].to(dtype)  # (T, 3, h, W)
+        if frames.dtype == torch.uint8:
+            part = part / 255.0
+        else:
+            part = (part.clamp(0.0, 1.0) * 255.0).round() / 255.0  # the 256 levels of a uint8 image
+        if f > 1:
+            h = part.shape[2]
+            part = part.reshape(t, 3, h // f, f, width // f, f).mean(dim=(3, 5))  # 2 x 2 mean: (T, 3, h / f, W / f)
+        parts.append(part)
+    return texture_from_pixels(_join(parts, 2), rows, cols, cfg)  # (T, 3, H / f, W / f)
+
+
+def _join(parts: list[torch.Tensor], dim: int) -> torch.Tensor:
+    """``torch.cat(parts, dim)`` written chunk by chunk into one tensor (each copy below the intra-op split size, where
+    one frame-sized ``cat`` would be split over threads); a single part is returned as it is."""
+    if len(parts) == 1:
+        return parts[0]
+    shape = list(parts[0].shape)
+    shape[dim] = sum(p.shape[dim] for p in parts)
+    out = parts[0].new_empty(shape)
+    start = 0
+    for p in parts:
+        out.narrow(dim, start, p.shape[dim]).copy_(p)
+        start += p.shape[dim]
+    return out
 
 
 def texture_array(image: Image.Image, grid: Grid, config: RelevanceConfig | None = None) -> torch.Tensor:
@@ -251,7 +277,7 @@ def _texture_one(rgb: torch.Tensor, rows: int, cols: int, c: int, cfg: Relevance
         dy = grey[2:, :] - grey[:-2, :]  # (h, W + 2)
         gx = (dx[:-2] + 2 * dx[1:-1] + dx[2:]) / 8  # (h, W)
         gy = (dy[:, :-2] + 2 * dy[:, 1:-1] + dy[:, 2:]) / 8  # (h, W)
-        mag = torch.sqrt(gx * gx + gy * gy)  # (h, W)
+        mag = torch.hypot(gx, gy)  # (h, W); a binary op: torch splits it over threads only above 32,768 elements
         core = grey[1:-1, 1:-1]  # (h, W)
         cells.append(torch.stack([_pool(rgb[i, y0:y1], c) for i in range(3)]))  # (3, r1 - r0, cols)
         sobel.append(torch.stack([_pool(gx.abs(), c), _pool(gy.abs(), c), _pool(mag, c)]))  # (3, r1 - r0, cols)
@@ -265,7 +291,7 @@ def _texture_one(rgb: torch.Tensor, rows: int, cols: int, c: int, cfg: Relevance
     thresh = sample.kthvalue(kth).values.clamp_min(cfg.edge_floor)  # ()
     edge_density = torch.cat([_pool((m > thresh).to(m.dtype), c) for m in mags])[None]  # (1, rows, cols)
     p = torch.cat(hists) / (c * c)  # (rows, cols, bins)
-    entropy = -(p * torch.log(p.clamp_min(1e-12))).sum(-1)[None]  # (1, rows, cols)
+    entropy = -torch.special.xlogy(p, p).sum(-1)[None]  # (1, rows, cols); 0 log 0 = 0
 
     ys = (torch.arange(rows, device=rgb.device, dtype=rgb.dtype) + 0.5) / rows  # (rows,)
     xs = (torch.arange(cols, device=rgb.device, dtype=rgb.dtype) + 0.5) / cols  # (cols,)
@@ -273,7 +299,7 @@ def _texture_one(rgb: torch.Tensor, rows: int, cols: int, c: int, cfg: Relevance
     grey_cells = cells_t[0] * wr + cells_t[1] * wg + cells_t[2] * wb  # (rows, cols)
     saliency = torch.stack(
         [
-            _spectral_residual(torch.cat(greys), rows, cols, cfg),
+            _spectral_residual(_join(greys, 0), rows, cols, cfg),
             _unit((grey_cells - _blur(grey_cells, max(rows, cols) / cfg.surround)).abs()),  # centre-surround
             _colour_rarity(cells_t),
         ]
