@@ -18,6 +18,7 @@ import json
 import statistics
 import sys
 import time
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -52,6 +53,11 @@ def _pages() -> list[tuple[str, np.ndarray]]:
     ]
 
 
+def _replay(session: Any, inputs: list[np.ndarray]) -> None:
+    for x in inputs:
+        session(x)
+
+
 def _median_ms(fn: Any, repeat: int) -> float:
     fn()  # warm-up (first-call allocations, cuDNN algorithm choice)
     times = []
@@ -74,7 +80,7 @@ def main(argv: list[str] | None = None) -> int:
     import torch
     from rapidocr import RapidOCR
 
-    from arr_coc.onnx_torch import TorchOcrSession, TorchRapidOCR
+    from arr_coc.reading.torch_backend import TorchOcrSession, TorchRapidOCR
 
     torch.set_num_threads(args.threads)
     dtype = getattr(torch, args.dtype)
@@ -95,9 +101,9 @@ def main(argv: list[str] | None = None) -> int:
         det_ort.session, rec_ort.session = det_ort.session.session, rec_ort.session.session
         same_text = list(torch_engine(page).txts or ()) == list(reference.txts or ())
         for backend, where, engine, det, rec in backends:
-            det_ms = _median_ms(lambda det=det: [det(x) for x in det_inputs], args.repeat)
-            rec_ms = _median_ms(lambda rec=rec: [rec(x) for x in rec_inputs], args.repeat)
-            page_ms = _median_ms(lambda engine=engine: engine(page), args.repeat)
+            det_ms = _median_ms(partial(_replay, det, det_inputs), args.repeat)
+            rec_ms = _median_ms(partial(_replay, rec, rec_inputs), args.repeat)
+            page_ms = _median_ms(partial(engine, page), args.repeat)
             rows.append({"page": name, "size": f"{page.shape[1]}x{page.shape[0]}",
                          "det_input": "x".join(map(str, det_inputs[0].shape[2:][::-1])),
                          "lines": sum(len(x) for x in rec_inputs), "batches": len(rec_inputs),

@@ -33,13 +33,9 @@ rapidocr = pytest.importorskip("rapidocr")
 
 from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 
-from arr_coc.onnx_torch import (  # noqa: E402
-    SUPPORTED_OPS,
-    OnnxModule,
-    TorchOcrSession,
-    TorchRapidOCR,
-    UnsupportedOnnxOp,
-)
+from arr_coc.onnx_torch import SUPPORTED_OPS, OnnxModule, UnsupportedOnnxOp  # noqa: E402
+from arr_coc.reading import TextReader  # noqa: E402
+from arr_coc.reading.torch_backend import TorchOcrSession, TorchRapidOCR  # noqa: E402
 
 MODELS = Path(rapidocr.__file__).parent / "models"
 DET = MODELS / "PP-OCRv6_det_small.onnx"
@@ -332,3 +328,32 @@ def test_bfloat16_reads_the_same_text(ort_result, det_pair) -> None:
     bf16 = engine.text_det.session(x)
     assert bf16.dtype == np.float32
     assert ((bf16 > 0.3) == (f32 > 0.3)).mean() >= 0.98
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# TextReader(backend="torch")
+
+
+def test_text_reader_torch_backend_reads_the_same_boxes() -> None:
+    page = render_page()
+    ref = TextReader().read(page)
+    reader = TextReader(backend="torch", device="cpu", dtype="float32")
+    got = reader.read(page)
+    assert isinstance(reader.engine(), TorchRapidOCR)
+    assert any(b.text == "4711" for b in ref)  # the key/value split ran on both
+    assert [b.text for b in got] == [b.text for b in ref]
+    np.testing.assert_allclose([b.box for b in got], [b.box for b in ref], atol=1.0)  # pixels
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"backend": "tensorrt"}, "backend must be one of"),
+        ({"backend": "torch", "dtype": torch.int64}, "floating-point"),
+        ({"backend": "torch", "dtype": "float33"}, "floating-point"),
+        ({"device": "cuda"}, "backend='torch' only"),
+    ],
+)
+def test_text_reader_rejects_bad_backend_options(kwargs: dict, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        TextReader(**kwargs)

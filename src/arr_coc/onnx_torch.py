@@ -15,20 +15,17 @@ How:
     * ``auto_pad=SAME_UPPER``/``SAME_LOWER`` pads are computed from the input size at run time (asymmetric when the
       total pad is odd, the extra pixel at the end for SAME_UPPER), as the ONNX spec says.
     * An op outside ``SUPPORTED_OPS`` raises ``UnsupportedOnnxOp`` naming the op and the node, when the graph is built.
-    * ``TorchOcrSession(path, device, dtype)`` has the call interface of rapidocr's ``OrtInferSession``
-      (numpy in, numpy float32 out, ``have_key``/``get_character_list`` from the model metadata), and
-      ``TorchRapidOCR`` is a ``rapidocr.RapidOCR`` whose det/cls/rec sessions are torch ones, so rapidocr's own pre-
-      and post-processing is reused unchanged.
+
+The rapidocr drop-in that runs the PP-OCR networks through this module is ``arr_coc.reading.torch_backend``.
 
 Example:
-    >>> ocr = TorchRapidOCR(device="cuda", dtype=torch.bfloat16)           # doctest: +SKIP
-    >>> ocr("examples/invoice.jpg").txts[:3]                                # doctest: +SKIP
+    >>> det = OnnxModule("PP-OCRv6_det_small.onnx").to("cuda", torch.bfloat16)    # doctest: +SKIP
+    >>> prob = det(images)  # (N, 3, H, W), H and W multiples of 32 -> (N, 1, H, W)   # doctest: +SKIP
 """
 
 from __future__ import annotations
 
 import math
-import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -594,115 +591,3 @@ class OnnxModule(nn.Module):
             for name in free:
                 env.pop(name, None)
         return env[self.output_names[0]]
-
-
-# --------------------------------------------------------------------------------------------------------------------
-# rapidocr drop-in
-
-
-class TorchOcrSession:
-    """Drop-in for rapidocr's ``OrtInferSession``: the same ONNX file, run by ``OnnxModule`` on ``device``/``dtype``.
-
-    Args:
-        onnx_path: The ``.onnx`` model file (e.g. rapidocr's ``models/PP-OCRv6_det_small.onnx``).
-        device: Where to run (``"cpu"``, ``"cuda"``, ...).
-        dtype: Compute dtype (float32, bfloat16, float16); outputs come back as float32 numpy arrays.
-    """
-
-    def __init__(self, onnx_path: str | Path, device: str | torch.device = "cpu",
-                 dtype: torch.dtype = torch.float32) -> None:
-        if not dtype.is_floating_point:
-            raise ValueError(f"dtype must be a floating-point torch dtype, got {dtype}")
-        self.onnx_path = Path(onnx_path)
-        self.device = torch.device(device)
-        self.dtype = dtype
-        self.net = OnnxModule(self.onnx_path).to(self.device, self.dtype).eval()
-
-    def run_tensor(self, x: torch.Tensor) -> torch.Tensor:
-        """Run on a tensor (moved to the session's device and dtype); returns the output on that device."""
-        with torch.inference_mode():
-            return self.net(x.to(self.device, self.dtype))
-
-    def __call__(self, input_content: np.ndarray) -> np.ndarray:
-        """rapidocr's call: ``(N, 3, H, W)`` float32 numpy in, the graph's output as float32 numpy out."""
-        x = torch.from_numpy(np.ascontiguousarray(input_content))
-        return self.run_tensor(x).float().cpu().numpy()
-
-    def get_input_names(self) -> list[str]:
-        return [self.net.input_name]
-
-    def get_output_names(self) -> list[str]:
-        return list(self.net.output_names)
-
-    def have_key(self, key: str = "character") -> bool:
-        return key in self.net.metadata
-
-    def get_character_list(self, key: str = "character") -> list[str]:
-        return self.net.metadata[key].splitlines()
-
-
-def rapidocr_model_path(section: Any) -> Path:
-    """The ``.onnx`` file rapidocr uses for one config section (``cfg.Det``/``cfg.Cls``/``cfg.Rec``)."""
-    if section.get("model_path"):
-        return Path(section.model_path)
-    from rapidocr.inference_engine.base import FileInfo, InferSession
-
-    info = InferSession.get_model_url(
-        FileInfo(engine_type=section.engine_type, ocr_version=section.ocr_version, task_type=section.task_type,
-                 lang_type=section.lang_type, model_type=section.model_type)
-    )
-    return Path(section.model_root_dir) / Path(info["model_dir"]).name
-
-
-def _torch_rapidocr_class() -> type:
-    from rapidocr import RapidOCR
-
-    class TorchRapidOCR(RapidOCR):
-        """``rapidocr.RapidOCR`` whose det/cls/rec networks run with torch on ``device`` in ``dtype``.
-
-        rapidocr's own pre- and post-processing is unchanged; only the ``session`` of each stage's object (which
-        rapidocr creates with onnxruntime, once) is replaced by a ``TorchOcrSession`` for the same ``.onnx`` file.
-        No rapidocr class is modified, so onnxruntime engines in the same process are unaffected.
-
-        Args:
-            config_path: As for ``RapidOCR``.
-            params: As for ``RapidOCR`` (dotted keys); the engine type must stay onnxruntime (rapidocr's default),
-                since the ``.onnx`` files are what torch runs.
-            device: Torch device for the networks.
-            dtype: Torch compute dtype for the networks.
-        """
-
-        def __init__(self, config_path: str | None = None, params: dict[str, Any] | None = None,
-                     device: str | torch.device = "cpu", dtype: torch.dtype = torch.float32) -> None:
-            self.torch_device = torch.device(device)
-            self.torch_dtype = dtype
-            self._torch_lock = threading.Lock()
-            super().__init__(config_path=config_path, params=params)
-
-        def _torchify(self, stage: Any, section: Any) -> Any:
-            if not isinstance(stage.session, TorchOcrSession):
-                with self._torch_lock:
-                    if not isinstance(stage.session, TorchOcrSession):
-                        stage.session = TorchOcrSession(rapidocr_model_path(section), self.torch_device,
-                                                        self.torch_dtype)
-            return stage
-
-        def _load_det_model(self) -> Any:
-            return self._torchify(super()._load_det_model(), self.cfg.Det)
-
-        def _load_cls_model(self) -> Any:
-            return self._torchify(super()._load_cls_model(), self.cfg.Cls)
-
-        def _load_rec_model(self) -> Any:
-            return self._torchify(super()._load_rec_model(), self.cfg.Rec)
-
-    return TorchRapidOCR
-
-
-def TorchRapidOCR(config_path: str | None = None, params: dict[str, Any] | None = None,  # noqa: N802
-                  device: str | torch.device = "cpu", dtype: torch.dtype = torch.float32) -> Any:
-    """A ``rapidocr.RapidOCR`` engine whose networks run with torch (see ``_torch_rapidocr_class``).
-
-    A function so that importing this module does not import rapidocr.
-    """
-    return _torch_rapidocr_class()(config_path=config_path, params=params, device=device, dtype=dtype)
