@@ -274,8 +274,8 @@ def test_runs_on_fake_cuda_in_bfloat16(path: Path, shape: tuple[int, ...]) -> No
         assert y.device.type == "cuda" and y.dtype == torch.bfloat16
         # negative control: a constant left on the CPU is caught (an Add's operand: torch's meta conv kernel does
         # not check devices, so a conv weight would not be)
-        add = next(n for n in onnx.load(str(path)).graph.node if n.op_type == "Add" and n.input[1] in net._buffer_of)
-        key = net._buffer_of[add.input[1]]
+        add = next(s for s in net._nodes if s.op == "Add" and s.inputs[1] in net._buffer_of)
+        key = net._buffer_of[add.inputs[1]]
         net._buffers[key] = torch.empty(net._buffers[key].shape, dtype=torch.bfloat16)
         with pytest.raises(RuntimeError, match="device"):
             net(torch.empty(shape, dtype=torch.bfloat16, device="cuda"))
@@ -357,3 +357,11 @@ def test_text_reader_torch_backend_reads_the_same_boxes() -> None:
 def test_text_reader_rejects_bad_backend_options(kwargs: dict, message: str) -> None:
     with pytest.raises(ValueError, match=message):
         TextReader(**kwargs)
+
+
+def test_bias_folding_removes_the_adds_and_keeps_the_output(det_proto: onnx.ModelProto) -> None:
+    folded, plain = OnnxModule(det_proto).eval(), OnnxModule(det_proto, fold_bias=False).eval()
+    assert len(plain._nodes) - len(folded._nodes) == 75  # 75 of the 83 convs carry their bias in a separate Add
+    x = torch.from_numpy(det_input(render_page(), 96, 160))
+    with torch.inference_mode():
+        assert_close(folded(x).numpy(), plain(x).numpy(), float32_tolerance(det_proto))
