@@ -3,8 +3,10 @@
 For each page, rapidocr runs once with the project's OCR settings (longer side 736 px, no angle classifier) while the
 detector's input and the recogniser's batches are recorded; then each backend runs exactly those tensors ``--repeat``
 times (median). "det ms" is the detection network on the page, "rec ms" the recognition network summed over the
-page's batches, "page ms" the whole ``engine(image)`` call (pre/post-processing included). Torch timings include the
-host->device copy and the copy of the output back (what rapidocr's numpy post-processing needs).
+page's batches, "page ms" the whole ``engine(image)`` call (pre/post-processing included); all wall-clock. The CPU
+column is this process's CPU time for the same calls: on a shared, busy machine it is the steadier figure (with
+``--threads 1`` it is what an idle core would take). Torch timings include the host->device copy and the copy of the
+output back (what rapidocr's numpy post-processing needs).
 
 Example:
     python benchmarks/ocr_backends.py --repeat 3 --out results/ocr_backends.md
@@ -58,14 +60,16 @@ def _replay(session: Any, inputs: list[np.ndarray]) -> None:
         session(x)
 
 
-def _median_ms(fn: Any, repeat: int) -> float:
+def _median_ms(fn: Any, repeat: int) -> tuple[float, float]:
+    """Median wall-clock ms and median CPU ms of this process (all its threads) over ``repeat`` calls of ``fn``."""
     fn()  # warm-up (first-call allocations, cuDNN algorithm choice)
-    times = []
+    wall, cpu = [], []
     for _ in range(repeat):
-        t = time.perf_counter()
+        t, c = time.perf_counter(), time.process_time()
         fn()
-        times.append((time.perf_counter() - t) * 1000)
-    return statistics.median(times)
+        wall.append((time.perf_counter() - t) * 1000)
+        cpu.append((time.process_time() - c) * 1000)
+    return statistics.median(wall), statistics.median(cpu)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -101,22 +105,24 @@ def main(argv: list[str] | None = None) -> int:
         det_ort.session, rec_ort.session = det_ort.session.session, rec_ort.session.session
         same_text = list(torch_engine(page).txts or ()) == list(reference.txts or ())
         for backend, where, engine, det, rec in backends:
-            det_ms = _median_ms(partial(_replay, det, det_inputs), args.repeat)
-            rec_ms = _median_ms(partial(_replay, rec, rec_inputs), args.repeat)
-            page_ms = _median_ms(partial(engine, page), args.repeat)
+            det_ms, det_cpu = _median_ms(partial(_replay, det, det_inputs), args.repeat)
+            rec_ms, rec_cpu = _median_ms(partial(_replay, rec, rec_inputs), args.repeat)
+            page_ms, page_cpu = _median_ms(partial(engine, page), args.repeat)
             rows.append({"page": name, "size": f"{page.shape[1]}x{page.shape[0]}",
                          "det_input": "x".join(map(str, det_inputs[0].shape[2:][::-1])),
                          "lines": sum(len(x) for x in rec_inputs), "batches": len(rec_inputs),
                          "backend": backend, "where": where, "det_ms": det_ms, "rec_ms": rec_ms, "page_ms": page_ms,
+                         "det_cpu_ms": det_cpu, "rec_cpu_ms": rec_cpu, "page_cpu_ms": page_cpu,
                          "same_text": same_text})  # fmt: skip
             print(rows[-1], file=sys.stderr)
 
     header = (f"OCR networks per page, median of {args.repeat}, {args.threads} CPU threads "
               f"(torch {torch.__version__}, {torch.get_num_threads()} threads)\n\n"
               "| page | det input | text lines (batches) | backend | device dtype | det ms | rec ms | page ms "
-              "| same text as onnxruntime |\n|---|---|---|---|---|---:|---:|---:|---|")
+              "| det / rec / page CPU ms | same text as onnxruntime |\n|---|---|---|---|---|---:|---:|---:|---:|---|")
     lines = [f"| {r['page']} ({r['size']}) | {r['det_input']} | {r['lines']} ({r['batches']}) | {r['backend']} "
              f"| {r['where']} | {r['det_ms']:.0f} | {r['rec_ms']:.0f} | {r['page_ms']:.0f} "
+             f"| {r['det_cpu_ms']:.0f} / {r['rec_cpu_ms']:.0f} / {r['page_cpu_ms']:.0f} "
              f"| {'yes' if r['same_text'] else 'NO'} |" for r in rows]
     table = "\n".join([header, *lines])
     print(table)
