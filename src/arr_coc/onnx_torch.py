@@ -53,7 +53,7 @@ def _is_tensor(v: Value) -> bool:
 
 
 def _tensor_like(v: Value, like: torch.Tensor) -> torch.Tensor:
-    """``v`` as a tensor on ``like``'s device (Python numbers keep ``like``'s dtype when float)."""
+    """``v`` as a tensor on ``like``'s device, in ``like``'s dtype (``Tensor.new_tensor``'s defaults)."""
     if _is_tensor(v):
         return v
     return like.new_tensor(v)
