@@ -94,15 +94,16 @@ def test_chat_template_renders_the_real_format(tokenizers, family):
 
 @pytest.mark.parametrize("family", FAMILIES)
 def test_checkpoint_loads_and_processor_expands_image_pads(tiny_checkpoint_folder, family):
+    import arr_coc
     import arr_coc.testing
-    from arr_coc.asking import load_processor
 
     folder = tiny_checkpoint_folder(family)
     config = transformers.AutoConfig.from_pretrained(folder)
     assert config.image_token_id == 151655 and config.video_token_id == 151656
     assert config.vision_start_token_id == 151652 and config.text_config.vocab_size == VOCAB_SIZE
     image_processor = transformers.AutoImageProcessor.from_pretrained(folder)
-    processor = load_processor(str(folder))
+    processor = arr_coc.load_processor(folder)
+    assert processor.arr_coc_kind in ("transformers", "pil")
     image = Image.new("RGB", (700, 500), "white")
     messages = [{"role": "user", "content": [{"type": "image"}, {"type": "text", "text": "Total?"}]}]
     text = processor.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)

@@ -328,7 +328,7 @@ def tiny_model(family: str) -> tuple[Any, Any]:
     Args:
         family: ``"qwen2-vl"``, ``"qwen2.5-vl"`` or ``"qwen3-vl"``.
     """
-    from .asking import load_processor
+    from .processing import load_processor
 
     _check_family(family)
     with tempfile.TemporaryDirectory(prefix=f"arr-coc-tiny-{family}-") as tmp:
