@@ -164,3 +164,20 @@ def test_ask_cached_or_local_model_does_not_touch_the_network(tiny_checkpoint, m
 
     monkeypatch.setattr(asking, "hub_unreachable", lambda *a, **k: pytest.fail("the hub was probed"))
     asking.check_model_available(str(tiny_checkpoint))  # a local folder: no probe
+
+
+def test_time_table_and_speedup_explanation():
+    from arr_coc.asking import RunResult, StageTimes, explain_speedup, time_table
+
+    full = RunResult("a", 3, 100.0, 130.0, 0, 300, StageTimes(40.0, 0.0, 55.0, 30.0, 2))
+    slow = RunResult("b", 3, 120.0, 150.0, 0, 100, StageTimes(40.0, 60.0, 15.0, 30.0, 2))
+    fast = RunResult("b", 3, 70.0, 100.0, 0, 100, StageTimes(40.0, 10.0, 15.0, 30.0, 2))
+    lines = time_table({"unpruned": full, "pruned": slow})
+    rows = {line[:42].strip(): line[42:].split() for line in lines}
+    assert rows["vision tower"] == ["40", "40"] and rows["scoring (relevance, OCR in text mode)"] == ["0", "60"]
+    assert rows["other (positions, re-padding, 1st step)"] == ["5", "5"]  # 100 - 40 - 0 - 55; 120 - 40 - 60 - 15
+    assert rows["decode (language-model calls)"] == ["30", "(2)", "30", "(2)"]
+    why = explain_speedup(full, slow)
+    assert why is not None and "55 -> 15 ms, 40 ms saved" in why and "scoring costs 60 ms" in why
+    assert "net 20 ms slower" in why
+    assert explain_speedup(full, fast) is None

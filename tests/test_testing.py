@@ -7,6 +7,7 @@ BPE), so a wrong merge order or pre-tokenizer in the converted ``tokenizers`` BP
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import pytest
 
@@ -48,7 +49,8 @@ def test_bpe_matches_tiktoken_reference(tokenizers):
 
     reference = get_tokenizer("qwen2.5-72b-instruct")  # the Qwen2 ranks, tiktoken's BPE
     tok = tokenizers["qwen2.5-vl"]
-    for text in TEXTS:
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+    for text in TEXTS + [readme[i : i + 400] for i in range(0, len(readme), 400)]:  # prose, code, tables, maths
         assert tok.encode(text, add_special_tokens=False) == reference.encode(text), text
         assert tok.decode(reference.encode(text)) == reference.decode(reference.encode(text))
 
