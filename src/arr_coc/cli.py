@@ -4,6 +4,7 @@
                     [--max-pixels N] [--min-pixels N] [--json OUT.json] [--heatmap OUT.png]
     arr-coc allocate --batch IN.jsonl --out OUT.jsonl [same options]
     arr-coc ask IMAGE --query TEXT --model ID_OR_PATH [--budget ...] [--heatmap OUT.png] [--compare]
+    arr-coc demo [--model ID_OR_PATH] [--host 127.0.0.1] [--port 7860]
 
 ``allocate`` prints a one-line summary (tokens before -> after, time) and writes the JSON contract
 (id, grid, resized, original, budget, kept, scores). In batch mode each input line is
@@ -90,6 +91,14 @@ def build_parser() -> argparse.ArgumentParser:
     k.add_argument("--dtype", default="auto", help="torch dtype for the weights (default auto)")
     k.add_argument("--heatmap", type=Path, help="write a heatmap PNG of the kept tokens here")
     k.add_argument("--compare", action="store_true", help="also run the unpruned model and print both answers")
+
+    d = sub.add_parser("demo", help="a browser demo: heatmap, baseline, answers (needs the [demo] extra)")
+    d.add_argument("--model", default=None, help="optional Qwen-VL checkpoint: its answers unpruned vs pruned")
+    d.add_argument("--host", default="127.0.0.1", help="interface to listen on (default %(default)s)")
+    d.add_argument("--port", type=_positive_int, default=None, help="port (default: the first free one from 7860)")
+    d.add_argument("--device", default=None, help="with --model: torch device (default: cuda if available, else cpu)")
+    d.add_argument("--dtype", default="auto", help="with --model: torch dtype for the weights (default auto)")
+    d.add_argument("--max-new-tokens", type=_positive_int, default=64, help="with --model: answer length cap")
     return parser
 
 
@@ -98,6 +107,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command == "allocate":
             return _allocate(args)
+        if args.command == "demo":
+            from .demo import main as demo_main  # ImportError without the [demo] extra: one clear line below
+
+            return demo_main(args.model, args.host, args.port, args.device, args.dtype, args.max_new_tokens)
         from .asking import ask_main
 
         return ask_main(args)
