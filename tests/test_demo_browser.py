@@ -37,6 +37,7 @@ playwright_api = pytest.importorskip("playwright.sync_api", reason="no Playwrigh
 
 from PIL import Image  # noqa: E402
 
+from arr_coc import allocate  # noqa: E402
 from arr_coc.attending import resolve_budget  # noqa: E402
 from arr_coc.grid import GridSpec  # noqa: E402
 
@@ -215,7 +216,8 @@ def test_gradio_client_allocate(server, tmp_path):
     heatmap, record = client.predict(
         handle_file(str(INVOICE)), QUESTION, "0.11", "qwen2.5-vl", "texture", api_name="/allocate"
     )
-    assert set(record) == {"id", "grid", "resized", "original", "budget", "kept", "scores"}
+    fields = allocate(Image.new("RGB", (56, 56)), "q", 1, mode="texture").to_json()  # the `allocate --json` contract
+    assert set(record) == set(fields)
     assert record["id"] == "invoice" and record["budget"] == len(record["kept"]) == after
     assert record["grid"][0] * record["grid"][1] == before
     with Image.open(heatmap) as im:

@@ -7,6 +7,7 @@
 
 from .attending import TIERS, resolve_budget, select
 from .grid import Grid, GridSpec
+from .processing import PilQwenVLProcessor, load_processor
 from .realizing import Allocation, Realizer, allocate, score_visual_tokens
 
 __all__ = [
@@ -14,9 +15,11 @@ __all__ = [
     "Allocation",
     "Grid",
     "GridSpec",
+    "PilQwenVLProcessor",
     "Realizer",
     "allocate",
     "compress",
+    "load_processor",
     "resolve_budget",
     "score_visual_tokens",
     "select",

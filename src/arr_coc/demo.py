@@ -58,13 +58,15 @@ except ImportError as err:  # the CLI turns this into one clear line
     ) from err
 
 EXAMPLES_DIR = Path(__file__).resolve().parents[2] / "examples"  # the repository's examples/ (a source checkout)
-# Shipped example images and a question for each; files that are not there (e.g. an installed wheel) are skipped.
-EXAMPLE_QUESTIONS: dict[str, str] = {
-    "invoice.jpg": "How much must be paid?",
-    "chart.png": "Which month had the highest value?",
-    "receipt.jpg": "What is the total?",
-    "photo.jpg": "What colour is the car?",
-}
+# Shipped example images: (file, question, budget, mode); files that are not there (an installed wheel) are skipped.
+# astronaut.jpg is scikit-image's ``data.astronaut()`` (NASA, public domain); the others are drawn by
+# examples/make_examples.py and benchmarks/docgen.py.
+EXAMPLES: list[tuple[str, str, str, str]] = [
+    ("invoice.jpg", "How much must be paid?", "0.11", "auto"),
+    ("chart.jpg", "What value is shown for Thu?", "0.11", "auto"),
+    ("receipt.jpg", "How much did the pasta cost?", "0.11", "auto"),
+    ("astronaut.jpg", "What is in the top right corner?", "0.22", "texture"),
+]
 MAX_IMAGE_PIXELS = 50_000_000  # the demo refuses larger images (the library's own guard is 2**28)
 MAX_FILE_SIZE = "50mb"  # uploads above this are refused by the page itself
 MAX_QUESTION_CHARS = 1000
@@ -106,8 +108,8 @@ def relevance_share(scores: np.ndarray, keep: np.ndarray) -> float:
 def example_rows(folder: Path = EXAMPLES_DIR) -> list[list[str]]:
     """``[image path, question, budget, family, mode]`` for each shipped example image that exists."""
     return [
-        [str(folder / name), question, DEFAULT_BUDGET, "qwen2.5-vl", "auto"]
-        for name, question in EXAMPLE_QUESTIONS.items()
+        [str(folder / name), question, budget, "qwen2.5-vl", mode]
+        for name, question, budget, mode in EXAMPLES
         if (folder / name).is_file()
     ]
 
@@ -123,13 +125,16 @@ def foveate_supported() -> bool:
 
 @dataclass
 class AnswerRow:
-    """One model run shown in the answers table."""
+    """One model run shown in the answers table (times in ms)."""
 
     variant: str  # "unpruned", "pruned" or "foveated"
     answer: str
     visual_tokens: int  # visual tokens the language model received
     prompt_tokens: int  # whole prompt length the language model received
     ttft_ms: float  # time to first token
+    vision_ms: float  # vision tower
+    scorer_ms: float  # relevance scoring inside compress (0 unpruned; OCR included in text mode)
+    prefill_ms: float  # the language model's prefill
     new_tokens: int
 
 
@@ -152,44 +157,54 @@ class ModelRunner:
         self._loaded: tuple[Any, Any] | None = None  # (processor, model)
 
     def load(self, progress: Progress | None = None) -> tuple[Any, Any]:
-        """``(processor, model)``, loading them (and paying one-time set-up on a tiny image) the first time."""
-        from .asking import build_inputs, generate_timed, load_model, resolve_device, resolve_dtype
+        """``(processor, model)``, loading them the first time."""
+        from .asking import load_model, resolve_device, resolve_dtype
 
-        with self._lock:
-            if self._loaded is None:
-                self.device = resolve_device(self.device)
-                if progress is not None:
-                    progress(0.5, desc=f"loading {self.model_id} on {self.device} (first question only)")
-                processor, model = load_model(self.model_id, resolve_dtype(self.dtype), self.device)
-                tiny = build_inputs(processor, Image.new("RGB", (64, 64), "white"), "warm-up").to(self.device)
-                generate_timed(model, tiny, processor, 1, self.device)  # CUDA / lazy-import set-up, not timed later
-                self._loaded = processor, model
-            return self._loaded
+        if self._loaded is None:
+            self.device = resolve_device(self.device)
+            if progress is not None:
+                progress(0.3, desc=f"loading {self.model_id} on {self.device} (first question only)")
+            self._loaded = load_model(self.model_id, resolve_dtype(self.dtype), self.device)
+        return self._loaded
 
     def compare(
         self, image: Image.Image, question: str, budget: Any, text_prior: bool, progress: Progress | None = None
     ) -> list[AnswerRow]:
-        """Answer ``question`` about ``image`` unpruned, pruned to ``budget`` and (if supported) foveated."""
-        from .asking import build_inputs, generate_timed
-        from .integrations import compress
+        """Answer ``question`` about ``image`` unpruned, pruned to ``budget`` and (if supported) foveated.
 
-        processor, model = self.load(progress)
-        inputs = build_inputs(processor, image, question).to(self.device)
-        merge = int(getattr(processor.image_processor, "merge_size", 2))
-        n_visual = int(inputs["image_grid_thw"][0].prod()) // merge**2  # the unpruned model's visual tokens
-        variants: list[tuple[str, Any]] = [("unpruned", model)]
-        variants.append(("pruned", compress(model, budget=budget, processor=processor, text_prior=text_prior)))
-        if foveate_supported():
-            fov = compress(model, budget=budget, processor=processor, text_prior=text_prior, foveate=True)
-            variants.append(("foveated", fov))
-        rows = []
-        for i, (name, m) in enumerate(variants):
-            if progress is not None:
-                progress(0.6 + 0.4 * i / len(variants), desc=f"generating: {name}")
-            run = generate_timed(m, inputs, processor, self.max_new_tokens, self.device)
-            kept = n_visual if m is model else m.last_allocation[0][0].budget
-            rows.append(AnswerRow(name, run.answer, kept, run.prompt_tokens, run.ttft_ms, run.new_tokens))
-        return rows
+        Each model is first run once on a tiny image, so that one-time set-up (lazy imports, the OCR models,
+        CUDA initialisation) is in no timed run, as ``arr-coc ask`` does. One comparison at a time (a lock).
+        """
+        from .asking import TimedScorer, build_inputs, generate_timed
+        from .integrations import compress
+        from .integrations.base import resolve_scorer
+
+        with self._lock:
+            processor, model = self.load(progress)
+            inputs = build_inputs(processor, image, question).to(self.device)
+            tiny = build_inputs(processor, Image.new("RGB", (64, 64), "white"), question).to(self.device)
+            merge = int(getattr(processor.image_processor, "merge_size", 2))
+            n_visual = int(inputs["image_grid_thw"][0].prod()) // merge**2  # the unpruned model's visual tokens
+            variants: list[tuple[str, Any, Any]] = [("unpruned", model, None)]
+            for name, extra in [("pruned", {})] + ([("foveated", {"foveate": True})] if foveate_supported() else []):
+                scorer = TimedScorer(resolve_scorer("auto"), self.device)
+                cm = compress(model, budget=budget, processor=processor, scorer=scorer, text_prior=text_prior, **extra)
+                variants.append((name, cm, scorer))
+            rows = []
+            for i, (name, m, scorer) in enumerate(variants):
+                if progress is not None:
+                    progress(0.4 + 0.6 * i / len(variants), desc=f"generating: {name}")
+                generate_timed(m, tiny, processor, 1, self.device)  # one-time set-up, not timed
+                run = generate_timed(m, inputs, processor, self.max_new_tokens, self.device, scorer)
+                kept = n_visual if scorer is None else m.last_allocation[0][0].budget
+                st = run.stages
+                rows.append(
+                    AnswerRow(
+                        name, run.answer, kept, run.prompt_tokens, run.ttft_ms,
+                        st.vision_ms, st.scorer_ms, st.prefill_ms, run.new_tokens,
+                    )  # fmt: skip
+                )
+            return rows
 
 
 class DemoApp:
@@ -348,14 +363,16 @@ def summary_markdown(alloc: Allocation, baseline_keep: np.ndarray) -> str:
 
 
 def answers_markdown(rows: list[AnswerRow]) -> str:
-    """A side-by-side table of the model runs."""
+    """A side-by-side table of the model runs: answer, tokens, time to first token and where it went."""
     head = [
-        "| | answer | visual tokens | prompt tokens | time to first token | new tokens |",
-        "|---|---|---:|---:|---:|---:|",
+        "| | answer | visual tokens | prompt tokens | time to first token | vision tower | scoring | LM prefill "
+        "| new tokens |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
     body = [
         f"| {r.variant} | {r.answer.replace('|', '/').replace(chr(10), ' ')} | {r.visual_tokens} | {r.prompt_tokens} "
-        f"| {r.ttft_ms:.0f} ms | {r.new_tokens} |"
+        f"| {r.ttft_ms:.0f} ms | {r.vision_ms:.0f} ms | {r.scorer_ms:.0f} ms | {r.prefill_ms:.0f} ms "
+        f"| {r.new_tokens} |"
         for r in rows
     ]
     return "\n".join(head + body)
