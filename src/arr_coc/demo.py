@@ -370,7 +370,8 @@ def answers_markdown(rows: list[AnswerRow]) -> str:
         "|---|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
     body = [
-        f"| {r.variant} | {r.answer.replace('|', '/').replace(chr(10), ' ')} | {r.visual_tokens} | {r.prompt_tokens} "
+        f"| {r.variant} | {(r.answer or '(no text)').replace('|', '/').replace(chr(10), ' ')} | {r.visual_tokens} "
+        f"| {r.prompt_tokens} "
         f"| {r.ttft_ms:.0f} ms | {r.vision_ms:.0f} ms | {r.scorer_ms:.0f} ms | {r.prefill_ms:.0f} ms "
         f"| {r.new_tokens} |"
         for r in rows
