@@ -11,8 +11,8 @@ Upload an image (or pick a shipped example), ask a question, choose the model fa
   can be compared; for both, the share of the relevance mass they keep;
 * tokens before -> after, the time of every stage and which mode ran;
 * with ``--model``: the model's answer unpruned and pruned (and foveated, when ``arr_coc.compress`` accepts
-  ``foveate=True``), with time to first token and prompt length, side by side (``arr_coc.asking``'s loading and
-  timing functions).
+  ``foveate=True``), with visual and prompt tokens, time to first token and where it went (vision tower, scoring,
+  language-model prefill), side by side (``arr_coc.asking``'s loading and timing functions).
 
 The app exposes a named API endpoint ``/allocate``::
 
@@ -21,9 +21,10 @@ The app exposes a named API endpoint ``/allocate``::
         handle_file("examples/invoice.jpg"), "How much must be paid?", "0.11", "qwen2.5-vl", "auto",
         api_name="/allocate")
 
-``allocation`` has exactly the fields of ``arr-coc allocate --json`` (id, grid, resized, original, budget, kept,
-scores). Offline: the theme uses system fonts only, analytics and the version check are off, nothing is fetched
-from another host (the browser test records every request the page makes).
+``allocation`` has exactly the fields of ``arr-coc allocate --json`` (``Allocation.to_json``; the handler's result
+is checked equal to the command's in tests/test_demo.py). Offline: the theme uses system fonts only, analytics and
+the version check are off, nothing is fetched from another host (the browser test records every request the page
+makes and every connection the server makes).
 
 Handlers are plain functions on a ``DemoApp`` (testable without a server); ``build_app`` wires them into Gradio
 Blocks and ``launch`` starts the server.
