@@ -4,6 +4,7 @@
                     [--max-pixels N] [--min-pixels N] [--json OUT.json] [--heatmap OUT.png]
     arr-coc allocate --batch IN.jsonl --out OUT.jsonl [same options]
     arr-coc ask IMAGE --query TEXT --model ID_OR_PATH [--budget ...] [--mode ...] [--heatmap OUT.png] [--compare]
+    arr-coc demo [--model ID_OR_PATH] [--host 127.0.0.1] [--port 7860]
     arr-coc --version
 
 ``allocate`` prints a one-line summary (tokens before -> after, mode, time) and writes the JSON contract
@@ -49,6 +50,16 @@ ASK_EXAMPLES = """examples:
   arr-coc ask examples/receipt.jpg -q "How much did the pasta cost?" --model out/tiny --compare
 
 exit codes: 0 done; 2 bad input, model not found or usage"""
+
+DEMO_EXAMPLES = """examples:
+  arr-coc demo                                   # then open http://127.0.0.1:7860 (works offline)
+  arr-coc demo --model out/tiny --port 8000      # also the model's answers, unpruned vs pruned, side by side
+
+  API: from gradio_client import Client, handle_file
+       Client("http://127.0.0.1:7860/").predict(handle_file("examples/invoice.jpg"), "How much must be paid?",
+                                                "0.11", "qwen2.5-vl", "auto", api_name="/allocate")
+
+exit codes: 0 stopped; 2 the [demo] extra is missing or bad usage"""
 
 QUERY_BLIND_NOTE = "note: the query is empty, so the allocation is query-blind (information and salience decide)"
 
@@ -180,6 +191,27 @@ def build_parser() -> argparse.ArgumentParser:
     k.add_argument("--heatmap", type=Path, help="write a heatmap PNG of the kept tokens here")
     k.add_argument("--compare", action="store_true", help="also run the unpruned model: both answers, both times to "
                    "first token and where the time went (vision tower, scorer, LM prefill, decode)")  # fmt: skip
+
+    d = sub.add_parser(
+        "demo",
+        help="a browser demo: heatmap, query-blind baseline, answers (needs the [demo] extra)",
+        description=textwrap.fill(
+            "Serve a page (Gradio, offline) where you upload an image and ask a question, and see the relevance "
+            "heatmap with the kept tokens beside a query-blind uniform stride of the same budget, tokens before -> "
+            "after and the time of each stage; with --model, the model's answers unpruned and pruned. The page's "
+            "named API endpoint /allocate returns the heatmap and the allocation JSON.",
+            100,
+        ),
+        epilog=DEMO_EXAMPLES,
+        formatter_class=_HelpFormatter,
+    )
+    d.add_argument("--model", default=None, help="a Qwen-VL checkpoint (local folder or cached hub id): also show "
+                   "its answers unpruned and pruned; loaded on the first question")  # fmt: skip
+    d.add_argument("--host", default="127.0.0.1", help="interface to listen on (0.0.0.0: every interface)")
+    d.add_argument("--port", type=_positive_int, default=None, help="port (default: the first free one from 7860)")
+    d.add_argument("--device", default=None, help="with --model: torch device (default: cuda if available, else cpu)")
+    d.add_argument("--dtype", default="auto", help="with --model: torch dtype of the weights")
+    d.add_argument("--max-new-tokens", type=_positive_int, default=64, help="with --model: most tokens an answer has")
     return parser
 
 
@@ -188,6 +220,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command == "allocate":
             return _allocate(args)
+        if args.command == "demo":
+            from .demo import main as demo_main  # ImportError without the [demo] extra: one clear line below
+
+            return demo_main(args.model, args.host, args.port, args.device, args.dtype, args.max_new_tokens)
         from .asking import ask_main
 
         return ask_main(args)
