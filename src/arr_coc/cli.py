@@ -4,6 +4,7 @@
                     [--max-pixels N] [--min-pixels N] [--json OUT.json] [--heatmap OUT.png]
     arr-coc allocate --batch IN.jsonl --out OUT.jsonl [same options]
     arr-coc ask IMAGE --query TEXT --model ID_OR_PATH [--budget ...] [--heatmap OUT.png] [--compare]
+    arr-coc eval --model PATH --task docvqa --data PATH --budgets 1.0,0.333,0.222,0.111 --out DIR  (see evaluation/runner.py)
 
 ``allocate`` prints a one-line summary (tokens before -> after, time) and writes the JSON contract
 (id, grid, resized, original, budget, kept, scores). In batch mode each input line is
@@ -90,6 +91,11 @@ def build_parser() -> argparse.ArgumentParser:
     k.add_argument("--dtype", default="auto", help="torch dtype for the weights (default auto)")
     k.add_argument("--heatmap", type=Path, help="write a heatmap PNG of the kept tokens here")
     k.add_argument("--compare", action="store_true", help="also run the unpruned model and print both answers")
+
+    from .evaluation.runner import add_eval_arguments
+
+    e = sub.add_parser("eval", help="answer accuracy on a benchmark, every allocator and budget vs the unpruned model")
+    add_eval_arguments(e)
     return parser
 
 
@@ -98,6 +104,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command == "allocate":
             return _allocate(args)
+        if args.command == "eval":
+            from .evaluation.runner import eval_main
+
+            return eval_main(args)
         from .asking import ask_main
 
         return ask_main(args)
