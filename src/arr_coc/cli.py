@@ -4,7 +4,8 @@
                     [--max-pixels N] [--min-pixels N] [--json OUT.json] [--heatmap OUT.png]
     arr-coc allocate --batch IN.jsonl --out OUT.jsonl [same options]
     arr-coc ask IMAGE --query TEXT --model ID_OR_PATH [--budget ...] [--heatmap OUT.png] [--compare]
-    arr-coc eval --model PATH --task docvqa --data PATH --budgets 1.0,0.333,0.222,0.111 --out DIR  (see evaluation/runner.py)
+    arr-coc eval --model PATH --task docvqa --data PATH --budgets 1.0,0.333,0.222,0.111 --out DIR
+                 (answer accuracy of every allocator and budget vs the unpruned model; see evaluation/runner.py)
 
 ``allocate`` prints a one-line summary (tokens before -> after, time) and writes the JSON contract
 (id, grid, resized, original, budget, kept, scores). In batch mode each input line is

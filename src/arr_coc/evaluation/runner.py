@@ -190,7 +190,8 @@ def pixel_bounds(model_type: str, min_pixels: int | None, max_pixels: int | None
 
 
 def build_batch(processor: Any, task: TaskSpec, images: list[Any], questions: list[str], bounds: tuple[int, int]):
-    """Processor inputs for a batch of (image, question) samples, padded on the left.
+    """Processor inputs for a batch of (image, question) samples, padded on the left (generation continues on the
+    right; the tokenizer's own ``padding_side`` is restored afterwards).
 
     Returns:
         A ``BatchFeature`` with ``input_ids`` (batch_size, sequence_length), ``attention_mask``, ``pixel_values``,
@@ -198,7 +199,13 @@ def build_batch(processor: Any, task: TaskSpec, images: list[Any], questions: li
     """
     texts = [processor.apply_chat_template(messages_for(task, q), add_generation_prompt=True) for q in questions]
     size = {"shortest_edge": bounds[0], "longest_edge": bounds[1]}
-    return processor(text=texts, images=images, size=size, return_tensors="pt")
+    tokenizer = getattr(processor, "tokenizer", processor)
+    side = tokenizer.padding_side
+    tokenizer.padding_side = "left"
+    try:
+        return processor(text=texts, images=images, size=size, return_tensors="pt")
+    finally:
+        tokenizer.padding_side = side
 
 
 def cut_at_stops(text: str, until: Iterable[str]) -> str:
@@ -209,7 +216,9 @@ def cut_at_stops(text: str, until: Iterable[str]) -> str:
     return text
 
 
-def generate_batch(model: Any, inputs: Any, processor: Any, max_new_tokens: int, device: str) -> tuple[list[str], float, int]:
+def generate_batch(
+    model: Any, inputs: Any, processor: Any, max_new_tokens: int, device: str
+) -> tuple[list[str], float, int]:
     """Greedy generation for a batch, timed: (answers, time to first token in ms, peak memory in bytes)."""
     import torch
 
@@ -259,13 +268,17 @@ class PredictionLog:
         self.done: set[tuple[str, str]] = set()  # (id, variant)
         self.failed: set[str] = set()  # ids whose sample could not be read
         if path.is_file():
+            raw = path.read_bytes()
+            if raw and not raw.endswith(b"\n"):  # an interrupted write: drop the cut line, redo its sample
+                path.write_bytes(raw[: raw.rfind(b"\n") + 1])
+                print(f"arr-coc eval: {path}: dropped a line cut short by an interrupted run", file=sys.stderr)
             for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
                 if not line.strip():
                     continue
                 try:
                     record = json.loads(line)
-                except json.JSONDecodeError:  # a line cut short by an interrupted run: redo that sample
-                    print(f"arr-coc eval: {path} line {n} is not JSON (an interrupted write?); ignored", file=sys.stderr)
+                except json.JSONDecodeError:
+                    print(f"arr-coc eval: {path} line {n} is not JSON; ignored", file=sys.stderr)
                     continue
                 self._note(record)
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -307,7 +320,7 @@ def _wrap(model: Any, processor: Any, variant: Variant, questions: list[str], se
     return compress(model, budget=variant.budget, processor=processor, query=list(questions), **options)
 
 
-def _warm_up(model: Any, processor: Any, task: TaskSpec, variants: list[Variant], bounds, seed: int, device: str):
+def _warm_up(loaded: Loaded, task: TaskSpec, variants: list[Variant], seed: int) -> None:
     """One 1-token generation per allocator on a blank image, so one-time set-up is not timed."""
     from PIL import Image
 
@@ -317,8 +330,9 @@ def _warm_up(model: Any, processor: Any, task: TaskSpec, variants: list[Variant]
         if v.allocator in seen:
             continue
         seen.add(v.allocator)
-        inputs = build_batch(processor, task, [blank], ["warm-up"], bounds).to(device)
-        generate_batch(_wrap(model, processor, v, ["warm-up"], seed), inputs, processor, 1, device)
+        inputs = build_batch(loaded.processor, task, [blank], ["warm-up"], loaded.bounds).to(loaded.device)
+        runner = _wrap(loaded.model, loaded.processor, v, ["warm-up"], seed)
+        generate_batch(runner, inputs, loaded.processor, 1, loaded.device)
 
 
 def _batches(items: Iterable[Sample], size: int) -> Iterable[list[Sample]]:
@@ -332,8 +346,14 @@ def _batches(items: Iterable[Sample], size: int) -> Iterable[list[Sample]]:
         yield batch
 
 
-def run_eval(cfg: EvalConfig) -> EvalResult:
+def run_eval(cfg: EvalConfig, model: Any = None, processor: Any = None) -> EvalResult:
     """Run the comparison described in the module docstring and write its files.
+
+    Args:
+        cfg: the options.
+        model: a Qwen-VL model already loaded (then ``cfg.model`` only names it in the report and ``cfg.device`` /
+            ``cfg.dtype`` are not used: the model stays where it is); default: load ``cfg.model``.
+        processor: its processor (needed with ``model``).
 
     Raises:
         ValueError: bad options, unknown task / allocator / metric, unreadable data layout.
@@ -343,7 +363,6 @@ def run_eval(cfg: EvalConfig) -> EvalResult:
     metric_name = cfg.metric or task.metric
     if metric_name not in METRICS:
         raise ValueError(f"unknown metric {metric_name!r}; choose from: {', '.join(METRICS)}")
-    metric = METRICS[metric_name]
     if cfg.batch_size < 1:
         raise ValueError(f"--batch-size must be >= 1, got {cfg.batch_size}")
     if cfg.limit is not None and cfg.limit < 1:
@@ -351,24 +370,19 @@ def run_eval(cfg: EvalConfig) -> EvalResult:
     variants = plan_variants(cfg.budgets, cfg.allocators)
     check_allocators(list(cfg.allocators), [v.budget for v in variants if v.budget is not None])
     dataset = open_dataset(task, cfg.data, cfg.split, cfg.limit)
-
-    from ..asking import load_model, resolve_device, resolve_dtype
-
-    device = resolve_device(cfg.device)
-    processor, model = load_model(cfg.model, resolve_dtype(cfg.dtype), device)
-    getattr(processor, "tokenizer", processor).padding_side = "left"  # batched generation continues on the right
-    bounds = pixel_bounds(model.config.model_type, cfg.min_pixels, cfg.max_pixels)
-    merge = int(model.config.vision_config.spatial_merge_size)
+    if (model is None) != (processor is None):
+        raise ValueError("run_eval needs both model= and processor=, or neither")
+    model_type = model.config.model_type if model is not None else _model_type(cfg.model)
+    bounds = pixel_bounds(model_type, cfg.min_pixels, cfg.max_pixels)
     max_new = cfg.max_new_tokens or task.max_new_tokens
+    loaded = _LazyModel(cfg, task, variants, bounds, model, processor)
 
     out = Path(cfg.out)
     log = PredictionLog(out / "predictions.jsonl")
     selected: list[str] = []
-    bad = 0
     total = min(len(dataset), cfg.limit) if cfg.limit else len(dataset)
     bar = _progress(total, cfg.progress, task.name)
     try:
-        _warm_up(model, processor, task, variants, bounds, cfg.seed, device)
         pending = _pending(dataset, cfg.limit, log, variants, selected, bar)
         for batch in _batches(pending, cfg.batch_size):
             images, good = [], []
@@ -380,28 +394,91 @@ def run_eval(cfg: EvalConfig) -> EvalResult:
                     log.write({"id": s.id, "error": str(err)})
             bar.update(len(batch) - len(good))
             if good:
-                _run_batch(model, processor, task, variants, good, images, log, metric, metric_name, bounds, merge,
-                           max_new, cfg.seed, device)
+                _run_batch(loaded.get(), task, variants, good, images, log, metric_name, max_new, cfg.seed)
             bar.update(len(good))
-        bad = sum(1 for i in set(selected) if i in log.failed)
     finally:
         bar.close()
         log.close()
+    bad = sum(1 for i in set(selected) if i in log.failed)
     rows = summarize(log.records, variants, selected)
     result = EvalResult(rows, bad, len(selected), metric_name)
-    header = _header(cfg, task, metric_name, dataset, device, model, bounds, len(selected), bad)
-    md = header + "\n\n" + markdown_table(rows, metric_name) + "\n"
-    (out / "results.md").write_text(md, encoding="utf-8")
-    summary = {"config": _config_json(cfg), "metric": metric_name, "samples": len(selected), "bad_samples": bad,
-               "rows": [asdict(r) for r in rows]}
+    header = _header(cfg, task, metric_name, dataset, loaded.device, model_type, bounds, len(selected), bad)
+    (out / "results.md").write_text(header + "\n\n" + markdown_table(rows, metric_name) + "\n", encoding="utf-8")
+    summary = {
+        "config": _config_json(cfg),
+        "metric": metric_name,
+        "samples": len(selected),
+        "bad_samples": bad,
+        "rows": [asdict(r) for r in rows],
+    }
     (out / "results.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
-    result.files = {k: str(out / f) for k, f in
-                    (("predictions", "predictions.jsonl"), ("table", "results.md"), ("json", "results.json"))}
+    names = (("predictions", "predictions.jsonl"), ("table", "results.md"), ("json", "results.json"))
+    result.files = {k: str(out / f) for k, f in names}
     return result
 
 
-def _pending(dataset: LocalDataset, limit: int | None, log: PredictionLog, variants: list[Variant],
-             selected: list[str], bar: Any) -> Iterable[Sample]:
+def _model_type(model_id: str) -> str:
+    """The checkpoint's ``model_type`` from its config alone (no weights loaded).
+
+    Raises:
+        ModelNotFoundError: when the checkpoint cannot be found (the message says where it was looked for).
+    """
+    from transformers import AutoConfig
+
+    from ..asking import ModelNotFoundError, not_found_message
+
+    try:
+        return AutoConfig.from_pretrained(model_id).model_type
+    except (OSError, ValueError) as err:
+        raise ModelNotFoundError(not_found_message(model_id, str(err))) from None
+
+
+@dataclass
+class Loaded:
+    """A loaded model and what generation needs with it."""
+
+    processor: Any
+    model: Any
+    device: str
+    bounds: tuple[int, int]
+    merge: int
+
+
+class _LazyModel:
+    """Loads the model (and warms every variant up) on first use, so a rerun with nothing left to do loads nothing."""
+
+    def __init__(
+        self,
+        cfg: EvalConfig,
+        task: TaskSpec,
+        variants: list[Variant],
+        bounds: tuple[int, int],
+        model: Any,
+        processor: Any,
+    ) -> None:
+        from ..asking import resolve_device
+
+        self.cfg, self.task, self.variants, self.bounds = cfg, task, variants, bounds
+        self.model, self.processor = model, processor
+        self.device = str(model.device) if model is not None else resolve_device(cfg.device)
+        self.loaded: Loaded | None = None
+
+    def get(self) -> Loaded:
+        if self.loaded is None:
+            from ..asking import load_model, resolve_dtype
+
+            model, processor = self.model, self.processor
+            if model is None:
+                processor, model = load_model(self.cfg.model, resolve_dtype(self.cfg.dtype), self.device)
+            merge = int(model.config.vision_config.spatial_merge_size)
+            self.loaded = Loaded(processor, model, self.device, self.bounds, merge)
+            _warm_up(self.loaded, self.task, self.variants, self.cfg.seed)
+        return self.loaded
+
+
+def _pending(
+    dataset: LocalDataset, limit: int | None, log: PredictionLog, variants: list[Variant], selected: list[str], bar: Any
+) -> Iterable[Sample]:
     """Samples with a variant still to run, in file order, up to ``limit``; bad samples are logged on the way."""
     for n, item in enumerate(dataset):
         if limit is not None and n >= limit:
@@ -418,22 +495,33 @@ def _pending(dataset: LocalDataset, limit: int | None, log: PredictionLog, varia
         yield item
 
 
-def _run_batch(model, processor, task, variants, samples, images, log, metric, metric_name, bounds, merge, max_new,
-               seed, device) -> None:
+def _run_batch(
+    loaded: Loaded,
+    task: TaskSpec,
+    variants: list[Variant],
+    samples: list[Sample],
+    images: list[Any],
+    log: PredictionLog,
+    metric_name: str,
+    max_new: int,
+    seed: int,
+) -> None:
     """Every variant still missing for some of ``samples``, on those samples as one batch."""
+    metric = METRICS[metric_name]
     for v in variants:
         todo = [i for i, s in enumerate(samples) if not log.is_done(s.id, v.name)]
         if not todo:
             continue
         subset = [samples[i] for i in todo]
         questions = [s.question for s in subset]
-        inputs = build_batch(processor, task, [images[i] for i in todo], questions, bounds).to(device)
-        runner = _wrap(model, processor, v, questions, seed)
-        answers, ttft, peak = generate_batch(runner, inputs, processor, max_new, device)
+        inputs = build_batch(loaded.processor, task, [images[i] for i in todo], questions, loaded.bounds)
+        inputs = inputs.to(loaded.device)
+        runner = _wrap(loaded.model, loaded.processor, v, questions, seed)
+        answers, ttft, peak = generate_batch(runner, inputs, loaded.processor, max_new, loaded.device)
         grids = inputs["image_grid_thw"].tolist()  # (B, 3): one image a sample
         for j, (s, answer) in enumerate(zip(subset, answers, strict=True)):
             prediction = cut_at_stops(answer, task.until)
-            total = _tokens_total(grids[j], merge)
+            total = _tokens_total(grids[j], loaded.merge)
             kept = total if v.allocator is None else sum(a.budget for a in runner.last_allocation[j])
             extra = {"dataset": s.meta.get("dataset")} if metric_name == "ocrbench_accuracy" else {}
             record = {
@@ -452,8 +540,9 @@ def _run_batch(model, processor, task, variants, samples, images, log, metric, m
                 "peak_bytes": int(peak),
                 "batch_size": len(subset),
             }
-            if s.meta:
-                record["meta"] = {k: v_ for k, v_ in s.meta.items() if _jsonable(v_)}
+            meta = {k: value for k, value in s.meta.items() if _jsonable(value)}
+            if meta:
+                record["meta"] = meta
             log.write(record)
 
 
@@ -532,12 +621,12 @@ def markdown_table(rows: list[Row], metric: str) -> str:
     return "\n".join(lines)
 
 
-def _header(cfg, task, metric, dataset, device, model, bounds, n, bad) -> str:
-    dtype = str(next(model.parameters()).dtype).removeprefix("torch.")
+def _header(cfg, task, metric, dataset, device, model_type, bounds, n, bad) -> str:
+    dtype = cfg.dtype
     peak = "CUDA max_memory_allocated per call" if str(device).startswith("cuda") else "process peak RSS so far"
     return (
         f"# arr-coc eval: {task.name} ({metric})\n\n"
-        f"model `{cfg.model}` ({model.config.model_type}, {dtype}, {device}); data: {dataset.describe()}; "
+        f"model `{cfg.model}` ({model_type}, dtype {dtype}, {device}); data: {dataset.describe()}; "
         f"{n} samples ({bad} unreadable, see predictions.jsonl); batch size {cfg.batch_size}; "
         f"pixels {bounds[0]:,}..{bounds[1]:,}; greedy, max {cfg.max_new_tokens or task.max_new_tokens} new tokens; "
         f"peak memory: {peak}."
@@ -545,7 +634,9 @@ def _header(cfg, task, metric, dataset, device, model, bounds, n, bad) -> str:
 
 
 def _config_json(cfg: EvalConfig) -> dict[str, Any]:
-    return {k: (str(v) if isinstance(v, Path) else list(v) if isinstance(v, tuple) else v) for k, v in asdict(cfg).items()}
+    return {
+        k: (str(v) if isinstance(v, Path) else list(v) if isinstance(v, tuple) else v) for k, v in asdict(cfg).items()
+    }
 
 
 def _progress(total: int, enabled: bool, name: str) -> Any:
@@ -565,12 +656,17 @@ def add_eval_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--data", type=Path, help="saved dataset folder, parquet file(s) or JSONL (not for docgen)")
     p.add_argument("--out", type=Path, required=True, help="output folder; rerunning with it resumes")
     p.add_argument(
-        "--budgets", default=DEFAULT_BUDGETS,
+        "--budgets",
+        default=DEFAULT_BUDGETS,
         help="comma-separated budgets per image: fractions, counts or 'adaptive'; 1.0 = the unpruned model, "
         "which always runs (default %(default)s)",
     )
     p.add_argument(
-        "--allocator", nargs="+", default=list(DEFAULT_ALLOCATORS), choices=ALLOCATORS, metavar="NAME",
+        "--allocator",
+        nargs="+",
+        default=list(DEFAULT_ALLOCATORS),
+        choices=ALLOCATORS,
+        metavar="NAME",
         help=f"allocators to compare ({', '.join(ALLOCATORS)}; default: {' '.join(DEFAULT_ALLOCATORS)})",
     )
     p.add_argument("--limit", type=int, help="only the first N samples")
@@ -589,10 +685,22 @@ def add_eval_arguments(p: argparse.ArgumentParser) -> None:
 def eval_main(args: argparse.Namespace) -> int:
     """Run ``arr-coc eval`` from parsed arguments; print the table. Returns 0 (bad samples are in the files)."""
     cfg = EvalConfig(
-        model=args.model, task=args.task, out=args.out, data=args.data, budgets=tuple(args.budgets.split(",")),
-        allocators=tuple(args.allocator), limit=args.limit, batch_size=args.batch_size, split=args.split,
-        metric=args.metric, max_new_tokens=args.max_new_tokens, min_pixels=args.min_pixels,
-        max_pixels=args.max_pixels, device=args.device, dtype=args.dtype, seed=args.seed,
+        model=args.model,
+        task=args.task,
+        out=args.out,
+        data=args.data,
+        budgets=tuple(args.budgets.split(",")),
+        allocators=tuple(args.allocator),
+        limit=args.limit,
+        batch_size=args.batch_size,
+        split=args.split,
+        metric=args.metric,
+        max_new_tokens=args.max_new_tokens,
+        min_pixels=args.min_pixels,
+        max_pixels=args.max_pixels,
+        device=args.device,
+        dtype=args.dtype,
+        seed=args.seed,
         progress=not args.no_progress,
     )
     from ..asking import ModelNotFoundError
@@ -604,7 +712,9 @@ def eval_main(args: argparse.Namespace) -> int:
         return 2
     print(markdown_table(result.rows, result.metric))
     if result.bad:
-        print(f"{result.bad} of {result.samples} samples could not be read; their errors are in {result.files['predictions']}")
+        print(
+            f"{result.bad} of {result.samples} samples could not be read; their errors are in "
+            f"{result.files['predictions']}"
+        )
     print(f"wrote {result.files['predictions']}, {result.files['table']}, {result.files['json']}")
     return 0
-
