@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import inspect
 import zlib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import torch
@@ -33,17 +33,11 @@ ALLOCATORS: tuple[str, ...] = ("text", "texture", "model", "foveate", "random", 
 
 
 def texture_scorer(ctx: ImageContext) -> torch.Tensor:
-    """Relevance from the model's own pixels and the question's words: no model features, no OCR."""
-    from ..realizing import score_visual_tokens
+    """Relevance from the model's own pixels and the question's words: the default scorer with the model's
+    features (visual tokens, question embeddings) taken away and no OCR."""
+    from ..integrations.base import realizing_scorer
 
-    return score_visual_tokens(
-        ctx.pixel_values,
-        ctx.grid_thw,
-        ctx.patch_size,
-        ctx.merge_size,
-        ctx.temporal_patch_size,
-        query_text=ctx.query_text,
-    )
+    return realizing_scorer()(replace(ctx, token_feats=None, query_embeds=None, scorer_config=None))
 
 
 @dataclass(frozen=True)

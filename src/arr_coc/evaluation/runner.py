@@ -310,7 +310,7 @@ def _tokens_total(grid_row: Sequence[int], merge: int) -> int:
     return t * h * w // (merge * merge)
 
 
-def _wrap(model: Any, processor: Any, variant: Variant, questions: list[str], seed: int) -> Any:
+def wrap_model(model: Any, processor: Any, variant: Variant, questions: list[str], seed: int) -> Any:
     """``model`` itself for the unpruned variant, else ``compress(model, ...)`` scoring with the bare questions."""
     if variant.allocator is None:
         return model
@@ -331,7 +331,7 @@ def _warm_up(loaded: Loaded, task: TaskSpec, variants: list[Variant], seed: int)
             continue
         seen.add(v.allocator)
         inputs = build_batch(loaded.processor, task, [blank], ["warm-up"], loaded.bounds).to(loaded.device)
-        runner = _wrap(loaded.model, loaded.processor, v, ["warm-up"], seed)
+        runner = wrap_model(loaded.model, loaded.processor, v, ["warm-up"], seed)
         generate_batch(runner, inputs, loaded.processor, 1, loaded.device)
 
 
@@ -516,7 +516,7 @@ def _run_batch(
         questions = [s.question for s in subset]
         inputs = build_batch(loaded.processor, task, [images[i] for i in todo], questions, loaded.bounds)
         inputs = inputs.to(loaded.device)
-        runner = _wrap(loaded.model, loaded.processor, v, questions, seed)
+        runner = wrap_model(loaded.model, loaded.processor, v, questions, seed)
         answers, ttft, peak = generate_batch(runner, inputs, loaded.processor, max_new, loaded.device)
         grids = inputs["image_grid_thw"].tolist()  # (B, 3): one image a sample
         for j, (s, answer) in enumerate(zip(subset, answers, strict=True)):
