@@ -27,8 +27,10 @@ import pytest
 
 pytest.importorskip("transformers")
 if importlib.util.find_spec("lmms_eval") is None or importlib.util.find_spec("loguru") is None:
-    pytest.skip("lmms-eval is not installed (CI installs it: pip install --no-deps lmms-eval==0.7.3 loguru)",
-                allow_module_level=True)
+    pytest.skip(
+        "lmms-eval is not installed (CI installs it: pip install --no-deps lmms-eval==0.7.3 loguru)",
+        allow_module_level=True,
+    )
 
 ROOT = Path(__file__).resolve().parents[1]
 PIXELS = 28 * 28 * 48
@@ -139,4 +141,3 @@ def test_lmms_eval_finds_instantiates_and_runs_the_plugin(tiny_checkpoint_folder
     assert all(isinstance(a, str) for a in out["0.25"]) and out["0.25"] != out["plain"]
     # the question the allocator scores with: the context without the task's answer-format instruction
     assert out["questions"] == ["What is the total?", "How many bars?", "what is written in the image?"]
-

@@ -267,11 +267,16 @@ def test_saved_textvqa_and_a_bad_jsonl_do_not_stop_the_run(loaded, tmp_path):
 
 
 def test_docgen_runs_end_to_end(loaded, tmp_path):
+    from arr_coc.realizing import ocr_available
+
+    allocators = ("random", "text") if ocr_available() else ("random",)  # text: the OCR prior ([ocr] extra)
     out = tmp_path / "docgen"
-    run_loaded(loaded, task="docgen", split="dev", limit=1, out=out, budgets=("1.0", "0.2"), allocators=("random",))
+    run_loaded(loaded, task="docgen", split="dev", limit=1, out=out, budgets=("1.0", "0.2"), allocators=allocators)
     got = records(out)
-    assert [(r["id"], r["variant"]) for r in got] == [("dev/receipt/0", "unpruned"), ("dev/receipt/0", "random@0.2")]
+    expected = [("dev/receipt/0", "unpruned")] + [("dev/receipt/0", f"{a}@0.2") for a in allocators]
+    assert [(r["id"], r["variant"]) for r in got] == expected
     assert got[0]["answers"][0].startswith("$")  # the receipt's amount due, exactly as drawn
+    assert all(r["tokens_kept"] == resolve_budget(0.2, r["tokens_total"]) for r in got[1:])
 
 
 def test_bad_options_get_one_clear_line(checkpoint, tmp_path, capsys):
@@ -282,6 +287,11 @@ def test_bad_options_get_one_clear_line(checkpoint, tmp_path, capsys):
     assert "twice" in capsys.readouterr().err
     assert run(*base, "--budgets", "adaptive", "--allocator", "uniform") == 2
     assert "uniform allocator needs a count or a fraction" in capsys.readouterr().err
+    from arr_coc.evaluation.allocators import supports_foveate
+
+    if not supports_foveate():  # until compress(foveate=True) lands, the allocator is refused up front
+        assert run(*base, "--budgets", "0.5", "--allocator", "foveate") == 2
+        assert "foveate allocator needs compress(..., foveate=True)" in capsys.readouterr().err
     assert run("--model", str(tmp_path / "no-such-model"), "--task", "docgen", "--out", str(tmp_path / "o")) == 2
     assert "does not exist" in capsys.readouterr().err
     assert run(*base[:2], "--task", "docvqa", "--data", str(tmp_path / "nope"), "--out", str(tmp_path / "o")) == 2
