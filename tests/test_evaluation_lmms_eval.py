@@ -67,7 +67,7 @@ out = {"class": cls.__module__ + "." + cls.__name__}
 for budget in ("1.0", "0.25"):
     lm = cls.create_from_arg_string(
         f"pretrained={folder},budget={budget},allocator=uniform,dtype=float32,device=cpu,min_pixels=3136,"
-        f"max_pixels={pixels}", {"batch_size": 2},
+        f"max_pixels={pixels}", {"batch_size": 2, "max_batch_size": None, "device": None},  # as lmms-eval's evaluator
     )
     lm.task_dict = {"docvqa_val": {"validation": docs}}
     out[budget] = lm.generate_until(requests)

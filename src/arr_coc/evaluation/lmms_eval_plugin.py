@@ -20,6 +20,7 @@ requirement of this package (it pulls torchvision and much more); install it as 
     system_prompt: default "You are a helpful assistant." (lmms-eval's Qwen-VL default).
     batch_size: requests per generate call (lmms-eval's ``--batch_size`` sets it too).
     seed: seed of the ``random`` allocator.
+    (``max_batch_size``, which lmms-eval passes for automatic batch sizes, is accepted and not used.)
 
 What it does with a request, as lmms-eval's simple Qwen-VL models do: the images of ``doc_to_visual(doc)`` then
 the context text (``<image>`` markers removed) in one user turn after the system prompt; greedy unless the task
@@ -85,6 +86,7 @@ class ArrCocQwenVL(lmms):
         max_pixels: int | None = None,
         system_prompt: str = SYSTEM_PROMPT,
         seed: int = 0,
+        max_batch_size: int | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__()

@@ -508,14 +508,17 @@ def _run_batch(
 ) -> None:
     """Every variant still missing for some of ``samples``, on those samples as one batch."""
     metric = METRICS[metric_name]
+    batches: dict[tuple[int, ...], Any] = {}  # the same inputs object for every variant run on the same samples
     for v in variants:
         todo = [i for i, s in enumerate(samples) if not log.is_done(s.id, v.name)]
         if not todo:
             continue
         subset = [samples[i] for i in todo]
         questions = [s.question for s in subset]
-        inputs = build_batch(loaded.processor, task, [images[i] for i in todo], questions, loaded.bounds)
-        inputs = inputs.to(loaded.device)
+        if tuple(todo) not in batches:
+            built = build_batch(loaded.processor, task, [images[i] for i in todo], questions, loaded.bounds)
+            batches[tuple(todo)] = built.to(loaded.device)
+        inputs = batches[tuple(todo)]
         runner = wrap_model(loaded.model, loaded.processor, v, questions, seed)
         answers, ttft, peak = generate_batch(runner, inputs, loaded.processor, max_new, loaded.device)
         grids = inputs["image_grid_thw"].tolist()  # (B, 3): one image a sample
