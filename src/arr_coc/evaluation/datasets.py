@@ -128,8 +128,10 @@ class LocalDataset:
 
     def describe(self) -> str:
         """One line: what was read."""
+        if self.kind == "docgen":
+            return f"{self.length} documents drawn by benchmarks/docgen.py"
         where = str(self.files[0]) + (f" and {len(self.files) - 1} more" if len(self.files) > 1 else "")
-        return f"{self.task.name}: {self.length} samples from {self.kind} {where}"
+        return f"{self.length} samples in {self.kind} {where}"
 
 
 # ----- building samples from a row ---------------------------------------------------------------------------------
