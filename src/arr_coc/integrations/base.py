@@ -234,6 +234,54 @@ class FamilyAdapter:
     def _deepstack(self, raw: Any) -> list[list[torch.Tensor]] | None:
         return None
 
+    # ----- foveation: encode only the kept tokens' patches (see foveation.py) ----------------------------------
+    def kept_item(self, model: Any, grid_thw: tuple[int, int, int], keep: torch.Tensor) -> Any:
+        """Tower inputs for the kept patches of ONE item: rotary position ids of the full grid gathered at the kept
+        patches, and one full-attention segment per frame (Qwen2-VL; the other families add their own pieces).
+
+        Args:
+            grid_thw: the item's FULL patch grid (t, h, w).
+            keep (torch.LongTensor of shape (k,)): kept merged-token indices, strictly increasing.
+
+        Returns:
+            A :class:`~arr_coc.integrations.foveation.KeptItem`.
+        """
+        from transformers.vision_utils import get_vision_position_ids
+
+        from .foveation import KeptItem, gather_rows, kept_cu_seqlens, kept_patch_rows
+
+        _, merge, _ = self.geometry(model)
+        t, h, w = grid_thw
+        grid = keep.new_tensor([[t, h, w]])  # (1, 3)
+        full_pos = get_vision_position_ids(grid, merge)  # (t*h*w, 2)
+        kwargs = {
+            "position_ids": gather_rows(full_pos, keep, merge),  # (k*m*m, 2)
+            "cu_seqlens": kept_cu_seqlens(keep, (t, h // merge, w // merge), merge),  # (frames + 1,)
+        }
+        return KeptItem(rows=kept_patch_rows(keep, merge), n_tokens=int(keep.numel()), kwargs=kwargs)
+
+    def encode_kept(
+        self, model: Any, kind: Kind, pixel_values: torch.Tensor, grid_thw: torch.Tensor, keeps: Sequence[torch.Tensor]
+    ) -> EncodedVisual:
+        """Run the vision tower + merger once on the KEPT patches of all items of one modality (foveation).
+
+        Args:
+            kind: ``"image"`` or ``"video"`` (both go through ``model.model.visual``).
+            pixel_values (torch.Tensor of shape (sum(t*h*w), C*temporal_patch_size*patch_size**2)): all patches.
+            grid_thw (torch.LongTensor of shape (num_items, 3)): the FULL patch grids.
+            keeps: per item, LongTensor (k_i,) of kept merged-token indices, strictly increasing.
+
+        Returns:
+            An :class:`EncodedVisual` whose ``features[i]`` has shape (k_i, D): the kept tokens, in kept order.
+        """
+        from .foveation import encode_kept
+
+        raw, sizes = encode_kept(model, self, pixel_values, grid_thw, keeps)
+        features = list(torch.split(raw.pooler_output, sizes))
+        deep = getattr(raw, "deepstack_features", None)
+        deepstack = [list(torch.split(level, sizes)) for level in deep] if deep else None
+        return EncodedVisual(raw=raw, features=features, deepstack=deepstack)
+
     def pruned_output(
         self, encoded: EncodedVisual, keeps: Sequence[torch.Tensor], levels: Sequence[torch.Tensor | None]
     ) -> Any:

@@ -1,0 +1,231 @@
+"""Tests of foveation (``compress(..., foveate=True)``): the vision tower runs only on the kept tokens' patches.
+
+Pure index arithmetic is checked against brute force; the tower pieces on the tiny random models of
+``test_compress.py`` (all three families, plus Qwen3-VL-MoE). Equalities are EXACT (``torch.equal``) where the
+foveated run performs the very same float operations, in the same order, on the same numbers as the reference
+(all tokens kept; a crop that is its own window set; the rows a patch receives before the first block), so no
+rounding can differ; elsewhere the tolerance is stated where it is used.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+transformers = pytest.importorskip("transformers")
+
+from test_compress import (  # noqa: E402
+    IMAGE,
+    WITH_MOE,
+    Sample,
+    batch,
+    build,
+    full_features,
+    greedy,
+    patch_dim,
+    position_scorer,
+    unpruned_positions,
+)
+from transformers.vision_utils import get_vision_window_index  # noqa: E402
+
+from arr_coc.integrations import compress  # noqa: E402
+from arr_coc.integrations.compress import find_adapter  # noqa: E402
+from arr_coc.integrations.foveation import (  # noqa: E402
+    KeptItem,
+    concat_items,
+    kept_cu_seqlens,
+    kept_patch_rows,
+    kept_windows,
+)
+
+# ---------------------------------------------------------------- pure index arithmetic -----------------------------
+
+
+def test_kept_patch_rows_are_merge_groups():
+    rows = kept_patch_rows(torch.tensor([0, 3, 5]), merge_size=2)
+    assert rows.tolist() == [0, 1, 2, 3, 12, 13, 14, 15, 20, 21, 22, 23]
+
+
+def test_kept_cu_seqlens_one_segment_per_frame_empty_frames_dropped():
+    # merged grid (3, 2, 2): frame 0 keeps tokens 0, 3; frame 1 nothing; frame 2 keeps 8, 9, 11
+    cu = kept_cu_seqlens(torch.tensor([0, 3, 8, 9, 11]), (3, 2, 2), merge_size=2)
+    assert cu.dtype == torch.int32
+    assert cu.tolist() == [0, 8, 20]
+
+
+@pytest.mark.parametrize("grid", [(1, 8, 12), (2, 6, 10), (1, 10, 4)])
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_kept_windows_match_brute_force(grid, seed):
+    """Kept tokens are visited in the tower's window order; each window's size is its count of kept members."""
+    merge, window, patch = 2, 56, 14  # a 2x2-token window
+    full_index, full_cu = get_vision_window_index(torch.tensor([grid]), merge, window, patch)
+    n = grid[0] * grid[1] * grid[2] // 4
+    gen = torch.Generator().manual_seed(seed)
+    keep = torch.randperm(n, generator=gen)[: max(1, n // 3)].sort().values
+    window_index, cu = kept_windows(keep, full_index, full_cu, merge)
+    # brute force: the window of every token from the full partition, then filter
+    bounds = (full_cu // 4).tolist()
+    window_of = {}
+    for w in range(len(bounds) - 1):
+        for pos in range(bounds[w], bounds[w + 1]):
+            window_of[int(full_index[pos])] = w
+    kept = keep.tolist()
+    expected_order = [kept.index(tok) for tok in full_index.tolist() if tok in kept]
+    sizes = {}
+    for tok in kept:
+        sizes[window_of[tok]] = sizes.get(window_of[tok], 0) + 4
+    expected_cu = [0]
+    for w in sorted(sizes):
+        expected_cu.append(expected_cu[-1] + sizes[w])
+    assert window_index.tolist() == expected_order
+    assert cu.tolist() == expected_cu
+    everything, cu_all = kept_windows(torch.arange(n), full_index, full_cu, merge)
+    assert torch.equal(everything, full_index) and cu_all.tolist() == torch.unique_consecutive(full_cu).tolist()
+
+
+def test_concat_items_shifts_boundaries_and_indices():
+    a = KeptItem(torch.arange(8), 2, {"cu_seqlens": torch.tensor([0, 8]), "window_index": torch.tensor([1, 0])})
+    b = KeptItem(
+        torch.arange(4, 16), 3, {"cu_seqlens": torch.tensor([0, 4, 12]), "window_index": torch.tensor([0, 2, 1])}
+    )
+    rows, kw = concat_items([a, b], [0, 100])
+    assert rows.tolist() == list(range(8)) + list(range(104, 116))
+    assert kw["cu_seqlens"].tolist() == [0, 8, 12, 20]
+    assert kw["window_index"].tolist() == [1, 0, 2, 4, 3]
+
+
+# ---------------------------------------------------------------- the tower on kept patches --------------------------
+
+
+def _pixels(model, grids: list[tuple[int, int, int]], seed: int = 1) -> torch.Tensor:
+    gen = torch.Generator().manual_seed(seed)
+    return torch.randn(sum(t * h * w for t, h, w in grids), patch_dim(model), generator=gen)
+
+
+@pytest.mark.parametrize("family", WITH_MOE)
+@pytest.mark.parametrize("kind", ["image", "video"])
+def test_all_kept_equals_full_tower(family, kind):
+    """Keeping every token: features (and DeepStack levels) identical to ``get_image_features`` / video."""
+    model = build(family)
+    adapter = find_adapter(model)
+    grids = [(1, 8, 12), (1, 4, 8)] if kind == "image" else [(2, 4, 8), (3, 4, 4)]
+    pv, grid = _pixels(model, grids), torch.tensor(grids)
+    with torch.no_grad():
+        full = adapter.encode(model, kind, pv, grid)
+        kept = adapter.encode_kept(model, kind, pv, grid, [torch.arange(f.shape[0]) for f in full.features])
+    for a, b in zip(full.features, kept.features, strict=True):
+        assert torch.equal(a, b)
+    assert (full.deepstack is None) == (kept.deepstack is None) == ("qwen3" not in family)
+    for la, lb in zip(full.deepstack or [], kept.deepstack or [], strict=True):
+        for a, b in zip(la, lb, strict=True):
+            assert torch.equal(a, b)
+
+
+@pytest.mark.parametrize("family", ["qwen2_vl", "qwen2_5_vl"])
+@pytest.mark.parametrize(("rows", "cols"), [(2, 2), (4, 4), (2, 6), (4, 2)])
+def test_top_left_rectangle_equals_crop(family, rows, cols):
+    """Kept = a top-left rectangle whose sides are multiples of the window (2 tokens in the tiny Qwen2.5-VL):
+    features equal the model's own ``get_image_features`` on the crop (same rotary positions, same windows, same
+    attention sets), for the first image of a two-image call (the second shifts nothing)."""
+    model = build(family)
+    adapter = find_adapter(model)
+    grids = [(1, 8, 12), (1, 4, 4)]
+    pv, grid = _pixels(model, grids, seed=rows * 10 + cols), torch.tensor(grids)
+    keep = torch.tensor([r * 6 + c for r in range(rows) for c in range(cols)])
+    with torch.no_grad():
+        kept = adapter.encode_kept(model, "image", pv, grid, [keep, torch.arange(4)])
+        crop_rows = kept_patch_rows(keep, 2)
+        crop = model.model.get_image_features(pv[crop_rows], torch.tensor([[1, 2 * rows, 2 * cols]]), return_dict=True)
+    assert torch.equal(kept.features[0], crop.pooler_output[0])
+
+
+def test_qwen2_5_window_is_the_original_grid_window():
+    """A kept set that straddles windows differs from the crop that re-windows it: windows come from the full grid.
+
+    Tokens (0..1, 1..2) of a (4, 6)-token image lie in two original 2x2 windows; as a 2x2 crop they would share one.
+    Qwen2.5-VL's tiny tower has one window block, so the two runs must differ by far more than rounding: float32
+    rounding through two 32-wide blocks is ~1e-6 relative, the bound below is 1e-3 relative."""
+    model = build("qwen2_5_vl")
+    adapter = find_adapter(model)
+    pv, grid = _pixels(model, [(1, 8, 12)]), torch.tensor([[1, 8, 12]])
+    keep = torch.tensor([1, 2, 7, 8])
+    with torch.no_grad():
+        kept = adapter.encode_kept(model, "image", pv, grid, [keep]).features[0]
+        crop = model.model.get_image_features(pv[kept_patch_rows(keep, 2)], torch.tensor([[1, 4, 4]])).pooler_output[0]
+    assert (kept - crop).abs().max() > 1e-3 * crop.abs().max()
+
+
+@pytest.mark.parametrize("family", WITH_MOE)
+def test_dropped_patches_cannot_influence_kept(family):
+    model = build(family)
+    adapter = find_adapter(model)
+    grids = [(1, 8, 12), (2, 4, 8)]
+    pv, grid = _pixels(model, grids), torch.tensor(grids)
+    keeps = [torch.tensor([0, 5, 6, 7, 13, 20]), torch.tensor([1, 2, 9, 15])]
+    kept_rows = torch.cat([kept_patch_rows(keeps[0], 2), kept_patch_rows(keeps[1], 2) + 96])
+    dropped = torch.ones(pv.shape[0], dtype=torch.bool)
+    dropped[kept_rows] = False
+    other = pv.clone()
+    other[dropped] = torch.randn(int(dropped.sum()), pv.shape[1]) * 5
+    with torch.no_grad():
+        a = adapter.encode_kept(model, "image", pv, grid, keeps)
+        b = adapter.encode_kept(model, "image", other, grid, keeps)
+        full_a = adapter.encode(model, "image", pv, grid).features[0][keeps[0]]
+        full_b = adapter.encode(model, "image", other, grid).features[0][keeps[0]]
+    for x, y in zip(a.features, b.features, strict=True):
+        assert torch.equal(x, y)
+    # the full tower does see them (so the test can fail): far above float32 rounding (~1e-6 relative)
+    assert (full_a - full_b).abs().max() > 1e-3 * full_a.abs().max()
+
+
+def _capture(model, pv, grid, run):
+    """Inputs of the first vision block and the rotary (cos, sin) the tower computes, while ``run()`` executes."""
+    seen = {}
+    visual = model.model.visual
+    def block0(module, args, kwargs) -> None:
+        seen.setdefault("block0", args[0] if args else kwargs["hidden_states"])
+
+    def rotary(module, args, out) -> None:
+        seen.setdefault("rotary", out)
+
+    h1 = visual.blocks[0].register_forward_pre_hook(block0, with_kwargs=True)
+    h2 = visual.rotary_pos_emb.register_forward_hook(rotary)
+    try:
+        with torch.no_grad():
+            run()
+    finally:
+        h1.remove()
+        h2.remove()
+    return seen
+
+
+@pytest.mark.parametrize("family", ["qwen3_vl", "qwen3_vl_moe"])
+def test_qwen3_kept_patches_get_full_run_position_embedding_and_rotary(family):
+    """Qwen3-VL: what enters the first block (patch embedding + interpolated learned position embedding) and the
+    rotary angles of each kept patch equal the full run's at that patch, exactly (same rows, same operations)."""
+    model = build(family)
+    adapter = find_adapter(model)
+    grids = [(1, 8, 12), (1, 6, 4)]
+    pv, grid = _pixels(model, grids), torch.tensor(grids)
+    keeps = [torch.tensor([0, 4, 9, 10, 23]), torch.tensor([1, 5])]
+    full = _capture(model, pv, grid, lambda: adapter.encode(model, "image", pv, grid))
+    kept = _capture(model, pv, grid, lambda: adapter.encode_kept(model, "image", pv, grid, keeps))
+    rows = torch.cat([kept_patch_rows(keeps[0], 2), kept_patch_rows(keeps[1], 2) + 96])
+    assert torch.equal(kept["block0"], full["block0"][rows])
+    assert len(kept["rotary"]) == 2 and kept["rotary"][0].shape[0] == rows.numel()  # (cos, sin), one row a patch
+    for a, b in zip(kept["rotary"], full["rotary"], strict=True):
+        assert torch.equal(a, b[rows])
+
+
+def test_encode_kept_errors():
+    model = build("qwen2_vl")
+    adapter = find_adapter(model)
+    pv, grid = _pixels(model, [(1, 4, 4)]), torch.tensor([[1, 4, 4]])
+    with pytest.raises(ValueError, match="strictly increasing"):
+        adapter.encode_kept(model, "image", pv, grid, [torch.tensor([2, 1])])
+    with pytest.raises(ValueError, match="at least one kept token"):
+        adapter.encode_kept(model, "image", pv, grid, [torch.tensor([], dtype=torch.long)])
+    with pytest.raises(ValueError, match=r"in \[0, 4\)"):
+        adapter.encode_kept(model, "image", pv, grid, [torch.tensor([4])])
+    with pytest.raises(ValueError, match="patch rows"):
+        adapter.encode_kept(model, "image", pv[:-1], grid, [torch.tensor([0])])
