@@ -15,15 +15,15 @@ import torch
 transformers = pytest.importorskip("transformers")
 
 from test_compress import (  # noqa: E402
-    IMAGE,
+    FAMILIES,
     WITH_MOE,
     Sample,
     batch,
     build,
-    full_features,
     greedy,
     patch_dim,
     position_scorer,
+    reference_logits,
     unpruned_positions,
 )
 from transformers.vision_utils import get_vision_window_index  # noqa: E402
@@ -229,3 +229,197 @@ def test_encode_kept_errors():
         adapter.encode_kept(model, "image", pv, grid, [torch.tensor([4])])
     with pytest.raises(ValueError, match="patch rows"):
         adapter.encode_kept(model, "image", pv[:-1], grid, [torch.tensor([0])])
+
+
+# ---------------------------------------------------------------- compress(..., foveate=True) -------------------------
+
+
+def foveated_features(model, inputs: dict, allocation) -> dict:
+    """Like ``test_compress.full_features`` but from ONE tower run on the kept patches (per modality): (N_i, D)
+    tensors that hold the foveated features at the kept rows and NaN elsewhere (a reference reading a dropped row
+    would turn the logits into NaN)."""
+    adapter = find_adapter(model)
+    out = {}
+    for kind, pv, grid in (
+        ("image", inputs.get("pixel_values"), inputs.get("image_grid_thw")),
+        ("video", inputs.get("pixel_values_videos"), inputs.get("video_grid_thw")),
+    ):
+        if pv is None:
+            continue
+        allocs = sorted((a for per in allocation for a in per if a.kind == kind), key=lambda a: a.index)
+        enc = adapter.encode_kept(model, kind, pv, grid, [a.keep for a in allocs])
+
+        def spread(rows, allocs=allocs):
+            full = []
+            for a, r in zip(allocs, rows, strict=True):
+                f = r.new_full((a.grid[0] * a.grid[1] * a.grid[2], r.shape[1]), float("nan"))
+                f[a.keep] = r
+                full.append(f)
+            return full
+
+        deep = [spread(level) for level in enc.deepstack] if enc.deepstack else None
+        out[kind] = (spread(enc.features), deep)
+    return out
+
+
+PROMPTS = {
+    "image": [[10, 11], ("image", (1, 8, 8)), [12, 13, 14]],
+    "two_images": [[10], ("image", (1, 4, 6)), [11, 12], ("image", (1, 8, 4)), [13]],
+    "video_and_image": [[9], ("image", (1, 4, 6)), [10], ("video", (4, 4, 4)), [11, 12]],
+}
+
+
+@pytest.mark.parametrize("family", WITH_MOE)
+def test_foveate_full_budget_matches_model(family):
+    model = build(family)
+    cm = compress(model, budget=1.0, scorer=position_scorer, foveate=True)
+    for parts in PROMPTS.values():
+        inputs = batch([Sample(model, parts)])
+        with torch.no_grad():
+            assert torch.equal(cm(**inputs).logits, model(**inputs).logits)
+        assert torch.equal(greedy(cm.generate, inputs), greedy(model.generate, inputs))
+
+
+def _tower_rows(model):
+    """Counts the patch rows that enter the vision tower (a forward pre-hook: observes, changes nothing)."""
+    seen: list[int] = []
+
+    def hook(module, args, kwargs) -> None:
+        seen.append(int((args[0] if args else kwargs["hidden_states"]).shape[0]))
+
+    return seen, model.model.visual.register_forward_pre_hook(hook, with_kwargs=True)
+
+
+@pytest.mark.parametrize("family", WITH_MOE)
+@pytest.mark.parametrize("prompt", list(PROMPTS))
+def test_foveate_gives_the_language_model_what_post_encoder_pruning_gives(family, prompt):
+    """Same kept tokens, same pruned ids / mask / positions / rope deltas as post-encoder pruning; the tower sees only
+    the kept patches; the logits are the hand-made reference's with the foveated features (and DeepStack rows)."""
+    model = build(family)
+    inputs = batch([Sample(model, PROMPTS[prompt])])
+    post = compress(model, budget=0.3, scorer=position_scorer)
+    fov = compress(model, budget=0.3, scorer=position_scorer, foveate=True)
+    seen, handle = _tower_rows(model)
+    try:
+        with torch.no_grad():
+            post_logits = post(**inputs).logits
+            n_post = list(seen)
+            seen.clear()
+            out = fov(**inputs).logits
+    finally:
+        handle.remove()
+    allocs = fov.last_allocation[0]
+    assert [a.keep.tolist() for a in allocs] == [a.keep.tolist() for a in post.last_allocation[0]]
+    grids = [g for k in ("image_grid_thw", "video_grid_thw") if k in inputs for g in inputs[k]]
+    assert sum(n_post) == sum(int(g.prod()) for g in grids)  # post-encoder pruning encodes every patch
+    assert sum(seen) == 4 * sum(a.budget for a in allocs) < sum(n_post)  # kept tokens' merge groups only
+    a, b = fov.last_inputs, post.last_inputs
+    for field_name in ("input_ids", "attention_mask", "position_ids", "index_map", "rope_deltas"):
+        assert torch.equal(getattr(a, field_name), getattr(b, field_name)), field_name
+    with torch.no_grad():
+        ref = reference_logits(
+            model,
+            a.input_ids,
+            a.attention_mask,
+            a.position_ids,
+            a.input_ids.shape[1],
+            fov.last_allocation,
+            foveated_features(model, inputs, fov.last_allocation),
+        )
+    # same numbers through a differently-batched but identical-shaped LM call: float32 rounding only (~1e-7 relative
+    # per op over 2 layers); 1e-5 absolute is far below the features' effect checked next
+    assert torch.allclose(out, ref, atol=1e-5)
+    assert (out - post_logits).abs().max() > 1e-3 * post_logits.abs().max()  # the kept features did see less
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_foveate_generate_with_cache_matches_stepwise_reference(family):
+    model = build(family)
+    inputs = batch([Sample(model, PROMPTS["two_images"])])
+    cm = compress(model, budget=3, scorer=position_scorer, foveate=True)
+    n_new = 5
+    with torch.no_grad():
+        generated = greedy(cm.generate, inputs, n_new)
+        pruned = cm.last_inputs
+        assert torch.equal(generated[:, : inputs["input_ids"].shape[1]], inputs["input_ids"])
+        new = generated[:, inputs["input_ids"].shape[1] :]
+        _, next_pos = unpruned_positions(model, inputs)
+        feats = foveated_features(model, inputs, cm.last_allocation)
+        ids, mask, pos = pruned.input_ids, pruned.attention_mask, pruned.position_ids
+        prompt_len = ids.shape[1]
+        ref_tokens = []
+        for j in range(n_new):  # full forwards without cache; new tokens at max unpruned position + 1 + j
+            token = reference_logits(model, ids, mask, pos, prompt_len, cm.last_allocation, feats)[:, -1].argmax(-1)
+            ref_tokens.append(token)
+            ids = torch.cat([ids, token[:, None]], 1)
+            mask = torch.cat([mask, torch.ones_like(mask[:, :1])], 1)
+            pos = torch.cat([pos, (next_pos + j).view(1, -1, 1).expand(3, -1, 1)], 2)
+        assert torch.equal(new, torch.stack(ref_tokens, 1))
+        out = cm(**inputs, use_cache=True)  # a hand-written cached loop through cm(...) gives the same tokens
+        cache, mask, tokens = out.past_key_values, cm.last_inputs.attention_mask, []
+        token = out.logits[:, -1].argmax(-1)
+        for _ in range(n_new):
+            tokens.append(token)
+            mask = torch.cat([mask, torch.ones_like(mask[:, :1])], 1)
+            out = cm(input_ids=token[:, None], attention_mask=mask, past_key_values=cache, use_cache=True)
+            cache, token = out.past_key_values, out.logits[:, -1].argmax(-1)
+        assert torch.equal(torch.stack(tokens, 1), new)
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+@pytest.mark.parametrize("neighbour", ["image", "two_images", "video"])
+def test_foveate_batch_invariance(family, neighbour):
+    """A sample's logits and tokens do not depend on its neighbours, though all items share ONE tower call."""
+    model = build(family)
+    a = Sample(model, PROMPTS["image"], seed=1)
+    parts = {
+        "image": [[20] * 9, ("image", (1, 4, 6)), [21]],
+        "two_images": [[23], ("image", (1, 4, 4)), [24, 25], ("image", (1, 6, 4)), [26]],
+        "video": [[27], ("video", (2, 4, 6)), [28]],
+    }[neighbour]
+    b = Sample(model, parts, seed=2)
+    with torch.no_grad():
+        alone = compress(model, budget=0.3, scorer=position_scorer, foveate=True)
+        ref_logits = alone(**batch([a])).logits[0]  # (L_a', V)
+        ref_tokens = greedy(alone.generate, batch([a]))[0]
+        for side in ("left", "right"):
+            cm = compress(model, budget=[3, 0.3], scorer=position_scorer, foveate=True)
+            logits = cm(**batch([b, a], side=side)).logits
+            real = cm.last_inputs.attention_mask[1].bool()
+            # same numbers, different padding / packing: float32 rounding only
+            assert torch.allclose(logits[1][real], ref_logits, atol=1e-5), side
+        tokens = greedy(cm.generate, batch([b, a]))
+        assert torch.equal(tokens[1][-5:], ref_tokens[-5:])
+
+
+@pytest.mark.parametrize("family", ["qwen2_5_vl", "qwen3_vl"])
+def test_foveate_scorers_and_options(family):
+    """Custom scorers get ``token_feats=None``; the default scorer, redundancy and DeepStack tiers work; cosine
+    (which needs the tower's features) is refused with a clear error."""
+    model = build(family)
+    inputs = batch([Sample(model, PROMPTS["two_images"])])
+    seen = []
+
+    def scorer(ctx):
+        seen.append(ctx.token_feats)
+        return position_scorer(ctx)
+
+    with torch.no_grad():
+        compress(model, budget=4, scorer=scorer, foveate=True)(**inputs)
+        assert seen and all(f is None for f in seen)
+        cm = compress(model, budget=4, foveate=True)  # the default (realizing) scorer: pixels + query cues
+        assert cm(**inputs).logits.isfinite().all()
+        assert [a.budget for a in cm.last_allocation[0]] == [4, 4]
+        cm = compress(model, budget=4, scorer=position_scorer, foveate=True, redundancy=0.5)
+        cm(**inputs)
+        assert [a.budget for a in cm.last_allocation[0]] == [4, 4]
+        if family == "qwen3_vl":
+            cm = compress(model, budget=4, scorer=position_scorer, foveate=True, deepstack_tiers=[0.5])
+            cm(**inputs)
+            levels = cm.last_allocation[0][0].deepstack_levels
+            assert levels is not None and sorted(levels.tolist()) == [0, 0, 3, 3]
+    with pytest.raises(ValueError, match="foveate=True scores before the tower"):
+        compress(model, scorer="cosine", foveate=True)
+    with pytest.raises(ValueError, match="foveate must be True or False"):
+        compress(model, foveate="yes")
+    assert "foveate=True" in repr(compress(model, foveate=True))

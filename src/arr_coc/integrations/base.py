@@ -48,8 +48,10 @@ class ImageContext:
         patch_size: vision patch side in pixels (14 or 16).
         merge_size: patches merged per token side (2).
         temporal_patch_size: frames per temporal patch (2).
-        token_feats (torch.Tensor of shape (N, D)): merged visual tokens (the merger's output, in the language
-            model's embedding space), N = t*h*w / merge_size**2, raster order over (t, h/merge, w/merge).
+        token_feats (torch.Tensor of shape (N, D) or None): merged visual tokens (the merger's output, in the
+            language model's embedding space), N = t*h*w / merge_size**2, raster order over (t, h/merge, w/merge).
+            ``None`` under ``compress(..., foveate=True)``: the tokens are scored BEFORE the vision tower runs, so a
+            scorer has only ``pixel_values``, the positions and the query; scorers must cope with ``None``.
         positions (torch.LongTensor of shape (3, N)): the tokens' M-RoPE (t, h, w) positions in the full sequence.
         query_ids (torch.LongTensor of shape (Q,)): token ids of the query (empty if none was found).
         query_embeds (torch.Tensor of shape (Q, D) or None): the language model's input embeddings of ``query_ids``.
@@ -68,7 +70,7 @@ class ImageContext:
     patch_size: int
     merge_size: int
     temporal_patch_size: int
-    token_feats: torch.Tensor
+    token_feats: torch.Tensor | None
     positions: torch.Tensor
     query_ids: torch.Tensor
     query_embeds: torch.Tensor | None
@@ -300,6 +302,10 @@ class FamilyAdapter:
         """Whether this family injects DeepStack features (Qwen3-VL)."""
         return False
 
+    def n_deepstack_levels(self, model: Any) -> int:
+        """Number of DeepStack levels the model injects (0 for families without DeepStack)."""
+        return 0
+
 
 def _normalize(x: torch.Tensor) -> torch.Tensor:
     return torch.nn.functional.normalize(x.detach().float(), dim=-1)
@@ -318,6 +324,11 @@ def cosine_scorer(ctx: ImageContext) -> torch.Tensor:
     Returns:
         torch.Tensor of shape (N,), float32, on the CPU.
     """
+    if ctx.token_feats is None:
+        raise ValueError(
+            "the cosine scorer compares the vision tower's features with the query, but under foveate=True tokens are "
+            "scored before the tower runs (ImageContext.token_feats is None); use scorer='auto' or a pixel-based scorer"
+        )
     feats = _normalize(ctx.token_feats)  # (N, D)
     if ctx.query_embeds is None or ctx.query_embeds.shape[0] == 0:
         mean = _normalize(feats.mean(0, keepdim=True))  # (1, D)

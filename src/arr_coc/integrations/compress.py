@@ -17,6 +17,9 @@ What a call does, for a batch that holds images or videos:
    pruned ``mm_encoder_outputs`` (Qwen3-VL: DeepStack levels sliced with the same indices) and explicit
    ``position_ids``.
 
+With ``foveate=True`` steps 1 and 3 swap: tokens are scored from the processor's pixels first, and the vision tower
+then runs only on the kept tokens' patches (:mod:`arr_coc.integrations.foveation`), so it does less work too.
+
 So kept tokens keep their original (t, h, w) positions, text after an image keeps its positions, and decoding
 continues at max position + 1 of the UNPRUNED sequence: ``generate`` gets 4-row position ids (text row + 3 M-RoPE
 rows, the layout the model's own ``generate`` uses) and extends them by one per new token; a hand-written cached
@@ -39,7 +42,15 @@ import torch
 from arr_coc.attending import Budget, parse_budget, resolve_budget, select
 
 from . import qwen2_5_vl, qwen2_vl, qwen3_vl
-from .base import EncodedVisual, FamilyAdapter, ImageContext, Scorer, VisualAllocation, resolve_scorer
+from .base import (
+    EncodedVisual,
+    FamilyAdapter,
+    ImageContext,
+    Scorer,
+    VisualAllocation,
+    cosine_scorer,
+    resolve_scorer,
+)
 
 ADAPTERS: tuple[FamilyAdapter, ...] = (
     qwen2_vl.ADAPTER,
@@ -197,6 +208,7 @@ class CompressedModel:
         deepstack_tiers: tuple[float, ...] | None,
         padding_side: str | None,
         scorer_config: Any,
+        foveate: bool = False,
     ) -> None:
         self.model = model
         self.adapter = adapter
@@ -208,6 +220,7 @@ class CompressedModel:
         self.deepstack_tiers = deepstack_tiers
         self.padding_side = padding_side
         self.scorer_config = scorer_config
+        self.foveate = foveate
         self.last_allocation: list[list[VisualAllocation]] = []
         self.last_inputs: PrunedInputs | None = None
         self.rope_deltas: torch.Tensor | None = None
@@ -219,7 +232,10 @@ class CompressedModel:
         return getattr(self.model, name)
 
     def __repr__(self) -> str:
-        return f"CompressedModel({type(self.model).__name__}, budget={self.budget!r}, family={self.adapter.name!r})"
+        fovea = ", foveate=True" if self.foveate else ""
+        return (
+            f"CompressedModel({type(self.model).__name__}, budget={self.budget!r}, family={self.adapter.name!r}{fovea})"
+        )
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return self.forward(*args, **kwargs)
@@ -471,10 +487,11 @@ class CompressedModel:
             model, input_ids, mm_types, image_grid, video_grid, mask, extras
         )  # (3, B, L), (B, 1)
         encoded: dict[str, EncodedVisual] = {}
-        if pixel_values is not None:
-            encoded["image"] = self.adapter.encode(model, "image", pixel_values, image_grid)
-        if pixel_videos is not None:
-            encoded["video"] = self.adapter.encode(model, "video", pixel_videos, video_grid)
+        sources = {"image": (pixel_values, image_grid), "video": (pixel_videos, video_grid)}
+        kinds = [kind for kind, (pv, _) in sources.items() if pv is not None]
+        if not self.foveate:  # foveation encodes after selection, only the kept patches
+            for kind in kinds:
+                encoded[kind] = self.adapter.encode(model, kind, *sources[kind])
 
         # ---- score, budget, select ----
         patch, merge, tps = self.adapter.geometry(model)
@@ -483,13 +500,14 @@ class CompressedModel:
         row_masks = mask.tolist() if mask is not None else [[1] * length for _ in range(batch)]
         keep_col = torch.ones(batch, length, dtype=torch.bool)  # (B, L) columns that stay
         allocation: list[list[VisualAllocation]] = [[] for _ in range(batch)]
-        keeps: dict[str, list[torch.Tensor]] = {k: [] for k in encoded}
-        levels: dict[str, list[torch.Tensor | None]] = {k: [] for k in encoded}
+        keeps: dict[str, list[torch.Tensor]] = {k: [] for k in kinds}
+        levels: dict[str, list[torch.Tensor | None]] = {k: [] for k in kinds}
+        n_levels = self.adapter.n_deepstack_levels(model)
         for item in items:
-            enc = encoded[item.kind]
-            feats = enc.features[item.index]  # (N, D)
+            feats = None if self.foveate else encoded[item.kind].features[item.index]  # (N, D) or None
             t, h, w = item.grid_thw
             merged = (t, h // merge, w // merge)
+            n_tokens = merged[0] * merged[1] * merged[2]
             query = queries[item.sample]
             if isinstance(query, str):
                 q_ids, q_text = self._encode_text(query), query
@@ -499,19 +517,20 @@ class CompressedModel:
             q_tensor = torch.tensor(q_ids, dtype=torch.long, device=input_ids.device)
             with torch.no_grad():
                 q_embeds = embed(q_tensor.to(embed.weight.device)) if q_ids else None  # (Q, D)
-            pixels = pixel_values if item.kind == "image" else pixel_videos
+            pixels = sources[item.kind][0]
             n_patches = t * h * w
+            item_pixels = pixels[item.patch_start : item.patch_start + n_patches]  # (t*h*w, patch_dim)
             ctx = ImageContext(
                 kind=item.kind,
                 sample=item.sample,
                 index=item.index,
-                pixel_values=pixels[item.patch_start : item.patch_start + n_patches],
+                pixel_values=item_pixels,
                 grid_thw=item.grid_thw,
                 merged_grid=merged,
                 patch_size=patch,
                 merge_size=merge,
                 temporal_patch_size=tps,
-                token_feats=feats.detach(),
+                token_feats=None if feats is None else feats.detach(),
                 positions=full_pos[:, item.sample, item.cols.to(full_pos.device)],
                 query_ids=q_tensor,
                 query_embeds=q_embeds,
@@ -520,22 +539,29 @@ class CompressedModel:
                 scorer_config=self.scorer_config,
             )
             scores = torch.as_tensor(self.scorer(ctx)).detach().float().cpu().flatten()  # (N,)
-            if scores.numel() != feats.shape[0]:
-                raise ValueError(f"the scorer returned {scores.numel()} scores for {feats.shape[0]} visual tokens")
-            k = resolve_budget(budgets[item.sample], feats.shape[0], scores)
-            keep = select(scores, k, feats.detach().cpu() if self.redundancy > 0 else None, self.redundancy)  # (k,)
+            if scores.numel() != n_tokens:
+                raise ValueError(f"the scorer returned {scores.numel()} scores for {n_tokens} visual tokens")
+            k = resolve_budget(budgets[item.sample], n_tokens, scores)
+            similar = None
+            if self.redundancy > 0:  # near-duplicates by the tower's features, or (foveate) by the tokens' pixels
+                similar = (feats if feats is not None else item_pixels.reshape(n_tokens, -1)).detach().cpu()
+            keep = select(scores, k, similar, self.redundancy)  # (k,)
             lv = None
-            if self.deepstack_tiers is not None and enc.deepstack is not None:
-                lv = tier_levels(scores[keep], len(enc.deepstack), self.deepstack_tiers)  # (k,)
+            if self.deepstack_tiers is not None and n_levels > 0:
+                lv = tier_levels(scores[keep], n_levels, self.deepstack_tiers)  # (k,)
             keeps[item.kind].append(keep)
             levels[item.kind].append(lv)
-            dropped = torch.ones(feats.shape[0], dtype=torch.bool)
+            dropped = torch.ones(n_tokens, dtype=torch.bool)
             dropped[keep] = False
             keep_col[item.sample, item.cols.cpu()[dropped]] = False
             allocation[item.sample].append(
                 VisualAllocation(item.kind, merged, keep, scores.view(merged), int(keep.numel()), item.index, lv)
             )
-        mm_outputs = {kind: self.adapter.pruned_output(encoded[kind], keeps[kind], levels[kind]) for kind in encoded}
+        if self.foveate:  # the tower runs on the kept patches only; its rows already are the kept tokens
+            for kind in kinds:
+                encoded[kind] = self.adapter.encode_kept(model, kind, *sources[kind], keeps[kind])
+                keeps[kind] = [torch.arange(f.shape[0]) for f in encoded[kind].features]
+        mm_outputs = {kind: self.adapter.pruned_output(encoded[kind], keeps[kind], levels[kind]) for kind in kinds}
 
         # ---- re-pad: every row shrinks by its own amount; old padding is dropped and laid anew on one side ----
         if mask is not None:
@@ -608,6 +634,7 @@ def compress(
     padding_side: str | None = None,
     text_prior: bool = False,
     scorer_config: Any = None,
+    foveate: bool = False,
 ) -> CompressedModel:
     """Wrap a Qwen-VL model so that only the visual tokens relevant to the question reach the language model.
 
@@ -634,6 +661,13 @@ def compress(
         text_prior: also run OCR on each image's own resized pixels and add ``allocate``'s text-aware prior (the
             ``[ocr]`` extra; costs the OCR time per image). Shorthand for ``scorer_config={"text_prior": True}``.
         scorer_config: passed to the scorer as ``ImageContext.scorer_config``.
+        foveate: decide BEFORE the vision tower and run it only on the kept tokens' patches, each at its place in
+            the full grid (:mod:`arr_coc.integrations.foveation`). The scorer then sees pixels, positions and the
+            query but no vision features (``ImageContext.token_feats`` is ``None``; ``scorer="cosine"`` is refused;
+            the default scorer drops its embedding-coupling term and keeps texture, query cues and, with
+            ``text_prior=True``, the OCR prior); ``redundancy`` compares the tokens' pixels. The language model gets
+            the same pruned sequence and positions as without ``foveate``, but the kept features differ from the
+            unpruned run's: each kept patch saw only the kept patches.
 
     Returns:
         A :class:`CompressedModel`.
@@ -651,6 +685,13 @@ def compress(
     tiers = _check_tiers(deepstack_tiers)
     if tiers is not None and not adapter.supports_deepstack():
         raise ValueError(f"deepstack_tiers only applies to Qwen3-VL models (DeepStack); {adapter.name} has none")
+    if not isinstance(foveate, bool):
+        raise ValueError(f"foveate must be True or False, got {foveate!r}")
+    if foveate and (scorer == "cosine" or scorer is cosine_scorer):
+        raise ValueError(
+            "scorer='cosine' needs the vision tower's features, but foveate=True scores before the tower runs; "
+            "use scorer='auto' (pixels + query cues, text_prior=True for OCR) or a callable that reads pixel_values"
+        )
     if padding_side not in (None, "left", "right"):
         raise ValueError(f"padding_side must be None, 'left' or 'right', got {padding_side!r}")
     if tokenizer is None and processor is not None:
@@ -673,4 +714,5 @@ def compress(
         tiers,
         padding_side,
         scorer_config,
+        foveate,
     )

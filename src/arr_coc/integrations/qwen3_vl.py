@@ -34,6 +34,9 @@ class Qwen3Adapter(FamilyAdapter):
     def supports_deepstack(self) -> bool:
         return True
 
+    def n_deepstack_levels(self, model: Any) -> int:
+        return len(getattr(model.config.vision_config, "deepstack_visual_indexes", None) or ())
+
     def _deepstack(self, raw: Any) -> list[list[torch.Tensor]] | None:
         feats = getattr(raw, "deepstack_features", None)
         if not feats:
