@@ -182,6 +182,7 @@ def _capture(model, pv, grid, run):
     """Inputs of the first vision block and the rotary (cos, sin) the tower computes, while ``run()`` executes."""
     seen = {}
     visual = model.model.visual
+
     def block0(module, args, kwargs) -> None:
         seen.setdefault("block0", args[0] if args else kwargs["hidden_states"])
 
