@@ -424,3 +424,22 @@ def test_foveate_scorers_and_options(family):
     with pytest.raises(ValueError, match="foveate must be True or False"):
         compress(model, foveate="yes")
     assert "foveate=True" in repr(compress(model, foveate=True))
+
+
+@pytest.mark.parametrize("family", ["qwen2.5-vl", "qwen3-vl"])
+def test_ask_foveate(family, tiny_checkpoint_folder, tmp_path, form_image, capsys):
+    """``arr-coc ask --foveate`` on a tiny checkpoint with the real tokenizer: prunes, answers, says it foveated."""
+    from arr_coc.cli import main
+
+    patch = 28 if family == "qwen2.5-vl" else 32
+    folder = tiny_checkpoint_folder(family, max_pixels=patch * patch * 64)
+    image = tmp_path / "form.png"
+    form_image.save(image)
+    argv = ["ask", str(image), "--query", "What is the amount due?", "--model", str(folder), "--device", "cpu"]
+    assert main([*argv, "--budget", "0.5", "--max-new-tokens", "3", "--foveate"]) == 0
+    out = capsys.readouterr().out
+    line = next(x for x in out.splitlines() if x.startswith("visual tokens:"))
+    n, k = (int(v) for v in line.split(":")[1].split("(")[0].split("->"))
+    assert k == round(n / 2) or k == n // 2
+    assert f"foveated: the vision tower encoded {k} of {n} tokens' patches" in out
+    assert "answer:" in out

@@ -1,7 +1,7 @@
 """``arr-coc ask``: answer a question about one image with a Qwen-VL model whose visual tokens are pruned.
 
     arr-coc ask IMAGE --query TEXT --model ID_OR_PATH [--budget 0.25] [--max-new-tokens 64] [--max-pixels N]
-                [--device cuda|cpu] [--dtype auto|bfloat16|float32] [--heatmap OUT.png] [--compare]
+                [--device cuda|cpu] [--dtype auto|bfloat16|float32] [--heatmap OUT.png] [--compare] [--foveate]
 
 The model and its processor are loaded with ``from_pretrained`` (a local folder or a Hugging Face hub id already
 in the cache), the image and the question are put into a chat message with the processor's chat template, the
@@ -10,7 +10,8 @@ tokens before -> after, the prefill time (time to first token: vision tower + al
 prefill + first token) and the peak memory (CUDA ``max_memory_allocated`` on a GPU; the process's peak RSS from
 ``resource.getrusage`` on the CPU, which includes the weights). ``--compare`` also runs the unwrapped model on the
 same inputs and prints both answers and both prefill times; ``--heatmap`` draws the relevance of every visual token
-and marks the kept ones.
+and marks the kept ones. ``--foveate`` chooses the tokens before the vision tower and runs the tower only on their
+patches (``compress(..., foveate=True)``, see :mod:`arr_coc.integrations.foveation`).
 
 Why a fallback processor: ``AutoProcessor`` for Qwen-VL also builds the VIDEO processor, which needs
 ``torchvision``. Without it, the processor is assembled here from the checkpoint's tokenizer, its PIL image
@@ -365,7 +366,7 @@ def ask_main(args: argparse.Namespace) -> int:
         print(f"arr-coc: error: {err}", file=sys.stderr)
         return 2
     inputs = build_inputs(processor, image, args.query, args.max_pixels).to(device)
-    cm = compress(model, budget=args.budget, processor=processor)
+    cm = compress(model, budget=args.budget, processor=processor, foveate=bool(getattr(args, "foveate", False)))
     # The first call pays one-time set-up (the scorer's lazy imports, CUDA/cuBLAS initialisation): pay it on a
     # tiny image so that neither timed run includes it.
     from PIL import Image
@@ -387,6 +388,8 @@ def ask_main(args: argparse.Namespace) -> int:
         f"{pruned.new_tokens} tokens"
     )
     print(f"peak memory: {_mib(pruned.peak_bytes)} ({mem_kind})")
+    if cm.foveate:
+        print(f"foveated: the vision tower encoded {alloc.budget} of {n_tokens} tokens' patches")
     if args.compare:
         full = generate_timed(model, inputs, processor, args.max_new_tokens, device)
         print(f"answer (unpruned): {full.answer}")

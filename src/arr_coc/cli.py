@@ -3,7 +3,7 @@
     arr-coc allocate IMAGE --query TEXT [--budget N|F|adaptive] [--family qwen2.5-vl] [--mode auto|text|texture]
                     [--max-pixels N] [--min-pixels N] [--json OUT.json] [--heatmap OUT.png]
     arr-coc allocate --batch IN.jsonl --out OUT.jsonl [same options]
-    arr-coc ask IMAGE --query TEXT --model ID_OR_PATH [--budget ...] [--heatmap OUT.png] [--compare]
+    arr-coc ask IMAGE --query TEXT --model ID_OR_PATH [--budget ...] [--heatmap OUT.png] [--compare] [--foveate]
 
 ``allocate`` prints a one-line summary (tokens before -> after, time) and writes the JSON contract
 (id, grid, resized, original, budget, kept, scores). In batch mode each input line is
@@ -90,6 +90,9 @@ def build_parser() -> argparse.ArgumentParser:
     k.add_argument("--dtype", default="auto", help="torch dtype for the weights (default auto)")
     k.add_argument("--heatmap", type=Path, help="write a heatmap PNG of the kept tokens here")
     k.add_argument("--compare", action="store_true", help="also run the unpruned model and print both answers")
+    k.add_argument(
+        "--foveate", action="store_true", help="choose tokens before the vision tower and encode only their patches"
+    )
     return parser
 
 
