@@ -6,6 +6,9 @@ The wrapper in ``compress.py`` never reaches into a model directly. Everything i
 
 * ``model.model.get_image_features`` / ``get_video_features``: the vision tower and merger, run once on the full
   pixels; their ``pooler_output`` (one tensor per image/video) lives in the language model's embedding space;
+* ``model.model.visual(kept_patch_rows, grid_thw=..., position_ids=..., cu_seqlens=..., ...)``: foveation only
+  (``compress(..., foveate=True)``): the tower on the kept tokens' patches, with the data-dependent tensors it accepts
+  as keyword arguments computed for the full grid (see ``foveation.py`` and :meth:`FamilyAdapter.kept_item`);
 * ``model.model.get_rope_index``: the model's own M-RoPE positions of the FULL (unpruned) sequence, which the
   wrapper then gathers at the kept tokens;
 * ``model(..., mm_encoder_outputs=..., position_ids=...)``: the forward pass with pre-encoded (pruned) visual
