@@ -79,6 +79,15 @@ def _past_length(kwargs: dict[str, Any]) -> int:
     return int(cache.get_seq_length()) if cache is not None and hasattr(cache, "get_seq_length") else 0
 
 
+def _normalisation(image_processor: Any) -> tuple[tuple[float, ...] | None, tuple[float, ...] | None]:
+    """The image processor's ``image_mean`` / ``image_std`` as 3-tuples, or (None, None) when it has none."""
+    mean, std = getattr(image_processor, "image_mean", None), getattr(image_processor, "image_std", None)
+    if mean is None or std is None:
+        return None, None
+    as3 = [(float(v),) * 3 if isinstance(v, (int, float)) else tuple(float(x) for x in v) for v in (mean, std)]
+    return as3[0], as3[1]
+
+
 def find_adapter(model: Any) -> FamilyAdapter:
     """The adapter for ``model``'s class.
 
@@ -130,7 +139,7 @@ def tier_levels(scores: torch.Tensor, n_levels: int, tiers: Sequence[float]) -> 
     order = torch.sort(torch.nan_to_num(scores.float(), nan=-torch.inf), descending=True, stable=True).indices
     bounds = [round(k * c) for c in torch.cumsum(torch.tensor(fractions, dtype=torch.float64), 0).tolist()]
     bounds[-1] = k
-    levels = torch.zeros(k, dtype=torch.long)
+    levels = torch.zeros(k, dtype=torch.long, device=scores.device)
     start = 0
     for i, end in enumerate(bounds):
         n = n_levels if m == 1 else round(n_levels * (m - 1 - i) / (m - 1))
@@ -488,6 +497,8 @@ class CompressedModel:
         deepstack_tiers: tuple[float, ...] | None,
         padding_side: str | None,
         scorer_config: Any,
+        image_mean: tuple[float, ...] | None = None,
+        image_std: tuple[float, ...] | None = None,
         foveate: bool = False,
     ) -> None:
         self.model = model
@@ -500,6 +511,8 @@ class CompressedModel:
         self.deepstack_tiers = deepstack_tiers
         self.padding_side = padding_side
         self.scorer_config = scorer_config
+        self.image_mean = image_mean if image_mean is not None else adapter.image_mean
+        self.image_std = image_std if image_std is not None else adapter.image_std
         self.foveate = foveate
         self.last_allocation: list[list[VisualAllocation]] = []
         self.last_inputs: PrunedInputs | None = None
@@ -760,7 +773,7 @@ class CompressedModel:
             q_ids: the question's token ids; q_text: its text (or None).
 
         Returns:
-            torch.Tensor of shape (N,), float32, on the CPU.
+            torch.Tensor of shape (N,), float32, on the device the scorer returned it on.
         """
         patch, merge, tps = self.adapter.geometry(self.model)
         embed = self.model.get_input_embeddings()
@@ -784,8 +797,10 @@ class CompressedModel:
             query_text=q_text,
             config=self.model.config,
             scorer_config=self.scorer_config,
+            image_mean=self.image_mean,
+            image_std=self.image_std,
         )
-        scores = torch.as_tensor(self.scorer(ctx)).detach().float().cpu().flatten()  # (N,)
+        scores = torch.as_tensor(self.scorer(ctx)).detach().float().flatten()  # (N,) on the scorer's device
         n = math.prod(item.merged_grid(merge))
         if scores.numel() != n:
             raise ValueError(f"the scorer returned {scores.numel()} scores for {n} visual tokens")
@@ -848,7 +863,7 @@ class CompressedModel:
             scores = self._score_item(item, pixels, feats, positions, q_ids, q_text)  # (N,)
             features = None
             if self.redundancy > 0:  # near-duplicates by the tower's features, or (foveate) by the tokens' pixels
-                features = (feats if feats is not None else pixels.reshape(scores.numel(), -1)).detach().cpu()
+                features = (feats if feats is not None else pixels.reshape(scores.numel(), -1)).detach()
             keep = allocate_tokens(scores, budgets[item.sample], features, self.redundancy)  # (k,)
             lv = None
             if self.deepstack_tiers is not None and n_levels > 0:
@@ -916,6 +931,7 @@ def compress(
     padding_side: str | None = None,
     text_prior: bool = False,
     scorer_config: Any = None,
+    realizer: Any = None,
     foveate: bool = False,
 ) -> CompressedModel:
     """Wrap a Qwen-VL model so that only the visual tokens relevant to the question reach the language model.
@@ -943,6 +959,9 @@ def compress(
         text_prior: also run OCR on each image's own resized pixels and add ``allocate``'s text-aware prior (the
             ``[ocr]`` extra; costs the OCR time per image). Shorthand for ``scorer_config={"text_prior": True}``.
         scorer_config: passed to the scorer as ``ImageContext.scorer_config``.
+        realizer: the relevance model of the default scorer (an ``arr_coc.Realizer``, e.g.
+            ``Realizer(RelevanceConfig(...))``; default: the shared training-free one). Pass the one given to
+            ``allocate`` and both keep the same tokens. Shorthand for ``scorer_config={"realizer": realizer}``.
         foveate: decide BEFORE the vision tower and run it only on the kept tokens' patches, each at its place in
             the full grid (:mod:`arr_coc.integrations.foveation`). The scorer then sees pixels, positions and the
             query but no vision features (``ImageContext.token_feats`` is ``None``; ``scorer="cosine"`` is refused;
@@ -978,10 +997,15 @@ def compress(
         raise ValueError(f"padding_side must be None, 'left' or 'right', got {padding_side!r}")
     if tokenizer is None and processor is not None:
         tokenizer = getattr(processor, "tokenizer", processor)
+    mean, std = _normalisation(getattr(processor, "image_processor", None))
     if text_prior:
         if scorer_config is not None and not isinstance(scorer_config, dict):
             raise ValueError("text_prior=True needs scorer_config to be a dict (or None)")
         scorer_config = {**(scorer_config or {}), "text_prior": True}
+    if realizer is not None:
+        if scorer_config is not None and not isinstance(scorer_config, dict):
+            raise ValueError("realizer= needs scorer_config to be a dict (or None)")
+        scorer_config = {**(scorer_config or {}), "realizer": realizer}
     if isinstance(query, str) or (isinstance(query, (list, tuple)) and any(isinstance(q, str) for q in query)):
         if tokenizer is None:
             raise ValueError("a string query= needs a tokenizer: pass compress(..., processor=...) or tokenizer=...")
@@ -996,5 +1020,7 @@ def compress(
         tiers,
         padding_side,
         scorer_config,
+        mean,
+        std,
         foveate,
     )
