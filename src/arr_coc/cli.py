@@ -5,6 +5,9 @@
     arr-coc allocate --batch IN.jsonl --out OUT.jsonl [same options]
     arr-coc ask IMAGE --query TEXT --model ID_OR_PATH [--budget ...] [--mode ...] [--heatmap OUT.png] [--compare]
                 [--foveate]
+    arr-coc demo [--model ID_OR_PATH] [--host 127.0.0.1] [--port 7860]
+    arr-coc eval --model PATH --task docvqa --data PATH --budgets 1.0,0.333,0.222,0.111 --out DIR
+                 (answer accuracy of every allocator and budget vs the unpruned model; see evaluation/runner.py)
     arr-coc --version
 
 ``allocate`` prints a one-line summary (tokens before -> after, mode, time) and writes the JSON contract
@@ -50,6 +53,27 @@ ASK_EXAMPLES = """examples:
   arr-coc ask examples/receipt.jpg -q "How much did the pasta cost?" --model out/tiny --compare
 
 exit codes: 0 done; 2 bad input, model not found or usage"""
+
+DEMO_EXAMPLES = """examples:
+  arr-coc demo                                   # then open http://127.0.0.1:7860 (works offline)
+  arr-coc demo --model out/tiny --port 8000      # also the model's answers, unpruned vs pruned, side by side
+
+  API: from gradio_client import Client, handle_file
+       Client("http://127.0.0.1:7860/").predict(handle_file("examples/invoice.jpg"), "How much must be paid?",
+                                                "0.11", "qwen2.5-vl", "auto", api_name="/allocate")
+
+exit codes: 0 stopped; 2 the [demo] extra is missing or bad usage"""
+
+EVAL_EXAMPLES = """examples:
+  arr-coc eval --model Qwen/Qwen2.5-VL-7B-Instruct --task docvqa --data data/DocVQA --out results/docvqa
+  arr-coc eval --model /path/to/Qwen3-VL-4B-Instruct --task chartqa --data data/ChartQA --budgets 1.0,0.222 \\
+      --allocator model random uniform --limit 500 --batch-size 4 --out results/chartqa
+  arr-coc eval --model out/tiny --task docgen --limit 7 --out out/eval     # no data needed: generated documents
+
+  --data: a folder written by datasets' save_to_disk, parquet file(s) (a download of the Hugging Face dataset),
+  or JSONL with {"id", "image", "question", "answers"} a line. Rerunning with the same --out resumes.
+
+exit codes: 0 done (unreadable samples are listed in predictions.jsonl); 2 bad input, model not found or usage"""
 
 QUERY_BLIND_NOTE = "note: the query is empty, so the allocation is query-blind (information and salience decide)"
 
@@ -183,6 +207,44 @@ def build_parser() -> argparse.ArgumentParser:
                    "first token and where the time went (vision tower, scorer, LM prefill, decode)")  # fmt: skip
     k.add_argument("--foveate", action="store_true", help="choose the tokens before the vision tower and encode only "
                    "their patches (compress(..., foveate=True))")  # fmt: skip
+
+    d = sub.add_parser(
+        "demo",
+        help="a browser demo: heatmap, query-blind baseline, answers (needs the [demo] extra)",
+        description=textwrap.fill(
+            "Serve a page (Gradio, offline) where you upload an image and ask a question, and see the relevance "
+            "heatmap with the kept tokens beside a query-blind uniform stride of the same budget, tokens before -> "
+            "after and the time of each stage; with --model, the model's answers unpruned and pruned. The page's "
+            "named API endpoint /allocate returns the heatmap and the allocation JSON.",
+            100,
+        ),
+        epilog=DEMO_EXAMPLES,
+        formatter_class=_HelpFormatter,
+    )
+    d.add_argument("--model", default=None, help="a Qwen-VL checkpoint (local folder or cached hub id): also show "
+                   "its answers unpruned and pruned; loaded on the first question")  # fmt: skip
+    d.add_argument("--host", default="127.0.0.1", help="interface to listen on (0.0.0.0: every interface)")
+    d.add_argument("--port", type=_positive_int, default=None, help="port (default: the first free one from 7860)")
+    d.add_argument("--device", default=None, help="with --model: torch device (default: cuda if available, else cpu)")
+    d.add_argument("--dtype", default="auto", help="with --model: torch dtype of the weights")
+    d.add_argument("--max-new-tokens", type=_positive_int, default=64, help="with --model: most tokens an answer has")
+
+    from .evaluation.runner import add_eval_arguments
+
+    e = sub.add_parser(
+        "eval",
+        help="answer accuracy on a benchmark: every allocator at every budget vs the unpruned model",
+        description=textwrap.fill(
+            "Answer accuracy of a pruned Qwen-VL model on DocVQA, InfographicVQA, ChartQA, TextVQA, OCRBench, your "
+            "own JSONL or the built-in generated documents, from local files: every allocator at every budget beside "
+            "the unpruned model, with lmms-eval's prompts, generation settings and metrics. Writes predictions.jsonl "
+            "(one line per sample and variant; a rerun resumes), results.md and results.json.",
+            100,
+        ),
+        epilog=EVAL_EXAMPLES,
+        formatter_class=_HelpFormatter,
+    )
+    add_eval_arguments(e)
     return parser
 
 
@@ -191,6 +253,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command == "allocate":
             return _allocate(args)
+        if args.command == "demo":
+            from .demo import main as demo_main  # ImportError without the [demo] extra: one clear line below
+
+            return demo_main(args.model, args.host, args.port, args.device, args.dtype, args.max_new_tokens)
+        if args.command == "eval":
+            from .evaluation.runner import eval_main
+
+            return eval_main(args)
         from .asking import ask_main
 
         return ask_main(args)
