@@ -2,7 +2,7 @@
 
     arr-coc ask IMAGE --query TEXT --model ID_OR_PATH [--budget 0.25] [--mode auto|text|texture]
                 [--max-new-tokens 64] [--max-pixels N] [--device cuda|cpu] [--dtype auto|bfloat16|float32]
-                [--heatmap OUT.png] [--compare]
+                [--heatmap OUT.png] [--compare] [--foveate]
 
 The model and its processor are loaded with ``from_pretrained`` (a local folder or a Hugging Face hub id already
 in the cache; an id that is neither fails at once with where it was looked for, without waiting on an unreachable
@@ -14,6 +14,8 @@ token) split by stage, and the peak memory (CUDA ``max_memory_allocated`` on a G
 ``resource.getrusage`` on the CPU, which includes the weights). ``--compare`` also runs the unwrapped model on the
 same inputs and prints both answers and where the time of both runs went; ``--heatmap`` draws the relevance of
 every visual token and marks the kept ones.
+``--foveate`` chooses the tokens before the vision tower and runs the tower only on their patches
+(``compress(..., foveate=True)``, see :mod:`arr_coc.integrations.foveation`).
 
 Stage times come from forward hooks on the model's vision tower (``model.model.visual``) and language model
 (``model.model.language_model``; its first call in a ``generate`` is the prefill, the others decode steps) and from
@@ -495,7 +497,10 @@ def ask_main(args: argparse.Namespace) -> int:
     print(f"processor: {describe(processor)}")
     inputs = build_inputs(processor, image, args.query, args.max_pixels).to(device)
     scorer = TimedScorer(resolve_scorer("auto"), device)
-    cm = compress(model, budget=args.budget, processor=processor, scorer=scorer, text_prior=mode == "text")
+    cm = compress(
+        model, budget=args.budget, processor=processor, scorer=scorer, text_prior=mode == "text",
+        foveate=bool(getattr(args, "foveate", False)),
+    )
     # The first call pays one-time set-up (the scorer's lazy imports, the OCR and text models in text mode,
     # CUDA/cuBLAS initialisation): pay it on a tiny image so that neither timed run includes it.
     from PIL import Image
@@ -528,6 +533,8 @@ def ask_main(args: argparse.Namespace) -> int:
             f"{st.prefill_ms:.0f} ms, decode {st.decode_ms:.0f} ms ({st.decode_steps} steps)"
         )
     print(f"peak memory: {_mib(pruned.peak_bytes)} ({mem_kind})")
+    if cm.foveate:
+        print(f"foveated: the vision tower encoded {alloc.budget} of {n_tokens} tokens' patches")
     if args.compare:
         full = generate_timed(model, inputs, processor, args.max_new_tokens, device)
         print(f"answer (unpruned): {_shown(full.answer)}")

@@ -4,6 +4,7 @@
                     [--max-pixels N] [--min-pixels N] [--json OUT.json] [--heatmap OUT.png]
     arr-coc allocate --batch IN.jsonl --out OUT.jsonl [same options]
     arr-coc ask IMAGE --query TEXT --model ID_OR_PATH [--budget ...] [--mode ...] [--heatmap OUT.png] [--compare]
+                [--foveate]
     arr-coc demo [--model ID_OR_PATH] [--host 127.0.0.1] [--port 7860]
     arr-coc eval --model PATH --task docvqa --data PATH --budgets 1.0,0.333,0.222,0.111 --out DIR
                  (answer accuracy of every allocator and budget vs the unpruned model; see evaluation/runner.py)
@@ -204,6 +205,8 @@ def build_parser() -> argparse.ArgumentParser:
     k.add_argument("--heatmap", type=Path, help="write a heatmap PNG of the kept tokens here")
     k.add_argument("--compare", action="store_true", help="also run the unpruned model: both answers, both times to "
                    "first token and where the time went (vision tower, scorer, LM prefill, decode)")  # fmt: skip
+    k.add_argument("--foveate", action="store_true", help="choose the tokens before the vision tower and encode only "
+                   "their patches (compress(..., foveate=True))")  # fmt: skip
 
     d = sub.add_parser(
         "demo",

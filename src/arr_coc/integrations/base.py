@@ -6,6 +6,9 @@ The wrapper in ``compress.py`` never reaches into a model directly. Everything i
 
 * ``model.model.get_image_features`` / ``get_video_features``: the vision tower and merger, run once on the full
   pixels; their ``pooler_output`` (one tensor per image/video) lives in the language model's embedding space;
+* ``model.model.visual(kept_patch_rows, grid_thw=..., position_ids=..., cu_seqlens=..., ...)``: foveation only
+  (``compress(..., foveate=True)``): the tower on the kept tokens' patches, with the data-dependent tensors it accepts
+  as keyword arguments computed for the full grid (see ``foveation.py`` and :meth:`FamilyAdapter.kept_item`);
 * ``model.model.get_rope_index``: the model's own M-RoPE positions of the FULL (unpruned) sequence, which the
   wrapper then gathers at the kept tokens;
 * ``model(..., mm_encoder_outputs=..., position_ids=...)``: the forward pass with pre-encoded (pruned) visual
@@ -50,8 +53,10 @@ class ImageContext:
         patch_size: vision patch side in pixels (14 or 16).
         merge_size: patches merged per token side (2).
         temporal_patch_size: frames per temporal patch (2).
-        token_feats (torch.Tensor of shape (N, D)): merged visual tokens (the merger's output, in the language
-            model's embedding space), N = t*h*w / merge_size**2, raster order over (t, h/merge, w/merge).
+        token_feats (torch.Tensor of shape (N, D) or None): merged visual tokens (the merger's output, in the
+            language model's embedding space), N = t*h*w / merge_size**2, raster order over (t, h/merge, w/merge).
+            ``None`` under ``compress(..., foveate=True)``: the tokens are scored BEFORE the vision tower runs, so a
+            scorer has only ``pixel_values``, the positions and the query; scorers must cope with ``None``.
         positions (torch.LongTensor of shape (3, N)): the tokens' M-RoPE (t, h, w) positions in the full sequence.
         query_ids (torch.LongTensor of shape (Q,)): token ids of the query (empty if none was found).
         query_embeds (torch.Tensor of shape (Q, D) or None): the language model's input embeddings of ``query_ids``.
@@ -72,7 +77,7 @@ class ImageContext:
     patch_size: int
     merge_size: int
     temporal_patch_size: int
-    token_feats: torch.Tensor
+    token_feats: torch.Tensor | None
     positions: torch.Tensor
     query_ids: torch.Tensor
     query_embeds: torch.Tensor | None
@@ -245,6 +250,54 @@ class FamilyAdapter:
     def _deepstack(self, raw: Any) -> list[list[torch.Tensor]] | None:
         return None
 
+    # ----- foveation: encode only the kept tokens' patches (see foveation.py) ----------------------------------
+    def kept_item(self, model: Any, grid_thw: tuple[int, int, int], keep: torch.Tensor) -> Any:
+        """Tower inputs for the kept patches of ONE item: rotary position ids of the full grid gathered at the kept
+        patches, and one full-attention segment per frame (Qwen2-VL; the other families add their own pieces).
+
+        Args:
+            grid_thw: the item's FULL patch grid (t, h, w).
+            keep (torch.LongTensor of shape (k,)): kept merged-token indices, strictly increasing.
+
+        Returns:
+            A :class:`~arr_coc.integrations.foveation.KeptItem`.
+        """
+        from transformers.vision_utils import get_vision_position_ids
+
+        from .foveation import KeptItem, gather_rows, kept_cu_seqlens, kept_patch_rows
+
+        _, merge, _ = self.geometry(model)
+        t, h, w = grid_thw
+        grid = keep.new_tensor([[t, h, w]])  # (1, 3)
+        full_pos = get_vision_position_ids(grid, merge)  # (t*h*w, 2)
+        kwargs = {
+            "position_ids": gather_rows(full_pos, keep, merge),  # (k*m*m, 2)
+            "cu_seqlens": kept_cu_seqlens(keep, (t, h // merge, w // merge), merge),  # (frames + 1,)
+        }
+        return KeptItem(rows=kept_patch_rows(keep, merge), n_tokens=int(keep.numel()), kwargs=kwargs)
+
+    def encode_kept(
+        self, model: Any, kind: Kind, pixel_values: torch.Tensor, grid_thw: torch.Tensor, keeps: Sequence[torch.Tensor]
+    ) -> EncodedVisual:
+        """Run the vision tower + merger once on the KEPT patches of all items of one modality (foveation).
+
+        Args:
+            kind: ``"image"`` or ``"video"`` (both go through ``model.model.visual``).
+            pixel_values (torch.Tensor of shape (sum(t*h*w), C*temporal_patch_size*patch_size**2)): all patches.
+            grid_thw (torch.LongTensor of shape (num_items, 3)): the FULL patch grids.
+            keeps: per item, LongTensor (k_i,) of kept merged-token indices, strictly increasing.
+
+        Returns:
+            An :class:`EncodedVisual` whose ``features[i]`` has shape (k_i, D): the kept tokens, in kept order.
+        """
+        from .foveation import encode_kept
+
+        raw, sizes = encode_kept(model, self, pixel_values, grid_thw, keeps)
+        features = list(torch.split(raw.pooler_output, sizes))
+        deep = getattr(raw, "deepstack_features", None)
+        deepstack = [list(torch.split(level, sizes)) for level in deep] if deep else None
+        return EncodedVisual(raw=raw, features=features, deepstack=deepstack)
+
     def pruned_output(
         self, encoded: EncodedVisual, keeps: Sequence[torch.Tensor], levels: Sequence[torch.Tensor | None]
     ) -> Any:
@@ -262,6 +315,10 @@ class FamilyAdapter:
     def supports_deepstack(self) -> bool:
         """Whether this family injects DeepStack features (Qwen3-VL)."""
         return False
+
+    def n_deepstack_levels(self, model: Any) -> int:
+        """Number of DeepStack levels the model injects (0 for families without DeepStack)."""
+        return 0
 
 
 def _normalize(x: torch.Tensor) -> torch.Tensor:
@@ -281,6 +338,11 @@ def cosine_scorer(ctx: ImageContext) -> torch.Tensor:
     Returns:
         torch.Tensor of shape (N,), float32, on the device of the token features.
     """
+    if ctx.token_feats is None:
+        raise ValueError(
+            "the cosine scorer compares the vision tower's features with the query, but under foveate=True tokens are "
+            "scored before the tower runs (ImageContext.token_feats is None); use scorer='auto' or a pixel-based scorer"
+        )
     feats = _normalize(ctx.token_feats)  # (N, D)
     if ctx.query_embeds is None or ctx.query_embeds.shape[0] == 0:
         mean = _normalize(feats.mean(0, keepdim=True))  # (1, D)

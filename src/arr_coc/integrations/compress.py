@@ -17,6 +17,9 @@ What a call does, for a batch that holds images or videos:
    pruned ``mm_encoder_outputs`` (Qwen3-VL: DeepStack levels sliced with the same indices) and explicit
    ``position_ids``.
 
+With ``foveate=True`` steps 1 and 3 swap: tokens are scored from the processor's pixels first, and the vision tower
+then runs only on the kept tokens' patches (:mod:`arr_coc.integrations.foveation`), so it does less work too.
+
 So kept tokens keep their original (t, h, w) positions, text after an image keeps its positions, and decoding
 continues at max position + 1 of the UNPRUNED sequence: ``generate`` gets 4-row position ids (text row + 3 M-RoPE
 rows, the layout the model's own ``generate`` uses) and extends them by one per new token; a hand-written cached
@@ -40,7 +43,15 @@ import torch
 from arr_coc.attending import Budget, parse_budget, resolve_budget, select
 
 from . import qwen2_5_vl, qwen2_vl, qwen3_vl
-from .base import EncodedVisual, FamilyAdapter, ImageContext, Scorer, VisualAllocation, resolve_scorer
+from .base import (
+    EncodedVisual,
+    FamilyAdapter,
+    ImageContext,
+    Scorer,
+    VisualAllocation,
+    cosine_scorer,
+    resolve_scorer,
+)
 
 ADAPTERS: tuple[FamilyAdapter, ...] = (
     qwen2_vl.ADAPTER,
@@ -488,6 +499,7 @@ class CompressedModel:
         scorer_config: Any,
         image_mean: tuple[float, ...] | None = None,
         image_std: tuple[float, ...] | None = None,
+        foveate: bool = False,
     ) -> None:
         self.model = model
         self.adapter = adapter
@@ -501,6 +513,7 @@ class CompressedModel:
         self.scorer_config = scorer_config
         self.image_mean = image_mean if image_mean is not None else adapter.image_mean
         self.image_std = image_std if image_std is not None else adapter.image_std
+        self.foveate = foveate
         self.last_allocation: list[list[VisualAllocation]] = []
         self.last_inputs: PrunedInputs | None = None
         self.rope_deltas: torch.Tensor | None = None
@@ -512,7 +525,10 @@ class CompressedModel:
         return getattr(self.model, name)
 
     def __repr__(self) -> str:
-        return f"CompressedModel({type(self.model).__name__}, budget={self.budget!r}, family={self.adapter.name!r})"
+        fovea = ", foveate=True" if self.foveate else ""
+        return (
+            f"CompressedModel({type(self.model).__name__}, budget={self.budget!r}, family={self.adapter.name!r}{fovea})"
+        )
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return self.forward(*args, **kwargs)
@@ -709,6 +725,26 @@ class CompressedModel:
             if pixels is not None
         }
 
+    def _encode_kept(
+        self,
+        visual: dict[str, tuple[torch.Tensor | None, torch.Tensor | None]],
+        keeps: dict[str, list[torch.Tensor]],
+    ) -> dict[str, EncodedVisual]:
+        """The foveated vision-tower seam: run the tower once per modality on the KEPT tokens' patches only.
+
+        Args:
+            visual: as for :meth:`_encode`.
+            keeps: per modality, one LongTensor (k_i,) of kept merged-token indices per item, in item order.
+
+        Returns:
+            ``{kind: EncodedVisual}`` whose ``features[i]`` has shape (k_i, D), in kept order.
+        """
+        return {
+            kind: self.adapter.encode_kept(self.model, kind, pixels, grid, keeps[kind])
+            for kind, (pixels, grid) in visual.items()
+            if pixels is not None
+        }
+
     def _question(
         self, item: VisualItem, query: str | None, row: list[int], row_mask: list[int], ids: dict[str, int]
     ) -> tuple[list[int], str | None]:
@@ -806,28 +842,32 @@ class CompressedModel:
         full_pos, full_deltas = self.adapter.rope_index(
             self.model, input_ids, mm_types, visual["image"][1], visual["video"][1], mask, extras
         )  # (3, B, L), (B, 1)
-        encoded = self._encode(visual)
+        kinds = [kind for kind, (pixels, _) in visual.items() if pixels is not None]
+        # foveation encodes after selection, only the kept patches; otherwise the whole tower runs first
+        encoded = {} if self.foveate else self._encode(visual)
 
         # ---- per item: score, allocate ----
         rows = input_ids.tolist()
         row_masks = mask.tolist() if mask is not None else [[1] * length for _ in range(batch)]
         _, merge, _ = self.adapter.geometry(self.model)
         allocation: list[list[VisualAllocation]] = [[] for _ in range(batch)]
-        keeps: dict[str, list[torch.Tensor]] = {k: [] for k in encoded}
-        levels: dict[str, list[torch.Tensor | None]] = {k: [] for k in encoded}
+        keeps: dict[str, list[torch.Tensor]] = {k: [] for k in kinds}
+        levels: dict[str, list[torch.Tensor | None]] = {k: [] for k in kinds}
+        n_levels = self.adapter.n_deepstack_levels(self.model)
         item_keeps = []
         for item in items:
-            enc = encoded[item.kind]
-            feats = enc.features[item.index]  # (N, D)
+            feats = None if self.foveate else encoded[item.kind].features[item.index]  # (N, D) or None
             q_ids, q_text = self._question(item, queries[item.sample], rows[item.sample], row_masks[item.sample], ids)
             pixels = visual[item.kind][0][item.patch_start : item.patch_start + item.n_patches]  # type: ignore[index]
             positions = full_pos[:, item.sample, item.cols.to(full_pos.device)]  # (3, N)
             scores = self._score_item(item, pixels, feats, positions, q_ids, q_text)  # (N,)
-            features = feats.detach() if self.redundancy > 0 else None
+            features = None
+            if self.redundancy > 0:  # near-duplicates by the tower's features, or (foveate) by the tokens' pixels
+                features = (feats if feats is not None else pixels.reshape(scores.numel(), -1)).detach()
             keep = allocate_tokens(scores, budgets[item.sample], features, self.redundancy)  # (k,)
             lv = None
-            if self.deepstack_tiers is not None and enc.deepstack is not None:
-                lv = tier_levels(scores[keep], len(enc.deepstack), self.deepstack_tiers)  # (k,)
+            if self.deepstack_tiers is not None and n_levels > 0:
+                lv = tier_levels(scores[keep], n_levels, self.deepstack_tiers)  # (k,)
             keeps[item.kind].append(keep)
             levels[item.kind].append(lv)
             item_keeps.append(keep)
@@ -835,7 +875,10 @@ class CompressedModel:
             allocation[item.sample].append(
                 VisualAllocation(item.kind, merged, keep, scores.view(merged), int(keep.numel()), item.index, lv)
             )
-        mm_outputs = {kind: self.adapter.pruned_output(encoded[kind], keeps[kind], levels[kind]) for kind in encoded}
+        if self.foveate:
+            encoded = self._encode_kept(visual, keeps)
+            keeps = {kind: [torch.arange(f.shape[0]) for f in encoded[kind].features] for kind in kinds}
+        mm_outputs = {kind: self.adapter.pruned_output(encoded[kind], keeps[kind], levels[kind]) for kind in kinds}
 
         # ---- repack: every row shrinks by its own amount; old padding is dropped and laid anew on one side ----
         keep_col = kept_columns(input_ids, mask, items, item_keeps)  # (B, L)
@@ -889,6 +932,7 @@ def compress(
     text_prior: bool = False,
     scorer_config: Any = None,
     realizer: Any = None,
+    foveate: bool = False,
 ) -> CompressedModel:
     """Wrap a Qwen-VL model so that only the visual tokens relevant to the question reach the language model.
 
@@ -918,6 +962,13 @@ def compress(
         realizer: the relevance model of the default scorer (an ``arr_coc.Realizer``, e.g.
             ``Realizer(RelevanceConfig(...))``; default: the shared training-free one). Pass the one given to
             ``allocate`` and both keep the same tokens. Shorthand for ``scorer_config={"realizer": realizer}``.
+        foveate: decide BEFORE the vision tower and run it only on the kept tokens' patches, each at its place in
+            the full grid (:mod:`arr_coc.integrations.foveation`). The scorer then sees pixels, positions and the
+            query but no vision features (``ImageContext.token_feats`` is ``None``; ``scorer="cosine"`` is refused;
+            the default scorer drops its embedding-coupling term and keeps texture, query cues and, with
+            ``text_prior=True``, the OCR prior); ``redundancy`` compares the tokens' pixels. The language model gets
+            the same pruned sequence and positions as without ``foveate``, but the kept features differ from the
+            unpruned run's: each kept patch saw only the kept patches.
 
     Returns:
         A :class:`CompressedModel`.
@@ -935,6 +986,13 @@ def compress(
     tiers = _check_tiers(deepstack_tiers)
     if tiers is not None and not adapter.supports_deepstack():
         raise ValueError(f"deepstack_tiers only applies to Qwen3-VL models (DeepStack); {adapter.name} has none")
+    if not isinstance(foveate, bool):
+        raise ValueError(f"foveate must be True or False, got {foveate!r}")
+    if foveate and (scorer == "cosine" or scorer is cosine_scorer):
+        raise ValueError(
+            "scorer='cosine' needs the vision tower's features, but foveate=True scores before the tower runs; "
+            "use scorer='auto' (pixels + query cues, text_prior=True for OCR) or a callable that reads pixel_values"
+        )
     if padding_side not in (None, "left", "right"):
         raise ValueError(f"padding_side must be None, 'left' or 'right', got {padding_side!r}")
     if tokenizer is None and processor is not None:
@@ -964,4 +1022,5 @@ def compress(
         scorer_config,
         mean,
         std,
+        foveate,
     )

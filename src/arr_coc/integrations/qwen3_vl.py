@@ -34,11 +34,42 @@ class Qwen3Adapter(FamilyAdapter):
     def supports_deepstack(self) -> bool:
         return True
 
+    def n_deepstack_levels(self, model: Any) -> int:
+        return len(getattr(model.config.vision_config, "deepstack_visual_indexes", None) or ())
+
     def _deepstack(self, raw: Any) -> list[list[torch.Tensor]] | None:
         feats = getattr(raw, "deepstack_features", None)
         if not feats:
             return None
         return [list(level) for level in feats]
+
+    def kept_item(self, model: Any, grid_thw: tuple[int, int, int], keep: torch.Tensor) -> Any:
+        """Qwen2-VL's pieces plus the learned position embeddings' interpolation taps for the FULL grid, gathered at
+        the kept patches (``interp_indices`` / ``interp_weights``), so each kept patch gets the position embedding it
+        has in the full run. The DeepStack features come out of the same reduced run (:meth:`encode_kept`).
+
+        Args:
+            grid_thw: the item's FULL patch grid (t, h, w).
+            keep (torch.LongTensor of shape (k,)): kept merged-token indices, strictly increasing.
+        """
+        from transformers.vision_utils import get_vision_interpolation_indices_and_weights
+
+        from .foveation import gather_rows
+
+        item = super().kept_item(model, grid_thw, keep)
+        visual = model.model.visual
+        _, merge, _ = self.geometry(model)
+        indices, weights = get_vision_interpolation_indices_and_weights(
+            keep.new_tensor([list(grid_thw)]),
+            num_grid_per_side=int(visual.num_grid_per_side),
+            mode=visual.interpolation_mode,
+            align_corners=visual.interpolation_align_corners,
+            spatial_merge_size=merge,
+        )  # (t*h*w, taps) each
+        item.kwargs.update(
+            interp_indices=gather_rows(indices, keep, merge), interp_weights=gather_rows(weights, keep, merge)
+        )
+        return item
 
     def pruned_output(
         self, encoded: EncodedVisual, keeps: Sequence[torch.Tensor], levels: Sequence[torch.Tensor | None]

@@ -1,0 +1,211 @@
+"""Foveation: run the vision tower only on the patches of the kept visual tokens, each at its place in the full grid.
+
+``compress(model, ..., foveate=True)`` decides which merged visual tokens to keep BEFORE the vision tower (the
+scorer sees the processor's pixels, not the tower's features) and then encodes only those tokens' patches. The
+vision towers of Qwen2-VL, Qwen2.5-VL and Qwen3-VL take their data-dependent tensors as keyword arguments
+(``transformers.vision_utils``: ``position_ids``, ``cu_seqlens``, ``window_index`` / ``cu_window_seqlens``,
+``interp_indices`` / ``interp_weights``); this module computes those tensors for the FULL grid with the library's
+own helpers and keeps the rows of the kept patches, so each kept patch is encoded
+
+* with the rotary (h, w) angles of its place in the full grid (all families);
+* attending to the other kept patches of its image, or of its frame for videos (the towers' own segments);
+* Qwen2.5-VL: in the window of the ORIGINAL grid it belongs to (each window keeps its kept members), full-attention
+  blocks covering all kept patches of the image / frame;
+* Qwen3-VL: with the learned position embedding interpolated for the full grid (gathered at the kept patch), and the
+  DeepStack features taken from the same reduced run.
+
+What the tower returns is one merged token per kept token, in kept order; the language model then gets exactly what
+post-encoder pruning would give it (kept tokens at their original M-RoPE positions). The features differ from the
+unpruned run's because each kept patch saw only the kept patches: that is the price of the saved compute.
+
+Layout facts used (from the Qwen processors and ``vision_utils.get_vision_position_ids``): an item's patch rows come
+in merge-block order, so merged token ``j`` (raster over (t, h/m, w/m)) owns patch rows ``j*m*m ... j*m*m + m*m-1``.
+
+The per-item pieces are pure index arithmetic (:func:`kept_patch_rows`, :func:`gather_rows`, :func:`kept_cu_seqlens`,
+:func:`kept_windows`); :func:`concat_items` packs several items into one tower call; :func:`encode_kept` runs it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+# Keyword arguments of the towers that hold cumulative boundaries (offset by the patches of earlier items when
+# items are packed), token indices (offset by the kept tokens of earlier items), or per-patch rows (concatenated).
+CUMULATIVE_KEYS = ("cu_seqlens", "cu_window_seqlens")
+TOKEN_INDEX_KEYS = ("window_index",)
+
+
+def _check_keep(keep: torch.Tensor, n_tokens: int) -> torch.Tensor:
+    keep = torch.as_tensor(keep).long().flatten()
+    if keep.numel() == 0:
+        raise ValueError("foveation needs at least one kept token per image / video")
+    if bool((keep[1:] <= keep[:-1]).any()) or int(keep[0]) < 0 or int(keep[-1]) >= n_tokens:
+        raise ValueError(f"kept indices must be strictly increasing and in [0, {n_tokens}), got {keep.tolist()}")
+    return keep
+
+
+def kept_patch_rows(keep: torch.Tensor, merge_size: int) -> torch.Tensor:
+    """Patch rows (of one item) that make up the kept merged tokens, in the order the tower expects.
+
+    Args:
+        keep (torch.LongTensor of shape (k,)): kept merged-token indices, strictly increasing.
+        merge_size: patches merged per token side ``m``.
+
+    Returns:
+        torch.LongTensor of shape (k * m * m,): ``keep[i] * m*m + r`` for ``r`` in ``0 .. m*m-1``, token-major.
+    """
+    unit = merge_size * merge_size
+    offsets = torch.arange(unit, device=keep.device)  # (m*m,)
+    return (keep.long().unsqueeze(1) * unit + offsets).flatten()  # (k * m*m,)
+
+
+def gather_rows(full: torch.Tensor, keep: torch.Tensor, merge_size: int) -> torch.Tensor:
+    """Rows of a full-grid per-patch tensor (position ids, interpolation taps...) at the kept tokens' patches.
+
+    Args:
+        full (torch.Tensor of shape (t*h*w, ...)): one row per patch of the item, in the tower's patch order.
+        keep (torch.LongTensor of shape (k,)): kept merged-token indices.
+
+    Returns:
+        torch.Tensor of shape (k * m * m, ...).
+    """
+    return full[kept_patch_rows(keep, merge_size).to(full.device)]
+
+
+def kept_cu_seqlens(keep: torch.Tensor, merged_grid: tuple[int, int, int], merge_size: int) -> torch.Tensor:
+    """Full-attention segments of the kept patches: one per frame (as the towers do), empty frames left out.
+
+    Args:
+        keep (torch.LongTensor of shape (k,)): kept merged-token indices of one item.
+        merged_grid: (t, h/m, w/m).
+
+    Returns:
+        torch.IntTensor of shape (n_frames_with_kept + 1,): cumulative patch counts starting at 0.
+    """
+    t, h, w = merged_grid
+    per_frame = torch.bincount(keep.long().cpu() // (h * w), minlength=t)  # (t,)
+    counts = per_frame[per_frame > 0] * merge_size * merge_size  # (t',)
+    return torch.nn.functional.pad(counts.cumsum(0), (1, 0)).to(dtype=torch.int32, device=keep.device)
+
+
+def kept_windows(
+    keep: torch.Tensor, full_window_index: torch.Tensor, full_cu_window_seqlens: torch.Tensor, merge_size: int
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Qwen2.5-VL window attention restricted to the kept tokens, windows of the ORIGINAL grid.
+
+    ``full_window_index`` / ``full_cu_window_seqlens`` are the tower's own partition of the full grid
+    (``transformers.vision_utils.get_vision_window_index``): the order in which it visits merged tokens and the
+    cumulative patch count at each window's end. Each window keeps its kept members, in the same order; windows left
+    empty disappear.
+
+    Args:
+        keep (torch.LongTensor of shape (k,)): kept merged-token indices of one item.
+        full_window_index (torch.LongTensor of shape (N,)): permutation of 0..N-1 (window-major token order).
+        full_cu_window_seqlens (torch.IntTensor of shape (n_windows + 1,)): window boundaries in PATCHES.
+
+    Returns:
+        window_index (torch.LongTensor of shape (k,)): permutation of 0..k-1 (positions in ``keep``) in window order;
+        cu_window_seqlens (torch.IntTensor of shape (n_nonempty_windows + 1,)): boundaries in patches.
+    """
+    device = keep.device
+    unit = merge_size * merge_size
+    order = full_window_index.long().cpu()  # (N,) token visited at each window-order position
+    bounds = full_cu_window_seqlens.long().cpu() // unit  # (W+1,) boundaries in tokens
+    window_of_position = torch.bucketize(torch.arange(order.numel()), bounds[1:], right=True)  # (N,)
+    local = torch.full((order.numel(),), -1, dtype=torch.long)  # token -> position in keep, -1 if dropped
+    local[keep.long().cpu()] = torch.arange(keep.numel())
+    visited = local[order]  # (N,) kept-local index in window order, -1 where dropped
+    kept_here = visited >= 0
+    window_index = visited[kept_here]  # (k,)
+    counts = torch.bincount(window_of_position[kept_here], minlength=bounds.numel() - 1)  # (W,)
+    counts = counts[counts > 0] * unit  # (W',)
+    cu = torch.nn.functional.pad(counts.cumsum(0), (1, 0)).to(torch.int32)  # (W'+1,)
+    return window_index.to(device), cu.to(device)
+
+
+@dataclass
+class KeptItem:
+    """What the tower needs for one item's kept patches.
+
+    Attributes:
+        rows (torch.LongTensor of shape (k * m * m,)): patch rows of this item (0-based within the item).
+        n_tokens: ``k``, the number of kept merged tokens.
+        kwargs: tower keyword arguments for this item alone (``position_ids``, ``cu_seqlens``, ...); see
+            :data:`CUMULATIVE_KEYS` / :data:`TOKEN_INDEX_KEYS` for how they are packed.
+    """
+
+    rows: torch.Tensor
+    n_tokens: int
+    kwargs: dict[str, torch.Tensor] = field(default_factory=dict)
+
+
+def concat_items(items: Sequence[KeptItem], patch_starts: Sequence[int]) -> tuple[torch.Tensor, dict[str, Any]]:
+    """Pack several items into one tower call.
+
+    Args:
+        items: per item, its :class:`KeptItem`.
+        patch_starts: per item, its first row in the modality's ``pixel_values``.
+
+    Returns:
+        rows (torch.LongTensor of shape (sum k_i * m * m,)): rows of ``pixel_values`` to encode;
+        kwargs: the packed tower keyword arguments (cumulative boundaries shifted, token indices shifted).
+    """
+    if not items:
+        raise ValueError("concat_items needs at least one item")
+    rows = torch.cat([it.rows + int(s) for it, s in zip(items, patch_starts, strict=True)])  # (P,)
+    packed: dict[str, Any] = {}
+    for key in items[0].kwargs:
+        parts = []
+        patch_offset = token_offset = 0
+        for i, it in enumerate(items):
+            v = it.kwargs[key]
+            if key in CUMULATIVE_KEYS:
+                parts.append(v + patch_offset if i == 0 else v[1:] + patch_offset)
+            elif key in TOKEN_INDEX_KEYS:
+                parts.append(v + token_offset)
+            else:
+                parts.append(v)
+            patch_offset += it.rows.numel()
+            token_offset += it.n_tokens
+        packed[key] = torch.cat(parts)
+    return rows, packed
+
+
+def encode_kept(
+    model: Any, adapter: Any, pixel_values: torch.Tensor, grid_thw: torch.Tensor, keeps: Sequence[torch.Tensor]
+) -> tuple[Any, list[int]]:
+    """Run ``model.model.visual`` once on the kept patches of all items of one modality.
+
+    Args:
+        model: the ``...ForConditionalGeneration`` model.
+        adapter: its :class:`~arr_coc.integrations.base.FamilyAdapter` (supplies :meth:`kept_item`).
+        pixel_values (torch.Tensor of shape (sum t*h*w, C*temporal_patch_size*patch_size**2)): all items' patches.
+        grid_thw (torch.LongTensor of shape (num_items, 3)): their FULL patch grids.
+        keeps: per item, LongTensor (k_i,) of kept merged-token indices, strictly increasing.
+
+    Returns:
+        The tower's raw output (``pooler_output`` of shape (sum k_i, D), in kept order; Qwen3-VL also
+        ``deepstack_features``) and the split sizes ``[k_i]``.
+    """
+    grids = [tuple(int(v) for v in g) for g in grid_thw.tolist()]
+    if len(keeps) != len(grids):
+        raise ValueError(f"{len(keeps)} keep lists for {len(grids)} items")
+    _, merge, _ = adapter.geometry(model)
+    items, starts, start = [], [], 0
+    for grid, keep in zip(grids, keeps, strict=True):
+        n_tokens = grid[0] * grid[1] * grid[2] // (merge * merge)
+        keep = _check_keep(keep.to(grid_thw.device), n_tokens)
+        items.append(adapter.kept_item(model, grid, keep))
+        starts.append(start)
+        start += grid[0] * grid[1] * grid[2]
+    if start != pixel_values.shape[0]:
+        raise ValueError(f"pixel_values has {pixel_values.shape[0]} patch rows, the grids make {start}")
+    rows, kwargs = concat_items(items, starts)
+    visual = model.model.visual
+    hidden = pixel_values[rows.to(pixel_values.device)].type(visual.dtype)  # (P, patch_dim)
+    raw = visual(hidden, grid_thw=grid_thw, return_dict=True, **kwargs)
+    return raw, [it.n_tokens for it in items]
