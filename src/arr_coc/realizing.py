@@ -85,7 +85,13 @@ class Allocation:
         return [[int(i) // cols, int(i) % cols] for i in self.keep.tolist()]
 
     def to_json(self, id: Any = None) -> dict[str, Any]:
-        """The JSON contract of ``arr-coc allocate``: exactly id, grid, resized, original, budget, kept, scores."""
+        """The JSON contract of ``arr-coc allocate``.
+
+        Keys: ``id``; ``grid`` [rows, cols] of visual tokens; ``resized`` and ``original`` [W, H] in pixels (note
+        the order: grid is rows first, the sizes are width first); ``budget`` (tokens kept); ``kept`` [[r, c], ...]
+        in raster order (token index r * cols + c); ``scores`` rows x cols relevance; ``mode`` ("text" or
+        "texture", the path that ran); ``family`` (whose grid); ``query`` (as used, normalised).
+        """
         return {
             "id": id,
             "grid": list(self.grid),
@@ -94,6 +100,9 @@ class Allocation:
             "budget": self.budget,
             "kept": self.kept_cells,
             "scores": [[round(float(v), 5) for v in row] for row in self.scores],
+            "mode": self.mode,
+            "family": self.family,
+            "query": self.query,
         }
 
 
