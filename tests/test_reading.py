@@ -662,3 +662,19 @@ def test_ocr_recognizer_matches_rapidocr_text(reader: TextReader) -> None:
     # to the batch's widest only, and the network sees the padding, so the same text gets slightly other scores)
     latin = reader.read(img)  # the default: the Latin head reads this English form the same way
     assert " ".join(b.text for b in latin).replace(" ", "") == " ".join(b.text for b in ours).replace(" ", "")
+
+
+@needs_minilm
+def test_embedder_batches_by_length_without_changing_embeddings() -> None:
+    from arr_coc.reading import MiniLMEmbedder
+
+    texts = ["Total:", "Please keep this document for your records and future reference. " * 3, "Invoice No", "4711",
+             "Amount due", "Goods may be returned within thirty days with proof of purchase."]  # fmt: skip
+    batched = MiniLMEmbedder(batch_size=2, cache_items=0)
+    alone = MiniLMEmbedder(batch_size=1, cache_items=0)
+    a = batched.embed(texts)  # (6, 384): sorted by length, two a pass
+    b = np.stack([alone.embed([t])[0] for t in texts])  # one text a pass, no padding at all
+    assert a.shape == (6, 384) and np.allclose(np.linalg.norm(a, axis=1), 1.0, atol=1e-6)
+    # padding is masked out of attention and pooling, so only float32 summation order differs between the two:
+    # relative rounding ~1e-7 a step, through 6 layers of 384-wide sums, stays far below 1e-4
+    assert np.abs(a - b).max() < 1e-4

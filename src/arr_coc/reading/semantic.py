@@ -46,14 +46,24 @@ class MiniLMEmbedder:
         model_path: Directory of a sentence-transformers MiniLM checkpoint (None: the bundled one).
         max_tokens: Word pieces per text (longer texts are truncated).
         cache_items: Bound of the embedding cache (entries of 384 float32 each, 1.5 KiB).
+        batch_size: Texts per forward pass (texts are sorted by length first).
     """
 
-    def __init__(self, model_path: str | None = None, max_tokens: int = EMBED_MAX_TOKENS, cache_items: int = 8192):
+    def __init__(
+        self,
+        model_path: str | None = None,
+        max_tokens: int = EMBED_MAX_TOKENS,
+        cache_items: int = 8192,
+        batch_size: int = 16,
+    ) -> None:
         if max_tokens < 1 or cache_items < 0:
             raise ValueError(f"max_tokens must be >= 1 and cache_items >= 0, got {max_tokens}, {cache_items}")
         self.model_path = model_path
         self.max_tokens = int(max_tokens)
         self.cache_items = int(cache_items)
+        if batch_size < 1:
+            raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+        self.batch_size = int(batch_size)
         self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
         self._model: Any = None
         self._tok: Any = None
@@ -121,13 +131,21 @@ class MiniLMEmbedder:
                 found[t] = self._cache[t]
         todo = [t for t in dict.fromkeys(texts) if t not in found]
         if todo:
+            # texts of similar length go together, so a page's short labels are not padded to its longest sentence
+            lengths = [len(ids) for ids in self._tok(todo, truncation=True, max_length=self.max_tokens)["input_ids"]]
+            order = sorted(range(len(todo)), key=lambda i: lengths[i])
+            vecs = np.zeros((len(todo), EMBED_DIM), dtype=np.float32)  # (B, 384)
             with torch.inference_mode():
-                enc = self._tok(todo, padding=True, truncation=True, max_length=self.max_tokens, return_tensors="pt")
-                hidden = self._model(**enc).last_hidden_state  # (B, L, 384)
-                mask = enc["attention_mask"].unsqueeze(-1).to(hidden.dtype)  # (B, L, 1)
-                pooled = (hidden * mask).sum(1) / mask.sum(1).clamp_min(1e-9)  # (B, 384)
-                pooled = torch.nn.functional.normalize(pooled, dim=-1)
-            vecs = pooled.float().cpu().numpy()  # (B, 384)
+                for start in range(0, len(order), self.batch_size):
+                    idx = order[start : start + self.batch_size]
+                    batch = [todo[i] for i in idx]
+                    enc = self._tok(
+                        batch, padding=True, truncation=True, max_length=self.max_tokens, return_tensors="pt"
+                    )
+                    hidden = self._model(**enc).last_hidden_state  # (b, L, 384)
+                    mask = enc["attention_mask"].unsqueeze(-1).to(hidden.dtype)  # (b, L, 1)
+                    pooled = (hidden * mask).sum(1) / mask.sum(1).clamp_min(1e-9)  # (b, 384)
+                    vecs[idx] = torch.nn.functional.normalize(pooled, dim=-1).float().cpu().numpy()
             for t, v in zip(todo, vecs, strict=True):
                 found[t] = v
                 if self.cache_items:
