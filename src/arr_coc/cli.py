@@ -5,6 +5,8 @@
     arr-coc allocate --batch IN.jsonl --out OUT.jsonl [same options]
     arr-coc ask IMAGE --query TEXT --model ID_OR_PATH [--budget ...] [--mode ...] [--heatmap OUT.png] [--compare]
     arr-coc demo [--model ID_OR_PATH] [--host 127.0.0.1] [--port 7860]
+    arr-coc eval --model PATH --task docvqa --data PATH --budgets 1.0,0.333,0.222,0.111 --out DIR
+                 (answer accuracy of every allocator and budget vs the unpruned model; see evaluation/runner.py)
     arr-coc --version
 
 ``allocate`` prints a one-line summary (tokens before -> after, mode, time) and writes the JSON contract
@@ -60,6 +62,17 @@ DEMO_EXAMPLES = """examples:
                                                 "0.11", "qwen2.5-vl", "auto", api_name="/allocate")
 
 exit codes: 0 stopped; 2 the [demo] extra is missing or bad usage"""
+
+EVAL_EXAMPLES = """examples:
+  arr-coc eval --model Qwen/Qwen2.5-VL-7B-Instruct --task docvqa --data data/DocVQA --out results/docvqa
+  arr-coc eval --model /path/to/Qwen3-VL-4B-Instruct --task chartqa --data data/ChartQA --budgets 1.0,0.222 \\
+      --allocator model random uniform --limit 500 --batch-size 4 --out results/chartqa
+  arr-coc eval --model out/tiny --task docgen --limit 7 --out out/eval     # no data needed: generated documents
+
+  --data: a folder written by datasets' save_to_disk, parquet file(s) (a download of the Hugging Face dataset),
+  or JSONL with {"id", "image", "question", "answers"} a line. Rerunning with the same --out resumes.
+
+exit codes: 0 done (unreadable samples are listed in predictions.jsonl); 2 bad input, model not found or usage"""
 
 QUERY_BLIND_NOTE = "note: the query is empty, so the allocation is query-blind (information and salience decide)"
 
@@ -212,6 +225,23 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--device", default=None, help="with --model: torch device (default: cuda if available, else cpu)")
     d.add_argument("--dtype", default="auto", help="with --model: torch dtype of the weights")
     d.add_argument("--max-new-tokens", type=_positive_int, default=64, help="with --model: most tokens an answer has")
+
+    from .evaluation.runner import add_eval_arguments
+
+    e = sub.add_parser(
+        "eval",
+        help="answer accuracy on a benchmark: every allocator at every budget vs the unpruned model",
+        description=textwrap.fill(
+            "Answer accuracy of a pruned Qwen-VL model on DocVQA, InfographicVQA, ChartQA, TextVQA, OCRBench, your "
+            "own JSONL or the built-in generated documents, from local files: every allocator at every budget beside "
+            "the unpruned model, with lmms-eval's prompts, generation settings and metrics. Writes predictions.jsonl "
+            "(one line per sample and variant; a rerun resumes), results.md and results.json.",
+            100,
+        ),
+        epilog=EVAL_EXAMPLES,
+        formatter_class=_HelpFormatter,
+    )
+    add_eval_arguments(e)
     return parser
 
 
@@ -224,6 +254,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             from .demo import main as demo_main  # ImportError without the [demo] extra: one clear line below
 
             return demo_main(args.model, args.host, args.port, args.device, args.dtype, args.max_new_tokens)
+        if args.command == "eval":
+            from .evaluation.runner import eval_main
+
+            return eval_main(args)
         from .asking import ask_main
 
         return ask_main(args)

@@ -49,6 +49,9 @@ class OcrConfig:
     num_threads: int | None = None  # detector intra-op threads and recognition workers (None: all cores)
     cache_items: int = 64  # OCR results kept per reader (LRU by count, one entry per distinct page); 0 disables
     det_params: dict[str, Any] = field(default_factory=dict)  # extra rapidocr detector parameters, applied last
+    backend: str = "onnxruntime"  # what runs the networks: "onnxruntime" (CPU default) or "torch" (any device)
+    device: str | None = None  # torch device for backend="torch" (None: "cpu")
+    dtype: str | None = None  # torch dtype name for backend="torch": "float32" (None), "bfloat16" or "float16"
 
     def __post_init__(self) -> None:
         if self.det_max_side < 32:
@@ -64,6 +67,14 @@ class OcrConfig:
             raise ValueError(f"ocr.rec_batch_size must be >= 1, got {self.rec_batch_size}")
         if self.cache_items < 0:
             raise ValueError(f"ocr.cache_items must be >= 0, got {self.cache_items}")
+        if self.backend not in ("onnxruntime", "torch"):
+            raise ValueError(f"backend must be one of ('onnxruntime', 'torch'), got {self.backend!r}")
+        if self.backend == "onnxruntime" and (self.device is not None or self.dtype is not None):
+            raise ValueError("device and dtype apply to backend='torch' only (onnxruntime runs on the CPU)")
+        if self.dtype is not None and self.dtype not in ("float32", "bfloat16", "float16"):
+            raise ValueError(
+                f"dtype must be a floating-point torch dtype (float32, bfloat16, float16), got {self.dtype!r}"
+            )
 
 
 @dataclass(frozen=True)

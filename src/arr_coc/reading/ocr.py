@@ -21,7 +21,7 @@ from PIL import Image
 
 from .config import OcrConfig, ReadingConfig
 from .errors import INSTALL_HINT, MissingExtraError
-from .recognition import LineRecognizer
+from .recognition import LineRecognizer, bundled_rec_model
 
 
 @dataclass(frozen=True)
@@ -161,6 +161,10 @@ class TextReader:
         config = config if config is not None else OcrConfig()
         if not isinstance(config, OcrConfig):
             raise TypeError(f"config must be an OcrConfig or ReadingConfig, got {type(config).__name__}")
+        if "dtype" in overrides and overrides["dtype"] is not None and not isinstance(overrides["dtype"], str):
+            overrides["dtype"] = str(overrides["dtype"]).removeprefix("torch.")  # torch.bfloat16 -> "bfloat16"
+        if "device" in overrides and overrides["device"] is not None:
+            overrides["device"] = str(overrides["device"])
         if overrides:
             allowed = {f.name for f in dataclasses.fields(OcrConfig)}
             unknown = sorted(set(overrides) - allowed)
@@ -213,9 +217,26 @@ class TextReader:
                         ) from e
                     logging.getLogger("RapidOCR").setLevel(logging.CRITICAL)
                     c = self.config
-                    recognizer = LineRecognizer(c.rec_model_path, c.charset, c.squeeze, c.rec_batch_size, c.num_threads)
+                    if c.backend == "torch":
+                        try:
+                            import torch
+
+                            from .torch_backend import TorchOcrSession, TorchRapidOCR
+                        except ImportError as e:
+                            msg = f"backend='torch' needs the onnx package ({e}); {INSTALL_HINT}"
+                            raise MissingExtraError(msg) from e
+                        device, dtype = torch.device(c.device or "cpu"), getattr(torch, c.dtype or "float32")
+                        detector = TorchRapidOCR(params=self._det_params(), device=device, dtype=dtype)
+                        session = TorchOcrSession(c.rec_model_path or bundled_rec_model(), device, dtype)
+                        recognizer = LineRecognizer(c.rec_model_path, c.charset, c.squeeze, c.rec_batch_size,
+                                                    workers=1, run=session)  # fmt: skip
+                    else:
+                        detector = RapidOCR(params=self._det_params())
+                        recognizer = LineRecognizer(
+                            c.rec_model_path, c.charset, c.squeeze, c.rec_batch_size, c.num_threads
+                        )
                     recognizer.load()
-                    self._engine = (RapidOCR(params=self._det_params()), recognizer)
+                    self._engine = (detector, recognizer)
         return self._engine
 
     def warmup(self) -> None:

@@ -74,6 +74,11 @@ def latin_classes(characters: Sequence[str]) -> np.ndarray:
     return np.asarray(keep, dtype=np.int64)
 
 
+def _renormalise(probs: np.ndarray) -> np.ndarray:
+    """(B, T, K) probabilities of a subset of classes, scaled to sum to 1 over the subset."""
+    return probs / np.maximum(probs.sum(-1, keepdims=True), np.finfo(np.float32).tiny)
+
+
 def bundled_rec_model() -> Path:
     """Path of the recognition model rapidocr ships and uses by default (its ``Rec`` settings in ``config.yaml``)."""
     try:
@@ -89,8 +94,9 @@ def bundled_rec_model() -> Path:
     return path
 
 
-def _load_model(path: Path, charset: str) -> tuple[bytes, list[str]]:
-    """The serialised recognition model (its head sliced to ``charset``) and its class list (blank first)."""
+def _load_model(path: Path, charset: str) -> tuple[bytes, list[str], np.ndarray | None]:
+    """The serialised recognition model (its head sliced to ``charset``), its class list (blank first), and the
+    indices of the kept classes among the full model's (None for ``"all"``)."""
     try:
         import onnx
         from onnx import numpy_helper
@@ -102,7 +108,7 @@ def _load_model(path: Path, charset: str) -> tuple[bytes, list[str]]:
         raise ValueError(f"{path} has no 'character' metadata: not a PP-OCR recognition model")
     characters = ["blank", *meta["character"].value.splitlines(), " "]  # as rapidocr's CTCLabelDecode builds it
     if charset == "all":
-        return model.SerializeToString(), characters
+        return model.SerializeToString(), characters, None
     keep = latin_classes(characters)
     # the classifier head: the last MatMul of the graph (hidden -> classes) and the Add of its bias
     nodes = list(model.graph.node)
@@ -121,7 +127,7 @@ def _load_model(path: Path, charset: str) -> tuple[bytes, list[str]]:
         if len(dims) and dims[-1].dim_value == len(characters):
             dims[-1].ClearField("dim_value")
             dims[-1].dim_param = "classes"
-    return model.SerializeToString(), [characters[i] for i in keep]
+    return model.SerializeToString(), [characters[i] for i in keep], keep
 
 
 class LineRecognizer:
@@ -182,7 +188,12 @@ class LineRecognizer:
                 import onnxruntime as ort
             except ImportError as e:
                 raise MissingExtraError(f"text recognition needs onnxruntime ({e}); {INSTALL_HINT}") from e
-            blob, characters = _load_model(self.model_path or bundled_rec_model(), self.charset)
+            blob, characters, keep = _load_model(self.model_path or bundled_rec_model(), self.charset)
+            if self._run is not None and keep is not None:
+                # a replacement network computes every class: a softmax restricted to the kept classes is the full
+                # softmax's kept probabilities renormalised, so the result equals the sliced head's
+                full = self._run
+                self._run = lambda x: _renormalise(np.asarray(full(x))[..., keep])
             if self._run is None:
                 opts = ort.SessionOptions()
                 opts.log_severity_level = 3
