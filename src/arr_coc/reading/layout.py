@@ -1,5 +1,10 @@
-"""Layout: box geometry, the character-class shape of a text (siblings), and painting per-box scores onto the
-visual-token grid."""
+"""Layout: where an answer sits relative to the text that names it, and painting per-box scores onto the token grid.
+
+``propagate`` spreads each key's weight to its answer candidates: the same line to its right (a value after its label,
+a table row), below it in the same column (a value under its label, a table column), above it (a chart bar's value
+label above its axis label) and to its left; siblings of the key (same character shape: "Q3" -> "Q4", "A:" -> "B:")
+are the next item of a list rather than its value and get a small share. All weights: ``LayoutConfig``.
+``paint_boxes`` maps per-box scores onto the ``rows x cols`` grid."""
 
 from __future__ import annotations
 
@@ -9,6 +14,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .config import LayoutConfig
+from .lexical import tokens
 from .ocr import TextBox
 
 
@@ -62,7 +69,7 @@ def paint_boxes(
 
 
 @dataclass
-class _Geometry:
+class Geometry:
     """Box geometry as arrays, for vectorised neighbour search."""
 
     x0: np.ndarray
@@ -79,12 +86,12 @@ class _Geometry:
         self.cy = (self.y0 + self.y1) / 2
 
     @classmethod
-    def of(cls, boxes: Sequence[TextBox]) -> _Geometry:
+    def of(cls, boxes: Sequence[TextBox]) -> Geometry:
         arr = np.array([b.box for b in boxes], dtype=np.float64).reshape(-1, 4)
         return cls(arr[:, 0], arr[:, 1], arr[:, 2], arr[:, 3])
 
 
-def _shape(text: str) -> str:
+def shape(text: str) -> str:
     """Character-class shape of a text: letters -> 'a', digits -> '9', runs collapsed ("Q3" -> "a9", "$7.50" ->
     "$9.9", "Due date:" -> "a a:")."""
     out: list[str] = []
@@ -93,3 +100,65 @@ def _shape(text: str) -> str:
         if not out or out[-1] != c:
             out.append(c)
     return "".join(out)
+
+
+def propagate(boxes: Sequence[TextBox], keys: np.ndarray, cfg: LayoutConfig) -> np.ndarray:
+    """Layout rule: spread key weights to where answers sit; additive, then scaled to the strongest key.
+
+    For each key i (``keys[i] > 0``) and each direction (right, left, below, above), the r-th nearest box j in that
+    direction (0-based) receives ``keys[i] * gain * decay ** r * factor_j`` for at most ``max`` boxes, where
+    ``factor_j`` is ``sibling_horizontal`` / ``sibling_vertical`` for siblings of the key and 1 otherwise, and
+    right/left contributions of sentence-like keys (more than ``sentence_tokens`` tokens) are scaled by
+    ``sentence_damp``. "Same line": vertical overlap at least ``same_line`` times the smaller height; "same column":
+    horizontal overlap with the key widened by ``column_pad`` key heights on each side, not on the same line.
+
+    Args:
+        boxes: N text boxes.
+        keys: (N,) key weights in [0, 1].
+        cfg: Layout settings.
+
+    Returns:
+        (N,) float32 candidate scores; their maximum equals ``keys.max()`` (0 everywhere when nothing receives any).
+    """
+    g = Geometry.of(boxes)
+    n = len(boxes)
+    acc = np.zeros(n, dtype=np.float64)  # (N,)
+    n_tokens = np.array([len(tokens(b.text)) for b in boxes])  # (N,)
+    shapes = np.array([shape(b.text) for b in boxes], dtype=object)  # (N,)
+    colon = np.array([sh.endswith(":") for sh in shapes], dtype=bool)  # (N,)
+    for i in np.flatnonzero(keys > 0):
+        # siblings (same shape as the key: the next axis label, the next header, the next "Label:") are not its
+        # answer; they keep a small share so a row of headers still reads as a row
+        sib = (shapes == shapes[i]) | (colon & colon[i])  # (N,)
+        h_w = np.where(sib, cfg.sibling_horizontal, 1.0)  # (N,)
+        v_w = np.where(sib, cfg.sibling_vertical, 1.0)  # (N,)
+        k = float(keys[i])
+        hi = g.h[i]
+        v_overlap = np.minimum(g.y1, g.y1[i]) - np.maximum(g.y0, g.y0[i])  # (N,)
+        same_line = v_overlap >= cfg.same_line * np.minimum(g.h, hi)  # (N,)
+        same_line[i] = False
+        pad = cfg.column_pad * hi
+        h_overlap = np.minimum(g.x1, g.x1[i] + pad) - np.maximum(g.x0, g.x0[i] - pad)  # (N,)
+        same_col = (h_overlap > 0) & ~same_line  # (N,)
+        same_col[i] = False
+        damp = cfg.sentence_damp if n_tokens[i] > cfg.sentence_tokens else 1.0  # a sentence's neighbour: other column
+        right = np.flatnonzero(same_line & (g.cx > g.cx[i]))
+        right = right[np.argsort(g.x0[right])]
+        for r, j in enumerate(right[: cfg.right_max]):
+            acc[j] += k * damp * h_w[j] * cfg.right_gain * cfg.right_decay**r
+        left = np.flatnonzero(same_line & (g.cx < g.cx[i]))
+        left = left[np.argsort(-g.x1[left])]
+        for r, j in enumerate(left[: cfg.left_max]):
+            acc[j] += k * damp * h_w[j] * cfg.left_gain * cfg.left_decay**r
+        below = np.flatnonzero(same_col & (g.cy > g.cy[i]))
+        below = below[np.argsort(g.y0[below])]
+        for r, j in enumerate(below[: cfg.below_max]):
+            acc[j] += k * v_w[j] * cfg.below_gain * cfg.below_decay**r
+        above = np.flatnonzero(same_col & (g.cy < g.cy[i]))
+        above = above[np.argsort(-g.y1[above])]
+        for r, j in enumerate(above[: cfg.above_max]):
+            acc[j] += k * v_w[j] * cfg.above_gain * cfg.above_decay**r
+    top = acc.max() if n else 0.0
+    if top <= 0:
+        return np.zeros(n, dtype=np.float32)
+    return (acc / top * float(keys.max())).astype(np.float32)

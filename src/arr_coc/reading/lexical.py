@@ -1,14 +1,23 @@
 """Lexical matching: normalisation (case, unicode, thousands separators, number canonicalisation, abbreviations,
-light stemming), tokens, fuzzy token similarity, the query's content terms and the answer type a question asks for."""
+light stemming), tokens, fuzzy token similarity, the query's content terms, the per-box lexical score and the answer
+type a question asks for. Every weight comes from ``LexicalConfig``; the word lists below are definitions.
+
+The two ``functools.lru_cache`` s (``tokens``, ``token_sim``) memoise pure functions of their arguments (the config
+is part of ``token_sim``'s key), bounded in size; they hold no state that changes a result."""
 
 from __future__ import annotations
 
 import functools
 import re
 import unicodedata
+from collections.abc import Sequence
 
-MAX_QUERY_CHARS = 512  # longer queries are truncated to their first 512 characters (documented, see QueryMatcher)
-MAX_QUERY_TOKENS = 48  # at most this many content tokens of the query are used for lexical matching
+import numpy as np
+
+from .config import LexicalConfig
+
+MAX_QUERY_CHARS = LexicalConfig.max_query_chars  # default truncation of long queries (``LexicalConfig``)
+MAX_QUERY_TOKENS = LexicalConfig.max_query_tokens  # default number of query content tokens matched
 
 STOP_WORDS = frozenset(
     """a an the of in on at to for from by with about as and or but if then than so is are was were be been being am
@@ -24,7 +33,6 @@ META_WORDS = frozenset(
     label labelled labeled first second third fourth last left right top bottom middle entry field section part
     paragraph line sign name""".split()
 )
-META_WEIGHT = 0.15
 ABBREVIATIONS = {
     "no": "number",
     "nr": "number",
@@ -80,7 +88,7 @@ def _stem(tok: str) -> str:
 
 
 @functools.lru_cache(maxsize=65536)
-def _tokens(text: str) -> tuple[str, ...]:
+def tokens(text: str) -> tuple[str, ...]:
     """Normalised tokens of ``text``: lower-case, numbers canonical (1,234.00 -> 1234), abbreviations expanded."""
     out = []
     for tok in _TOKEN_RE.findall(_normalise(text)):
@@ -91,23 +99,28 @@ def _tokens(text: str) -> tuple[str, ...]:
     return tuple(out)
 
 
-def _content_tokens_of_box(text: str) -> tuple[str, ...]:
+def content_tokens(text: str) -> tuple[str, ...]:
     # on the box side single letters/digits are identifiers ("Widget A", "Q3"), so only longer stop words go
-    return tuple(t for t in _tokens(text) if len(t) == 1 or t not in STOP_WORDS)
+    return tuple(t for t in tokens(text) if len(t) == 1 or t not in STOP_WORDS)
 
 
-def _query_terms(query: str) -> list[tuple[str, float]]:
-    """(token, weight) of the query's content words; single letters survive only if written in upper case."""
+def query_terms(query: str, cfg: LexicalConfig) -> list[tuple[str, float]]:
+    """(token, weight) of the query's content words; single letters survive only if written in upper case.
+
+    The query is truncated to ``cfg.max_query_chars`` characters and at most ``cfg.max_query_tokens`` terms are kept;
+    words describing the question rather than its content (``META_WORDS``) weigh ``cfg.meta_weight``, others 1.
+    """
+    query = query[: cfg.max_query_chars]
     upper_single = {m.lower() for m in re.findall(r"\b[A-Z]\b", unicodedata.normalize("NFKC", query))}
     terms: dict[str, float] = {}
-    for tok in _tokens(query):
+    for tok in tokens(query):
         if tok in STOP_WORDS and not (len(tok) == 1 and tok in upper_single):
             continue
         if len(tok) == 1 and tok.isalpha() and tok not in upper_single:
             continue
-        w = META_WEIGHT if tok in META_WORDS else 1.0
+        w = cfg.meta_weight if tok in META_WORDS else 1.0
         terms[tok] = max(terms.get(tok, 0.0), w)
-        if len(terms) >= MAX_QUERY_TOKENS:
+        if len(terms) >= cfg.max_query_tokens:
             break
     return list(terms.items())
 
@@ -139,37 +152,78 @@ _VALUE_PATTERNS: dict[str, re.Pattern[str]] = {
 }
 
 
-def _answer_types(query: str) -> tuple[str, ...]:
+def answer_types(query: str) -> tuple[str, ...]:
     """Value types the question asks for ("date", "count", "money"), possibly several, possibly none."""
     return tuple(name for name, pat in _ANSWER_TYPE_PATTERNS if pat.search(query))
 
 
-def _has_type(text: str, kind: str) -> bool:
+def has_type(text: str, kind: str) -> bool:
     return bool(_VALUE_PATTERNS[kind].search(text))
 
 
 @functools.lru_cache(maxsize=262144)
-def _token_sim(a: str, b: str) -> float:
+def token_sim(a: str, b: str, cfg: LexicalConfig) -> float:
     """Fuzzy similarity of two normalised tokens in [0, 1]; numbers must match exactly (after canonicalisation)."""
     if a == b:
         return 1.0
     if any(ch.isdigit() for ch in a) or any(ch.isdigit() for ch in b):
         # OCR reads O for 0 and l for 1 now and then; nothing else is fuzzy for numbers ("Q3" is not "Q1")
         ta, tb = a.translate(_DIGIT_LOOKALIKES), b.translate(_DIGIT_LOOKALIKES)
-        return 0.9 if ta == tb else 0.0
+        return cfg.lookalike_sim if ta == tb else 0.0
     la, lb = len(a), len(b)
     short, long_ = (a, b) if la <= lb else (b, a)
-    if len(short) >= 4 and long_.startswith(short):
-        return 0.85  # "invoice" / "invoiced", "pay" is too short to count
-    if len(short) >= 4 and short in long_:
-        return 0.6  # "total" inside "subtotal"
-    if min(la, lb) < 4 or abs(la - lb) > 2:
+    if len(short) >= cfg.min_fuzzy_len and long_.startswith(short):
+        return cfg.prefix_sim  # "invoice" / "invoiced"; "pay" is too short to count
+    if len(short) >= cfg.min_fuzzy_len and short in long_:
+        return cfg.substring_sim  # "total" inside "subtotal"
+    if min(la, lb) < cfg.min_fuzzy_len or abs(la - lb) > cfg.max_edits:
         return 0.0
-    d = _levenshtein(a, b, 2)
-    if d > 2:
+    d = _levenshtein(a, b, cfg.max_edits)
+    if d > cfg.max_edits:
         return 0.0
     sim = 1.0 - d / max(la, lb)
-    return sim if sim >= 0.7 else 0.0
+    return sim if sim >= cfg.min_edit_sim else 0.0
+
+
+def lexical_scores(texts: Sequence[str], query: str, cfg: LexicalConfig) -> np.ndarray:
+    """(N,) lexical match of each text to ``query`` in [0, 1].
+
+    With R = how much of the query a text covers (term weights divided by the square root of the term's page
+    frequency, so a term on every row does not locate a row) and P = how much of the text the query covers, the
+    score is ``max(recall_mix * R + (1 - recall_mix) * P, recall_only * R)``: a label fully named by the query scores
+    high, and so does a sentence that contains the query's words.
+
+    Args:
+        texts: The N box texts.
+        query: The question.
+        cfg: Lexical settings.
+    """
+    n = len(texts)
+    out = np.zeros(n, dtype=np.float32)
+    terms = query_terms(query, cfg)
+    if not terms or n == 0:
+        return out
+    term_w = np.array([w for _, w in terms], dtype=np.float32)  # (Q,)
+    sims_per_box: list[np.ndarray] = []  # N x (Q, T_i)
+    for text in texts:
+        toks = content_tokens(text)
+        if not toks:
+            sims_per_box.append(np.zeros((len(terms), 0), dtype=np.float32))
+            continue
+        sims_per_box.append(np.array([[token_sim(q, t, cfg) for t in toks] for q, _ in terms], dtype=np.float32))
+    df = np.array(
+        [sum(1 for s in sims_per_box if s.shape[1] and s[i].max() >= cfg.present_sim) for i in range(len(terms))],
+        dtype=np.float32,
+    )  # (Q,) page frequency of each query term
+    weights = term_w / np.sqrt(np.maximum(df, 1.0))  # (Q,)
+    wsum = float(weights.sum())
+    for i, sims in enumerate(sims_per_box):
+        if sims.shape[1] == 0 or sims.max() <= 0:
+            continue
+        recall = float((weights * sims.max(axis=1)).sum() / wsum)
+        precision = float((sims * term_w[:, None]).max(axis=0).mean())  # a meta-word hit counts at its weight
+        out[i] = max(cfg.recall_mix * recall + (1.0 - cfg.recall_mix) * precision, cfg.recall_only * recall)
+    return np.clip(out, 0.0, 1.0)
 
 
 _DIGIT_LOOKALIKES = str.maketrans({"o": "0", "l": "1", "i": "1", "s": "5", "b": "8", "z": "2"})

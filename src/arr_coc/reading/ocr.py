@@ -1,22 +1,27 @@
 """OCR: ``TextReader`` wraps rapidocr (PP-OCR ONNX models bundled with the wheel) and returns ``TextBox`` es in
 original-image pixels; a detected line is split after each word ending in ':' or '=' so a key and its value become
-separate boxes."""
+separate boxes. ``OcrCache`` keeps each page's result, keyed by a hash of its pixels, so a page is read once."""
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
+import json
 import logging
+import re
 import threading
+import time
+from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-import torch
 from PIL import Image
 
+from .config import OcrConfig, ReadingConfig
 from .errors import INSTALL_HINT, MissingExtraError
-
-BACKENDS = ("onnxruntime", "torch")  # what runs the OCR networks (see TextReader)
+from .recognition import LineRecognizer, bundled_rec_model
 
 
 @dataclass(frozen=True)
@@ -49,86 +54,156 @@ def _quad_to_box(quad: Any) -> tuple[float, float, float, float]:
     return float(pts[:, 0].min()), float(pts[:, 1].min()), float(pts[:, 0].max()), float(pts[:, 1].max())
 
 
-class TextReader:
-    """Lazy wrapper around rapidocr's ``RapidOCR``; nothing is imported or loaded until the first ``read``.
+class OcrCache:
+    """OCR results per page content: a bounded, thread-safe LRU map from a pixel hash to the page's boxes.
 
-    Defaults are chosen for speed on a small CPU with little loss on documents (measured on generated invoices,
-    forms, tables and charts, see the project notes): the 180-degree angle classifier is off (documents are upright),
-    detection runs with the longer image side limited to ``det_max_side`` pixels, and rapidocr's INFO logging is
-    silenced.
+    Document-QA asks several questions about one page; with the cache, the second question costs only matching.
+    The key is a 128-bit blake2b digest of the page's uint8 RGB pixels and shape, salted with the reader's settings
+    (``TextReader.fingerprint``), so one cache can serve readers with different settings. At most ``max_items`` pages
+    are kept (least recently used first out); a page's entry is its boxes, a few KiB for a dense page. Two threads
+    that miss on the same page at once both run OCR and store the same result.
 
     Args:
-        det_max_side: Longer side (px) the detector sees; larger finds smaller text but costs time. Measured on
-            2 cores for a 1000x1300 invoice (whole ``text_relevance``): 0.75 s at 736, 0.93 s at 960; word recall on
-            clean renders with 11 px text is ~0.98-0.99 at 640-960, so 736 is the default.
-        use_cls: Run the text-direction classifier (only needed for upside-down text).
-        text_score: Drop recognitions below this confidence.
-        box_thresh: Detector box threshold (rapidocr's ``Det.box_thresh``).
-        split_key_value: Split a detected line after each word ending in ':' so key and value become separate boxes.
-        num_threads: onnxruntime intra-op threads (``None``: onnxruntime's default, all cores). The torch backend
-            uses torch's own thread setting (``torch.set_num_threads``), which this class leaves alone.
-        params: Extra rapidocr parameters (dotted keys such as ``"Det.unclip_ratio"``), applied last.
-        backend: What runs the OCR networks: ``"onnxruntime"`` (rapidocr's default, the fast choice on a CPU) or
-            ``"torch"`` (the same ONNX graphs translated by ``arr_coc.onnx_torch``, on ``device`` in ``dtype``; the
-            choice for a GPU, where a page costs milliseconds). Pre- and post-processing are rapidocr's in both.
-        device: Torch device for ``backend="torch"`` (default ``"cpu"``).
-        dtype: Torch dtype for ``backend="torch"``: a ``torch.dtype`` or its name (default float32; bfloat16 reads
-            the same text on clean pages, see ``tests/test_onnx_torch.py``).
+        max_items: Pages kept (0: nothing is stored).
+    """
+
+    def __init__(self, max_items: int = 64) -> None:
+        if max_items < 0:
+            raise ValueError(f"max_items must be >= 0, got {max_items}")
+        self.max_items = int(max_items)
+        self._items: OrderedDict[bytes, tuple[TextBox, ...]] = OrderedDict()
+        self._lock = threading.Lock()
+        self.hits = 0
+        self.misses = 0
+
+    @staticmethod
+    def key(pixels: np.ndarray, salt: str = "") -> bytes:
+        """16-byte digest of ``pixels`` ((H, W, C) uint8, any memory layout), their shape and ``salt``."""
+        arr = np.ascontiguousarray(pixels)
+        h = hashlib.blake2b(digest_size=16)
+        h.update(repr((arr.shape, arr.dtype.str, salt)).encode())
+        h.update(memoryview(arr).cast("B"))
+        return h.digest()
+
+    def get(self, key: bytes) -> tuple[TextBox, ...] | None:
+        """The boxes stored for ``key`` (and mark them recently used), or None."""
+        with self._lock:
+            boxes = self._items.get(key)
+            if boxes is None:
+                self.misses += 1
+                return None
+            self._items.move_to_end(key)
+            self.hits += 1
+            return boxes
+
+    def put(self, key: bytes, boxes: Sequence[TextBox]) -> None:
+        """Store ``boxes`` for ``key``, dropping the least recently used pages beyond ``max_items``."""
+        if self.max_items == 0:
+            return
+        with self._lock:
+            self._items[key] = tuple(boxes)
+            self._items.move_to_end(key)
+            while len(self._items) > self.max_items:
+                self._items.popitem(last=False)
+
+    def clear(self) -> None:
+        """Forget every page (and reset the hit/miss counters)."""
+        with self._lock:
+            self._items.clear()
+            self.hits = self.misses = 0
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._items)
+
+    def __contains__(self, key: object) -> bool:
+        with self._lock:
+            return key in self._items
+
+
+@dataclass(frozen=True)
+class ReadResult:
+    """One ``TextReader.read_timed`` call.
+
+    Attributes:
+        boxes: The recognised text (as ``TextReader.read`` returns it).
+        cached: Whether the boxes came from the OCR cache.
+        timings_ms: ``hash`` (pixel digest), ``detect`` (text detection), ``recognize`` (recognition of the detected
+            lines, including cropping and decoding), ``total``; the two OCR stages are 0 on a cache hit.
+    """
+
+    boxes: list[TextBox]
+    cached: bool
+    timings_ms: dict[str, float]
+
+
+class TextReader:
+    """OCR with rapidocr's ``RapidOCR`` (PP-OCR detection + recognition, ONNX on onnxruntime, CPU), with a per-page
+    result cache; nothing is imported or loaded until the first ``read``.
+
+    Defaults (``OcrConfig``) are chosen for speed on a small CPU with little loss on documents (measured on generated
+    invoices, forms, tables and charts): the 180-degree angle classifier is off (documents are upright), detection
+    runs with the longer image side limited to ``det_max_side`` pixels, and rapidocr's INFO logging is silenced.
+    One reader can serve several threads: the engine is created under a lock, onnxruntime sessions run concurrently
+    and the cache locks.
+
+    Args:
+        config: OCR settings (an ``OcrConfig``, or a ``ReadingConfig`` whose ``ocr`` section is used).
+        cache: Result cache to use (default: a new ``OcrCache(config.cache_items)`` owned by this reader).
+        **overrides: ``OcrConfig`` fields to change, e.g. ``TextReader(det_max_side=960)``.
     """
 
     def __init__(
-        self,
-        det_max_side: int = 736,
-        use_cls: bool = False,
-        text_score: float = 0.5,
-        box_thresh: float = 0.5,
-        split_key_value: bool = True,
-        num_threads: int | None = None,
-        params: dict[str, Any] | None = None,
-        backend: str = "onnxruntime",
-        device: str | torch.device | None = None,
-        dtype: torch.dtype | str | None = None,
+        self, config: OcrConfig | ReadingConfig | None = None, cache: OcrCache | None = None, **overrides: Any
     ) -> None:
-        if det_max_side < 32:
-            raise ValueError(f"det_max_side must be at least 32 px, got {det_max_side}")
-        if not 0.0 <= text_score <= 1.0:
-            raise ValueError(f"text_score must be in [0, 1], got {text_score}")
-        if backend not in BACKENDS:
-            raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
-        if backend == "onnxruntime" and (device is not None or dtype is not None):
-            raise ValueError("device and dtype apply to backend='torch' only (onnxruntime runs rapidocr's CPU session)")
-        self.backend = backend
-        self.device = torch.device(device if device is not None else "cpu")
-        self.dtype = _torch_dtype(dtype if dtype is not None else torch.float32)
-        self.det_max_side = int(det_max_side)
-        self.use_cls = bool(use_cls)
-        self.text_score = float(text_score)
-        self.box_thresh = float(box_thresh)
-        self.split_key_value = bool(split_key_value)
-        self.num_threads = num_threads
-        self.params = dict(params or {})
+        if isinstance(config, ReadingConfig):
+            config = config.ocr
+        config = config if config is not None else OcrConfig()
+        if not isinstance(config, OcrConfig):
+            raise TypeError(f"config must be an OcrConfig or ReadingConfig, got {type(config).__name__}")
+        if "dtype" in overrides and overrides["dtype"] is not None and not isinstance(overrides["dtype"], str):
+            overrides["dtype"] = str(overrides["dtype"]).removeprefix("torch.")  # torch.bfloat16 -> "bfloat16"
+        if "device" in overrides and overrides["device"] is not None:
+            overrides["device"] = str(overrides["device"])
+        if overrides:
+            allowed = {f.name for f in dataclasses.fields(OcrConfig)}
+            unknown = sorted(set(overrides) - allowed)
+            if unknown:
+                raise TypeError(f"unknown OCR setting(s) {unknown}; allowed: {', '.join(sorted(allowed))}")
+            config = dataclasses.replace(config, **overrides)
+        self.config = config
+        self.cache = cache if cache is not None else OcrCache(config.cache_items)
+        self.fingerprint = json.dumps({k: v for k, v in dataclasses.asdict(config).items() if k != "cache_items"},
+                                      sort_keys=True, default=str)  # fmt: skip
         self._engine: Any = None
         self._lock = threading.Lock()
 
-    def _rapidocr_params(self) -> dict[str, Any]:
+    @property
+    def loaded(self) -> bool:
+        """Whether the OCR models are loaded."""
+        return self._engine is not None
+
+    def _det_params(self) -> dict[str, Any]:
+        c = self.config
         p: dict[str, Any] = {
             "Global.log_level": "critical",
-            "Global.use_cls": self.use_cls,
-            "Global.text_score": self.text_score,
+            "Global.use_cls": False,
+            "Global.use_rec": False,
             "Det.limit_type": "max",
-            "Det.limit_side_len": self.det_max_side,
-            "Det.box_thresh": self.box_thresh,
+            "Det.limit_side_len": c.det_max_side,
+            "Det.box_thresh": c.box_thresh,
         }
-        if self.num_threads is not None:
-            p["EngineConfig.onnxruntime.intra_op_num_threads"] = int(self.num_threads)
-        p.update(self.params)
+        if c.num_threads is not None:
+            p["EngineConfig.onnxruntime.intra_op_num_threads"] = int(c.num_threads)
+        p.update(c.det_params)
         return p
 
-    def engine(self) -> Any:
-        """The underlying ``RapidOCR`` instance, created on first use.
+    def engine(self) -> tuple[Any, LineRecognizer]:
+        """The detector (rapidocr's ``RapidOCR`` with recognition off) and the ``LineRecognizer``, loaded on first
+        use.
 
         Raises:
-            MissingExtraError: if rapidocr or onnxruntime is not installed.
+            MissingExtraError: if rapidocr, onnxruntime or onnx is not installed.
         """
         if self._engine is None:
             with self._lock:
@@ -141,16 +216,27 @@ class TextReader:
                             f"text-aware relevance needs rapidocr and onnxruntime ({e}); {INSTALL_HINT}"
                         ) from e
                     logging.getLogger("RapidOCR").setLevel(logging.CRITICAL)
-                    if self.backend == "torch":
+                    c = self.config
+                    if c.backend == "torch":
                         try:
-                            from .torch_backend import TorchRapidOCR
+                            import torch
+
+                            from .torch_backend import TorchOcrSession, TorchRapidOCR
                         except ImportError as e:
                             msg = f"backend='torch' needs the onnx package ({e}); {INSTALL_HINT}"
                             raise MissingExtraError(msg) from e
-                        self._engine = TorchRapidOCR(params=self._rapidocr_params(), device=self.device,
-                                                     dtype=self.dtype)
+                        device, dtype = torch.device(c.device or "cpu"), getattr(torch, c.dtype or "float32")
+                        detector = TorchRapidOCR(params=self._det_params(), device=device, dtype=dtype)
+                        session = TorchOcrSession(c.rec_model_path or bundled_rec_model(), device, dtype)
+                        recognizer = LineRecognizer(c.rec_model_path, c.charset, c.squeeze, c.rec_batch_size,
+                                                    workers=1, run=session)  # fmt: skip
                     else:
-                        self._engine = RapidOCR(params=self._rapidocr_params())
+                        detector = RapidOCR(params=self._det_params())
+                        recognizer = LineRecognizer(
+                            c.rec_model_path, c.charset, c.squeeze, c.rec_batch_size, c.num_threads
+                        )
+                    recognizer.load()
+                    self._engine = (detector, recognizer)
         return self._engine
 
     def warmup(self) -> None:
@@ -159,49 +245,78 @@ class TextReader:
 
         img = Image.new("RGB", (160, 48), "white")
         ImageDraw.Draw(img).text((8, 16), "warm up 42", fill="black")
-        self.read(img)
+        self._ocr(img)  # not through the cache: a warm-up page is not a user's page
 
     def read(self, image: Image.Image | np.ndarray) -> list[TextBox]:
-        """Recognise the text in ``image``.
+        """Recognise the text in ``image`` (from the cache when this page was read before).
 
         Args:
-            image: A PIL image (any mode) or an ``(H, W)`` / ``(H, W, 3)`` uint8 RGB array.
+            image: A PIL image (any mode) or an ``(H, W)`` / ``(H, W, 3|4)`` uint8 array.
 
         Returns:
             Boxes in original-image pixels, in rapidocr's reading order (top to bottom, left to right). Empty when
-            the image has no text.
+            the image has no text. A new list each call (the cached boxes themselves are immutable).
         """
+        return self.read_timed(image).boxes
+
+    def read_timed(self, image: Image.Image | np.ndarray) -> ReadResult:
+        """``read`` with where the time went (see ``ReadResult``)."""
+        t0 = time.perf_counter()
         pil = _to_rgb_pil(image)
         if pil.width < 4 or pil.height < 4:
-            return []
-        result = self.engine()(pil, return_word_box=self.split_key_value)
-        txts = getattr(result, "txts", None)
-        quads = getattr(result, "boxes", None)
-        if not txts or quads is None or len(quads) == 0:
-            return []
-        scores = getattr(result, "scores", None) or [1.0] * len(txts)
-        words = getattr(result, "word_results", None) or ()
-        # rapidocr drops empty word lists when it filters by score, so words are only trusted when aligned 1:1
-        words_aligned = len(words) == len(txts)
+            return ReadResult([], False, {"hash": 0.0, "detect": 0.0, "recognize": 0.0, "total": 0.0})
+        key = OcrCache.key(np.asarray(pil), self.fingerprint)
+        t1 = time.perf_counter()
+        hit = self.cache.get(key)
+        if hit is not None:
+            t = (time.perf_counter() - t0) * 1e3
+            return ReadResult(list(hit), True, {"hash": (t1 - t0) * 1e3, "detect": 0.0, "recognize": 0.0, "total": t})
+        boxes, det_ms, rec_ms = self._ocr(pil)
+        self.cache.put(key, boxes)
+        t2 = time.perf_counter()
+        return ReadResult(
+            boxes, False, {"hash": (t1 - t0) * 1e3, "detect": det_ms, "recognize": (t2 - t1) * 1e3 - det_ms,
+                           "total": (t2 - t0) * 1e3}
+        )  # fmt: skip
+
+    def _ocr(self, pil: Image.Image) -> tuple[list[TextBox], float, float]:
+        """Detect and recognise the text of an RGB picture: (boxes, detection ms, recognition ms)."""
+        detector, recognizer = self.engine()
+        t0 = time.perf_counter()
+        det = detector(pil)
+        quads = getattr(det, "boxes", None)
+        t1 = time.perf_counter()
+        if quads is None or len(quads) == 0:
+            return [], (t1 - t0) * 1e3, 0.0
+        bgr = np.ascontiguousarray(np.asarray(pil)[:, :, ::-1])  # (H, W, 3) as rapidocr and the models expect
+        quads = np.asarray(quads, dtype=np.float32).reshape(-1, 4, 2)  # (N, 4, 2) corners in image pixels
+        lines = recognizer([crop_quad(bgr, q) for q in quads])
         out: list[TextBox] = []
-        for i, (txt, quad, score) in enumerate(zip(txts, quads, scores, strict=False)):
-            text = str(txt).strip()
-            if not text:
+        for quad, line in zip(quads, lines, strict=True):
+            text = line.text.strip()
+            if not text or line.score < self.config.text_score:
                 continue
-            line = TextBox(text, _quad_to_box(quad), float(score))
-            if self.split_key_value and words_aligned and ":" in text:
-                out.extend(_split_after_colons(line, words[i]))
+            box = TextBox(text, _quad_to_box(quad), line.score)
+            if self.config.split_key_value and (":" in text or "=" in text):
+                out.extend(split_after_colons(box, line.text, line.char_x))
             else:
-                out.append(line)
-        return out
+                out.append(box)
+        return out, (t1 - t0) * 1e3, (time.perf_counter() - t1) * 1e3
 
 
-def _torch_dtype(dtype: torch.dtype | str) -> torch.dtype:
-    """``torch.bfloat16`` or ``"bfloat16"`` -> ``torch.bfloat16``; anything but a floating-point dtype is an error."""
-    resolved = getattr(torch, dtype, None) if isinstance(dtype, str) else dtype
-    if not isinstance(resolved, torch.dtype) or not resolved.is_floating_point:
-        raise ValueError(f"dtype must be a floating-point torch dtype (float32, bfloat16, float16), got {dtype!r}")
-    return resolved
+def crop_quad(image: np.ndarray, quad: np.ndarray) -> np.ndarray:
+    """The text line inside ``quad`` (4, 2) (clockwise from top-left), rectified to an upright (h, w, 3) image; tall
+    crops (height >= 1.5 width) are turned a quarter, as rapidocr does."""
+    import cv2
+
+    quad = np.asarray(quad, dtype=np.float32)
+    w = int(max(np.linalg.norm(quad[0] - quad[1]), np.linalg.norm(quad[2] - quad[3])))
+    h = int(max(np.linalg.norm(quad[0] - quad[3]), np.linalg.norm(quad[1] - quad[2])))
+    w, h = max(w, 1), max(h, 1)
+    target = np.array([[0, 0], [w, 0], [w, h], [0, h]], dtype=np.float32)
+    m = cv2.getPerspectiveTransform(quad, target)
+    crop = cv2.warpPerspective(image, m, (w, h), borderMode=cv2.BORDER_REPLICATE, flags=cv2.INTER_CUBIC)
+    return np.rot90(crop) if h >= 1.5 * w else crop
 
 
 def _to_rgb_pil(image: Image.Image | np.ndarray) -> Image.Image:
@@ -215,36 +330,38 @@ def _to_rgb_pil(image: Image.Image | np.ndarray) -> Image.Image:
     raise TypeError(f"image array must be (H, W) or (H, W, 3|4), got shape {arr.shape}")
 
 
-def _split_after_colons(line: TextBox, words: Sequence[Any]) -> list[TextBox]:
-    """Split a line into segments ending at words that end with ':' or '=' (uses rapidocr word boxes).
+def split_after_colons(line: TextBox, text: str, char_x: Sequence[float]) -> list[TextBox]:
+    """Split a line into segments ending at words that end with ':' or '='.
 
     "Total: $99.00" and "markers = np.zeros(3)" both become a key box and a value box, so the layout rule can put
-    the value right of its key.
+    the value right of its key. Segments partition the line's box: each boundary lies halfway between the last
+    character of one segment and the first of the next (``char_x``: each character's position across the line, as a
+    fraction of its width).
+
+    Args:
+        line: The whole line's box (its ``text`` is ``text`` stripped).
+        text: The recognised string, one ``char_x`` entry per character.
+        char_x: Position of each character across the line in [0, 1].
     """
-    parsed: list[tuple[str, tuple[float, float, float, float]]] = []
-    for w in words:
-        try:
-            txt, _score, quad = w[0], w[1], w[2]
-        except (TypeError, IndexError):
-            return [line]
-        if quad is None:
-            return [line]
-        parsed.append((str(txt), _quad_to_box(quad)))
-    if len(parsed) < 2:
+    if len(char_x) != len(text):
         return [line]
-    segments: list[list[tuple[str, tuple[float, float, float, float]]]] = [[]]
-    for txt, box in parsed:
-        segments[-1].append((txt, box))
-        if txt.endswith((":", "=")):
+    words = [(m.start(), m.end()) for m in re.finditer(r"\S+", text)]  # character spans of the words
+    segments: list[list[tuple[int, int]]] = [[]]
+    for start, end in words:
+        segments[-1].append((start, end))
+        if text[end - 1] in ":=":
             segments.append([])
-    segments = [s for s in segments if s]
+    segments = [seg for seg in segments if seg]
     if len(segments) < 2:
         return [line]
-    y0, y1 = line.box[1], line.box[3]
-    out = []
-    for seg in segments:
-        text = " ".join(t for t, _ in seg).strip()
-        x0 = min(b[0] for _, b in seg)
-        x1 = max(b[2] for _, b in seg)
-        out.append(TextBox(text, (x0, y0, x1, y1), line.confidence))
-    return out
+    x0, y0, x1, y1 = line.box
+    width = x1 - x0
+    cuts = [x0]
+    for left, right in zip(segments[:-1], segments[1:], strict=True):
+        mid = (char_x[left[-1][1] - 1] + char_x[right[0][0]]) / 2
+        cuts.append(x0 + mid * width)
+    cuts.append(x1)
+    return [
+        TextBox(" ".join(text[s:e] for s, e in seg), (cuts[k], y0, cuts[k + 1], y1), line.confidence)
+        for k, seg in enumerate(segments)
+    ]

