@@ -668,6 +668,12 @@ class QueryMatcher:
         sharpness: Exponent turning relative match into key weight.
         type_prior_score: Score of boxes holding a value of the type the question asks for (dates for "when",
             amounts for "how much", counts for "how many"), see ``type_prior``.
+        structure: Layout analysis of the boxes (``arr_coc.structure``: reading order, columns, sections, title);
+            off, structural questions are resolved on the boxes in OCR order, each its own line (ablation).
+        query_parsing: Parse structural references in the question (``arr_coc.structural_query``) and keep their
+            evidence first (the budget rule); off, the question is matched by its words only.
+        evidence_damp: Factor on every other box's score when structural evidence was found, so the evidence
+            ranks first.
     """
 
     def __init__(
@@ -685,6 +691,9 @@ class QueryMatcher:
         semantic_band: float = 0.12,
         sharpness: float = 3.0,
         type_prior_score: float = 0.4,
+        structure: bool = True,
+        query_parsing: bool = True,
+        evidence_damp: float = 0.8,
     ) -> None:
         if not 0.0 <= other_text <= 1.0 or not 0.0 <= no_match_text <= 1.0:
             raise ValueError("other_text and no_match_text must be in [0, 1]")
@@ -702,6 +711,9 @@ class QueryMatcher:
         self.semantic_band = float(semantic_band)
         self.sharpness = float(sharpness)
         self.type_prior_score = float(type_prior_score)
+        self.structure = bool(structure)
+        self.query_parsing = bool(query_parsing)
+        self.evidence_damp = float(evidence_damp)
         self._embedder = _MiniLM(model_path) if model_path is not None else None
 
     def warmup(self) -> None:
@@ -832,12 +844,18 @@ class QueryMatcher:
             keys = np.maximum(keys, np.where(sem >= 0.5 * self.min_match, sem, 0.0))
         return keys.astype(np.float32)
 
-    def box_scores(self, boxes: Sequence[TextBox], query: str) -> np.ndarray:
-        """(N,) final per-box relevance in [0, 1] (key, answer candidates, other text)."""
+    def box_scores(self, boxes: Sequence[TextBox], query: str, extra_keys: Sequence[int] = ()) -> np.ndarray:
+        """(N,) final per-box relevance in [0, 1] (key, answer candidates, other text).
+
+        ``extra_keys``: indices of boxes that are keys whatever the query's words say (an implied label found by
+        ``arr_coc.structural_query``, e.g. "Mar" for "the third month").
+        """
         n = len(boxes)
         if n == 0:
             return np.zeros(0, dtype=np.float32)
         keys = self.key_weights(boxes, query)
+        if len(extra_keys):
+            keys[np.asarray(extra_keys, dtype=np.int64)] = 1.0
         prior = self.type_prior(boxes, query)
         if not keys.any():
             # nothing named: all text is a candidate, values of the asked-for type a little more so
@@ -920,8 +938,43 @@ class QueryMatcher:
             ``(rows, cols)`` float32 map in [0, 1]: high on the text the query refers to and on where its answer
             should sit, ``other_text`` on other text, 0 where there is no text.
         """
-        scores = self.box_scores(boxes, query or "")
-        return paint_boxes(boxes, scores, rows, cols, original_size)
+        return self.relevance_and_evidence(boxes, query, rows, cols, original_size)[0]
+
+    def evidence(self, boxes: Sequence[TextBox], query: str) -> Any:
+        """The structural evidence the query needs (``arr_coc.structural_query.Evidence``), or None."""
+        if not self.query_parsing or not boxes or not query:
+            return None
+        from .structural_query import parse, resolve
+        from .structure import analyse, flat_layout
+
+        sq = parse(query[:MAX_QUERY_CHARS])
+        if sq.rule is None:
+            return None
+        layout = analyse(boxes) if self.structure else flat_layout(boxes)
+        return resolve(layout, sq)
+
+    def relevance_and_evidence(
+        self,
+        boxes: list[TextBox],
+        query: str,
+        rows: int,
+        cols: int,
+        original_size: tuple[int, int],
+    ) -> tuple[np.ndarray, Any]:
+        """``relevance`` and the structural ``Evidence`` behind it (None for an ordinary key question).
+
+        The budget rule: when the question refers to the page's structure, the evidence regions (the whole structure a
+        comparison or count needs, or the span after a phrase) score 1 and every other box is damped by
+        ``evidence_damp``, so the evidence is kept before anything else; ``Evidence.rule`` names the rule that fired.
+        """
+        ev = self.evidence(boxes, query or "")
+        scores = self.box_scores(boxes, query or "", extra_keys=ev.keys if ev is not None else ())
+        out = paint_boxes(boxes, scores, rows, cols, original_size)
+        if ev is not None and ev.regions:
+            regions = [TextBox("", r) for r in ev.regions]
+            ev_map = paint_boxes(regions, [1.0] * len(regions), rows, cols, original_size)
+            out = np.where(ev_map > 0, ev_map, self.evidence_damp * out).astype(np.float32)
+        return out, ev
 
 
 def _shape(text: str) -> str:

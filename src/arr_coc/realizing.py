@@ -63,6 +63,7 @@ class Allocation:
     components: dict[str, np.ndarray] = field(default_factory=dict)  # each scorer's (rows, cols) map
     timings_ms: dict[str, float] = field(default_factory=dict)  # load, texture, ocr, scoring, total; model_load apart
     text_boxes: list[Any] = field(default_factory=list)  # OCR boxes (text mode)
+    evidence: Any = None  # structural evidence kept first (text mode; ``.rule`` names the budget rule), or None
 
     @property
     def budget(self) -> int:
@@ -218,11 +219,11 @@ def allocate(
     t1 = time.perf_counter()
     texture = texture_array(img, grid)[None]  # (1, 13, rows, cols)
     t2 = time.perf_counter()
-    prior, boxes = None, []
+    prior, boxes, evidence = None, [], None
     if mode == "text":
         boxes = reader.read(img)
         t_ocr = time.perf_counter()
-        prior_map = matcher.relevance(boxes, text, grid.rows, grid.cols, (img.width, img.height))  # boxes: img px
+        prior_map, evidence = matcher.relevance_and_evidence(boxes, text, grid.rows, grid.cols, (img.width, img.height))
         prior = torch.from_numpy(np.asarray(prior_map, dtype=np.float32))[None]
     else:
         t_ocr = t2
@@ -252,6 +253,7 @@ def allocate(
             "model_load": models_ms,
         },
         text_boxes=boxes,
+        evidence=evidence,
     )
 
 
