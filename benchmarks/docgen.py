@@ -1270,7 +1270,8 @@ ARTICLE_QUESTIONS = {  # question kind -> split -> (literal, paraphrase)
                 "test": ("Which heading opens the {o} part of the {s}-hand column?",
                          "Name the {o} chapter heading in the {s}-hand column.")},
     "after": {"dev": ("Which word comes right after '{p}'?", "What is the next word after '{p}'?"),
-              "test": ("What word follows the phrase \u201c{p}\u201d?", "Which word is printed just after \u201c{p}\u201d?")},
+              "test": ("What word follows the phrase \u201c{p}\u201d?",
+                       "Which word is printed just after \u201c{p}\u201d?")},
     "last_word": {"dev": ("What is the last word of the section titled '{h}'?",
                           "How does the section titled '{h}' end?"),
                   "test": ("What is the final word in the section headed \u201c{h}\u201d?",
@@ -1411,7 +1412,11 @@ def _article(rng: random.Random, split: str, para: bool, questions: tuple[str, .
                       words[last][0], words[last][1], para, unique=False)
     if kind == "para_end":
         p = rng.choice(paragraphs)
-        first = " ".join(words[i][0] for i in p[:3])
+        starts = [[text_norm[i] for i in q] for q in paragraphs if q is not p]
+        n = 3  # as many first words as it takes to tell the paragraph apart from every other
+        while n < len(p) and any(st[:n] == [text_norm[i] for i in p[:n]] for st in starts):
+            n += 1
+        first = " ".join(words[i][0] for i in p[:n])
         return _Built(cv, template.format(f=first), words[p[-1]][0], words[p[-1]][1], para, unique=False)
     # "after": a 2-3 word phrase that occurs once on the page; half of them run over a line break
     cands = []

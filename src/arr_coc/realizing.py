@@ -223,7 +223,7 @@ def allocate(
     if mode == "text":
         boxes = reader.read(img)
         t_ocr = time.perf_counter()
-        prior_map, evidence = matcher.relevance_and_evidence(boxes, text, grid.rows, grid.cols, (img.width, img.height))
+        prior_map, evidence = matcher.relevance_and_evidence(boxes, text, grid.rows, grid.cols, img.size)  # img px
         prior = torch.from_numpy(np.asarray(prior_map, dtype=np.float32))[None]
     else:
         t_ocr = t2

@@ -264,7 +264,8 @@ def _unit_blocks(layout: Layout, sq: StructuralQuery) -> tuple[list[int], str] |
         scored = [(_text_score(layout.block_text(s.heading), sq.named), k) for k, s in enumerate(layout.sections)
                   if s.heading is not None]
         if scored and (best := max(scored))[0] >= 0.6:
-            return list(layout.sections[best[1]].blocks), f"section {layout.block_text(layout.sections[best[1]].heading)!r}"
+            sec = layout.sections[best[1]]
+            return list(sec.blocks), f"section {layout.block_text(sec.heading)!r}"
     if sq.starts_with:
         n = len(_words(sq.starts_with))
         scored = [(_text_score(" ".join(_words(layout.block_text(b))[: n + 1]), sq.starts_with), b)

@@ -20,7 +20,8 @@ works on any OCR output (plain data in, plain data out; no image, no model):
 Every threshold is a field of ``LayoutConfig`` (one commented config, no literals in the code paths).
 
 Example:
-    >>> boxes = [("Title Here", (10, 10, 300, 50)), ("left text", (10, 80, 140, 100)), ("right text", (200, 80, 330, 100))]
+    >>> boxes = [("Title Here", (10, 10, 300, 50)), ("left text", (10, 80, 140, 100)),
+    ...          ("right text", (200, 80, 330, 100))]
     >>> layout = analyse(boxes)
     >>> [layout.line_text(i) for i in layout.title]
     ['Title Here']
@@ -178,8 +179,8 @@ def _cw(text: str, box: Box) -> float:
 
 
 def _median_cw(texts: Sequence[str], boxes: Sequence[Box]) -> float:
-    """The page's median width per character, over texts of 4+ characters (all texts when none is that long)."""
-    vals = [_cw(t, b) for t, b in zip(texts, boxes, strict=True) if len(t.strip()) >= 4]
+    """The page's median width per character, over texts of 3+ characters (all texts when none is that long)."""
+    vals = [_cw(t, b) for t, b in zip(texts, boxes, strict=True) if len(t.strip()) >= 3]
     vals = vals or [_cw(t, b) for t, b in zip(texts, boxes, strict=True)]
     return float(np.median(vals))
 
