@@ -98,6 +98,10 @@ def test_compare_keeps_every_value_and_label_and_implied_label_names_keys() -> N
     assert ev.rule == "compare" and sorted(ev.regions) == sorted(b for _, b in boxes[1:])
     ev = resolve(layout, parse("What is the value for the third month of the year?"))
     assert ev.rule == "implied-label" and [layout.boxes[i][0] for i in ev.keys] == ["Mar"]
+    value = next(b for t, b in boxes if t == "151")
+    inside = [r for r in ev.regions if r[0] <= value[0] and r[1] <= value[1] and r[2] >= value[2] and r[3] >= value[3]]
+    assert inside, ev.regions  # the band above the label holds the value, even where OCR missed it
+    assert not any(r[0] <= 100 + 30 <= r[2] and r[1] <= 300 for r in inside)  # and not Jan's value
 
 
 def test_rules_are_documented() -> None:

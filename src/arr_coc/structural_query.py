@@ -21,7 +21,7 @@ line breaks) is kept whole, before anything else; the rule that fired is named s
     ``word-of-unit``    the first/last line of the named section or paragraph, and its heading / first words
     ``ordinal-unit``    every heading (or paragraph start) of the column up to the counted one, and that unit's head
     ``compare``         every value label and every category label (chart or table)
-    ``implied-label``   the label an ordinal month/weekday names (the layout rule then finds its value)
+    ``implied-label``   the label an ordinal month/weekday names and its band across the plot (its value)
     ==================  ===========================================================================================
 
 Example:
@@ -290,6 +290,23 @@ def _ordinal_units(layout: Layout, sq: StructuralQuery) -> list[list[int]]:
     return [[k] for k, b in enumerate(layout.blocks) if b.role == "paragraph" and (col is None or b.column == col)]
 
 
+def _label_band(layout: Layout, i: int) -> Box:
+    """Where a category label's value lies in a chart: the band from the label across the plot, up (labels side
+    by side on an x axis) or to the right (labels stacked on a y axis), as far as the page's numbers reach; so the
+    value is kept even where OCR missed it (a small number on the plotted line)."""
+    x0, y0, x1, y1 = layout.boxes[i][1]
+    h = y1 - y0
+    side_by_side = sum(1 for j in layout.labels if j != i and min(y1, layout.boxes[j][1][3])
+                       - max(y0, layout.boxes[j][1][1]) >= 0.5 * h)
+    stacked = sum(1 for j in layout.labels if j != i and min(x1, layout.boxes[j][1][2])
+                  - max(x0, layout.boxes[j][1][0]) >= 0.5 * (x1 - x0))
+    nums = [layout.boxes[j][1] for j in layout.values] or [layout.boxes[i][1]]
+    if side_by_side >= stacked:
+        pad = 0.5 * (x1 - x0)
+        return (x0 - pad, min(b[1] for b in nums), x1 + pad, y1)
+    return (x0, y0, max(b[2] for b in nums), y1)
+
+
 def resolve(layout: Layout, sq: StructuralQuery) -> Evidence | None:
     """The evidence ``sq`` needs on ``layout``, or None when the query is not structural or nothing was found.
 
@@ -340,6 +357,6 @@ def resolve(layout: Layout, sq: StructuralQuery) -> Evidence | None:
     if sq.implied_labels:
         keys = [i for i, (t, _) in enumerate(layout.boxes) if any(w in sq.implied_labels for w in _words(t))]
         if keys:
-            return Evidence("implied-label", [layout.boxes[i][1] for i in keys], keys=keys,
-                            detail=f"label {sq.implied_labels[0]!r}")
+            regions = [layout.boxes[i][1] for i in keys] + [_label_band(layout, i) for i in keys]
+            return Evidence("implied-label", regions, keys=keys, detail=f"label {sq.implied_labels[0]!r}")
     return None
