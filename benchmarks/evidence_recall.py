@@ -27,8 +27,10 @@ allocators are called once per sample; their ``scores`` are turned into a keep s
 ``arr_coc.attending.select`` (top-k, ties to the lower index), so one OCR pass serves all three budgets.
 ``--ablation`` adds the text path's ablation: texture-only, lexical, lexical+semantic, lexical+layout,
 semantic+layout and the full path (each piece's contribution shows as the full path minus that piece), and the
-structural pieces: the full path without layout analysis (``structure=False``: structural questions resolved on the
-boxes in OCR order) and without query parsing (``query_parsing=False``: no structural evidence at all).
+structural pieces: the full path without layout analysis (``structure=False``: structural questions resolved on
+the boxes in OCR order) and without query parsing (``query_parsing=False``: no structural evidence at all). The
+text allocator and every ablation row share the sample's one OCR pass (``PageReader``), so only the first of them
+pays for OCR in the s/sample column.
 
 Results are also grouped by DocVQA-style category (``docgen.CATEGORIES``: form, table/list, layout, running text,
 figure/chart, photo).
@@ -193,8 +195,26 @@ def sample_seed(seed: int, sample_id: str) -> int:
     return (seed * 1_000_003 + zlib.crc32(sample_id.encode())) % 2**32
 
 
-def library_scores(sample: docgen.Sample, grid: Grid, mode: str,
-                   text_options: dict[str, bool] | None) -> tuple[np.ndarray, str | None]:
+class PageReader:
+    """The process-wide OCR reader, remembering the last page it read: the ablation rows of one sample call
+    ``allocate`` once per variant on the same page, and OCR does not depend on the variant."""
+
+    def __init__(self) -> None:
+        self._key: tuple | None = None
+        self._boxes: list = []
+
+    def read(self, image: Image.Image) -> list:
+        from arr_coc.reading import shared_reader
+
+        arr = np.asarray(image)
+        key = (arr.shape, zlib.crc32(arr.tobytes()))
+        if key != self._key:
+            self._boxes, self._key = shared_reader(warm=True).read(image), key
+        return list(self._boxes)
+
+
+def library_scores(sample: docgen.Sample, grid: Grid, mode: str, text_options: dict[str, bool] | None,
+                   reader: PageReader | None = None) -> tuple[np.ndarray, str | None]:
     """``arr_coc.allocate(...).scores`` for one sample, checked to be on the expected grid, and the structural rule
     that fired (``Allocation.evidence.rule``, None when none did)."""
     import arr_coc
@@ -204,8 +224,9 @@ def library_scores(sample: docgen.Sample, grid: Grid, mode: str,
         raise SystemExit(
             "arr_coc.allocate is not available; run the baselines only: --allocators " + ",".join(BASELINES)
         )
+    extra = {"reader": reader} if reader is not None and mode == "text" else {}
     alloc = allocate(sample.image, sample.query, BUDGETS[-1][1], family=FAMILY, max_pixels=MAX_PIXELS, mode=mode,
-                     text_options=text_options)
+                     text_options=text_options, **extra)
     scores = np.asarray(alloc.scores, dtype=np.float32)
     if tuple(alloc.grid) != (grid.rows, grid.cols) or scores.shape != (grid.rows, grid.cols):
         raise RuntimeError(f"{sample.id}: allocate returned grid {alloc.grid} / scores {scores.shape}, "
@@ -295,12 +316,13 @@ def evaluate_sample(sample: docgen.Sample, allocators: Sequence[str], seed: int,
     cells = answer_cells(sample.answer_box, w, h, rows, cols)
     cache: dict[str, tuple[np.ndarray, float]] = {}
     rules: dict[str, str | None] = {}
+    page_reader = PageReader()  # one OCR pass per sample, shared by the text allocator and the ablation rows
 
     def library(mode: str, options: dict[str, bool] | None) -> tuple[np.ndarray, float]:
         key = f"{mode}|{sorted(options.items()) if options else None}"
         if key not in cache:
             t0 = time.perf_counter()
-            scores, rule = library_scores(sample, grid, mode, options)
+            scores, rule = library_scores(sample, grid, mode, options, page_reader)
             cache[key] = (scores, time.perf_counter() - t0)
             rules[key] = rule
         return cache[key]

@@ -188,6 +188,7 @@ def allocate(
     mode: str = "auto",
     text_options: dict[str, Any] | None = None,
     realizer: Realizer | None = None,
+    reader: Any = None,
 ) -> Allocation:
     """Decide which visual tokens of ``image`` matter for ``query``.
 
@@ -200,6 +201,8 @@ def allocate(
         mode: "text" (OCR-aware), "texture" (fast, no OCR) or "auto" (text if the [ocr] extra is installed).
         text_options: for mode "text": ``{"lexical": bool, "semantic": bool, "layout": bool}`` (ablations).
         realizer: scorers and balancer to use (default: the training-free ones).
+        reader: for mode "text": the OCR reader (anything with ``read(image) -> list[TextBox]``; default the
+            process-wide ``TextReader``), e.g. one that remembers a page already read.
 
     Returns:
         An ``Allocation``.
@@ -207,7 +210,8 @@ def allocate(
     parse_budget(budget)  # fail fast, before any image work
     mode = resolve_mode(mode)
     t_models = time.perf_counter()
-    reader, matcher = _reading(text_options) if mode == "text" else (None, None)  # loads models on first use only
+    shared, matcher = _reading(text_options) if mode == "text" else (None, None)  # loads models on first use only
+    reader = reader or shared
     t0 = time.perf_counter()
     models_ms = (t0 - t_models) * 1e3
     spec = GridSpec.for_family(family, min_pixels, max_pixels)
