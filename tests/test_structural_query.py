@@ -137,3 +137,23 @@ def test_budget_rule_in_the_text_path() -> None:
              TextBox("Jan", (100, 500, 130, 520)), TextBox("139", (100, 400, 130, 420))]
     scores = m.box_scores(chart, "What is the value for the third month of the year?", extra_keys=[0])
     assert scores[1] > scores[3]
+
+
+@pytest.mark.skipif(__import__("importlib").util.find_spec("rapidocr") is None, reason="rapidocr not installed")
+def test_ocr_allocate_reports_the_rule_and_keeps_the_whole_title() -> None:
+    """End to end on a rendered page: the title question fires the title rule and every title cell is kept."""
+    import random
+
+    from arr_coc.realizing import allocate
+    from benchmarks import evidence_recall as er
+
+    built = docgen._page_layout(random.Random("e2e"), "dev", False)
+    image, (title, box) = built.canvas.image, built.canvas.items[0]  # the title is drawn first
+    assert title in docgen.PROSE["dev"]["titles"]
+    query = "What is the title of this page?"
+    alloc = allocate(image, query, 1 / 9, family=er.FAMILY, max_pixels=er.MAX_PIXELS, mode="text",
+                     text_options={"semantic": False})
+    assert alloc.evidence is not None and alloc.evidence.rule == "title"
+    w, h = image.size
+    cells = er.answer_cells(box, w, h, *alloc.grid)
+    assert np.isin(cells, alloc.keep.numpy()).all()
