@@ -8,7 +8,7 @@ import pytest
 from arr_coc.structural_query import RULES, parse, resolve
 from arr_coc.structure import analyse
 from benchmarks import docgen
-from tests.test_structure import PAGE, _b
+from tests.test_structure import CW, PAGE, _b
 
 
 @pytest.mark.parametrize(
@@ -157,3 +157,13 @@ def test_ocr_allocate_reports_the_rule_and_keeps_the_whole_title() -> None:
     w, h = image.size
     cells = er.answer_cells(box, w, h, *alloc.grid)
     assert np.isin(cells, alloc.keep.numpy()).all()
+
+
+def test_assignment_keeps_the_right_hand_side_not_the_prose_mention() -> None:
+    sq = parse("In the code example, what is assigned to markers?")
+    assert sq.assigned == "markers" and sq.rule == "after-phrase"
+    boxes = [_b("These markers are pixels we can label", 20, 20), _b(">>> markers = np.zeros_like(coins)", 20, 60)]
+    ev = resolve(analyse(boxes), sq)
+    assert ev is not None and all(r[1] == 60 for r in ev.regions)  # the code line, not the sentence above
+    rhs = (20 + CW * boxes[1][0].index("np."), 20 + CW * len(boxes[1][0]))
+    assert any(r[0] <= rhs[0] + 1e-6 and r[2] >= rhs[1] - 1e-6 for r in ev.regions)

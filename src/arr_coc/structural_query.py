@@ -17,7 +17,8 @@ line breaks) is kept whole, before anything else; the rule that fired is named s
     rule                what is kept first
     ==================  ===========================================================================================
     ``title``           the title's lines
-    ``after-phrase``    the quoted phrase and the words after it (before it, for "before")
+    ``after-phrase``    the quoted phrase and the words after it (before it, for "before"); "assigned to x": the
+                        code line from ``x =`` on
     ``word-of-unit``    the first/last line of the named section or paragraph, and its heading / first words
     ``ordinal-unit``    every heading (or paragraph start) of the column up to the counted one, and that unit's head
     ``compare``         every value label and every category label (chart or table)
@@ -76,11 +77,12 @@ class StructuralQuery:
     starts_with: str | None = None  # ... or its first words ("that begins with X")
     compare: str | None = None  # "max" | "min" | "more" | "less"
     implied_labels: tuple[str, ...] = ()  # labels an ordinal month/weekday stands for ("march", "mar")
+    assigned: str | None = None  # "what is assigned to X": a code variable whose right-hand side is asked for
 
     @property
     def rule(self) -> str | None:
         """The budget rule this query would fire (before resolution), or None for an ordinary key question."""
-        if self.after or self.before:
+        if self.after or self.before or self.assigned:
             return "after-phrase"
         if self.word_of and (self.named or self.starts_with or self.unit):
             return "word-of-unit"
@@ -132,6 +134,9 @@ def parse(query: str) -> StructuralQuery:
     m = re.search(rf"(?:before|precedes?|preceding|ahead of)\s+(?:the\s+(?:words?|phrase|text)\s+)?{_Q}(.+?){_Q}", q)
     if m and "after" not in f:
         f["before"] = m.group(1).strip()
+    m = re.search(r"\bassigned to\s+[`'\"]?([a-z_][a-z0-9_.]*)", q)
+    if m:
+        f["assigned"] = m.group(1)
     # first / last word of a unit; "at the end of the paragraph", "how does ... end"
     m = re.search(r"\b(first|opening|last|final|closing)\s+(?:word|term)\b", q)
     if m:
@@ -316,6 +321,15 @@ def resolve(layout: Layout, sq: StructuralQuery) -> Evidence | None:
     """
     if not layout.words:
         return None
+    if sq.assigned:
+        # "x = ..." in reading order: the variable, then "=" (its own word or glued to it), then what follows
+        for i, w in enumerate(layout.words):
+            name = w.text.rstrip("=:").lower()
+            glued = w.text.endswith("=")
+            nxt = layout.words[i + 1].text if i + 1 < len(layout.words) else ""
+            if name == sq.assigned and (glued or nxt.startswith("=")):
+                return Evidence("after-phrase", _word_regions(layout, range(i, i + 2 + AFTER_PHRASE_WORDS)),
+                                detail=f"assignment to {sq.assigned!r} at word {i}")
     if sq.after or sq.before:
         phrase = sq.after or sq.before
         span = _match_words(layout, phrase)
