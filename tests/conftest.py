@@ -36,3 +36,20 @@ def form_image() -> Image.Image:
 def noise_image() -> Image.Image:
     rng = np.random.default_rng(0)
     return Image.fromarray(rng.integers(0, 256, (300, 420, 3), dtype=np.uint8))
+
+
+@pytest.fixture(scope="session")
+def tiny_checkpoint_folder(tmp_path_factory):
+    """``folder(family, max_pixels=None)``: a tiny checkpoint (``arr_coc.testing.tiny_checkpoint``), written once."""
+    made = {}
+
+    def folder(family: str, max_pixels: int | None = None):
+        key = (family, max_pixels)
+        if key not in made:
+            from arr_coc.testing import tiny_checkpoint
+
+            path = tmp_path_factory.mktemp(f"tiny-{family}-{max_pixels or 'default'}")
+            made[key] = tiny_checkpoint(family, path, max_pixels=max_pixels)
+        return made[key]
+
+    return folder

@@ -555,17 +555,42 @@ def test_query_from_turn_and_override(family):
 
 @pytest.mark.parametrize("family", FAMILIES)
 def test_builtin_scorers_and_budgets(family):
+    """Every budget form on an image of 441 tokens (more than the largest adaptive tier, so "adaptive" must choose).
+
+    Without redundancy the kept tokens are exactly the top-K scores (ties to the lower index), in raster order.
+    """
+    from arr_coc.attending import TIERS, adaptive_k
+
     model = build(family)
-    inputs = batch([Sample(model, [[10, 11], ("image", (1, 8, 8)), [12]]), Sample(model, [[13] * 20])])
+    inputs = batch([Sample(model, [[10, 11], ("image", (1, 42, 42)), [12]]), Sample(model, [[13] * 20])])
+    n = 21 * 21
+    scores_by_scorer = {}
     for scorer in ("cosine", "auto"):
-        for budget, expected in ((7, 7), (0.5, 8), ("adaptive", 16), ("25%", 4)):
-            cm = compress(model, budget=budget, scorer=scorer, redundancy=0.3)
+        for budget, expected in ((7, 7), (0.5, 220), ("25%", 110), ("adaptive", None)):
+            cm = compress(model, budget=budget, scorer=scorer)
             with torch.no_grad():
                 out = cm(**inputs)
             assert torch.isfinite(out.logits).all()
-            assert cm.last_allocation[1] == []
+            assert cm.last_allocation[1] == []  # the text-only sample has nothing to prune
             (a,) = cm.last_allocation[0]
-            assert a.budget == expected and a.keep.numel() == expected and a.scores.shape == (1, 4, 4)
+            scores = a.scores.flatten()
+            assert a.scores.shape == (1, 21, 21) and torch.isfinite(scores).all()
+            if expected is None:
+                expected = adaptive_k(scores)
+                assert expected in TIERS and expected < n  # adaptive chose a tier, not "everything"
+            assert a.budget == a.keep.numel() == expected
+            top = sorted(range(n), key=lambda i: (-float(scores[i]), i))[:expected]
+            assert a.keep.tolist() == sorted(top)  # the top-K scores, in raster order
+            # the language model saw exactly the kept tokens: the first prompt shrinks by the dropped ones
+            before = inputs["attention_mask"].sum(1).tolist()
+            assert cm.last_inputs.attention_mask.sum(1).tolist() == [before[0] - (n - expected), before[1]]
+        scores_by_scorer[scorer] = scores
+    assert not torch.allclose(scores_by_scorer["cosine"], scores_by_scorer["auto"])  # two different scorers ran
+    cm = compress(model, budget=50, scorer="auto", redundancy=0.3)
+    with torch.no_grad():
+        cm(**inputs)
+    keep = cm.last_allocation[0][0].keep
+    assert keep.numel() == 50 and bool((keep.diff() > 0).all())
 
 
 @pytest.mark.parametrize("family", ["qwen2_vl"])

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import io
 import struct
+import sys
+import threading
 import zlib
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pytest
@@ -48,6 +51,45 @@ def test_decompression_bomb_refused_before_decoding() -> None:
     bomb = _with_fake_size(_png_bytes(Image.new("L", (8, 8))), 100_000, 100_000)
     with pytest.raises(ValueError, match="decompression-bomb"):
         load_image(bomb)
+
+
+def test_pixel_limit_is_per_call_and_pillows_global_is_left_alone(monkeypatch) -> None:
+    """Threads with different limits: each call gets its own verdict, and Image.MAX_IMAGE_PIXELS never changes.
+
+    Pillow's own guard is set absurdly low here (a 64 x 64 image is above twice it, which Image.open refuses): our
+    loader reads the size from the header and applies only its per-call ``max_pixels_in``.
+    """
+    monkeypatch.setattr(Image, "MAX_IMAGE_PIXELS", 1000)
+    png = _png_bytes(Image.new("RGB", (64, 64), "red"))  # 4096 pixels
+    with pytest.raises(Image.DecompressionBombError):
+        Image.open(io.BytesIO(png))  # what swapping or keeping Pillow's global would run into
+
+    def one(i: int) -> str:
+        limit = 4096 if i % 2 == 0 else 4095
+        try:
+            return "ok" if load_image(png, max_pixels_in=limit).size == (64, 64) else "wrong size"
+        except ValueError as err:
+            return "refused" if "decompression-bomb" in str(err) else f"other: {err}"
+
+    seen, done = set(), threading.Event()
+
+    def watch() -> None:  # what every other thread of the process sees while the loads run
+        while not done.is_set():
+            seen.add(Image.MAX_IMAGE_PIXELS)
+
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # switch threads often, so a swap of the global would be seen
+    watcher = threading.Thread(target=watch)
+    watcher.start()
+    try:
+        with ThreadPoolExecutor(max_workers=8) as pool:
+            verdicts = list(pool.map(one, range(400)))
+    finally:
+        done.set()
+        watcher.join()
+        sys.setswitchinterval(interval)
+    assert verdicts == ["ok" if i % 2 == 0 else "refused" for i in range(400)]
+    assert seen == {1000} and Image.MAX_IMAGE_PIXELS == 1000
 
 
 @pytest.mark.parametrize(

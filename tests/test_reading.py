@@ -236,19 +236,8 @@ def test_very_long_query_is_truncated(matcher: QueryMatcher) -> None:
     assert_on_top(rel, box_of(FORM, "INV-4711"), SIZE)
 
 
-def test_matcher_is_cheap_for_100_boxes(lexical: QueryMatcher) -> None:
-    import time
-
-    boxes = [
-        TextBox(
-            f"Label {i} item{i % 7}:", (20 + (i % 4) * 240, 20 + (i // 4) * 50, 200 + (i % 4) * 240, 45 + (i // 4) * 50)
-        )
-        for i in range(100)
-    ]
-    lexical.relevance(boxes, "What is the value of item3 label 42?", 46, 36, SIZE)  # warm the caches
-    t = time.perf_counter()
-    lexical.relevance(boxes, "What is the quantity for label 57?", 46, 36, SIZE)
-    assert time.perf_counter() - t < 0.5  # ~10-20 ms in practice; generous bound for loaded CI machines
+# The matcher's cost on a page of 100 text boxes is measured by benchmarks/speed.py ("query matching, 100 boxes"),
+# not asserted here: tests do not time the machine.
 
 
 # --- painting -----------------------------------------------------------------------------------------------------

@@ -7,8 +7,16 @@ import pytest
 import torch
 from PIL import Image, ImageDraw
 
+from arr_coc.config import RelevanceConfig
 from arr_coc.grid import FAMILIES, GridSpec
-from arr_coc.texture import CHANNELS, N_CHANNELS, texture_array, texture_from_patches, texture_from_pixels
+from arr_coc.texture import (
+    CHANNELS,
+    N_CHANNELS,
+    texture_array,
+    texture_from_frames,
+    texture_from_patches,
+    texture_from_pixels,
+)
 
 C = {n: i for i, n in enumerate(CHANNELS)}
 
@@ -60,12 +68,39 @@ def test_patches_give_the_same_texture(family: str) -> None:
         assert corr > least, (name, corr)
 
 
-def test_batch_invariance_and_bad_shapes() -> None:
-    a, b = torch.rand(1, 3, 70, 98), torch.rand(1, 3, 70, 98) * 0.2
-    both = texture_from_pixels(torch.cat([a, b]), 5, 7)
-    assert torch.allclose(both[0], texture_from_pixels(a, 5, 7)[0], atol=1e-6)
-    assert torch.allclose(both[1], texture_from_pixels(b, 5, 7)[0], atol=1e-6)
+@pytest.mark.parametrize("band", [0, 300])  # whole frames at once, and CPU bands of a few cell rows
+def test_batch_invariance_and_bad_shapes(band: int) -> None:
+    """Batch-invariant BY CONSTRUCTION, so compared bit for bit: each frame is computed on its own (a loop over
+    frames; the blur is a sum of shifted slices, not a grouped conv2d whose kernel choice depended on the batch and
+    differed by 1e-5 on an AMD EPYC). No tolerance is needed on any CPU."""
+    cfg = RelevanceConfig(cpu_band_elements=band)
+    gen = torch.Generator().manual_seed(0)
+    a, b = torch.rand(1, 3, 70, 98, generator=gen), torch.rand(1, 3, 70, 98, generator=gen) * 0.2
+    both = texture_from_pixels(torch.cat([a, b, a]), 5, 7, cfg)
+    assert torch.equal(both[0], texture_from_pixels(a, 5, 7, cfg)[0])
+    assert torch.equal(both[1], texture_from_pixels(b, 5, 7, cfg)[0])
+    assert torch.equal(both[2], both[0])
     with pytest.raises(ValueError, match="grid"):
         texture_from_pixels(torch.rand(1, 3, 71, 98), 5, 7)
     with pytest.raises(ValueError, match="do not match"):
         texture_from_patches(torch.rand(10, 3 * 2 * 14 * 14), (1, 4, 4), 14, 2, 2)
+
+
+def test_cpu_bands_change_nothing_but_rounding() -> None:
+    """Bands of cell rows (CPU) and whole frames (other devices) compute the same statistics: the per-cell ones
+    exactly (each cell lies in one band, same ops), the frame-wide ones (edge threshold, spectral map) from the same
+    pixels. Only the spectral map's area resampling may round differently: 1e-6 is ~10 float32 ulps of [0, 1]."""
+    gen = torch.Generator().manual_seed(1)
+    x = torch.rand(1, 3, 12 * 14, 9 * 14, generator=gen)
+    whole = texture_from_pixels(x, 12, 9, RelevanceConfig(cpu_band_elements=0))
+    bands = texture_from_pixels(x, 12, 9, RelevanceConfig(cpu_band_elements=200))  # one cell row a band
+    assert torch.allclose(whole, bands, atol=1e-6, rtol=0)
+
+
+def test_uint8_and_float_frames_give_the_same_texture() -> None:
+    """Float frames are rounded to uint8 levels first, so the processor's float pixels and allocate's uint8 pixels of
+    the same image give the same bits."""
+    gen = torch.Generator().manual_seed(2)
+    u8 = torch.randint(0, 256, (1, 3, 4 * 28, 5 * 28), generator=gen, dtype=torch.uint8)
+    noisy = u8.double() / 255 + (torch.rand(u8.shape, generator=gen, dtype=torch.float64) - 0.5) * 1e-3  # < 0.5/255
+    assert torch.equal(texture_from_frames(u8, 4, 5), texture_from_frames(noisy.float(), 4, 5))

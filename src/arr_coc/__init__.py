@@ -1,12 +1,14 @@
 """ARR-COC-VIS: query-aware visual token allocation and pruning for Qwen-VL models.
 
     >>> import arr_coc
-    >>> a = arr_coc.allocate("page.png", "What is the total?", budget=0.11)   # which tokens matter
-    >>> cm = arr_coc.compress(model, budget=0.22)                             # prune inside the model
+    >>> a = arr_coc.allocate("examples/invoice.jpg", "How much must be paid?", budget=0.11)   # which tokens matter
+    >>> processor = arr_coc.load_processor(checkpoint)      # AutoProcessor, or the images-only stand-in
+    >>> cm = arr_coc.compress(model, budget=0.22, processor=processor)       # prune inside the model
 """
 
 from .attending import TIERS, resolve_budget, select
 from .grid import Grid, GridSpec
+from .processing import PilQwenVLProcessor, load_processor
 from .realizing import Allocation, Realizer, allocate, score_visual_tokens
 
 __all__ = [
@@ -14,9 +16,11 @@ __all__ = [
     "Allocation",
     "Grid",
     "GridSpec",
+    "PilQwenVLProcessor",
     "Realizer",
     "allocate",
     "compress",
+    "load_processor",
     "resolve_budget",
     "score_visual_tokens",
     "select",

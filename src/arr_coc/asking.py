@@ -1,39 +1,45 @@
 """``arr-coc ask``: answer a question about one image with a Qwen-VL model whose visual tokens are pruned.
 
-    arr-coc ask IMAGE --query TEXT --model ID_OR_PATH [--budget 0.25] [--max-new-tokens 64] [--max-pixels N]
-                [--device cuda|cpu] [--dtype auto|bfloat16|float32] [--heatmap OUT.png] [--compare]
+    arr-coc ask IMAGE --query TEXT --model ID_OR_PATH [--budget 0.25] [--mode auto|text|texture]
+                [--max-new-tokens 64] [--max-pixels N] [--device cuda|cpu] [--dtype auto|bfloat16|float32]
+                [--heatmap OUT.png] [--compare]
 
 The model and its processor are loaded with ``from_pretrained`` (a local folder or a Hugging Face hub id already
-in the cache), the image and the question are put into a chat message with the processor's chat template, the
-model is wrapped with :func:`arr_coc.compress` and the answer is generated. Printed: the answer, the visual
-tokens before -> after, the prefill time (time to first token: vision tower + allocation + language-model
-prefill + first token) and the peak memory (CUDA ``max_memory_allocated`` on a GPU; the process's peak RSS from
+in the cache; an id that is neither fails at once with where it was looked for, without waiting on an unreachable
+hub) and :func:`arr_coc.load_processor`; the image and the question are put into a chat message with the
+processor's chat template, the model is wrapped with :func:`arr_coc.compress` (with the OCR text prior in
+``--mode text``, as ``allocate``) and the answer is generated. Printed: the answer, the visual tokens before ->
+after and the mode that ran, the time to first token (vision tower + scoring + language-model prefill + first
+token) split by stage, and the peak memory (CUDA ``max_memory_allocated`` on a GPU; the process's peak RSS from
 ``resource.getrusage`` on the CPU, which includes the weights). ``--compare`` also runs the unwrapped model on the
-same inputs and prints both answers and both prefill times; ``--heatmap`` draws the relevance of every visual token
-and marks the kept ones.
+same inputs and prints both answers and where the time of both runs went; ``--heatmap`` draws the relevance of
+every visual token and marks the kept ones.
 
-Why a fallback processor: ``AutoProcessor`` for Qwen-VL also builds the VIDEO processor, which needs
-``torchvision``. Without it, the processor is assembled here from the checkpoint's tokenizer, its PIL image
-processor (``Qwen2VLImageProcessorPil``) and its chat template, and does what the Qwen-VL processors do for images:
-expand each ``<|image_pad|>`` to one placeholder per visual token.
+Stage times come from forward hooks on the model's vision tower (``model.model.visual``) and language model
+(``model.model.language_model``; its first call in a ``generate`` is the prefill, the others decode steps) and from
+a timing wrapper around the scorer passed to ``compress``; the hooks are removed after each run and nothing in
+transformers is patched.
 
 Example:
-    arr-coc ask examples/invoice.png --query "How much must be paid?" --model Qwen/Qwen2.5-VL-3B-Instruct \\
+    arr-coc ask examples/invoice.jpg --query "How much must be paid?" --model Qwen/Qwen2.5-VL-3B-Instruct \\
         --budget 0.22 --heatmap out/ask.png --compare
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import os
 import resource
+import socket
 import sys
+import threading
 import time
-from dataclasses import dataclass
-from pathlib import Path
+from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import urlparse
+
+from .processing import IMAGE_PAD, PilQwenVLProcessor, load_processor  # noqa: F401  (importable from here too)
 
 # model_type of the config -> the transformers class that ``compress`` wraps
 MODEL_CLASSES: dict[str, str] = {
@@ -42,12 +48,99 @@ MODEL_CLASSES: dict[str, str] = {
     "qwen3_vl": "Qwen3VLForConditionalGeneration",
     "qwen3_vl_moe": "Qwen3VLMoeForConditionalGeneration",
 }
-IMAGE_PAD = "<|image_pad|>"
 EXAMPLE_FOLDER = "/path/to/Qwen2.5-VL-3B-Instruct"
+HUB_PROBE_TIMEOUT_S = 3.0  # how long an uncached hub id waits for the hub before failing (one TCP connect)
 
 
 class ModelNotFoundError(Exception):
     """The model could not be found locally or in the cache; the message says where it was looked for."""
+
+
+@dataclass
+class StageTimes:
+    """Where the time of one ``generate`` call went, in ms (see :class:`StageTimer`)."""
+
+    vision_ms: float = 0.0  # vision tower (every call of model.model.visual)
+    scorer_ms: float = 0.0  # relevance scoring inside compress (0 for the unpruned model); OCR included in text mode
+    prefill_ms: float = 0.0  # the language model's first call: the prompt
+    decode_ms: float = 0.0  # the language model's later calls: one a new token
+    decode_steps: int = 0  # number of those later calls
+
+
+class TimedScorer:
+    """A ``compress`` scorer that adds the time of each call to :attr:`ms` (wraps, does not change, the scorer).
+
+    Args:
+        scorer: the scorer to wrap (``resolve_scorer("auto")`` for the default pipeline).
+        device: the model's device; on CUDA the clock is read after a synchronize.
+    """
+
+    def __init__(self, scorer: Any, device: str) -> None:
+        self.scorer = scorer
+        self.cuda = str(device).startswith("cuda")
+        self.ms = 0.0
+
+    def __call__(self, ctx: Any) -> Any:
+        start = _clock(self.cuda)
+        out = self.scorer(ctx)
+        self.ms += 1000 * (_clock(self.cuda) - start)
+        return out
+
+
+def _clock(cuda: bool) -> float:
+    if cuda:
+        import torch
+
+        torch.cuda.synchronize()
+    return time.perf_counter()
+
+
+class StageTimer:
+    """Times a model's vision tower and language model with forward hooks, for the duration of a ``with`` block.
+
+    The hooks sit on ``model.model.visual`` and ``model.model.language_model`` (the Qwen-VL layout); a model
+    without them is timed as a whole only. Hooks are removed on exit; nothing else is changed.
+
+    Args:
+        model: the unwrapped Qwen-VL model (also for a ``CompressedModel``: pass its ``.model``).
+        device: the model's device; on CUDA the clock is read after a synchronize.
+    """
+
+    def __init__(self, model: Any, device: str) -> None:
+        inner = getattr(model, "model", model)
+        self.visual = getattr(inner, "visual", None)
+        self.language_model = getattr(inner, "language_model", None)
+        self.cuda = str(device).startswith("cuda")
+        self.times = StageTimes()
+        self._handles: list[Any] = []
+        self._lm_calls = 0
+
+    def __enter__(self) -> StageTimer:
+        for module, record in ((self.visual, self._vision), (self.language_model, self._language)):
+            if module is None:
+                continue
+            started: list[float] = []
+            self._handles.append(module.register_forward_pre_hook(lambda *_, s=started: s.append(_clock(self.cuda))))
+            self._handles.append(
+                module.register_forward_hook(lambda *_, s=started, r=record: r(1000 * (_clock(self.cuda) - s.pop())))
+            )
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        for handle in self._handles:
+            handle.remove()
+        self._handles.clear()
+
+    def _vision(self, ms: float) -> None:
+        self.times.vision_ms += ms
+
+    def _language(self, ms: float) -> None:
+        self._lm_calls += 1
+        if self._lm_calls == 1:
+            self.times.prefill_ms += ms
+        else:
+            self.times.decode_ms += ms
+            self.times.decode_steps += 1
 
 
 @dataclass
@@ -61,6 +154,7 @@ class RunResult:
         total_ms: time of the whole ``generate`` call, in ms.
         peak_bytes: peak memory (see :func:`peak_memory`).
         prompt_tokens: length of the prompt the language model received.
+        stages: where the time went (vision tower, scorer, language-model prefill and decode).
     """
 
     answer: str
@@ -69,109 +163,12 @@ class RunResult:
     total_ms: float
     peak_bytes: int
     prompt_tokens: int
+    stages: StageTimes = field(default_factory=lambda: StageTimes())
 
 
 # ----- processor --------------------------------------------------------------------------------------------------
-class PilQwenVLProcessor:
-    """Images-only stand-in for a Qwen-VL processor, used when ``AutoProcessor`` cannot be built (no torchvision).
-
-    Same outputs as ``Qwen2_5_VLProcessor`` / ``Qwen3VLProcessor`` for text + images: ``input_ids``,
-    ``attention_mask``, ``pixel_values``, ``image_grid_thw``, ``mm_token_type_ids``.
-
-    Args:
-        tokenizer: the checkpoint's tokenizer (its vocabulary must hold ``<|image_pad|>``).
-        image_processor: a ``Qwen2VLImageProcessorPil`` (or any image processor returning ``pixel_values`` and
-            ``image_grid_thw``).
-        chat_template: Jinja chat template; default the tokenizer's.
-    """
-
-    def __init__(self, tokenizer: Any, image_processor: Any, chat_template: str | None = None) -> None:
-        self.tokenizer = tokenizer
-        self.image_processor = image_processor
-        self.chat_template = chat_template or getattr(tokenizer, "chat_template", None)
-        self.image_token = getattr(tokenizer, "image_token", None) or IMAGE_PAD
-        self.image_token_id = tokenizer.convert_tokens_to_ids(self.image_token)
-        if not isinstance(self.image_token_id, int) or self.image_token_id == getattr(tokenizer, "unk_token_id", None):
-            raise ValueError(f"the tokenizer has no {self.image_token} token; is this a Qwen-VL checkpoint?")
-
-    def apply_chat_template(self, messages: list[dict[str, Any]], **kwargs: Any) -> str:
-        """The prompt text of ``messages`` (with the generation prompt), from the chat template."""
-        if self.chat_template is None:
-            raise ValueError("the checkpoint has no chat template (chat_template.jinja / chat_template.json)")
-        kwargs.setdefault("add_generation_prompt", True)
-        kwargs["tokenize"] = False
-        return self.tokenizer.apply_chat_template(messages, chat_template=self.chat_template, **kwargs)
-
-    def __call__(
-        self, text: list[str], images: list[Any], size: dict[str, int] | None = None, return_tensors: str = "pt"
-    ) -> Any:
-        """Tokenize ``text`` with one ``<|image_pad|>`` per image expanded to the image's visual tokens.
-
-        Args:
-            text: one prompt per sample.
-            images: the images in prompt order.
-            size: ``{"shortest_edge": min_pixels, "longest_edge": max_pixels}`` for the resize.
-            return_tensors: ``"pt"``.
-
-        Returns:
-            A ``BatchFeature`` with ``input_ids``, ``attention_mask``, ``pixel_values``, ``image_grid_thw`` and
-            ``mm_token_type_ids``.
-        """
-        from transformers import BatchFeature
-
-        extra = {"size": size} if size is not None else {}
-        image_inputs = self.image_processor(images=images, return_tensors=return_tensors, **extra)
-        grids = image_inputs["image_grid_thw"].tolist()  # (num_images, 3)
-        merge = int(getattr(self.image_processor, "merge_size", 2))
-        marker = "\0arr-coc-image\0"
-        expanded, i = [], 0
-        for prompt in text:
-            while self.image_token in prompt:
-                if i >= len(grids):
-                    raise ValueError(f"the prompts hold more {self.image_token} than the {len(grids)} images given")
-                prompt = prompt.replace(self.image_token, marker * (math.prod(grids[i]) // merge**2), 1)
-                i += 1
-            expanded.append(prompt.replace(marker, self.image_token))
-        if i != len(grids):
-            raise ValueError(f"{len(grids)} images were given but the prompts hold {i} {self.image_token}")
-        text_inputs = self.tokenizer(expanded, return_tensors=return_tensors, padding=True)
-        ids = text_inputs["input_ids"]
-        mm_types = (ids == self.image_token_id).int()  # (B, L) 1 on image placeholders
-        return BatchFeature({**text_inputs, **image_inputs, "mm_token_type_ids": mm_types})
-
-    def batch_decode(self, *args: Any, **kwargs: Any) -> list[str]:
-        """The tokenizer's ``batch_decode``."""
-        return self.tokenizer.batch_decode(*args, **kwargs)
-
-
-def _chat_template_file(model_id: str) -> str | None:
-    """A chat template shipped as ``chat_template.jinja`` / ``chat_template.json`` (local folder or cache)."""
-    from transformers.utils import cached_file
-
-    for name in ("chat_template.jinja", "chat_template.json"):
-        try:
-            path = cached_file(model_id, name, _raise_exceptions_for_missing_entries=False)
-        except OSError:
-            path = None
-        if path and os.path.isfile(path):
-            content = Path(path).read_text(encoding="utf-8")
-            return json.loads(content)["chat_template"] if name.endswith(".json") else content
-    return None
-
-
-def load_processor(model_id: str) -> Any:
-    """The checkpoint's processor: ``AutoProcessor``, else :class:`PilQwenVLProcessor` (e.g. without torchvision)."""
-    from transformers import AutoImageProcessor, AutoProcessor, AutoTokenizer
-
-    try:
-        return AutoProcessor.from_pretrained(model_id)
-    except (ImportError, AttributeError, ValueError, TypeError):
-        pass  # typically: the video processor needs torchvision; images do not
-    tokenizer = AutoTokenizer.from_pretrained(model_id)
-    image_processor = AutoImageProcessor.from_pretrained(model_id)
-    return PilQwenVLProcessor(tokenizer, image_processor, _chat_template_file(model_id))
-
-
+# load_processor and PilQwenVLProcessor live in arr_coc.processing (public: arr_coc.load_processor); the names stay
+# importable from here.
 def build_inputs(processor: Any, image: Any, query: str, max_pixels: int | None = None) -> Any:
     """Processor inputs for one user turn holding ``image`` then ``query``, with the generation prompt.
 
@@ -217,7 +214,7 @@ def not_found_message(model_id: str, reason: str) -> str:
             f"the model folder {model_id!r} does not exist.\n"
             f"  Point --model at a folder holding config.json and the weights, e.g. --model {EXAMPLE_FOLDER}"
         )
-    offline = " (offline mode is on: HF_HUB_OFFLINE=1)" if constants.HF_HUB_OFFLINE else ""
+    offline = " (offline mode is on: HF_HUB_OFFLINE=1)" if _offline() else ""
     return (
         f"could not load model {model_id!r}: it is not a local folder and it is not in the Hugging Face cache, "
         f"and it could not be downloaded{offline}.\n"
@@ -228,6 +225,68 @@ def not_found_message(model_id: str, reason: str) -> str:
         f"a local folder with the checkpoint, e.g. --model {EXAMPLE_FOLDER}\n"
         f"  ({reason.splitlines()[0] if reason else 'not found'})"
     )
+
+
+def hub_unreachable(endpoint: str, timeout: float = HUB_PROBE_TIMEOUT_S) -> str | None:
+    """``None`` if a TCP connection to the hub ``endpoint`` opens within ``timeout`` seconds, else why not.
+
+    The connection is tried once, in a daemon thread, and waited for at most ``timeout`` seconds (name resolution
+    included), so an unreachable or hanging network costs at most ``timeout``, never the hub client's retries.
+    """
+    url = urlparse(endpoint)
+    host, port = url.hostname or endpoint, url.port or (443 if url.scheme != "http" else 80)
+    outcome: list[str | None] = []
+
+    def probe() -> None:
+        try:
+            socket.create_connection((host, port), timeout=timeout).close()
+            outcome.append(None)
+        except OSError as err:
+            outcome.append(f"{host}:{port} is unreachable ({type(err).__name__}: {err})")
+
+    thread = threading.Thread(target=probe, name="arr-coc-hub-probe", daemon=True)
+    thread.start()
+    thread.join(timeout)
+    return outcome[0] if outcome else f"{host}:{port} did not answer within {timeout:g} s"
+
+
+def _is_cached(model_id: str) -> bool:
+    """Whether the Hugging Face cache holds ``config.json`` of the hub id ``model_id``."""
+    from huggingface_hub import constants, try_to_load_from_cache
+
+    try:
+        found = try_to_load_from_cache(model_id, "config.json", cache_dir=constants.HF_HUB_CACHE)
+    except ValueError:  # not a valid repo id (HFValidationError): from_pretrained explains
+        return True
+    return isinstance(found, str)
+
+
+def _offline() -> bool:
+    from huggingface_hub import constants
+
+    flag = os.environ.get("TRANSFORMERS_OFFLINE", "").strip().lower() in ("1", "on", "yes", "true")
+    return bool(constants.HF_HUB_OFFLINE) or flag
+
+
+def check_model_available(model_id: str) -> None:
+    """Fail at once when ``model_id`` is a hub id that is not cached and cannot be downloaded.
+
+    A local folder, or a hub id whose ``config.json`` is in the Hugging Face cache, passes. Otherwise, in offline
+    mode (``HF_HUB_OFFLINE=1`` / ``TRANSFORMERS_OFFLINE=1``) it fails without touching the network, and online it
+    fails when one connection to the hub does not open within :data:`HUB_PROBE_TIMEOUT_S` seconds.
+
+    Raises:
+        ModelNotFoundError: with :func:`not_found_message`.
+    """
+    from huggingface_hub import constants
+
+    if os.path.isdir(os.path.expanduser(model_id)) or _is_local_path(model_id) or _is_cached(model_id):
+        return
+    if _offline():
+        raise ModelNotFoundError(not_found_message(model_id, "not in the cache, and offline mode is on"))
+    reason = hub_unreachable(constants.ENDPOINT)
+    if reason is not None:
+        raise ModelNotFoundError(not_found_message(model_id, f"not in the cache, and the hub {reason}"))
 
 
 def resolve_device(device: str | None) -> str:
@@ -265,6 +324,7 @@ def load_model(model_id: str, dtype: Any, device: str) -> tuple[Any, Any]:
     import transformers
     from transformers import AutoConfig
 
+    check_model_available(model_id)
     try:
         config = AutoConfig.from_pretrained(model_id)
     except (OSError, ValueError) as err:  # not found / not cached / offline / invalid repo id
@@ -310,11 +370,19 @@ def peak_memory(device: str) -> tuple[int, str]:
     return int(rss) * scale, "process peak RSS from resource.getrusage, weights included"
 
 
-def generate_timed(model: Any, inputs: Any, processor: Any, max_new_tokens: int, device: str) -> RunResult:
-    """Greedy ``generate`` on ``inputs`` with ``model`` (a ``CompressedModel`` or a plain model), timed.
+def generate_timed(
+    model: Any,
+    inputs: Any,
+    processor: Any,
+    max_new_tokens: int,
+    device: str,
+    scorer: TimedScorer | None = None,
+) -> RunResult:
+    """Greedy ``generate`` on ``inputs`` with ``model`` (a ``CompressedModel`` or a plain model), timed by stage.
 
     Time to first token is taken by a streamer when the first new token is handed over (after the vision tower,
-    the allocation when pruned, the language-model prefill and the first sampling step).
+    the scoring when pruned, the language-model prefill and the first sampling step). Stage times: see
+    :class:`StageTimer`; ``scorer`` is the :class:`TimedScorer` the ``CompressedModel`` was built with, if any.
     """
     import torch
 
@@ -322,13 +390,18 @@ def generate_timed(model: Any, inputs: Any, processor: Any, max_new_tokens: int,
     if cuda:
         torch.cuda.synchronize(device)
         torch.cuda.reset_peak_memory_stats(device)
+    if scorer is not None:
+        scorer.ms = 0.0
     timer = FirstTokenTimer()
-    start = time.perf_counter()
-    with torch.inference_mode():
-        out = model.generate(**inputs, max_new_tokens=max_new_tokens, do_sample=False, streamer=timer)
-    if cuda:
-        torch.cuda.synchronize(device)
-    end = time.perf_counter()
+    with StageTimer(getattr(model, "model", model) if scorer is not None else model, device) as stages:
+        start = time.perf_counter()
+        with torch.inference_mode():
+            out = model.generate(**inputs, max_new_tokens=max_new_tokens, do_sample=False, streamer=timer)
+        if cuda:
+            torch.cuda.synchronize(device)
+        end = time.perf_counter()
+    if scorer is not None:
+        stages.times.scorer_ms = scorer.ms
     sequences = out if isinstance(out, torch.Tensor) else out.sequences
     new = sequences[:, inputs["input_ids"].shape[1] :]
     answer = processor.batch_decode(new, skip_special_tokens=True)[0].strip()
@@ -336,12 +409,61 @@ def generate_timed(model: Any, inputs: Any, processor: Any, max_new_tokens: int,
     prompt = last.input_ids.shape[1] if last is not None else inputs["input_ids"].shape[1]
     first = timer.first if timer.first is not None else end
     return RunResult(
-        answer, int(new.shape[1]), 1000 * (first - start), 1000 * (end - start), peak_memory(device)[0], int(prompt)
+        answer,
+        int(new.shape[1]),
+        1000 * (first - start),
+        1000 * (end - start),
+        peak_memory(device)[0],
+        int(prompt),
+        stages.times,
     )
+
+
+def _shown(answer: str) -> str:
+    return answer if answer else "(empty: the new tokens decode to whitespace or special tokens only)"
 
 
 def _mib(n: int) -> str:
     return f"{n / 2**20:,.0f} MiB"
+
+
+def time_table(runs: dict[str, RunResult]) -> list[str]:
+    """Lines of a table of where the time of each run went (columns: the runs, in order)."""
+    names = list(runs)
+    width = max(9, *(len(n) for n in names))
+
+    def row(label: str, values: list[str]) -> str:
+        return f"  {label:<40}" + "".join(f"{v:>{width + 2}}" for v in values)
+
+    def ms(value: float) -> str:
+        return f"{value:.0f}"
+
+    lines = [row("where the time went (ms)", names)]
+    lines.append(row("vision tower", [ms(r.stages.vision_ms) for r in runs.values()]))
+    lines.append(row("scoring (relevance, OCR in text mode)", [ms(r.stages.scorer_ms) for r in runs.values()]))
+    lines.append(row("language-model prefill", [ms(r.stages.prefill_ms) for r in runs.values()]))
+    other = [r.ttft_ms - r.stages.vision_ms - r.stages.scorer_ms - r.stages.prefill_ms for r in runs.values()]
+    lines.append(row("other (positions, re-padding, 1st step)", [ms(max(o, 0.0)) for o in other]))
+    lines.append(row("= time to first token", [ms(r.ttft_ms) for r in runs.values()]))
+    decode = [f"{r.stages.decode_ms:.0f} ({r.stages.decode_steps})" for r in runs.values()]
+    lines.append(row("decode (language-model calls)", decode))
+    lines.append(row("total generate", [ms(r.total_ms) for r in runs.values()]))
+    return lines
+
+
+def explain_speedup(full: RunResult, pruned: RunResult) -> str | None:
+    """Why the pruned run's time to first token is not shorter, when it is not; ``None`` when it is."""
+    if pruned.ttft_ms < full.ttft_ms:
+        return None
+    saved = full.stages.prefill_ms - pruned.stages.prefill_ms
+    cost = pruned.ttft_ms - full.ttft_ms
+    return (
+        f"why no speed-up: pruning only shortens the language-model prefill (here {full.stages.prefill_ms:.0f} -> "
+        f"{pruned.stages.prefill_ms:.0f} ms, {saved:.0f} ms saved), while scoring costs {pruned.stages.scorer_ms:.0f} "
+        f"ms and the vision tower ({pruned.stages.vision_ms:.0f} ms) still sees every patch; net {cost:.0f} ms "
+        "slower. On a model whose language model is small (a tiny or random test model, or few layers) the prefill "
+        "saving cannot pay for the scoring; with a full-size language model the prefill dominates and pruning pays."
+    )
 
 
 def ask_main(args: argparse.Namespace) -> int:
@@ -353,49 +475,73 @@ def ask_main(args: argparse.Namespace) -> int:
         print(f"arr-coc: error: `ask` needs transformers ({err}); pip install 'arr-coc-vis[hf]'", file=sys.stderr)
         return 2
     from .integrations import compress
+    from .integrations.base import resolve_scorer
     from .io import load_image
+    from .processing import describe
+    from .realizing import resolve_mode
 
     device = resolve_device(args.device)
     dtype = resolve_dtype(args.dtype)
+    mode = resolve_mode(getattr(args, "mode", "auto"))  # "text" or "texture"; a clear error without the [ocr] extra
     image = load_image(args.image)  # ValueError for unreadable images (reported by the CLI)
+    if not args.query.strip():
+        print("note: the query is empty, so the allocation is query-blind (information and salience decide)")
     print(f"loading {args.model} on {device} ...", flush=True)
     try:
         processor, model = load_model(args.model, dtype, device)
     except ModelNotFoundError as err:
         print(f"arr-coc: error: {err}", file=sys.stderr)
         return 2
+    print(f"processor: {describe(processor)}")
     inputs = build_inputs(processor, image, args.query, args.max_pixels).to(device)
-    cm = compress(model, budget=args.budget, processor=processor)
-    # The first call pays one-time set-up (the scorer's lazy imports, CUDA/cuBLAS initialisation): pay it on a
-    # tiny image so that neither timed run includes it.
+    scorer = TimedScorer(resolve_scorer("auto"), device)
+    cm = compress(model, budget=args.budget, processor=processor, scorer=scorer, text_prior=mode == "text")
+    # The first call pays one-time set-up (the scorer's lazy imports, the OCR and text models in text mode,
+    # CUDA/cuBLAS initialisation): pay it on a tiny image so that neither timed run includes it.
     from PIL import Image
 
+    setup = time.perf_counter()
     tiny = build_inputs(processor, Image.new("RGB", (64, 64), "white"), args.query, args.max_pixels).to(device)
     generate_timed(cm, tiny, processor, 1, device)
+    setup_s = time.perf_counter() - setup
 
-    pruned = generate_timed(cm, inputs, processor, args.max_new_tokens, device)
+    pruned = generate_timed(cm, inputs, processor, args.max_new_tokens, device, scorer)
     alloc = cm.last_allocation[0][0]
     n_tokens = math.prod(alloc.grid)
     _, mem_kind = peak_memory(device)
-    print(f"answer: {pruned.answer}")
+    print(f"answer: {_shown(pruned.answer)}")
+    how = "text (OCR prior)" if mode == "text" else "texture"
     print(
         f"visual tokens: {n_tokens} -> {alloc.budget} ({100 * alloc.budget / n_tokens:.1f}%), "
-        f"grid {alloc.grid[1]}x{alloc.grid[2]}; prompt {inputs['input_ids'].shape[1]} -> {pruned.prompt_tokens} tokens"
+        f"grid {alloc.grid[1]}x{alloc.grid[2]} (rows x cols), mode {how}; "
+        f"prompt {inputs['input_ids'].shape[1]} -> {pruned.prompt_tokens} tokens"
     )
     print(
         f"prefill (time to first token): {pruned.ttft_ms:.0f} ms; generate {pruned.total_ms:.0f} ms for "
-        f"{pruned.new_tokens} tokens"
+        f"{pruned.new_tokens} tokens (+{setup_s:.1f} s one-time set-up before timing"
+        + (", OCR and text models included)" if mode == "text" else ")")
     )
+    st = pruned.stages
+    if not args.compare:
+        print(
+            f"time: vision tower {st.vision_ms:.0f} ms, scoring {st.scorer_ms:.0f} ms, language-model prefill "
+            f"{st.prefill_ms:.0f} ms, decode {st.decode_ms:.0f} ms ({st.decode_steps} steps)"
+        )
     print(f"peak memory: {_mib(pruned.peak_bytes)} ({mem_kind})")
     if args.compare:
         full = generate_timed(model, inputs, processor, args.max_new_tokens, device)
-        print(f"answer (unpruned): {full.answer}")
-        print(f"answer (pruned):   {pruned.answer}")
+        print(f"answer (unpruned): {_shown(full.answer)}")
+        print(f"answer (pruned):   {_shown(pruned.answer)}")
         speedup = full.ttft_ms / pruned.ttft_ms if pruned.ttft_ms > 0 else float("nan")
         print(
             f"prefill (time to first token): unpruned {full.ttft_ms:.0f} ms ({n_tokens} visual tokens), "
             f"pruned {pruned.ttft_ms:.0f} ms ({alloc.budget} visual tokens), {speedup:.2f}x"
         )
+        for line in time_table({"unpruned": full, "pruned": pruned}):
+            print(line)
+        why = explain_speedup(full, pruned)
+        if why:
+            print(why)
         suffix = " (process peak so far)" if not str(device).startswith("cuda") else ""
         print(f"peak memory: unpruned {_mib(full.peak_bytes)}, pruned {_mib(pruned.peak_bytes)}{suffix}")
     if args.heatmap:

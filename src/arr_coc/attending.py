@@ -20,42 +20,47 @@ Example:
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from numbers import Integral, Real
 
 import torch
 
-TIERS: tuple[int, ...] = (64, 100, 160, 256, 400)  # budget tiers of the seed design
-ADAPTIVE_RANGE = (TIERS[0], TIERS[-1])  # adaptive K is chosen inside this range
-ADAPTIVE_MASS = 0.5  # adaptive K covers this share of the relevance mass above the map's median
+from .config import RelevanceConfig
+from .texture import constant
+
+TIERS: tuple[int, ...] = RelevanceConfig().adaptive_tiers  # budget tiers of the seed design (the config's default)
 
 Budget = int | float | str
 
 
-def snap_to_tier(k: int) -> int:
+def snap_to_tier(k: int, tiers: Sequence[int] = TIERS) -> int:
     """Smallest tier >= ``k`` (the largest tier if ``k`` is above all of them)."""
-    for tier in TIERS:
+    for tier in tiers:
         if k <= tier:
             return tier
-    return TIERS[-1]
+    return tiers[-1]
 
 
-def adaptive_k(scores: torch.Tensor) -> int:
+def adaptive_k(scores: torch.Tensor, config: RelevanceConfig | None = None) -> int:
     """K in [64, 400] from how concentrated ``scores`` (N,) are, snapped up to a budget tier.
 
     Relevance above the map's median is the signal; K is the number of top tokens that hold
-    ``ADAPTIVE_MASS`` of it. A map with a few sharp peaks gets 64; a flat or scattered one gets 400.
-    The result is never above N.
+    ``config.adaptive_mass`` of it. A map with a few sharp peaks gets the lowest tier (64); a flat or scattered one
+    the highest (400). The result is never above N. Runs on the scores' device (one number comes back).
     """
+    cfg = config or RelevanceConfig()
+    tiers = tuple(int(t) for t in cfg.adaptive_tiers)
     s = torch.nan_to_num(scores.detach().float().flatten(), nan=0.0)
     n = s.numel()
     excess = (s - s.median()).clamp_min(0)
     total = excess.sum()
     if total <= 0:  # flat map: nothing stands out, spend the largest tier
-        k = ADAPTIVE_RANGE[1]
+        k = tiers[-1]
     else:
         cum = torch.cumsum(torch.sort(excess, descending=True).values, 0) / total
-        k = int(torch.searchsorted(cum, torch.tensor(ADAPTIVE_MASS)).item()) + 1
-        k = snap_to_tier(max(ADAPTIVE_RANGE[0], min(ADAPTIVE_RANGE[1], k)))
+        mass = constant([cfg.adaptive_mass], cum)  # (1,)
+        k = int(torch.searchsorted(cum, mass).item()) + 1
+        k = snap_to_tier(max(tiers[0], min(tiers[-1], k)), tiers)
     return max(1, min(n, k))
 
 
@@ -92,10 +97,12 @@ def parse_budget(budget: Budget) -> Budget:
     return value
 
 
-def resolve_budget(budget: Budget, n_tokens: int, scores: torch.Tensor | None = None) -> int:
+def resolve_budget(
+    budget: Budget, n_tokens: int, scores: torch.Tensor | None = None, config: RelevanceConfig | None = None
+) -> int:
     """Number of tokens to keep out of ``n_tokens`` for ``budget`` (see module doc). Always in [1, n_tokens].
 
-    ``scores`` (N,) is needed only for ``"adaptive"``.
+    ``scores`` (N,) is needed only for ``"adaptive"`` (with ``config``'s adaptive settings).
     """
     if n_tokens < 1:
         raise ValueError(f"an image needs at least one visual token, got {n_tokens}")
@@ -103,7 +110,7 @@ def resolve_budget(budget: Budget, n_tokens: int, scores: torch.Tensor | None = 
     if budget == "adaptive":
         if scores is None:
             raise ValueError("an 'adaptive' budget needs the relevance scores")
-        return adaptive_k(scores)
+        return adaptive_k(scores, config)
     if isinstance(budget, int):
         return min(budget, n_tokens)
     return max(1, min(n_tokens, round(budget * n_tokens)))
@@ -122,7 +129,7 @@ def select(
             highest cosine similarity to a token already kept (greedy, scores rescaled to [0, 1] first).
 
     Returns:
-        LongTensor of shape (k,), strictly increasing.
+        LongTensor of shape (k,), strictly increasing, on the device of ``scores``.
     """
     if scores.dim() != 1 or scores.numel() == 0:
         raise ValueError(f"scores must be a non-empty 1-D tensor, got shape {tuple(scores.shape)}")
@@ -138,8 +145,9 @@ def select(
     lo, hi = s[finite].min(), s[finite].max()
     base = torch.where(finite, (s - lo) / (hi - lo).clamp_min(1e-12), torch.full_like(s, -1.0))
     f = torch.nn.functional.normalize(features.detach().float(), dim=-1)
-    max_sim = torch.zeros(n)
-    taken = torch.zeros(n, dtype=torch.bool)
+    f = f.to(s.device)
+    max_sim = torch.zeros_like(s)  # (N,)
+    taken = torch.zeros_like(s, dtype=torch.bool)  # (N,)
     keep = []
     for _ in range(k):
         gain = base - redundancy * max_sim
@@ -148,4 +156,4 @@ def select(
         keep.append(i)
         taken[i] = True
         max_sim = torch.maximum(max_sim, f @ f[i])
-    return torch.tensor(sorted(keep), dtype=torch.long)
+    return torch.tensor(sorted(keep), dtype=torch.long, device=s.device)

@@ -8,8 +8,9 @@ Two tensions decide how much each scorer counts:
 * exploit vs explore: when the participatory scorer found strong query-specific evidence (an OCR match, a peaked
   similarity map), exploit it; when it found little, explore with information and salience instead.
 
-``TensionBalancer`` maps six query features to three logits with a linear layer initialised to these rules, then
-a softmax: the weights are positive and sum to 1 per sample. Features, in order:
+``TensionBalancer`` maps six query features to three logits with a linear layer initialised to these rules
+(``RelevanceConfig.balancer_rules``), then a softmax: the weights are positive and sum to 1 per sample. Features,
+in order:
     1 (bias), specificity, vagueness, wants_text, participatory signal, participatory available.
 
 Example:
@@ -25,39 +26,36 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from .config import RelevanceConfig
 from .query import QueryCues
+from .texture import constant
 
 SCORERS = ("information", "perspectival", "participatory")
-
-# Rows: information, perspectival, participatory. Columns: bias, specificity, vagueness, wants_text, signal, avail.
-_RULES = [
-    [0.0, 0.0, 0.5, 0.8, -0.5, 0.0],  # information: text questions and vague ones lean on content
-    [0.0, -0.5, 1.0, -0.8, -0.5, 0.0],  # perspectival: vague questions lean on what stands out
-    [-1.0, 1.0, -1.5, 0.0, 2.5, 0.5],  # participatory: specific questions with evidence lean on coupling
-]
 
 
 class TensionBalancer(nn.Module):
     """Per-query weights (B, 3) over (information, perspectival, participatory)."""
 
-    def __init__(self, temperature: float = 1.0):
+    def __init__(self, config: RelevanceConfig | None = None):
         super().__init__()
+        cfg = config or RelevanceConfig()
         self.linear = nn.Linear(6, 3, bias=False)
         with torch.no_grad():
-            self.linear.weight.copy_(torch.tensor(_RULES))
-        self.temperature = temperature
+            self.linear.weight.copy_(torch.tensor([[float(v) for v in row] for row in cfg.balancer_rules]))
+        self.temperature = float(cfg.balancer_temperature)
 
     @staticmethod
     def features(cues: list[QueryCues], signal: torch.Tensor) -> torch.Tensor:
-        """(B, 6) features of the queries and the participatory scorer's evidence ``signal`` (B,)."""
-        rows = [
-            [1.0, c.specificity, c.vagueness, float(c.wants_text), float(s), float(s > 0)]
-            for c, s in zip(cues, signal.tolist(), strict=True)
-        ]
-        return torch.tensor(rows, dtype=torch.float32)
+        """(B, 6) features of the queries and the participatory scorer's evidence ``signal`` (B,), on its device."""
+        if len(cues) != signal.shape[0]:
+            raise ValueError(f"got {len(cues)} queries for {signal.shape[0]} signals")
+        rows = [[1.0, c.specificity, c.vagueness, float(c.wants_text)] for c in cues]
+        query = constant(rows, signal)  # (B, 4)
+        return torch.cat([query, signal.view(-1, 1), (signal > 0).to(signal.dtype).view(-1, 1)], 1)  # (B, 6)
 
     def forward(self, cues: list[QueryCues], signal: torch.Tensor) -> torch.Tensor:
         """Weights (B, 3), rows summing to 1; participatory gets 0 where it had no signal at all."""
-        logits = self.linear(self.features(cues, signal)) / self.temperature  # (B, 3)
-        logits[:, 2] = logits[:, 2].masked_fill(signal <= 0, float("-inf"))
+        feats = self.features(cues, signal)  # (B, 6)
+        logits = feats @ self.linear.weight.to(feats).T / self.temperature  # (B, 3)
+        logits = torch.cat([logits[:, :2], logits[:, 2:].masked_fill(signal.view(-1, 1) <= 0, float("-inf"))], 1)
         return torch.softmax(logits, dim=-1)

@@ -3,15 +3,23 @@
     arr-coc allocate IMAGE --query TEXT [--budget N|F|adaptive] [--family qwen2.5-vl] [--mode auto|text|texture]
                     [--max-pixels N] [--min-pixels N] [--json OUT.json] [--heatmap OUT.png]
     arr-coc allocate --batch IN.jsonl --out OUT.jsonl [same options]
-    arr-coc ask IMAGE --query TEXT --model ID_OR_PATH [--budget ...] [--heatmap OUT.png] [--compare]
+    arr-coc ask IMAGE --query TEXT --model ID_OR_PATH [--budget ...] [--mode ...] [--heatmap OUT.png] [--compare]
+    arr-coc demo [--model ID_OR_PATH] [--host 127.0.0.1] [--port 7860]
+    arr-coc eval --model PATH --task docvqa --data PATH --budgets 1.0,0.333,0.222,0.111 --out DIR
+                 (answer accuracy of every allocator and budget vs the unpruned model; see evaluation/runner.py)
+    arr-coc --version
 
-``allocate`` prints a one-line summary (tokens before -> after, time) and writes the JSON contract
-(id, grid, resized, original, budget, kept, scores). In batch mode each input line is
-``{"id": ..., "image": "path relative to the JSONL's folder", "query": ...}`` (optionally ``"budget"``); a line
-that fails is written as ``{"id": ..., "error": "..."}`` and the others go on.
+``allocate`` prints a one-line summary (tokens before -> after, mode, time) and writes the JSON contract
+(``Allocation.to_json``: id, grid [rows, cols], resized and original [W, H], budget, kept, scores, mode, family,
+query). In batch mode each input line is ``{"id": ..., "image": "path relative to the JSONL's folder", "query": ...}``
+(optionally ``"budget"``); blank lines are skipped; a line that fails is written as ``{"id": ..., "error": "..."}``
+and the others go on.
+
+Exit codes: 0 done; 1 batch mode finished but some lines failed (each written as ``{"id", "error"}``); 2 bad input
+or usage (one clear line on stderr).
 
 Example:
-    arr-coc allocate examples/invoice.png --query "How much must be paid?" --budget 0.11 --heatmap out/heat.png
+    arr-coc allocate examples/invoice.jpg --query "How much must be paid?" --budget 0.11 --heatmap out/heat.png
 """
 
 from __future__ import annotations
@@ -19,12 +27,63 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import textwrap
 from collections.abc import Sequence
 from pathlib import Path
 
 from .attending import parse_budget
-from .grid import FAMILIES
+from .grid import DEFAULT_MAX_TOKENS, FAMILIES
 from .realizing import MODES
+
+ALLOCATE_EXAMPLES = """examples:
+  arr-coc allocate examples/invoice.jpg --query "How much must be paid?" --budget 0.11 --heatmap out/heatmap.png
+  arr-coc allocate examples/chart.jpg -q "What value is shown for Thu?" --budget 256 --family qwen3-vl --json out/a.json
+  arr-coc allocate examples/receipt.jpg -q "How much did the pasta cost?" --mode texture      # fast, no OCR
+  arr-coc allocate --batch items.jsonl --out out/allocations.jsonl --budget adaptive   # {"id", "image", "query"} a line
+
+exit codes: 0 done; 1 (--batch) some lines failed, each written as {"id", "error"}; 2 bad input or usage"""
+
+ASK_EXAMPLES = """examples:
+  arr-coc ask examples/invoice.jpg -q "How much must be paid?" --model Qwen/Qwen2.5-VL-3B-Instruct --compare
+  arr-coc ask examples/chart.jpg -q "What value is shown for Thu?" --model /path/to/Qwen3-VL-4B-Instruct --budget 0.22
+
+  Without weights, a tiny random-weight checkpoint with the real tokenizer (answers are gibberish):
+  python -c "from arr_coc.testing import tiny_checkpoint; tiny_checkpoint('qwen2.5-vl', 'out/tiny')"
+  arr-coc ask examples/receipt.jpg -q "How much did the pasta cost?" --model out/tiny --compare
+
+exit codes: 0 done; 2 bad input, model not found or usage"""
+
+DEMO_EXAMPLES = """examples:
+  arr-coc demo                                   # then open http://127.0.0.1:7860 (works offline)
+  arr-coc demo --model out/tiny --port 8000      # also the model's answers, unpruned vs pruned, side by side
+
+  API: from gradio_client import Client, handle_file
+       Client("http://127.0.0.1:7860/").predict(handle_file("examples/invoice.jpg"), "How much must be paid?",
+                                                "0.11", "qwen2.5-vl", "auto", api_name="/allocate")
+
+exit codes: 0 stopped; 2 the [demo] extra is missing or bad usage"""
+
+EVAL_EXAMPLES = """examples:
+  arr-coc eval --model Qwen/Qwen2.5-VL-7B-Instruct --task docvqa --data data/DocVQA --out results/docvqa
+  arr-coc eval --model /path/to/Qwen3-VL-4B-Instruct --task chartqa --data data/ChartQA --budgets 1.0,0.222 \\
+      --allocator model random uniform --limit 500 --batch-size 4 --out results/chartqa
+  arr-coc eval --model out/tiny --task docgen --limit 7 --out out/eval     # no data needed: generated documents
+
+  --data: a folder written by datasets' save_to_disk, parquet file(s) (a download of the Hugging Face dataset),
+  or JSONL with {"id", "image", "question", "answers"} a line. Rerunning with the same --out resumes.
+
+exit codes: 0 done (unreadable samples are listed in predictions.jsonl); 2 bad input, model not found or usage"""
+
+QUERY_BLIND_NOTE = "note: the query is empty, so the allocation is query-blind (information and salience decide)"
+
+
+class _HelpFormatter(argparse.RawDescriptionHelpFormatter, argparse.ArgumentDefaultsHelpFormatter):
+    """Epilog examples kept as written; ``(default: ...)`` added to every option that has a real default."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        if action.default in (None, False, argparse.SUPPRESS) or "default" in (action.help or ""):
+            return action.help
+        return super()._get_help_string(action)
 
 
 def _budget(text: str):
@@ -44,52 +103,145 @@ def _positive_int(text: str) -> int:
     return value
 
 
+def _pixels_help(what: str) -> str:
+    return (
+        f"{what}, in pixels (default: {DEFAULT_MAX_TOKENS * 28 * 28:,} = {DEFAULT_MAX_TOKENS} tokens of 28x28 px for "
+        f"qwen2-vl/qwen2.5-vl, {DEFAULT_MAX_TOKENS * 32 * 32:,} for qwen3-vl)"
+    )
+
+
 def _add_grid_options(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--budget",
         type=_budget,
         default="adaptive",
-        help="tokens to keep: a count (e.g. 256), a fraction (0.11 or 11%%) or 'adaptive' (default)",
+        help="visual tokens to keep per image: a count (256), a fraction (0.11 or 11%%) or 'adaptive' (64-400 from "
+        "how concentrated relevance is)",
     )
+    p.add_argument("--family", default="qwen2.5-vl", choices=sorted(FAMILIES), help="whose token grid")
+    p.add_argument("--max-pixels", type=_positive_int, default=None, help=_pixels_help("largest resized image area"))
     p.add_argument(
-        "--family", default="qwen2.5-vl", choices=sorted(FAMILIES), help="whose token grid (default %(default)s)"
+        "--min-pixels",
+        type=_positive_int,
+        default=None,
+        help="smallest resized image area, in pixels (default: the processor's, 3,136 or 65,536 for qwen3-vl)",
     )
-    p.add_argument("--max-pixels", type=_positive_int, default=None, help="processor max_pixels (default 1280 tokens)")
+
+
+def _add_mode_option(p: argparse.ArgumentParser) -> None:
     p.add_argument(
-        "--min-pixels", type=_positive_int, default=None, help="processor min_pixels (default the processor's)"
+        "--mode",
+        choices=MODES,
+        default="auto",
+        help="text: OCR-aware relevance (needs the [ocr] extra); texture: fast, no OCR; auto: text if the [ocr] "
+        "extra is installed, else texture (the line printed says which ran)",
     )
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="arr-coc", description="Query-aware visual token allocation for Qwen-VL.")
+    from . import __version__
+
+    parser = argparse.ArgumentParser(
+        prog="arr-coc",
+        description="Query-aware visual token allocation and pruning for Qwen-VL models.",
+        epilog=ALLOCATE_EXAMPLES.replace("examples:", "examples (see also arr-coc ask --help):", 1),
+        formatter_class=_HelpFormatter,
+    )
+    parser.add_argument("--version", action="version", version=f"arr-coc {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
 
-    a = sub.add_parser("allocate", help="decide which visual tokens matter for a question (no model needed)")
-    a.add_argument("image", nargs="?", help="image file")
-    a.add_argument("--query", "-q", default="", help="the question")
-    _add_grid_options(a)
-    a.add_argument(
-        "--mode",
-        choices=MODES,
-        default="auto",
-        help="text: OCR-aware (needs [ocr] extra); texture: fast, no OCR; auto: text if installed",
+    a = sub.add_parser(
+        "allocate",
+        help="decide which visual tokens matter for a question (no model needed)",
+        description=textwrap.fill(
+            "Decide which visual tokens of an image matter for a question, on a Qwen-VL model's token grid (no model "
+            "needed). Prints one line per image; writes the allocation as JSON and a heatmap if asked. The JSON's "
+            "grid is [rows, cols] of visual tokens; resized and original are [W, H] in pixels.",
+            100,
+        ),
+        epilog=ALLOCATE_EXAMPLES,
+        formatter_class=_HelpFormatter,
     )
+    a.add_argument("image", nargs="?", help="image file (or use --batch)")
+    a.add_argument(
+        "--query",
+        "-q",
+        default=None,
+        help="the question (required for a single image; \"\" is allowed and makes the allocation query-blind)",
+    )
+    _add_grid_options(a)
+    _add_mode_option(a)
     a.add_argument("--json", type=Path, help="write the allocation as JSON here")
     a.add_argument("--heatmap", type=Path, help="write a heatmap PNG here")
     a.add_argument("--batch", type=Path, help="JSONL of {id, image, query[, budget]} lines")
     a.add_argument("--out", type=Path, help="with --batch: output JSONL")
 
-    k = sub.add_parser("ask", help="answer a question with a Qwen-VL model, pruned (loads the model)")
+    k = sub.add_parser(
+        "ask",
+        help="answer a question with a Qwen-VL model, pruned (loads the model)",
+        description=textwrap.fill(
+            "Answer a question about an image with a Qwen-VL model whose visual tokens are pruned: load the model "
+            "(local folder or cached hub id), prune, generate; print the answer, tokens kept, time to first token and "
+            "peak memory. --compare also runs the unpruned model and shows where the time went.",
+            100,
+        ),
+        epilog=ASK_EXAMPLES,
+        formatter_class=_HelpFormatter,
+    )
     k.add_argument("image", help="image file")
-    k.add_argument("--query", "-q", required=True, help="the question")
-    k.add_argument("--model", required=True, help="hub id or local folder of a Qwen2/2.5/3-VL checkpoint")
-    k.add_argument("--budget", type=_budget, default=0.25, help="tokens to keep (count, fraction, 'adaptive')")
-    k.add_argument("--max-new-tokens", type=_positive_int, default=64)
-    k.add_argument("--max-pixels", type=_positive_int, default=None, help="processor max_pixels")
+    k.add_argument("--query", "-q", required=True, help="the question (required)")
+    k.add_argument("--model", required=True, help="hub id (already in the Hugging Face cache) or local folder of a "
+                   "Qwen2-VL / Qwen2.5-VL / Qwen3-VL checkpoint")  # fmt: skip
+    k.add_argument("--budget", type=_budget, default=0.25, help="visual tokens to keep: a count, a fraction or "
+                   "'adaptive'")  # fmt: skip
+    _add_mode_option(k)
+    k.add_argument("--max-new-tokens", type=_positive_int, default=64, help="most tokens to generate for the answer")
+    k.add_argument("--max-pixels", type=_positive_int, default=None, help="largest resized image area, in pixels "
+                   "(default: the checkpoint's preprocessor_config.json)")  # fmt: skip
     k.add_argument("--device", default=None, help="torch device (default: cuda if available, else cpu)")
-    k.add_argument("--dtype", default="auto", help="torch dtype for the weights (default auto)")
+    k.add_argument("--dtype", default="auto", help="torch dtype of the weights: auto (the checkpoint's), bfloat16, "
+                   "float16 or float32")  # fmt: skip
     k.add_argument("--heatmap", type=Path, help="write a heatmap PNG of the kept tokens here")
-    k.add_argument("--compare", action="store_true", help="also run the unpruned model and print both answers")
+    k.add_argument("--compare", action="store_true", help="also run the unpruned model: both answers, both times to "
+                   "first token and where the time went (vision tower, scorer, LM prefill, decode)")  # fmt: skip
+
+    d = sub.add_parser(
+        "demo",
+        help="a browser demo: heatmap, query-blind baseline, answers (needs the [demo] extra)",
+        description=textwrap.fill(
+            "Serve a page (Gradio, offline) where you upload an image and ask a question, and see the relevance "
+            "heatmap with the kept tokens beside a query-blind uniform stride of the same budget, tokens before -> "
+            "after and the time of each stage; with --model, the model's answers unpruned and pruned. The page's "
+            "named API endpoint /allocate returns the heatmap and the allocation JSON.",
+            100,
+        ),
+        epilog=DEMO_EXAMPLES,
+        formatter_class=_HelpFormatter,
+    )
+    d.add_argument("--model", default=None, help="a Qwen-VL checkpoint (local folder or cached hub id): also show "
+                   "its answers unpruned and pruned; loaded on the first question")  # fmt: skip
+    d.add_argument("--host", default="127.0.0.1", help="interface to listen on (0.0.0.0: every interface)")
+    d.add_argument("--port", type=_positive_int, default=None, help="port (default: the first free one from 7860)")
+    d.add_argument("--device", default=None, help="with --model: torch device (default: cuda if available, else cpu)")
+    d.add_argument("--dtype", default="auto", help="with --model: torch dtype of the weights")
+    d.add_argument("--max-new-tokens", type=_positive_int, default=64, help="with --model: most tokens an answer has")
+
+    from .evaluation.runner import add_eval_arguments
+
+    e = sub.add_parser(
+        "eval",
+        help="answer accuracy on a benchmark: every allocator at every budget vs the unpruned model",
+        description=textwrap.fill(
+            "Answer accuracy of a pruned Qwen-VL model on DocVQA, InfographicVQA, ChartQA, TextVQA, OCRBench, your "
+            "own JSONL or the built-in generated documents, from local files: every allocator at every budget beside "
+            "the unpruned model, with lmms-eval's prompts, generation settings and metrics. Writes predictions.jsonl "
+            "(one line per sample and variant; a rerun resumes), results.md and results.json.",
+            100,
+        ),
+        epilog=EVAL_EXAMPLES,
+        formatter_class=_HelpFormatter,
+    )
+    add_eval_arguments(e)
     return parser
 
 
@@ -98,12 +250,35 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command == "allocate":
             return _allocate(args)
+        if args.command == "demo":
+            from .demo import main as demo_main  # ImportError without the [demo] extra: one clear line below
+
+            return demo_main(args.model, args.host, args.port, args.device, args.dtype, args.max_new_tokens)
+        if args.command == "eval":
+            from .evaluation.runner import eval_main
+
+            return eval_main(args)
         from .asking import ask_main
 
         return ask_main(args)
     except (ValueError, ImportError, OSError) as err:
         print(f"arr-coc: error: {err}", file=sys.stderr)
         return 2
+
+
+def _summary(name: str, alloc) -> str:
+    """The one-line report of an allocation: tokens before -> after, grid, mode that ran, time."""
+    t = alloc.timings_ms
+    extra = ""
+    if alloc.mode == "text":
+        extra = f", OCR {t['ocr']:.0f} ms"
+        if t.get("model_load", 0.0) >= 50:  # the OCR and text models were loaded by this call (once a process)
+            extra += f" (+{t['model_load'] / 1e3:.1f} s loading the OCR and text models, once a process)"
+    return (
+        f"{name}: {alloc.n_tokens} -> {alloc.budget} visual tokens ({100 * alloc.budget / alloc.n_tokens:.1f}%), "
+        f"grid {alloc.grid[0]}x{alloc.grid[1]} (rows x cols, {alloc.family}), mode {alloc.mode}, "
+        f"{t['total']:.0f} ms{extra}"
+    )
 
 
 def _allocate(args: argparse.Namespace) -> int:
@@ -113,6 +288,12 @@ def _allocate(args: argparse.Namespace) -> int:
         return _allocate_batch(args)
     if not args.image:
         raise ValueError("give an IMAGE, or --batch IN.jsonl --out OUT.jsonl")
+    if args.query is None:
+        raise ValueError(
+            'give the question with --query TEXT (--query "" is allowed: the allocation is then query-blind)'
+        )
+    if not args.query.strip():
+        print(QUERY_BLIND_NOTE, file=sys.stderr)
     alloc = allocate(
         args.image,
         args.query,
@@ -122,15 +303,7 @@ def _allocate(args: argparse.Namespace) -> int:
         max_pixels=args.max_pixels,
         mode=args.mode,
     )
-    t = alloc.timings_ms
-    ocr = f", OCR {t['ocr']:.0f} ms" if alloc.mode == "text" else ""
-    if t.get("model_load"):
-        ocr += f" (+{t['model_load'] / 1e3:.1f} s loading the OCR and text models, once a process)"
-    print(
-        f"{args.image}: {alloc.n_tokens} -> {alloc.budget} visual tokens ({100 * alloc.budget / alloc.n_tokens:.1f}%), "
-        f"grid {alloc.grid[0]}x{alloc.grid[1]} ({alloc.family}), mode {alloc.mode}, "
-        f"{t['total']:.0f} ms{ocr}"
-    )
+    print(_summary(args.image, alloc))
     if alloc.evidence is not None:  # a question about the page's structure: its evidence was kept first
         print(f"  structural rule {alloc.evidence.rule!r}: {alloc.evidence.detail}")
     if args.json:
@@ -146,6 +319,7 @@ def _allocate(args: argparse.Namespace) -> int:
 
 
 def _allocate_batch(args: argparse.Namespace) -> int:
+    """Allocate every line of ``--batch``; returns 0 if all lines were allocated, 1 if any failed."""
     from tqdm import tqdm
 
     from .realizing import allocate
@@ -157,11 +331,12 @@ def _allocate_batch(args: argparse.Namespace) -> int:
     lines = args.batch.read_text(encoding="utf-8").splitlines()
     root = args.batch.parent
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    failed = 0
+    allocated = failed = blind = 0
+    modes: set[str] = set()
     with args.out.open("w", encoding="utf-8") as out:
         for n, line in enumerate(tqdm(lines, desc="allocate", unit="img", file=sys.stderr), 1):
             if not line.strip():
-                continue
+                continue  # blank lines are skipped, not counted
             record_id = f"line-{n}"
             try:
                 item = json.loads(line)
@@ -169,9 +344,10 @@ def _allocate_batch(args: argparse.Namespace) -> int:
                     raise ValueError('each line must be a JSON object with "image" (and "id", "query")')
                 record_id = item.get("id", record_id)
                 image = Path(item["image"])
+                query = item.get("query") or ""
                 alloc = allocate(
                     image if image.is_absolute() else root / image,
-                    item.get("query", ""),
+                    query,
                     item.get("budget", args.budget),
                     family=args.family,
                     min_pixels=args.min_pixels,
@@ -179,11 +355,17 @@ def _allocate_batch(args: argparse.Namespace) -> int:
                     mode=args.mode,
                 )
                 record = alloc.to_json(id=record_id)
+                allocated += 1
+                blind += not str(query).strip()
+                modes.add(alloc.mode)
             except (ValueError, ImportError, OSError) as err:
                 failed += 1
                 record = {"id": record_id, "error": str(err)}
             out.write(json.dumps(record) + "\n")
-    print(f"wrote {args.out}: {len(lines) - failed} allocated, {failed} failed")
+    mode = f", mode {'/'.join(sorted(modes))}" if modes else ""
+    print(f"wrote {args.out}: {allocated} allocated, {failed} failed{mode}")
+    if blind:
+        print(f"note: {blind} line(s) had an empty query: their allocation is query-blind", file=sys.stderr)
     return 1 if failed else 0
 
 

@@ -8,8 +8,10 @@ allowed; nothing the caller passed is modified):
 * modes: RGBA / LA / palette with transparency are composited on white (documents have white paper); CMYK, 16-bit,
   32-bit integer and float greyscale are converted (high-bit-depth images are rescaled by their own range).
 * decompression bombs: an image above ``max_pixels_in`` (default 2**28, about 268 megapixels) is refused before
-  its pixels are decoded; big JPEGs are decoded at reduced scale (``draft``) when that loses nothing the model's
-  resize would keep.
+  its pixels are decoded: the size is read from the file's header and checked per call. Pillow's own process-wide
+  guard (``Image.MAX_IMAGE_PIXELS``) is neither used nor changed, so concurrent calls with different limits do not
+  race and the application's setting stays its own. Big JPEGs are decoded at reduced scale (``draft``) when that
+  loses nothing the model's resize would keep.
 * corrupt, truncated and non-image files are refused with the decoder's reason.
 
 Example:
@@ -22,7 +24,7 @@ from __future__ import annotations
 
 import io
 import os
-import warnings
+import struct
 from pathlib import Path
 from typing import IO, Any
 
@@ -103,29 +105,60 @@ def _open(source: Any, max_pixels_in: int) -> Image.Image:
             f"cannot read an image from {type(source).__name__}; pass a path, bytes, a file object, "
             "a PIL.Image or a NumPy array"
         )
+    name = _name(source)
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("error", Image.DecompressionBombWarning)
-            old = Image.MAX_IMAGE_PIXELS
-            Image.MAX_IMAGE_PIXELS = None  # our own limit below applies instead of PIL's global one
-            try:
-                image = Image.open(source)
-            finally:
-                Image.MAX_IMAGE_PIXELS = old
+        if isinstance(source, (str, os.PathLike)):
+            with open(source, "rb") as f:
+                source = io.BytesIO(f.read())  # read once; the decoder reads from memory, no file handle is kept
+        elif not _seekable(source):
+            source = io.BytesIO(source.read())
+        image = _open_header(source)
     except UnidentifiedImageError as err:
-        raise ValueError(
-            f"{_name(source)} is not an image Pillow can read (PNG, JPEG, TIFF, BMP, GIF, WebP, ...)"
-        ) from err
+        raise ValueError(f"{name} is not an image Pillow can read (PNG, JPEG, TIFF, BMP, GIF, WebP, ...)") from err
     except OSError as err:
-        raise ValueError(f"{_name(source)} could not be opened ({err})") from err
+        raise ValueError(f"{name} could not be opened ({err})") from err
     if image.width * image.height > max_pixels_in:
         raise ValueError(
-            f"{_name(source)} has {image.width}x{image.height} pixels, above the limit of {max_pixels_in} "
+            f"{name} has {image.width}x{image.height} pixels, above the limit of {max_pixels_in} "
             "(decompression-bomb guard); downscale it first or pass a larger max_pixels_in"
         )
     if getattr(image, "n_frames", 1) > 1:
         image.seek(0)  # multi-frame files (GIF, TIFF): the first frame
     return image
+
+
+def _seekable(f: Any) -> bool:
+    try:
+        return bool(f.seekable()) if hasattr(f, "seekable") else (f.seek(0, io.SEEK_CUR), True)[1]
+    except (OSError, AttributeError, ValueError):
+        return False
+
+
+def _open_header(fp: IO[bytes]) -> Image.Image:
+    """Identify the format and parse the header, as ``Image.open`` does, without Pillow's process-wide bomb check.
+
+    Each registered format plugin (``Image.register_open``: ``Image.ID`` in priority order, ``Image.OPEN``) is
+    tried on the file's first 16 bytes, as ``Image.open`` tries them; nothing is decoded. The caller checks the
+    size from the header against its own per-call limit.
+
+    Raises:
+        UnidentifiedImageError: no plugin accepts the file.
+    """
+    Image.init()  # register every format plugin (once per process; idempotent)
+    start = fp.tell()
+    prefix = fp.read(16)
+    for fmt in list(Image.ID):
+        factory, accept = Image.OPEN[fmt]
+        if accept is not None:
+            verdict = accept(prefix)
+            if not verdict or isinstance(verdict, str):  # a str is Pillow's "looks like it, but unsupported"
+                continue
+        fp.seek(start)
+        try:
+            return factory(fp, "")
+        except (SyntaxError, IndexError, TypeError, struct.error):
+            continue  # not this format after all (what Image.open does too)
+    raise UnidentifiedImageError("cannot identify image file")
 
 
 def _from_array(array: np.ndarray) -> Image.Image:

@@ -16,6 +16,10 @@ from __future__ import annotations
 import re
 import unicodedata
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .config import RelevanceConfig
 
 MAX_QUERY_CHARS = 4000  # longer queries are cut to this many characters (documented clamp)
 
@@ -71,8 +75,15 @@ def words(text: str) -> list[str]:
     return [w.lower() for w in _WORD.findall(text)]
 
 
-def parse_query(query: str | None) -> QueryCues:
-    """Read the cues of ``query``; ``None`` or an empty query gives a vague, cue-free result."""
+def parse_query(query: str | None, config: RelevanceConfig | None = None) -> QueryCues:
+    """Read the cues of ``query``; ``None`` or an empty query gives a vague, cue-free result.
+
+    ``config`` (default ``RelevanceConfig()``) holds the specificity and vagueness weights.
+    """
+    if config is None:
+        from .config import RelevanceConfig
+
+        config = RelevanceConfig()
     text = normalize_text(query or "")
     toks = words(text)
     content = tuple(w for w in toks if w not in STOP_WORDS)
@@ -81,8 +92,14 @@ def parse_query(query: str | None) -> QueryCues:
     capitals = sum(1 for w in _WORD.findall(text)[1:] if w[:1].isupper())
     vague_hits = sum(w in _VAGUE for w in toks)
     n_content = len([w for w in content if w not in _VAGUE and w not in _WHERE])
-    specificity = min(1.0, 0.2 * n_content + 0.3 * (quoted + numbers) + 0.15 * capitals)
-    vagueness = 1.0 if not toks else min(1.0, 0.5 * vague_hits + (0.4 if n_content == 0 else 0.0))
+    specificity = min(
+        1.0,
+        config.specificity_per_word * n_content
+        + config.specificity_per_number * (quoted + numbers)
+        + config.specificity_per_capital * capitals,
+    )
+    no_content = config.vagueness_no_content if n_content == 0 else 0.0
+    vagueness = 1.0 if not toks else min(1.0, config.vagueness_per_word * vague_hits + no_content)
     where = {_WHERE[w]: 1.0 for w in toks if w in _WHERE}
     colours = tuple(COLOURS[w] for w in toks if w in COLOURS)
     wants_text = quoted > 0 or numbers > 0 or any(w in _TEXT for w in toks)

@@ -5,9 +5,13 @@
     (text mode) OCR + query matching ─► text prior ──────┘                                          │
                                                                      attending (budget, top-K) ◄────┘
 
-``allocate`` runs it on one image and returns an ``Allocation`` (what is kept, the scores, and the sizes that
-tie them to the model's tokens). ``score_visual_tokens`` is the same pipeline on a processor's ``pixel_values``
-and the model's own visual tokens; ``arr_coc.compress`` calls it inside a loaded Qwen-VL model.
+One object runs it: a :class:`Realizer` built from one :class:`~arr_coc.config.RelevanceConfig`, whose
+:meth:`Realizer.relevance` takes frames (T, 3, H, W) at the processor's resolution on any device, a query, and
+optionally the model's token features, the query's embeddings and a text prior, and returns scores (T, rows, cols).
+``allocate`` calls it on an image resized as the processor does and returns an ``Allocation`` (what is kept, the
+scores, and the sizes that tie them to the model's tokens); ``score_visual_tokens`` calls it on a processor's
+``pixel_values`` and the model's own visual tokens, inside ``arr_coc.compress``. Same frames, same config: same
+tokens.
 
 Modes: ``"text"`` adds the OCR-based text prior (needs the ``[ocr]`` extra; the primary path for documents),
 ``"texture"`` is the fast query-agnostic-pixels path (query cues only), ``"auto"`` picks ``"text"`` when the
@@ -23,23 +27,25 @@ Example:
 from __future__ import annotations
 
 import importlib.util
+import threading
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import torch
-import torch.nn.functional as F
 from PIL import Image
 from torch import nn
 
 from .attending import Budget, parse_budget, resolve_budget, select
 from .balancing import SCORERS, TensionBalancer
+from .config import RelevanceConfig
 from .grid import GridSpec
 from .io import load_image_with_size
 from .knowing import InformationScorer, ParticipatoryScorer, PerspectivalScorer
 from .query import QueryCues, normalize_text, parse_query
-from .texture import frames_from_patches, texture_array, texture_from_pixels
+from .texture import frames_from_image, frames_from_patches, texture_from_frames
 
 MODES = ("auto", "text", "texture")
 
@@ -86,7 +92,13 @@ class Allocation:
         return [[int(i) // cols, int(i) % cols] for i in self.keep.tolist()]
 
     def to_json(self, id: Any = None) -> dict[str, Any]:
-        """The JSON contract of ``arr-coc allocate``: exactly id, grid, resized, original, budget, kept, scores."""
+        """The JSON contract of ``arr-coc allocate``.
+
+        Keys: ``id``; ``grid`` [rows, cols] of visual tokens; ``resized`` and ``original`` [W, H] in pixels (note
+        the order: grid is rows first, the sizes are width first); ``budget`` (tokens kept); ``kept`` [[r, c], ...]
+        in raster order (token index r * cols + c); ``scores`` rows x cols relevance; ``mode`` ("text" or
+        "texture", the path that ran); ``family`` (whose grid); ``query`` (as used, normalised).
+        """
         return {
             "id": id,
             "grid": list(self.grid),
@@ -95,18 +107,111 @@ class Allocation:
             "budget": self.budget,
             "kept": self.kept_cells,
             "scores": [[round(float(v), 5) for v in row] for row in self.scores],
+            "mode": self.mode,
+            "family": self.family,
+            "query": self.query,
         }
 
 
-class Realizer(nn.Module):
-    """The three scorers and the balancer as one module: texture + queries (+ optional evidence) -> relevance."""
+@dataclass
+class Relevance:
+    """What :meth:`Realizer.relevance` computed for T frames.
 
-    def __init__(self):
+    Attributes:
+        scores (torch.Tensor of shape (T, rows, cols)): relevance of every cell, higher = more relevant.
+        maps: each scorer's map by name (information, perspectival, participatory), each (T, rows, cols).
+        weights (torch.Tensor of shape (T, 3)): the balancer's weights of the three scorers.
+        texture (torch.Tensor of shape (T, 13, rows, cols)): the texture array.
+        timings_ms: ``texture`` and ``scoring`` wall time (on a GPU: time to launch, unless synchronised).
+    """
+
+    scores: torch.Tensor
+    maps: dict[str, torch.Tensor]
+    weights: torch.Tensor
+    texture: torch.Tensor
+    timings_ms: dict[str, float] = field(default_factory=dict)
+
+
+class Realizer(nn.Module):
+    """The relevance model as one object: frames + query (+ token features, query embeddings, text prior) -> scores.
+
+    ``allocate`` and ``compress`` both call :meth:`relevance`, so the map a user sees is the map the model gets.
+    Every weight and threshold comes from ``config`` (:class:`~arr_coc.config.RelevanceConfig`); the learnable ones
+    become parameters of the three scorers and the balancer. The module holds no state between calls, so one
+    instance may serve several threads; it runs on the frames' device (parameters are used as ``p.to(x)``, a no-op
+    once the module sits there: ``realizer.to("cuda")`` saves the copy of its ~30 numbers per call).
+
+    Example:
+        >>> r = Realizer(RelevanceConfig(edge_quantile=0.8))
+        >>> rel = r.relevance(torch.zeros(1, 3, 56, 84, dtype=torch.uint8), (2, 3), "What is the title?")
+        >>> rel.scores.shape
+        torch.Size([1, 2, 3])
+    """
+
+    def __init__(self, config: RelevanceConfig | None = None):
         super().__init__()
-        self.information = InformationScorer()
-        self.perspectival = PerspectivalScorer()
-        self.participatory = ParticipatoryScorer()
-        self.balancer = TensionBalancer()
+        self.config = config or RelevanceConfig()
+        self.information = InformationScorer(self.config)
+        self.perspectival = PerspectivalScorer(self.config)
+        self.participatory = ParticipatoryScorer(self.config)
+        self.balancer = TensionBalancer(self.config)
+
+    def cues(self, query: str | None) -> QueryCues:
+        """The query's cues, with this config's weights."""
+        return parse_query(query, self.config)
+
+    def texture(self, frames: torch.Tensor, rows: int, cols: int) -> torch.Tensor:
+        """Texture of frames (T, 3, rows * cell, cols * cell) at the processor's resolution -> (T, 13, rows, cols)."""
+        return texture_from_frames(frames, rows, cols, self.config)
+
+    def select(
+        self, scores: torch.Tensor, budget: Budget, features: torch.Tensor | None = None, redundancy: float = 0.0
+    ) -> torch.Tensor:
+        """Kept token indices (k,), ascending, for ``budget`` over ``scores`` (N,) (adaptive settings from config)."""
+        k = resolve_budget(budget, scores.numel(), scores, self.config)
+        return select(scores, k, features if redundancy > 0 else None, redundancy)
+
+    @torch.inference_mode()
+    def relevance(
+        self,
+        frames: torch.Tensor,
+        grid: tuple[int, int],
+        query: str | None,
+        token_feats: torch.Tensor | None = None,
+        query_embeds: torch.Tensor | None = None,
+        prior: torch.Tensor | None = None,
+    ) -> Relevance:
+        """Relevance of every visual token of T frames of one image or video, for one query.
+
+        Args:
+            frames (torch.Tensor of shape (T, 3, rows * cell, cols * cell)): the pixels the vision tower sees, uint8
+                or floats in [0, 1] (see :func:`arr_coc.texture.texture_from_frames`), any device.
+            grid: (rows, cols) of merged visual tokens.
+            query: the question (None or empty: query-blind).
+            token_feats (torch.Tensor of shape (T * rows * cols, D) or None): the model's merged visual tokens.
+            query_embeds (torch.Tensor of shape (Q, D) or None): the language model's embeddings of the query tokens.
+            prior (torch.Tensor of shape (T, rows, cols) or None): a query-conditioned map in [0, 1] (the text prior).
+
+        Returns:
+            :class:`Relevance`, on the frames' device.
+        """
+        rows, cols = int(grid[0]), int(grid[1])
+        t = frames.shape[0]
+        t0 = time.perf_counter()
+        texture = self.texture(frames, rows, cols)  # (T, 13, rows, cols)
+        t1 = time.perf_counter()
+        feats = None
+        if token_feats is not None:
+            if token_feats.shape[0] != t * rows * cols:
+                raise ValueError(f"token_feats has {token_feats.shape[0]} rows for a grid of {t * rows * cols} tokens")
+            feats = token_feats.reshape(t, rows * cols, -1)  # (T, rows * cols, D)
+        if prior is not None and tuple(prior.shape) != (t, rows, cols):
+            raise ValueError(f"prior has shape {tuple(prior.shape)}, expected {(t, rows, cols)}")
+        embeds = [query_embeds] * t if query_embeds is not None else None
+        cues = [self.cues(query)] * t
+        scores, maps, weights = self(texture, cues, prior=prior, token_feats=feats, query_embeds=embeds)
+        t2 = time.perf_counter()
+        return Relevance(scores, maps, weights, texture, {"texture": (t1 - t0) * 1e3, "scoring": (t2 - t1) * 1e3})
 
     def forward(
         self,
@@ -116,13 +221,13 @@ class Realizer(nn.Module):
         token_feats: torch.Tensor | None = None,
         query_embeds: list[torch.Tensor | None] | None = None,
     ) -> tuple[torch.Tensor, dict[str, torch.Tensor], torch.Tensor]:
-        """Relevance of every cell.
+        """Relevance of every cell from texture arrays (the trainable part of :meth:`relevance`).
 
         Args:
-            texture: (B, 13, H, W) texture arrays.
+            texture (torch.Tensor of shape (B, 13, H, W)): texture arrays.
             cues: B parsed queries.
-            prior: optional (B, H, W) text prior in [0, 1].
-            token_feats: optional (B, H * W, D) visual tokens in the language model's embedding space.
+            prior (torch.Tensor of shape (B, H, W) or None): text prior in [0, 1].
+            token_feats (torch.Tensor of shape (B, H * W, D) or None): visual tokens in the LM's embedding space.
             query_embeds: optional B tensors (Q, D) of query token embeddings.
 
         Returns:
@@ -137,15 +242,22 @@ class Realizer(nn.Module):
         return relevance, dict(zip(SCORERS, (info, persp, part), strict=True)), weights
 
 
-_DEFAULT_REALIZER: Realizer | None = None
+_default_lock = threading.Lock()
+_default: Realizer | None = None
 
 
 def default_realizer() -> Realizer:
-    """The process-wide training-free realizer (built once)."""
-    global _DEFAULT_REALIZER
-    if _DEFAULT_REALIZER is None:
-        _DEFAULT_REALIZER = Realizer().eval()
-    return _DEFAULT_REALIZER
+    """The shared training-free :class:`Realizer` (``RelevanceConfig()``), used when no ``realizer=`` is passed.
+
+    Built once, under a lock, frozen (``eval()``, no gradients) and never modified afterwards: a call reads it
+    and keeps nothing, so threads may share it. To use other weights, or to train, build ``Realizer(config)`` and
+    pass it as ``realizer=`` to ``allocate`` / ``compress``.
+    """
+    global _default
+    with _default_lock:
+        if _default is None:
+            _default = Realizer().eval().requires_grad_(False)
+        return _default
 
 
 def ocr_available() -> bool:
@@ -177,6 +289,54 @@ def _reading(text_options: dict[str, Any] | None):
     return shared_reader(warm=True), shared_matcher(warm=True, **(text_options or {}))
 
 
+def text_prior_maps(
+    pictures: list[Image.Image],
+    query: str,
+    rows: int,
+    cols: int,
+    text_options: dict[str, Any] | None = None,
+    reader: Any = None,
+) -> tuple[torch.Tensor, list[list[Any]], list[Any]]:
+    """The OCR text prior of ``allocate``'s "text" mode, one map per picture (needs the ``[ocr]`` extra).
+
+    Args:
+        pictures: RGB pictures covering the grid (their own pixel sizes; boxes are mapped to the grid).
+        query: the question (normalised here).
+        rows, cols: the grid.
+        text_options: the matcher's ``{"lexical", "semantic", "layout", "structure", "query_parsing"}`` switches.
+        reader: the OCR reader (anything with ``read(image) -> list[TextBox]``; default the process-wide one).
+
+    Returns:
+        torch.Tensor of shape (T, rows, cols) in [0, 1], float32 on the CPU (OCR runs on the CPU), the OCR boxes
+        of each picture, and each picture's structural evidence (``arr_coc.structural_query.Evidence``: which budget
+        rule fired) or None.
+    """
+    resolve_mode("text")  # a clear error when the [ocr] extra is missing
+    shared, matcher = _reading(text_options)
+    reader = reader or shared
+    text = normalize_text(query)
+    maps, boxes, evidence = [], [], []
+    for picture in pictures:
+        found = reader.read(picture)
+        rel, ev = matcher.relevance_and_evidence(found, text, rows, cols, picture.size)
+        maps.append(np.asarray(rel, dtype=np.float32))
+        boxes.append(found)
+        evidence.append(ev)
+    return torch.from_numpy(np.stack(maps)), boxes, evidence
+
+
+def pictures_from_frames(frames: torch.Tensor) -> list[Image.Image]:
+    """The explicit step that leaves the device for OCR: frames (T, 3, H, W) -> T RGB pictures.
+
+    Each frame is rounded to uint8 ON its device first, so one uint8 copy (a quarter of float32's bytes) crosses to
+    the CPU.
+    """
+    if frames.dtype != torch.uint8:
+        frames = (frames.float().clamp(0, 1) * 255).round().to(torch.uint8)  # (T, 3, H, W) on the device
+    host = frames.permute(0, 2, 3, 1).contiguous().cpu().numpy()  # (T, H, W, 3): the one device -> host copy
+    return [Image.fromarray(frame) for frame in host]
+
+
 @torch.inference_mode()
 def allocate(
     image: Any,
@@ -188,9 +348,14 @@ def allocate(
     mode: str = "auto",
     text_options: dict[str, Any] | None = None,
     realizer: Realizer | None = None,
+    device: str | torch.device | None = None,
     reader: Any = None,
 ) -> Allocation:
     """Decide which visual tokens of ``image`` matter for ``query``.
+
+    The image is resized exactly as the model's processor resizes it (PIL bicubic to the family's grid), and the
+    same :meth:`Realizer.relevance` that ``compress`` runs inside the model scores it: for the same config,
+    ``allocate`` keeps the tokens ``compress`` keeps (without the model's token features).
 
     Args:
         image: a path, bytes, file object, PIL image or NumPy array (see ``arr_coc.io.load_image``).
@@ -200,7 +365,8 @@ def allocate(
         min_pixels, max_pixels: the processor's resize limits (defaults: the processor's min, 1280 tokens max).
         mode: "text" (OCR-aware), "texture" (fast, no OCR) or "auto" (text if the [ocr] extra is installed).
         text_options: for mode "text": ``{"lexical": bool, "semantic": bool, "layout": bool}`` (ablations).
-        realizer: scorers and balancer to use (default: the training-free ones).
+        realizer: the relevance model (default: :func:`default_realizer`, the training-free one).
+        device: where the relevance step runs (default: the CPU); OCR always runs on the CPU.
         reader: for mode "text": the OCR reader (anything with ``read(image) -> list[TextBox]``; default the
             process-wide ``TextReader``), e.g. one that remembers a page already read.
 
@@ -209,50 +375,49 @@ def allocate(
     """
     parse_budget(budget)  # fail fast, before any image work
     mode = resolve_mode(mode)
+    realizer = realizer or default_realizer()
     t_models = time.perf_counter()
-    shared, matcher = _reading(text_options) if mode == "text" else (None, None)  # loads models on first use only
-    reader = reader or shared
+    if mode == "text":
+        _reading(text_options)  # loads the OCR / text models on first use only
     t0 = time.perf_counter()
     models_ms = (t0 - t_models) * 1e3
     spec = GridSpec.for_family(family, min_pixels, max_pixels)
     img, (orig_w, orig_h) = load_image_with_size(image, target_pixels=spec.max_pixels)
     grid = spec.grid_for(orig_h, orig_w)
     text = normalize_text(query or "")
-    cues = parse_query(text)
+    frames = frames_from_image(img, grid)  # (1, 3, H, W) uint8, resized as the processor does
+    if device is not None:
+        frames = frames.to(device)
 
     t1 = time.perf_counter()
-    texture = texture_array(img, grid)[None]  # (1, 13, rows, cols)
-    t2 = time.perf_counter()
     prior, boxes, evidence = None, [], None
     if mode == "text":
-        boxes = reader.read(img)
-        t_ocr = time.perf_counter()
-        prior_map, evidence = matcher.relevance_and_evidence(boxes, text, grid.rows, grid.cols, img.size)  # img px
-        prior = torch.from_numpy(np.asarray(prior_map, dtype=np.float32))[None]
-    else:
-        t_ocr = t2
-    relevance, maps, weights = (realizer or default_realizer())(texture, [cues], prior=prior)
-    scores = relevance[0].flatten()
-    k = resolve_budget(budget, grid.n_tokens, scores)
-    keep = select(scores, k)
+        prior, found, evs = text_prior_maps([img], text, grid.rows, grid.cols, text_options, reader)  # loaded res.
+        prior, boxes, evidence = prior.to(frames.device), found[0], evs[0]
+    t2 = time.perf_counter() if mode == "text" else t1
+    rel = realizer.relevance(frames, (grid.rows, grid.cols), text, prior=prior)
+    scores = rel.scores[0].flatten()  # (rows * cols,)
+    keep = realizer.select(scores, budget).cpu()  # (K,)
     t3 = time.perf_counter()
+    components = {name: m[0].float().cpu().numpy() for name, m in rel.maps.items()}
+    if prior is not None:
+        components["text_prior"] = prior[0].float().cpu().numpy()
     return Allocation(
         family=spec.family,
         grid=(grid.rows, grid.cols),
         resized=grid.resized,
         original=(orig_w, orig_h),
         keep=keep,
-        scores=relevance[0].numpy().astype(np.float32),
+        scores=rel.scores[0].float().cpu().numpy(),
         query=text,
         mode=mode,
-        weights={name: float(w) for name, w in zip(SCORERS, weights[0].tolist(), strict=True)},
-        components={name: m[0].numpy() for name, m in maps.items()}
-        | ({"text_prior": prior[0].numpy()} if prior is not None else {}),
+        weights={name: float(w) for name, w in zip(SCORERS, rel.weights[0].tolist(), strict=True)},
+        components=components,
         timings_ms={
             "load": (t1 - t0) * 1e3,
-            "texture": (t2 - t1) * 1e3,
-            "ocr": (t_ocr - t2) * 1e3,
-            "scoring": (t3 - t_ocr) * 1e3,
+            "texture": rel.timings_ms["texture"],
+            "ocr": (t2 - t1) * 1e3,
+            "scoring": (t3 - t2) * 1e3 - rel.timings_ms["texture"],
             "total": (t3 - t0) * 1e3,
             "model_load": models_ms,
         },
@@ -275,45 +440,42 @@ def score_visual_tokens(
     text_prior: bool = False,
     text_options: dict[str, Any] | None = None,
     realizer: Realizer | None = None,
+    image_mean: Sequence[float] | None = None,
+    image_std: Sequence[float] | None = None,
 ) -> torch.Tensor:
-    """Relevance of each visual token of one image or video inside a loaded Qwen-VL model.
+    """Relevance of each visual token of one image or video inside a loaded Qwen-VL model (``compress``'s scorer).
+
+    The processor's patches are turned back into frames (:func:`arr_coc.texture.frames_from_patches`) and scored by
+    the same :meth:`Realizer.relevance` as ``allocate``; everything stays on the device of ``pixel_values``
+    except the OCR of ``text_prior`` (one uint8 copy per frame to the CPU, :func:`pictures_from_frames`).
 
     Args:
-        pixel_values: (t * h * w, 3 * temporal_patch_size * patch_size**2) this image's processor patches.
+        pixel_values (torch.Tensor of shape (t*h*w, 3*temporal_patch_size*patch_size**2)): this item's patches.
         grid_thw: (t, h, w) patch grid of this image, as in ``image_grid_thw``.
         patch_size, merge_size, temporal_patch_size: the vision tower's, from the model config.
-        token_feats: optional (N, D) merged visual tokens in the LM embedding space, N = t * h * w / merge**2.
-        query_embeds: optional (Q, D) LM input embeddings of the query's tokens.
+        token_feats (torch.Tensor of shape (N, D) or None): merged visual tokens in the LM embedding space,
+            N = t * h * w / merge**2.
+        query_embeds (torch.Tensor of shape (Q, D) or None): LM input embeddings of the query's tokens.
         query_text: optional query text (spatial, colour and text cues; the text prior's query).
-        prior: optional (t, h / merge, w / merge) query-conditioned map in [0, 1].
+        prior (torch.Tensor of shape (t, h / merge, w / merge) or None): query-conditioned map in [0, 1].
         text_prior: run OCR on the model's own resized pixels and add the text-aware prior of ``allocate``'s
             "text" mode (images only; needs the ``[ocr]`` extra; costs the OCR time, see the speed benchmark).
         text_options: the text prior's ``{"lexical", "semantic", "layout"}`` switches.
-        realizer: scorers and balancer (default: the training-free ones).
+        realizer: the relevance model (default: :func:`default_realizer`).
+        image_mean, image_std: the processor's normalisation (undone exactly when given).
 
     Returns:
-        Float tensor (N,), relevance of each token in raster order over (t, h / merge, w / merge).
+        torch.Tensor of shape (N,), float32 on the device of ``pixel_values``: relevance of each token in raster
+        order over (t, h / merge, w / merge).
     """
-    frames = frames_from_patches(pixel_values, grid_thw, patch_size, merge_size, temporal_patch_size)  # (t,3,H,W)
-    t, rows, cols = int(grid_thw[0]), int(grid_thw[1]) // merge_size, int(grid_thw[2]) // merge_size
-    half = F.avg_pool2d(frames, 2) if (patch_size * merge_size) % 4 == 0 else frames
-    texture = texture_from_pixels(half, rows, cols)  # (t, 13, rows, cols)
-    cues = [parse_query(query_text)] * t
+    frames = frames_from_patches(
+        pixel_values, grid_thw, patch_size, merge_size, temporal_patch_size, image_mean, image_std
+    )  # (t, 3, H, W)
+    rows, cols = int(grid_thw[1]) // merge_size, int(grid_thw[2]) // merge_size
     if text_prior and prior is None and query_text:
-        resolve_mode("text")  # a clear error when the [ocr] extra is missing
-        reader, matcher = _reading(text_options)
-        maps = []
-        for frame in frames:  # (3, H, W) -> an RGB picture at the model's own resolution
-            picture = Image.fromarray((frame.permute(1, 2, 0).numpy() * 255).round().astype(np.uint8))
-            maps.append(matcher.relevance(reader.read(picture), normalize_text(query_text), rows, cols, picture.size))
-        prior = torch.from_numpy(np.stack(maps).astype(np.float32))  # (t, rows, cols)
-    feats = None
-    if token_feats is not None:
-        if token_feats.shape[0] != t * rows * cols:
-            raise ValueError(f"token_feats has {token_feats.shape[0]} rows for a grid of {t * rows * cols} tokens")
-        feats = token_feats.reshape(t, rows * cols, -1)
-    embeds = [query_embeds] * t if query_embeds is not None else None
-    relevance, _, _ = (realizer or default_realizer())(
-        texture, cues, prior=prior, token_feats=feats, query_embeds=embeds
+        prior, _, _ = text_prior_maps(pictures_from_frames(frames), query_text, rows, cols, text_options)
+        prior = prior.to(frames.device)  # (t, rows, cols)
+    rel = (realizer or default_realizer()).relevance(
+        frames, (rows, cols), query_text, token_feats=token_feats, query_embeds=query_embeds, prior=prior
     )
-    return relevance.flatten()
+    return rel.scores.flatten()

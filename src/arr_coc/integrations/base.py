@@ -30,6 +30,8 @@ from typing import Any
 import torch
 
 Kind = str  # "image" or "video"
+OPENAI_CLIP_MEAN = (0.48145466, 0.4578275, 0.40821073)  # Qwen2-VL / Qwen2.5-VL image processor defaults
+OPENAI_CLIP_STD = (0.26862954, 0.26130258, 0.27577711)
 
 
 @dataclass
@@ -57,6 +59,8 @@ class ImageContext:
         config: the model's config (``model.config``).
         scorer_config: ``compress(..., scorer_config=...)``: for the realizing scorer, a dict of extra keyword
             arguments of ``score_visual_tokens``; custom scorers may use it as they like.
+        image_mean, image_std: the processor's per-channel normalisation of ``pixel_values`` (from
+            ``compress(processor=...)``, else the family's default), so a scorer can recover the exact pixels.
     """
 
     kind: Kind
@@ -75,6 +79,8 @@ class ImageContext:
     query_text: str | None
     config: Any
     scorer_config: Any = None
+    image_mean: tuple[float, ...] | None = None
+    image_std: tuple[float, ...] | None = None
 
     @property
     def n_tokens(self) -> int:
@@ -113,7 +119,7 @@ class VisualAllocation:
     @property
     def mask(self) -> torch.Tensor:
         """Bool tensor of shape (t, h, w): True where the token was kept."""
-        m = torch.zeros(math.prod(self.grid), dtype=torch.bool)
+        m = torch.zeros(math.prod(self.grid), dtype=torch.bool, device=self.keep.device)
         m[self.keep] = True
         return m.view(self.grid)
 
@@ -143,12 +149,17 @@ class FamilyAdapter:
         class_names: ``transformers`` classes (by name) this adapter accepts.
         module: ``transformers`` module that defines them (imported lazily, so ``arr_coc`` imports without
             transformers).
+        extra_rope_keys: inputs forwarded to ``get_rope_index`` besides the grids.
+        image_mean, image_std: the normalisation the family's image processor applies by default (used to undo it
+            when ``compress`` is given no processor).
     """
 
     name: str
     class_names: tuple[str, ...]
     module: str
     extra_rope_keys: tuple[str, ...] = field(default=())
+    image_mean: tuple[float, float, float] = OPENAI_CLIP_MEAN  # the family's processor default (Qwen2/2.5-VL)
+    image_std: tuple[float, float, float] = OPENAI_CLIP_STD
 
     def model_classes(self) -> tuple[type, ...]:
         """The accepted classes (imported on demand; empty if this transformers version lacks them)."""
@@ -268,24 +279,25 @@ def cosine_scorer(ctx: ImageContext) -> torch.Tensor:
     similarity to the item's mean token, which favours tokens that differ from the background.
 
     Returns:
-        torch.Tensor of shape (N,), float32, on the CPU.
+        torch.Tensor of shape (N,), float32, on the device of the token features.
     """
     feats = _normalize(ctx.token_feats)  # (N, D)
     if ctx.query_embeds is None or ctx.query_embeds.shape[0] == 0:
         mean = _normalize(feats.mean(0, keepdim=True))  # (1, D)
-        return (1.0 - feats @ mean.T).squeeze(1).cpu()  # (N,)
+        return (1.0 - feats @ mean.T).squeeze(1)  # (N,)
     query = _normalize(ctx.query_embeds.to(feats.device))  # (Q, D)
     sim = feats @ query.T  # (N, Q)
     top = sim.topk(min(3, sim.shape[1]), dim=1).values  # (N, min(3, Q))
-    return top.mean(1).cpu()  # (N,)
+    return top.mean(1)  # (N,)
 
 
 def realizing_scorer() -> Scorer:
     """``arr_coc.realizing.score_visual_tokens`` (texture scorers + embedding coupling + balancer) as a :data:`Scorer`.
 
     Called as ``score_visual_tokens(pixel_values, grid_thw, patch_size, merge_size, temporal_patch_size,
-    token_feats=..., query_embeds=..., query_text=..., **scorer_config)``: ``compress(..., scorer_config={...})``
-    carries extra keyword arguments (e.g. ``realizer=``, ``prior=``, ``text_prior=``).
+    token_feats=..., query_embeds=..., query_text=..., image_mean=..., image_std=..., **scorer_config)``:
+    ``compress(..., scorer_config={...})`` carries extra keyword arguments (e.g. ``realizer=``, ``prior=``,
+    ``text_prior=``).
     """
     from arr_coc.realizing import score_visual_tokens
 
@@ -299,6 +311,8 @@ def realizing_scorer() -> Scorer:
             token_feats=ctx.token_feats,
             query_embeds=ctx.query_embeds,
             query_text=ctx.query_text,
+            image_mean=ctx.image_mean,
+            image_std=ctx.image_std,
             **dict(ctx.scorer_config or {}),
         )
 

@@ -30,6 +30,7 @@ Example:
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -65,6 +66,15 @@ def _past_length(kwargs: dict[str, Any]) -> int:
     """Number of tokens already in ``kwargs["past_key_values"]`` (0 without a cache)."""
     cache = kwargs.get("past_key_values")
     return int(cache.get_seq_length()) if cache is not None and hasattr(cache, "get_seq_length") else 0
+
+
+def _normalisation(image_processor: Any) -> tuple[tuple[float, ...] | None, tuple[float, ...] | None]:
+    """The image processor's ``image_mean`` / ``image_std`` as 3-tuples, or (None, None) when it has none."""
+    mean, std = getattr(image_processor, "image_mean", None), getattr(image_processor, "image_std", None)
+    if mean is None or std is None:
+        return None, None
+    as3 = [(float(v),) * 3 if isinstance(v, (int, float)) else tuple(float(x) for x in v) for v in (mean, std)]
+    return as3[0], as3[1]
 
 
 def find_adapter(model: Any) -> FamilyAdapter:
@@ -118,7 +128,7 @@ def tier_levels(scores: torch.Tensor, n_levels: int, tiers: Sequence[float]) -> 
     order = torch.sort(torch.nan_to_num(scores.float(), nan=-torch.inf), descending=True, stable=True).indices
     bounds = [round(k * c) for c in torch.cumsum(torch.tensor(fractions, dtype=torch.float64), 0).tolist()]
     bounds[-1] = k
-    levels = torch.zeros(k, dtype=torch.long)
+    levels = torch.zeros(k, dtype=torch.long, device=scores.device)
     start = 0
     for i, end in enumerate(bounds):
         n = n_levels if m == 1 else round(n_levels * (m - 1 - i) / (m - 1))
@@ -152,14 +162,293 @@ class PrunedInputs:
     mm_encoder_outputs: dict[str, Any]
 
 
+# ----- pure steps: data in, data out, no model ------------------------------------------------------------------
+# ``CompressedModel._plan`` is these steps in order: locate the items -> (the model's seams: positions, vision
+# tower) -> score -> allocate -> kept columns -> repack. Each can be tested on hand-made tensors.
+
+
 @dataclass
-class _Item:
-    kind: str  # "image" | "video"
-    index: int  # row in image_grid_thw / video_grid_thw
-    sample: int  # row of input_ids
-    cols: torch.Tensor  # (N,) columns of its placeholder tokens in that row
-    grid_thw: tuple[int, int, int]  # patch grid
-    patch_start: int  # first row of its patches in pixel_values(_videos)
+class VisualItem:
+    """One image or video of a batch, located in the prompt.
+
+    Attributes:
+        kind: ``"image"`` or ``"video"``.
+        index: its row in ``image_grid_thw`` / ``video_grid_thw``.
+        sample: the row of ``input_ids`` that holds its placeholder tokens.
+        cols (torch.LongTensor of shape (N,)): columns of its placeholder tokens in that row, ascending.
+        grid_thw: (t, h, w) patch grid (NOT merged).
+        patch_start: first row of its patches in ``pixel_values`` / ``pixel_values_videos``.
+    """
+
+    kind: str
+    index: int
+    sample: int
+    cols: torch.Tensor
+    grid_thw: tuple[int, int, int]
+    patch_start: int
+
+    @property
+    def n_patches(self) -> int:
+        """Rows of ``pixel_values`` this item owns (t * h * w)."""
+        t, h, w = self.grid_thw
+        return t * h * w
+
+    def merged_grid(self, merge_size: int) -> tuple[int, int, int]:
+        """(t, h // merge_size, w // merge_size): its grid of visual tokens."""
+        t, h, w = self.grid_thw
+        return t, h // merge_size, w // merge_size
+
+
+def locate_items(
+    input_ids: torch.Tensor,
+    attention_mask: torch.Tensor | None,
+    kind: str,
+    token_id: int,
+    grid_thw: torch.Tensor,
+    merge_size: int,
+) -> list[VisualItem]:
+    """Assign the placeholder tokens of one modality to its items.
+
+    The i-th block of N_i = t*h*w / merge_size**2 placeholder tokens, in row-major order over ``input_ids``, belongs
+    to item i (the order in which the model scatters features), and must lie within one sample.
+
+    Args:
+        input_ids (torch.LongTensor of shape (batch_size, sequence_length)): the unpruned prompt.
+        attention_mask (torch.LongTensor of shape (batch_size, sequence_length) or None): 0 on padding.
+        kind: ``"image"`` or ``"video"`` (for messages and :attr:`VisualItem.kind`).
+        token_id: the placeholder token id of this modality.
+        grid_thw (torch.LongTensor of shape (num_items, 3)): patch grids, as the processor returns them.
+        merge_size: patches merged per token side.
+
+    Returns:
+        One :class:`VisualItem` per row of ``grid_thw``, in that order.
+
+    Raises:
+        ValueError: if the placeholders and the grids do not match, an item spans samples, or placeholders are
+            masked out.
+    """
+    if grid_thw.dim() != 2 or grid_thw.shape[1] != 3:
+        raise ValueError(f"{kind}_grid_thw must have shape (num_{kind}s, 3), got {tuple(grid_thw.shape)}")
+    grid_list = [tuple(int(v) for v in row) for row in grid_thw.tolist()]
+    sizes = [t * h * w // (merge_size * merge_size) for t, h, w in grid_list]
+    where = (input_ids == token_id).nonzero()  # (M, 2) rows (sample, column), row-major
+    if where.shape[0] != sum(sizes):
+        raise ValueError(
+            f"input_ids holds {where.shape[0]} {kind} placeholder tokens but {kind}_grid_thw describes "
+            f"{sum(sizes)} ({' + '.join(map(str, sizes))}); the prompt and the {kind}s do not match"
+        )
+    if attention_mask is not None and where.shape[0]:
+        if not bool(attention_mask[where[:, 0], where[:, 1]].all()):
+            raise ValueError(f"some {kind} placeholder tokens are masked out by attention_mask")
+    items, start, patch = [], 0, 0
+    for i, (n, thw) in enumerate(zip(sizes, grid_list, strict=True)):
+        block = where[start : start + n]  # (n, 2)
+        rows = block[:, 0].unique()
+        if rows.numel() != 1:
+            raise ValueError(
+                f"the placeholder tokens of {kind} {i} span samples {rows.tolist()}; input_ids and "
+                f"{kind}_grid_thw do not match"
+            )
+        items.append(VisualItem(kind, i, int(rows[0]), block[:, 1], thw, patch))  # type: ignore[arg-type]
+        start += n
+        patch += thw[0] * thw[1] * thw[2]
+    return items
+
+
+def turn_query_ids(
+    row: Sequence[int], row_mask: Sequence[int], first: int, last: int, ids: dict[str, int]
+) -> list[int]:
+    """Token ids of the question around a visual item: the text of the user turn that holds it.
+
+    That is the turn's text before the item and after it, without the role header (``user\\n``), placeholders,
+    vision markers, padding, and anything between ``first`` and ``last`` (e.g. the timestamps between a Qwen3-VL
+    video's frames).
+
+    Args:
+        row: one row of ``input_ids``.
+        row_mask: its attention mask (1 = real token).
+        first, last: columns of the item's first and last placeholder token.
+        ids: special token ids: ``image``, ``video``, ``vision_start``, ``vision_end``, ``im_start``, ``im_end``,
+            ``newline``.
+    """
+    start = first - 1
+    while start >= 0 and row[start] != ids["im_start"]:
+        start -= 1
+    end = last + 1
+    while end < len(row) and row[end] != ids["im_end"]:
+        end += 1
+    begin = start + 1
+    if start >= 0:  # skip the role header "user\n"
+        for j in range(begin, min(begin + 3, end)):
+            if row[j] == ids["newline"]:
+                begin = j + 1
+                break
+    skip = {ids["image"], ids["video"], ids["vision_start"], ids["vision_end"], ids["im_start"], ids["im_end"]}
+    return [row[j] for j in range(begin, end) if row_mask[j] and row[j] not in skip and not first <= j <= last]
+
+
+def allocate_tokens(
+    scores: torch.Tensor, budget: Budget, features: torch.Tensor | None = None, redundancy: float = 0.0
+) -> torch.Tensor:
+    """Which tokens of one item to keep: the budget resolved against its scores, then top-K selection.
+
+    Args:
+        scores (torch.Tensor of shape (N,)): relevance, higher = more relevant.
+        budget: see :func:`arr_coc.attending.resolve_budget` (count, fraction or ``"adaptive"``).
+        features (torch.Tensor of shape (N, D) or None): token features, used only when ``redundancy > 0``.
+        redundancy: in [0, 1], see :func:`arr_coc.attending.select`.
+
+    Returns:
+        torch.LongTensor of shape (k,): kept indices, strictly increasing, on the device of ``scores``.
+    """
+    k = resolve_budget(budget, scores.numel(), scores)
+    return select(scores, k, features if redundancy > 0 else None, redundancy)
+
+
+def kept_columns(
+    input_ids: torch.Tensor,
+    attention_mask: torch.Tensor | None,
+    items: Sequence[VisualItem],
+    keeps: Sequence[torch.Tensor],
+) -> torch.Tensor:
+    """The columns of ``input_ids`` that stay: every real token except the dropped placeholders.
+
+    Args:
+        input_ids (torch.LongTensor of shape (batch_size, sequence_length)): the unpruned prompt.
+        attention_mask (torch.LongTensor of shape (batch_size, sequence_length) or None): 0 on padding (dropped).
+        items: the located items.
+        keeps: per item, its kept indices into its own placeholder columns (ascending).
+
+    Returns:
+        torch.BoolTensor of shape (batch_size, sequence_length) on the device of ``input_ids``.
+    """
+    device = input_ids.device
+    keep_col = torch.ones(input_ids.shape, dtype=torch.bool, device=device)  # (B, L)
+    for item, keep in zip(items, keeps, strict=True):
+        cols = item.cols.to(device)  # (N,)
+        dropped = torch.ones(cols.numel(), dtype=torch.bool, device=device)  # (N,)
+        dropped[keep.to(device)] = False
+        keep_col[item.sample, cols[dropped]] = False
+    if attention_mask is not None:
+        keep_col &= attention_mask.to(device).bool()
+    return keep_col
+
+
+def padding_side(attention_mask: torch.Tensor | None, override: str | None = None) -> str:
+    """``override`` if given, else the side the input is padded on (``"left"`` when unpadded or unknown)."""
+    if override is not None:
+        return override
+    if attention_mask is not None and bool((attention_mask[:, 0] == 0).any()):
+        return "left"
+    if attention_mask is not None and bool((attention_mask[:, -1] == 0).any()):
+        return "right"
+    return "left"
+
+
+@dataclass
+class Repacked:
+    """Output of :func:`repack`: the pruned, re-padded sequence.
+
+    Attributes:
+        input_ids (torch.LongTensor of shape (batch_size, pruned_length)): kept tokens, ``pad_id`` on padding.
+        attention_mask (torch.LongTensor of shape (batch_size, pruned_length) or None): 0 on padding; None when
+            the input had none, nothing had to be padded, and ``always_mask`` was False.
+        mm_token_type_ids (torch.LongTensor of shape (batch_size, pruned_length) or None): gathered, 0 on padding.
+        position_ids (torch.LongTensor of shape (3, batch_size, pruned_length)): full positions gathered at the
+            kept columns, 0 on padding.
+        index_map (torch.LongTensor of shape (batch_size, pruned_length)): original column, -1 on padding.
+        rope_deltas (torch.LongTensor of shape (batch_size, 1)): next position minus real pruned length.
+        labels (torch.LongTensor of shape (batch_size, pruned_length) or None): gathered, -100 on padding.
+    """
+
+    input_ids: torch.Tensor
+    attention_mask: torch.Tensor | None
+    mm_token_type_ids: torch.Tensor | None
+    position_ids: torch.Tensor
+    index_map: torch.Tensor
+    rope_deltas: torch.Tensor
+    labels: torch.Tensor | None = None
+
+
+def repack(
+    input_ids: torch.Tensor,
+    attention_mask: torch.Tensor | None,
+    keep_col: torch.Tensor,
+    position_ids: torch.Tensor,
+    rope_deltas: torch.Tensor,
+    side: str,
+    pad_id: int,
+    mm_token_type_ids: torch.Tensor | None = None,
+    labels: torch.Tensor | None = None,
+    always_mask: bool = False,
+) -> Repacked:
+    """Gather every per-token input at the kept columns; each row shrinks by its own amount and is re-padded.
+
+    Old padding is dropped (``keep_col`` is False there) and laid anew on ``side``.
+
+    Args:
+        input_ids (torch.LongTensor of shape (batch_size, sequence_length)): the unpruned prompt.
+        attention_mask (torch.LongTensor of shape (batch_size, sequence_length) or None): 0 on padding.
+        keep_col (torch.BoolTensor of shape (batch_size, sequence_length)): columns that stay (see
+            :func:`kept_columns`).
+        position_ids (torch.LongTensor of shape (3, batch_size, sequence_length)): M-RoPE positions of the full
+            sequence.
+        rope_deltas (torch.LongTensor of shape (batch_size, 1)): the full sequence's max position + 1 - real length.
+        side: ``"left"`` or ``"right"``: where the new padding goes.
+        pad_id: token id written on padding.
+        mm_token_type_ids (torch.LongTensor of shape (batch_size, sequence_length) or None): 0 text, 1 image, 2 video.
+        labels (torch.LongTensor of shape (batch_size, sequence_length) or None): training labels.
+        always_mask: build an attention mask even when the input had none and no row needed padding.
+
+    Returns:
+        :class:`Repacked`.
+    """
+    batch, length = input_ids.shape
+    device = input_ids.device
+    keep_col = keep_col.to(device)
+    lengths = keep_col.sum(1)  # (B,) tokens left per row
+    new_len = int(lengths.max())
+    # destination column of each kept column; dropped ones go to a spare column new_len, cut off below
+    rank = keep_col.long().cumsum(1) - 1  # (B, L)
+    offset = (new_len - lengths) if side == "left" else torch.zeros_like(lengths)  # (B,)
+    dest = torch.where(keep_col, rank + offset.view(-1, 1), torch.full_like(rank, new_len))  # (B, L)
+    source = torch.arange(length, device=device).expand(batch, length)  # (B, L)
+    index_map = torch.full((batch, new_len + 1), -1, dtype=torch.long, device=device)
+    index_map = index_map.scatter(1, dest, source)[:, :new_len]  # (B, L') original column or -1
+    filled = index_map < 0  # (B, L')
+    gather = index_map.clamp_min(0)  # (B, L')
+
+    def take(x: torch.Tensor, fill: int) -> torch.Tensor:  # (B, L) -> (B, L')
+        return x.gather(1, gather.to(x.device)).masked_fill(filled.to(x.device), fill)
+
+    new_ids = take(input_ids, pad_id)  # (B, L')
+    if attention_mask is None and not bool(filled.any()) and not always_mask:
+        new_mask = None
+    else:
+        new_mask = take(attention_mask if attention_mask is not None else torch.ones_like(input_ids), 0)  # (B, L')
+    new_types = take(mm_token_type_ids, 0) if mm_token_type_ids is not None else None  # (B, L')
+    pos_index = gather.to(position_ids.device).unsqueeze(0).expand(3, -1, -1)  # (3, B, L')
+    new_pos = position_ids.gather(2, pos_index).masked_fill(filled.to(position_ids.device).unsqueeze(0), 0)
+    real_full = attention_mask.sum(1) if attention_mask is not None else torch.full((batch,), length, device=device)
+    real_new = new_mask.sum(1) if new_mask is not None else torch.full((batch,), new_len, device=device)  # (B,)
+    next_pos = rope_deltas.view(-1).to(device) + real_full.to(device)  # (B,) max position + 1, unpruned
+    deltas = (next_pos - real_new.to(device)).view(-1, 1)  # (B, 1)
+    new_labels = take(labels, -100) if labels is not None else None
+    return Repacked(new_ids, new_mask, new_types, new_pos, index_map, deltas, new_labels)
+
+
+def generation_position_ids(attention_mask: torch.Tensor, position_ids: torch.Tensor) -> torch.Tensor:
+    """The 4-row position ids ``generate`` takes: a text row (0, 1, ... over real tokens) above the 3 M-RoPE rows.
+
+    Args:
+        attention_mask (torch.LongTensor of shape (batch_size, length)): 0 on padding.
+        position_ids (torch.LongTensor of shape (3, batch_size, length)).
+
+    Returns:
+        torch.LongTensor of shape (4, batch_size, length).
+    """
+    text = (attention_mask.long().cumsum(-1) - 1).masked_fill(attention_mask == 0, 0)  # (B, L)
+    return torch.cat([text.unsqueeze(0).to(position_ids.device), position_ids], dim=0)  # (4, B, L)
 
 
 class CompressedModel:
@@ -197,6 +486,8 @@ class CompressedModel:
         deepstack_tiers: tuple[float, ...] | None,
         padding_side: str | None,
         scorer_config: Any,
+        image_mean: tuple[float, ...] | None = None,
+        image_std: tuple[float, ...] | None = None,
     ) -> None:
         self.model = model
         self.adapter = adapter
@@ -208,6 +499,8 @@ class CompressedModel:
         self.deepstack_tiers = deepstack_tiers
         self.padding_side = padding_side
         self.scorer_config = scorer_config
+        self.image_mean = image_mean if image_mean is not None else adapter.image_mean
+        self.image_std = image_std if image_std is not None else adapter.image_std
         self.last_allocation: list[list[VisualAllocation]] = []
         self.last_inputs: PrunedInputs | None = None
         self.rope_deltas: torch.Tensor | None = None
@@ -344,38 +637,6 @@ class CompressedModel:
             return list(budget)
         return [budget] * batch_size
 
-    def _locate(
-        self, input_ids: torch.Tensor, mask: torch.Tensor | None, kind: str, token_id: int, grid: torch.Tensor
-    ) -> list[_Item]:
-        """Assign the placeholder tokens of one modality to items: the i-th block of N_i tokens in row-major order
-        belongs to item i (the order in which the model scatters features), and must lie within one sample."""
-        _, merge, _ = self.adapter.geometry(self.model)
-        if grid.dim() != 2 or grid.shape[1] != 3:
-            raise ValueError(f"{kind}_grid_thw must have shape (num_{kind}s, 3), got {tuple(grid.shape)}")
-        grid_list = [tuple(int(v) for v in row) for row in grid.tolist()]
-        sizes = [t * h * w // (merge * merge) for t, h, w in grid_list]
-        where = (input_ids == token_id).nonzero()  # (M, 2) rows (sample, column), row-major
-        if where.shape[0] != sum(sizes):
-            raise ValueError(
-                f"input_ids holds {where.shape[0]} {kind} placeholder tokens but {kind}_grid_thw describes "
-                f"{sum(sizes)} ({' + '.join(map(str, sizes))}); the prompt and the {kind}s do not match"
-            )
-        if mask is not None and where.shape[0] and not bool(mask[where[:, 0], where[:, 1]].all()):
-            raise ValueError(f"some {kind} placeholder tokens are masked out by attention_mask")
-        items, start, patch = [], 0, 0
-        for i, (n, thw) in enumerate(zip(sizes, grid_list, strict=True)):
-            block = where[start : start + n]
-            rows = block[:, 0].unique()
-            if rows.numel() != 1:
-                raise ValueError(
-                    f"the placeholder tokens of {kind} {i} span samples {rows.tolist()}; input_ids and "
-                    f"{kind}_grid_thw do not match"
-                )
-            items.append(_Item(kind, i, int(rows[0]), block[:, 1], thw, patch))
-            start += n
-            patch += thw[0] * thw[1] * thw[2]
-        return items
-
     def _special_ids(self) -> dict[str, int]:
         ids = dict(self.adapter.token_ids(self.model))
         ids.update(im_start=DEFAULT_IM_START, im_end=DEFAULT_IM_END, newline=DEFAULT_NEWLINE)
@@ -386,26 +647,6 @@ class CompressedModel:
                 if isinstance(value, int) and value >= 0 and value != getattr(tok, "unk_token_id", None):
                     ids[key] = value
         return ids
-
-    def _query_ids(self, row: list[int], row_mask: list[int], item: _Item, ids: dict[str, int]) -> list[int]:
-        """Text of the user turn holding ``item``: the turn's text before the item and after it, without the role
-        header, placeholders, vision markers and padding."""
-        first, last = int(item.cols[0]), int(item.cols[-1])
-        start = first - 1
-        while start >= 0 and row[start] != ids["im_start"]:
-            start -= 1
-        end = last + 1
-        while end < len(row) and row[end] != ids["im_end"]:
-            end += 1
-        begin = start + 1
-        if start >= 0:  # skip the role header "user\n"
-            for j in range(begin, min(begin + 3, end)):
-                if row[j] == ids["newline"]:
-                    begin = j + 1
-                    break
-        skip = {ids["image"], ids["video"], ids["vision_start"], ids["vision_end"], ids["im_start"], ids["im_end"]}
-        # columns inside the item (e.g. timestamps between a Qwen3-VL video's frames) are not the question
-        return [row[j] for j in range(begin, end) if row_mask[j] and row[j] not in skip and not first <= j <= last]
 
     def _encode_text(self, text: str) -> list[int]:
         tok = self.tokenizer
@@ -422,19 +663,130 @@ class CompressedModel:
             return None
         return self.tokenizer.decode(ids)
 
+    def _locate(
+        self,
+        input_ids: torch.Tensor,
+        mask: torch.Tensor | None,
+        visual: dict[str, tuple[torch.Tensor | None, torch.Tensor | None]],
+        ids: dict[str, int],
+    ) -> list[VisualItem]:
+        """Step 1: every image, then every video, of the batch (see :func:`locate_items`)."""
+        _, merge, _ = self.adapter.geometry(self.model)
+        items: list[VisualItem] = []
+        for kind, key in (("image", "pixel_values"), ("video", "pixel_values_videos")):
+            pixels, grid = visual[kind]
+            if pixels is not None:
+                items += locate_items(input_ids, mask, kind, ids[kind], grid, merge)
+            elif (input_ids == ids[kind]).any():
+                raise ValueError(f"input_ids holds {kind} placeholder tokens but no {key} were passed")
+        return items
+
+    def _queries(self, batch: int) -> list[str | None]:
+        """The ``query=`` option, one entry per sample (``None``: take the question from the prompt)."""
+        queries = self.query
+        if isinstance(queries, (list, tuple)):
+            if len(queries) != batch:
+                raise ValueError(f"query is a list of {len(queries)} for a batch of {batch} samples")
+        else:
+            queries = [queries] * batch
+        if any(isinstance(q, str) for q in queries) and self.tokenizer is None:
+            raise ValueError("a string query= needs a tokenizer: pass compress(..., processor=...) or tokenizer=...")
+        return list(queries)
+
+    def _encode(self, visual: dict[str, tuple[torch.Tensor | None, torch.Tensor | None]]) -> dict[str, EncodedVisual]:
+        """The vision-tower seam: run the tower + merger once per modality on the full pixels.
+
+        Args:
+            visual: ``{"image": (pixel_values, image_grid_thw), "video": (pixel_values_videos, video_grid_thw)}``;
+                a modality whose pixels are None is skipped.
+
+        Returns:
+            ``{kind: EncodedVisual}`` for each modality present.
+        """
+        return {
+            kind: self.adapter.encode(self.model, kind, pixels, grid)
+            for kind, (pixels, grid) in visual.items()
+            if pixels is not None
+        }
+
+    def _question(
+        self, item: VisualItem, query: str | None, row: list[int], row_mask: list[int], ids: dict[str, int]
+    ) -> tuple[list[int], str | None]:
+        """Token ids and text of the question for ``item``: ``query=`` if given, else its user turn's text."""
+        if isinstance(query, str):
+            return self._encode_text(query), query
+        q_ids = turn_query_ids(row, row_mask, int(item.cols[0]), int(item.cols[-1]), ids)
+        return q_ids, self._decode_text(q_ids)
+
+    def _score_item(
+        self,
+        item: VisualItem,
+        pixels: torch.Tensor,
+        token_feats: torch.Tensor | None,
+        positions: torch.Tensor,
+        q_ids: list[int],
+        q_text: str | None,
+    ) -> torch.Tensor:
+        """Step 3: the scorer's relevance of every visual token of one item.
+
+        Args:
+            item: the item.
+            pixels (torch.Tensor of shape (t*h*w, C*temporal_patch_size*patch_size**2)): its patches.
+            token_feats (torch.Tensor of shape (N, D) or None): its merged visual tokens (None before the tower).
+            positions (torch.LongTensor of shape (3, N)): their M-RoPE positions in the full sequence.
+            q_ids: the question's token ids; q_text: its text (or None).
+
+        Returns:
+            torch.Tensor of shape (N,), float32, on the device the scorer returned it on.
+        """
+        patch, merge, tps = self.adapter.geometry(self.model)
+        embed = self.model.get_input_embeddings()
+        q_tensor = torch.tensor(q_ids, dtype=torch.long, device=positions.device)  # (Q,)
+        with torch.no_grad():
+            q_embeds = embed(q_tensor.to(embed.weight.device)) if q_ids else None  # (Q, D)
+        ctx = ImageContext(
+            kind=item.kind,
+            sample=item.sample,
+            index=item.index,
+            pixel_values=pixels,
+            grid_thw=item.grid_thw,
+            merged_grid=item.merged_grid(merge),
+            patch_size=patch,
+            merge_size=merge,
+            temporal_patch_size=tps,
+            token_feats=token_feats.detach() if token_feats is not None else None,  # type: ignore[arg-type]
+            positions=positions,
+            query_ids=q_tensor,
+            query_embeds=q_embeds,
+            query_text=q_text,
+            config=self.model.config,
+            scorer_config=self.scorer_config,
+            image_mean=self.image_mean,
+            image_std=self.image_std,
+        )
+        scores = torch.as_tensor(self.scorer(ctx)).detach().float().flatten()  # (N,) on the scorer's device
+        n = math.prod(item.merged_grid(merge))
+        if scores.numel() != n:
+            raise ValueError(f"the scorer returned {scores.numel()} scores for {n} visual tokens")
+        return scores
+
     def _plan(
         self, input_ids: torch.Tensor | None, kwargs: dict[str, Any], generation: bool
     ) -> tuple[dict[str, Any], torch.Tensor] | None:
-        """Prune one batch. Returns (kwargs for the model call, original input_ids) or None if there is no image."""
+        """Prune one batch. Returns (kwargs for the model call, original input_ids) or None if there is no image.
+
+        The steps: validate -> locate items -> the model's seams (full positions, vision tower) -> per item: score,
+        allocate -> kept columns -> repack.
+        """
         if not self._validate(input_ids, kwargs):
             return None
         assert input_ids is not None
         kwargs = dict(kwargs)
         mask = kwargs.pop("attention_mask", None)
-        pixel_values = kwargs.pop("pixel_values", None)
-        image_grid = kwargs.pop("image_grid_thw", None)
-        pixel_videos = kwargs.pop("pixel_values_videos", None)
-        video_grid = kwargs.pop("video_grid_thw", None)
+        visual = {
+            "image": (kwargs.pop("pixel_values", None), kwargs.pop("image_grid_thw", None)),
+            "video": (kwargs.pop("pixel_values_videos", None), kwargs.pop("video_grid_thw", None)),
+        }
         mm_types = kwargs.pop("mm_token_type_ids", None)
         labels = kwargs.pop("labels", None)
         extras = {"second_per_grid_ts": kwargs.pop("second_per_grid_ts", None)}
@@ -445,154 +797,82 @@ class CompressedModel:
         ids = self._special_ids()
         if mask is not None and mask.shape != input_ids.shape:
             raise ValueError(f"attention_mask has shape {tuple(mask.shape)}, input_ids {tuple(input_ids.shape)}")
-        items: list[_Item] = []
-        if pixel_values is not None:
-            items += self._locate(input_ids, mask, "image", ids["image"], image_grid)
-        elif (input_ids == ids["image"]).any():
-            raise ValueError("input_ids holds image placeholder tokens but no pixel_values were passed")
-        if pixel_videos is not None:
-            items += self._locate(input_ids, mask, "video", ids["video"], video_grid)
-        elif (input_ids == ids["video"]).any():
-            raise ValueError("input_ids holds video placeholder tokens but no pixel_values_videos were passed")
-        queries = self.query
-        if isinstance(queries, (list, tuple)):
-            if len(queries) != batch:
-                raise ValueError(f"query is a list of {len(queries)} for a batch of {batch} samples")
-        else:
-            queries = [queries] * batch
-        if any(isinstance(q, str) for q in queries) and self.tokenizer is None:
-            raise ValueError("a string query= needs a tokenizer: pass compress(..., processor=...) or tokenizer=...")
+        items = self._locate(input_ids, mask, visual, ids)
+        queries = self._queries(batch)
 
         # ---- the model's seams: positions of the full sequence, vision features ----
-        model = self.model
         if mm_types is None:
             mm_types = (input_ids == ids["image"]).int() + 2 * (input_ids == ids["video"]).int()  # (B, L)
         full_pos, full_deltas = self.adapter.rope_index(
-            model, input_ids, mm_types, image_grid, video_grid, mask, extras
+            self.model, input_ids, mm_types, visual["image"][1], visual["video"][1], mask, extras
         )  # (3, B, L), (B, 1)
-        encoded: dict[str, EncodedVisual] = {}
-        if pixel_values is not None:
-            encoded["image"] = self.adapter.encode(model, "image", pixel_values, image_grid)
-        if pixel_videos is not None:
-            encoded["video"] = self.adapter.encode(model, "video", pixel_videos, video_grid)
+        encoded = self._encode(visual)
 
-        # ---- score, budget, select ----
-        patch, merge, tps = self.adapter.geometry(model)
-        embed = model.get_input_embeddings()
+        # ---- per item: score, allocate ----
         rows = input_ids.tolist()
         row_masks = mask.tolist() if mask is not None else [[1] * length for _ in range(batch)]
-        keep_col = torch.ones(batch, length, dtype=torch.bool)  # (B, L) columns that stay
+        _, merge, _ = self.adapter.geometry(self.model)
         allocation: list[list[VisualAllocation]] = [[] for _ in range(batch)]
         keeps: dict[str, list[torch.Tensor]] = {k: [] for k in encoded}
         levels: dict[str, list[torch.Tensor | None]] = {k: [] for k in encoded}
+        item_keeps = []
         for item in items:
             enc = encoded[item.kind]
             feats = enc.features[item.index]  # (N, D)
-            t, h, w = item.grid_thw
-            merged = (t, h // merge, w // merge)
-            query = queries[item.sample]
-            if isinstance(query, str):
-                q_ids, q_text = self._encode_text(query), query
-            else:
-                q_ids = self._query_ids(rows[item.sample], row_masks[item.sample], item, ids)
-                q_text = self._decode_text(q_ids)
-            q_tensor = torch.tensor(q_ids, dtype=torch.long, device=input_ids.device)
-            with torch.no_grad():
-                q_embeds = embed(q_tensor.to(embed.weight.device)) if q_ids else None  # (Q, D)
-            pixels = pixel_values if item.kind == "image" else pixel_videos
-            n_patches = t * h * w
-            ctx = ImageContext(
-                kind=item.kind,
-                sample=item.sample,
-                index=item.index,
-                pixel_values=pixels[item.patch_start : item.patch_start + n_patches],
-                grid_thw=item.grid_thw,
-                merged_grid=merged,
-                patch_size=patch,
-                merge_size=merge,
-                temporal_patch_size=tps,
-                token_feats=feats.detach(),
-                positions=full_pos[:, item.sample, item.cols.to(full_pos.device)],
-                query_ids=q_tensor,
-                query_embeds=q_embeds,
-                query_text=q_text,
-                config=model.config,
-                scorer_config=self.scorer_config,
-            )
-            scores = torch.as_tensor(self.scorer(ctx)).detach().float().cpu().flatten()  # (N,)
-            if scores.numel() != feats.shape[0]:
-                raise ValueError(f"the scorer returned {scores.numel()} scores for {feats.shape[0]} visual tokens")
-            k = resolve_budget(budgets[item.sample], feats.shape[0], scores)
-            keep = select(scores, k, feats.detach().cpu() if self.redundancy > 0 else None, self.redundancy)  # (k,)
+            q_ids, q_text = self._question(item, queries[item.sample], rows[item.sample], row_masks[item.sample], ids)
+            pixels = visual[item.kind][0][item.patch_start : item.patch_start + item.n_patches]  # type: ignore[index]
+            positions = full_pos[:, item.sample, item.cols.to(full_pos.device)]  # (3, N)
+            scores = self._score_item(item, pixels, feats, positions, q_ids, q_text)  # (N,)
+            features = feats.detach() if self.redundancy > 0 else None
+            keep = allocate_tokens(scores, budgets[item.sample], features, self.redundancy)  # (k,)
             lv = None
             if self.deepstack_tiers is not None and enc.deepstack is not None:
                 lv = tier_levels(scores[keep], len(enc.deepstack), self.deepstack_tiers)  # (k,)
             keeps[item.kind].append(keep)
             levels[item.kind].append(lv)
-            dropped = torch.ones(feats.shape[0], dtype=torch.bool)
-            dropped[keep] = False
-            keep_col[item.sample, item.cols.cpu()[dropped]] = False
+            item_keeps.append(keep)
+            merged = item.merged_grid(merge)
             allocation[item.sample].append(
                 VisualAllocation(item.kind, merged, keep, scores.view(merged), int(keep.numel()), item.index, lv)
             )
         mm_outputs = {kind: self.adapter.pruned_output(encoded[kind], keeps[kind], levels[kind]) for kind in encoded}
 
-        # ---- re-pad: every row shrinks by its own amount; old padding is dropped and laid anew on one side ----
-        if mask is not None:
-            keep_col &= mask.bool().cpu()
-        lengths = keep_col.sum(1)  # (B,)
-        new_len = int(lengths.max())
-        side = "left" if generation else self._padding_side(mask)
-        index_map = torch.full((batch, new_len), -1, dtype=torch.long)  # (B, L') original column or -1
-        for b in range(batch):
-            src = keep_col[b].nonzero().squeeze(1)  # (n_b,)
-            if side == "left":
-                index_map[b, new_len - src.numel() :] = src
-            else:
-                index_map[b, : src.numel()] = src
-        device = input_ids.device
-        index_map = index_map.to(device)
-        filled = index_map < 0  # (B, L')
-        gather = index_map.clamp_min(0)  # (B, L')
-        pad_id = getattr(model.config.get_text_config(), "pad_token_id", None)
-        pad_id = 0 if pad_id is None else int(pad_id)
-        new_ids = input_ids.gather(1, gather).masked_fill(filled, pad_id)  # (B, L')
-        if mask is None and not bool(filled.any()) and not generation:
-            new_mask = None
-        else:
-            base = mask if mask is not None else torch.ones_like(input_ids)
-            new_mask = base.gather(1, gather.to(base.device)).masked_fill(filled.to(base.device), 0)  # (B, L')
-        new_types = mm_types.gather(1, gather.to(mm_types.device)).masked_fill(filled.to(mm_types.device), 0)
-        pos_index = gather.to(full_pos.device).unsqueeze(0).expand(3, -1, -1)  # (3, B, L')
-        new_pos = full_pos.gather(2, pos_index).masked_fill(filled.to(full_pos.device).unsqueeze(0), 0)  # (3, B, L')
-        real_full = mask.sum(1) if mask is not None else torch.full((batch,), length, device=device)  # (B,)
-        real_new = new_mask.sum(1) if new_mask is not None else torch.full((batch,), new_len, device=device)  # (B,)
-        next_pos = full_deltas.view(-1).to(device) + real_full.to(device)  # (B,) max position + 1, unpruned
-        self.rope_deltas = (next_pos - real_new.to(device)).view(-1, 1)  # (B, 1)
+        # ---- repack: every row shrinks by its own amount; old padding is dropped and laid anew on one side ----
+        keep_col = kept_columns(input_ids, mask, items, item_keeps)  # (B, L)
+        side = "left" if generation else padding_side(mask, self.padding_side)
+        pad_id = getattr(self.model.config.get_text_config(), "pad_token_id", None)
+        packed = repack(
+            input_ids,
+            mask,
+            keep_col,
+            full_pos,
+            full_deltas,
+            side,
+            0 if pad_id is None else int(pad_id),
+            mm_token_type_ids=mm_types,
+            labels=labels,
+            always_mask=generation,
+        )
+        self.rope_deltas = packed.rope_deltas
         self.last_allocation = allocation
-        self.last_inputs = PrunedInputs(new_ids, new_mask, new_pos, index_map, self.rope_deltas, mm_outputs)
+        self.last_inputs = PrunedInputs(
+            packed.input_ids, packed.attention_mask, packed.position_ids, packed.index_map, packed.rope_deltas,
+            mm_outputs,
+        )  # fmt: skip
 
         out = dict(kwargs)
-        out.update(input_ids=new_ids, mm_encoder_outputs=mm_outputs, mm_token_type_ids=new_types)
-        if new_mask is not None:
-            out["attention_mask"] = new_mask
-        if labels is not None:
-            out["labels"] = labels.gather(1, gather.to(labels.device)).masked_fill(filled.to(labels.device), -100)
+        out.update(input_ids=packed.input_ids, mm_encoder_outputs=mm_outputs)
+        out["mm_token_type_ids"] = packed.mm_token_type_ids
+        if packed.attention_mask is not None:
+            out["attention_mask"] = packed.attention_mask
+        if packed.labels is not None:
+            out["labels"] = packed.labels
         if generation:
-            text = (new_mask.long().cumsum(-1) - 1).masked_fill(new_mask == 0, 0)  # (B, L')
-            out["position_ids"] = torch.cat([text.unsqueeze(0).to(new_pos.device), new_pos], dim=0)  # (4, B, L')
+            assert packed.attention_mask is not None  # always_mask=generation
+            out["position_ids"] = generation_position_ids(packed.attention_mask, packed.position_ids)  # (4, B, L')
         else:
-            out["position_ids"] = new_pos
+            out["position_ids"] = packed.position_ids
         return out, input_ids
-
-    def _padding_side(self, mask: torch.Tensor | None) -> str:
-        if self.padding_side is not None:
-            return self.padding_side
-        if mask is not None and bool((mask[:, 0] == 0).any()):
-            return "left"
-        if mask is not None and bool((mask[:, -1] == 0).any()):
-            return "right"
-        return "left"
 
 
 def compress(
@@ -608,6 +888,7 @@ def compress(
     padding_side: str | None = None,
     text_prior: bool = False,
     scorer_config: Any = None,
+    realizer: Any = None,
 ) -> CompressedModel:
     """Wrap a Qwen-VL model so that only the visual tokens relevant to the question reach the language model.
 
@@ -634,6 +915,9 @@ def compress(
         text_prior: also run OCR on each image's own resized pixels and add ``allocate``'s text-aware prior (the
             ``[ocr]`` extra; costs the OCR time per image). Shorthand for ``scorer_config={"text_prior": True}``.
         scorer_config: passed to the scorer as ``ImageContext.scorer_config``.
+        realizer: the relevance model of the default scorer (an ``arr_coc.Realizer``, e.g.
+            ``Realizer(RelevanceConfig(...))``; default: the shared training-free one). Pass the one given to
+            ``allocate`` and both keep the same tokens. Shorthand for ``scorer_config={"realizer": realizer}``.
 
     Returns:
         A :class:`CompressedModel`.
@@ -655,10 +939,15 @@ def compress(
         raise ValueError(f"padding_side must be None, 'left' or 'right', got {padding_side!r}")
     if tokenizer is None and processor is not None:
         tokenizer = getattr(processor, "tokenizer", processor)
+    mean, std = _normalisation(getattr(processor, "image_processor", None))
     if text_prior:
         if scorer_config is not None and not isinstance(scorer_config, dict):
             raise ValueError("text_prior=True needs scorer_config to be a dict (or None)")
         scorer_config = {**(scorer_config or {}), "text_prior": True}
+    if realizer is not None:
+        if scorer_config is not None and not isinstance(scorer_config, dict):
+            raise ValueError("realizer= needs scorer_config to be a dict (or None)")
+        scorer_config = {**(scorer_config or {}), "realizer": realizer}
     if isinstance(query, str) or (isinstance(query, (list, tuple)) and any(isinstance(q, str) for q in query)):
         if tokenizer is None:
             raise ValueError("a string query= needs a tokenizer: pass compress(..., processor=...) or tokenizer=...")
@@ -673,4 +962,6 @@ def compress(
         tiers,
         padding_side,
         scorer_config,
+        mean,
+        std,
     )

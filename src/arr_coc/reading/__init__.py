@@ -21,7 +21,8 @@ moderately relevant" map; an image without text yields all zeros.
 
 Example:
     >>> from PIL import Image
-    >>> relevance, boxes = text_relevance(Image.open("invoice.png"), "How much must be paid?", rows=36, cols=29)
+    >>> page = Image.open("examples/invoice.jpg")
+    >>> relevance, boxes = text_relevance(page, "How much must be paid?", rows=36, cols=29)
     >>> relevance.shape
     (36, 29)
 """

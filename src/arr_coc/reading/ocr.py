@@ -11,9 +11,12 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import torch
 from PIL import Image
 
 from .errors import INSTALL_HINT, MissingExtraError
+
+BACKENDS = ("onnxruntime", "torch")  # what runs the OCR networks (see TextReader)
 
 
 @dataclass(frozen=True)
@@ -62,8 +65,15 @@ class TextReader:
         text_score: Drop recognitions below this confidence.
         box_thresh: Detector box threshold (rapidocr's ``Det.box_thresh``).
         split_key_value: Split a detected line after each word ending in ':' so key and value become separate boxes.
-        num_threads: onnxruntime intra-op threads (``None``: onnxruntime's default, all cores).
+        num_threads: onnxruntime intra-op threads (``None``: onnxruntime's default, all cores). The torch backend
+            uses torch's own thread setting (``torch.set_num_threads``), which this class leaves alone.
         params: Extra rapidocr parameters (dotted keys such as ``"Det.unclip_ratio"``), applied last.
+        backend: What runs the OCR networks: ``"onnxruntime"`` (rapidocr's default, the fast choice on a CPU) or
+            ``"torch"`` (the same ONNX graphs translated by ``arr_coc.onnx_torch``, on ``device`` in ``dtype``; the
+            choice for a GPU, where a page costs milliseconds). Pre- and post-processing are rapidocr's in both.
+        device: Torch device for ``backend="torch"`` (default ``"cpu"``).
+        dtype: Torch dtype for ``backend="torch"``: a ``torch.dtype`` or its name (default float32; bfloat16 reads
+            the same text on clean pages, see ``tests/test_onnx_torch.py``).
     """
 
     def __init__(
@@ -75,11 +85,21 @@ class TextReader:
         split_key_value: bool = True,
         num_threads: int | None = None,
         params: dict[str, Any] | None = None,
+        backend: str = "onnxruntime",
+        device: str | torch.device | None = None,
+        dtype: torch.dtype | str | None = None,
     ) -> None:
         if det_max_side < 32:
             raise ValueError(f"det_max_side must be at least 32 px, got {det_max_side}")
         if not 0.0 <= text_score <= 1.0:
             raise ValueError(f"text_score must be in [0, 1], got {text_score}")
+        if backend not in BACKENDS:
+            raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
+        if backend == "onnxruntime" and (device is not None or dtype is not None):
+            raise ValueError("device and dtype apply to backend='torch' only (onnxruntime runs rapidocr's CPU session)")
+        self.backend = backend
+        self.device = torch.device(device if device is not None else "cpu")
+        self.dtype = _torch_dtype(dtype if dtype is not None else torch.float32)
         self.det_max_side = int(det_max_side)
         self.use_cls = bool(use_cls)
         self.text_score = float(text_score)
@@ -121,7 +141,16 @@ class TextReader:
                             f"text-aware relevance needs rapidocr and onnxruntime ({e}); {INSTALL_HINT}"
                         ) from e
                     logging.getLogger("RapidOCR").setLevel(logging.CRITICAL)
-                    self._engine = RapidOCR(params=self._rapidocr_params())
+                    if self.backend == "torch":
+                        try:
+                            from .torch_backend import TorchRapidOCR
+                        except ImportError as e:
+                            msg = f"backend='torch' needs the onnx package ({e}); {INSTALL_HINT}"
+                            raise MissingExtraError(msg) from e
+                        self._engine = TorchRapidOCR(params=self._rapidocr_params(), device=self.device,
+                                                     dtype=self.dtype)
+                    else:
+                        self._engine = RapidOCR(params=self._rapidocr_params())
         return self._engine
 
     def warmup(self) -> None:
@@ -165,6 +194,14 @@ class TextReader:
             else:
                 out.append(line)
         return out
+
+
+def _torch_dtype(dtype: torch.dtype | str) -> torch.dtype:
+    """``torch.bfloat16`` or ``"bfloat16"`` -> ``torch.bfloat16``; anything but a floating-point dtype is an error."""
+    resolved = getattr(torch, dtype, None) if isinstance(dtype, str) else dtype
+    if not isinstance(resolved, torch.dtype) or not resolved.is_floating_point:
+        raise ValueError(f"dtype must be a floating-point torch dtype (float32, bfloat16, float16), got {dtype!r}")
+    return resolved
 
 
 def _to_rgb_pil(image: Image.Image | np.ndarray) -> Image.Image:

@@ -1,0 +1,148 @@
+"""One config for the relevance model: every weight and threshold of texture, scorers, balancer and budget.
+
+The training-free defaults below are the numbers the scorers start from (the ``nn.Parameter`` ones can be learned
+from there); an ablation or a tuning run changes a field here, never a literal inside a function. The config is
+plain data: ``to_dict`` / ``from_dict`` / ``to_json`` / ``from_json`` round-trip it, so a run can record exactly
+what it used.
+
+The text path's own weights (OCR matching and layout) live in the reading package's ``ReadingConfig``; the
+``reading`` field carries them as a dict (``None`` = that config's defaults).
+
+Example:
+    >>> cfg = RelevanceConfig(edge_quantile=0.8)
+    >>> RelevanceConfig.from_json(cfg.to_json()) == cfg
+    True
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+# Balancer rules. Rows: information, perspectival, participatory. Columns: the query features bias, specificity,
+# vagueness, wants_text, participatory signal, participatory available (see arr_coc.balancing).
+DEFAULT_BALANCER_RULES: tuple[tuple[float, ...], ...] = (
+    (0.0, 0.0, 0.5, 0.8, -0.5, 0.0),  # information: text questions and vague ones lean on content
+    (0.0, -0.5, 1.0, -0.8, -0.5, 0.0),  # perspectival: vague questions lean on what stands out
+    (-1.0, 1.0, -1.5, 0.0, 2.5, 0.5),  # participatory: specific questions with evidence lean on coupling
+)
+
+
+@dataclass(frozen=True)
+class RelevanceConfig:
+    """Weights and thresholds of the relevance model (texture -> three scorers -> balancer -> budget)."""
+
+    # ---- texture (arr_coc.texture) ----
+    grey_weights: tuple[float, float, float] = (0.299, 0.587, 0.114)  # RGB -> grey (ITU-R BT.601 luma)
+    half_resolution: bool = True  # analyse at half the processor's resolution (cells of 14 / 16 px), 1/4 the cost
+    entropy_bins: int = 16  # grey levels of the per-cell entropy histogram
+    spectral_side: int = 64  # spectral residual saliency runs on a map of about this many pixels a side
+    spectral_blur: float = 40.0  # its smoothing sigma is (longer side of that map) / this
+    surround: float = 12.0  # centre-surround: the surround's sigma is (longer side of the grid, in cells) / this
+    edge_quantile: float = 0.9  # edge density counts pixels above this quantile of the frame's gradient magnitudes
+    edge_sample: int = 16384  # the quantile is taken on a strided sample of about this many pixels
+    edge_floor: float = 1e-3  # the edge threshold is never below this gradient magnitude (blank frames)
+
+    # ---- information and perspectival scorers (arr_coc.knowing): texture channel -> weight ----
+    information: dict[str, float] = field(
+        default_factory=lambda: {"entropy": 0.5, "edge_density": 0.3, "sobel_mag": 0.2}
+    )
+    perspectival: dict[str, float] = field(
+        default_factory=lambda: {"sal_spectral": 0.4, "sal_contrast": 0.3, "sal_color": 0.3}
+    )
+
+    # ---- participatory scorer (arr_coc.knowing) ----
+    term_weights: tuple[float, float, float] = (3.0, 1.0, 0.5)  # weights of its terms: prior, coupling, query cues
+    coupling_top_k: int = 3  # a token's coupling is the mean of its top-k cosine similarities to the query tokens
+    where_scale: float = 0.35  # sharpness of spatial cues (top/left/...): exp(-distance / scale)
+    colour_scale: float = 0.08  # sharpness of colour cues: exp(-squared RGB distance / scale)
+
+    # ---- balancer (arr_coc.balancing) ----
+    balancer_rules: tuple[tuple[float, ...], ...] = DEFAULT_BALANCER_RULES  # (3, 6) linear map features -> logits
+    balancer_temperature: float = 1.0  # softmax temperature of the balancer
+
+    # ---- query cues (arr_coc.query) ----
+    specificity_per_word: float = 0.2  # specificity added per content word
+    specificity_per_number: float = 0.3  # ... per number or quoted phrase
+    specificity_per_capital: float = 0.15  # ... per capitalised word after the first
+    vagueness_per_word: float = 0.5  # vagueness added per "describe"-like word
+    vagueness_no_content: float = 0.4  # ... when the query names nothing
+
+    # ---- budget (arr_coc.attending) ----
+    adaptive_mass: float = 0.5  # "adaptive": K holds this share of the relevance mass above the map's median
+    adaptive_tiers: tuple[int, ...] = (64, 100, 160, 256, 400)  # "adaptive": K snaps up to one of these
+
+    # ---- text path: the reading package's ReadingConfig as a dict (None = its defaults) ----
+    reading: dict[str, Any] | None = None
+
+    # ---- execution (no effect on the result beyond float rounding) ----
+    # On a CPU the pixel-level texture work runs in bands of cell rows of fewer single-channel elements than this,
+    # so that no op is split over intra-op threads (PyTorch splits an element-wise op above 32,768 elements; on a
+    # busy machine every split waits for a descheduled thread). 0: whole frames at once. Other devices: whole frames.
+    cpu_band_elements: int = 32767
+
+    def __post_init__(self) -> None:
+        problems = []
+        if len(self.grey_weights) != 3:
+            problems.append(f"grey_weights needs 3 numbers, got {self.grey_weights!r}")
+        if not 0.0 < self.edge_quantile < 1.0:
+            problems.append(f"edge_quantile must be in (0, 1), got {self.edge_quantile}")
+        if self.entropy_bins < 2:
+            problems.append(f"entropy_bins must be >= 2, got {self.entropy_bins}")
+        if len(self.term_weights) != 3:
+            problems.append(f"term_weights needs 3 numbers (prior, coupling, cues), got {self.term_weights!r}")
+        if len(self.balancer_rules) != 3 or any(len(r) != 6 for r in self.balancer_rules):
+            problems.append("balancer_rules must be 3 rows of 6 numbers")
+        if self.balancer_temperature <= 0:
+            problems.append(f"balancer_temperature must be > 0, got {self.balancer_temperature}")
+        if not 0.0 < self.adaptive_mass <= 1.0:
+            problems.append(f"adaptive_mass must be in (0, 1], got {self.adaptive_mass}")
+        if not self.adaptive_tiers or list(self.adaptive_tiers) != sorted(self.adaptive_tiers):
+            problems.append(f"adaptive_tiers must be ascending and non-empty, got {self.adaptive_tiers!r}")
+        if self.coupling_top_k < 1 or self.spectral_side < 8 or self.edge_sample < 1 or self.cpu_band_elements < 0:
+            problems.append("coupling_top_k, edge_sample must be >= 1, spectral_side >= 8, cpu_band_elements >= 0")
+        from .texture import CHANNELS
+
+        for name in ("information", "perspectival"):
+            unknown = set(getattr(self, name)) - set(CHANNELS)
+            if unknown or not getattr(self, name):
+                problems.append(f"{name} maps texture channels ({', '.join(CHANNELS)}) to weights; got {unknown}")
+        if problems:
+            raise ValueError("invalid RelevanceConfig: " + "; ".join(problems))
+
+    # ----- serialisation ----------------------------------------------------------------------------------------
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON-able dict of every field (tuples become lists)."""
+        return json.loads(json.dumps(dataclasses.asdict(self)))
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> RelevanceConfig:
+        """Inverse of :meth:`to_dict`; missing fields take their defaults, unknown ones are an error."""
+        names = {f.name: f for f in dataclasses.fields(cls)}
+        unknown = set(data) - set(names)
+        if unknown:
+            raise ValueError(f"unknown RelevanceConfig fields {sorted(unknown)}; known: {', '.join(names)}")
+        kwargs = {}
+        for key, value in data.items():
+            default = getattr(cls(), key)
+            if isinstance(default, tuple):  # JSON lists back to (nested) tuples
+                value = tuple(tuple(v) if isinstance(v, list) else v for v in value)
+            kwargs[key] = value
+        return cls(**kwargs)
+
+    def to_json(self, **kwargs: Any) -> str:
+        """JSON text of :meth:`to_dict` (``kwargs`` go to ``json.dumps``, e.g. ``indent=2``)."""
+        return json.dumps(self.to_dict(), **kwargs)
+
+    @classmethod
+    def from_json(cls, text: str) -> RelevanceConfig:
+        """Inverse of :meth:`to_json`."""
+        return cls.from_dict(json.loads(text))
+
+    def replace(self, **changes: Any) -> RelevanceConfig:
+        """A copy with some fields changed (``dataclasses.replace``)."""
+        return dataclasses.replace(self, **changes)
+
+

@@ -1,0 +1,723 @@
+"""``arr-coc eval``: answer accuracy of a pruned Qwen-VL model beside the unpruned one, on local benchmark files.
+
+    arr-coc eval --model PATH --data PATH --task docvqa|infovqa|chartqa|textvqa|ocrbench|jsonl|docgen
+                 --budgets 1.0,0.333,0.222,0.111 [--allocator model texture text random uniform foveate]
+                 [--limit N] [--batch-size B] [--split NAME] [--max-pixels N] [--device D] [--dtype T] --out DIR
+
+What one run does:
+
+1. opens the data (:mod:`~arr_coc.evaluation.datasets`) and the model (``from_pretrained``: a local folder or a
+   cached hub id; nothing is downloaded when offline);
+2. for each batch of ``--batch-size`` samples, builds lmms-eval's prompt for the task (system prompt, image,
+   question + the task's instruction; :mod:`~arr_coc.evaluation.tasks`), and generates greedily with the UNPRUNED
+   model and then with every allocator at every budget below 1.0 (budget 1.0 *is* the unpruned model), all on the
+   same batch of inputs;
+3. appends one line per (sample, variant) to ``DIR/predictions.jsonl`` as soon as it is scored: ``id``,
+   ``variant`` (``unpruned`` or ``<allocator>@<budget>``), ``prediction``, ``answers``, ``score``, ``tokens_kept``,
+   ``tokens_total``, ``ttft_ms``, ``peak_bytes``; a sample that cannot be read is one ``{"id", "error"}`` line.
+   Rerunning with the same ``--out`` skips every (id, variant) already there, so an interrupted run resumes;
+4. writes ``DIR/results.md`` (the table below) and ``DIR/results.json``, and prints the table.
+
+The table, one row per variant over the samples of this run:
+
+    | allocator | budget | samples | <metric> | retention | visual tokens kept | TTFT ms | peak MiB |
+
+``retention`` = the variant's mean score / the unpruned model's mean score on the same samples; ``visual tokens
+kept`` the mean kept per image and its share of the unpruned count; ``TTFT`` the mean time to the first new token
+of the batch a sample was in (vision tower + allocation + prefill + first step; with ``--batch-size 1`` it is per
+sample); ``peak`` the largest peak memory of the variant's calls (CUDA ``max_memory_allocated``, reset before each
+call, on a GPU; on the CPU the process's peak RSS so far, which includes the weights and never goes down). Before
+the first timed call each variant runs once on a blank 64x64 image, so one-time set-up (lazy imports, the OCR
+models, CUDA kernels) is not in the TTFT.
+
+Example (a tiny random checkpoint, the built-in docgen documents):
+    python -c "from arr_coc.testing import tiny_checkpoint; tiny_checkpoint('qwen2.5-vl', 'tiny')"
+    arr-coc eval --model tiny --task docgen --limit 7 --budgets 1.0,0.222 --allocator texture random --out out/eval
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..attending import Budget, parse_budget
+from .allocators import check_allocators, compress_options
+from .datasets import BadSample, LocalDataset, Sample, open_dataset
+from .metrics import METRICS
+from .tasks import PIXEL_BOUNDS, SYSTEM_PROMPT, TaskSpec, get_task
+
+UNPRUNED = "unpruned"
+DEFAULT_BUDGETS = "1.0,0.333,0.222,0.111"
+DEFAULT_ALLOCATORS = ("model", "texture", "random", "uniform")
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One column of the comparison: the unpruned model, or one allocator at one budget.
+
+    Attributes:
+        name: ``"unpruned"`` or ``"<allocator>@<budget label>"``.
+        allocator: the allocator, ``None`` for the unpruned model.
+        budget: the budget as ``compress`` takes it (``None`` for the unpruned model).
+        label: the budget as the user wrote it (``"0.222"``, ``"256"``).
+    """
+
+    name: str
+    allocator: str | None = None
+    budget: Budget | None = None
+    label: str = "1.0"
+
+
+@dataclass
+class EvalConfig:
+    """Everything one ``arr-coc eval`` run needs (the command-line options).
+
+    Attributes:
+        model: local folder or cached hub id of a Qwen2/2.5/3-VL checkpoint.
+        task: a task name (:data:`arr_coc.evaluation.tasks.TASKS`).
+        out: output folder (predictions.jsonl, results.md, results.json).
+        data: the data file or folder (``None`` only for ``docgen``).
+        budgets: budget strings; ``1.0`` (or ``100%``) stands for the unpruned model, which always runs.
+        allocators: allocator names (:data:`arr_coc.evaluation.allocators.ALLOCATORS`).
+        limit: evaluate the first ``limit`` samples only.
+        batch_size: samples per generate call.
+        split: split to read (default the task's).
+        metric: override the task's metric (a key of ``METRICS``).
+        max_new_tokens: override the task's generation limit.
+        min_pixels / max_pixels: image resolution bounds (default lmms-eval's for the model family).
+        device: torch device (default cuda if available, else cpu).
+        dtype: weights dtype (``auto`` = the checkpoint's).
+        seed: seed of the random allocator.
+        progress: show a progress bar on stderr.
+    """
+
+    model: str
+    task: str
+    out: Path
+    data: Path | None = None
+    budgets: Sequence[str] = tuple(DEFAULT_BUDGETS.split(","))
+    allocators: Sequence[str] = DEFAULT_ALLOCATORS
+    limit: int | None = None
+    batch_size: int = 1
+    split: str | None = None
+    metric: str | None = None
+    max_new_tokens: int | None = None
+    min_pixels: int | None = None
+    max_pixels: int | None = None
+    device: str | None = None
+    dtype: str = "auto"
+    seed: int = 0
+    progress: bool = True
+
+
+@dataclass
+class Row:
+    """One line of the results table (means over the samples scored by both this variant and the unpruned one)."""
+
+    variant: str
+    allocator: str
+    budget: str
+    samples: int
+    score: float
+    retention: float | None
+    tokens_kept: float
+    tokens_total: float
+    ttft_ms: float
+    peak_mib: float
+
+
+@dataclass
+class EvalResult:
+    """What a run produced: the table rows, the number of bad samples, and where the files are."""
+
+    rows: list[Row]
+    bad: int
+    samples: int
+    metric: str
+    files: dict[str, str] = field(default_factory=dict)
+
+
+# ----- variants ----------------------------------------------------------------------------------------------------
+def is_full(budget: Budget) -> bool:
+    """Whether ``budget`` keeps every token (1.0 / 100%): that column is the unpruned model itself."""
+    return isinstance(budget, float) and budget >= 1.0
+
+
+def plan_variants(budgets: Sequence[str], allocators: Sequence[str]) -> list[Variant]:
+    """The unpruned model, then every allocator at every budget below the full one, budgets in the given order.
+
+    Raises:
+        ValueError: for a budget ``parse_budget`` refuses, or repeated allocators / budgets.
+    """
+    if len(set(allocators)) != len(allocators):
+        raise ValueError(f"--allocator lists an allocator twice: {' '.join(allocators)}")
+    parsed = []
+    for text in budgets:
+        budget = parse_budget(text.strip())
+        if parsed and budget in [b for _, b in parsed]:
+            raise ValueError(f"--budgets lists {text!r} twice")
+        parsed.append((text.strip(), budget))
+    variants = [Variant(UNPRUNED)]
+    for label, budget in parsed:
+        if is_full(budget):
+            continue
+        for allocator in allocators:
+            variants.append(Variant(f"{allocator}@{label}", allocator, budget, label))
+    return variants
+
+
+# ----- prompts and generation --------------------------------------------------------------------------------------
+def messages_for(task: TaskSpec, question: str) -> list[dict[str, Any]]:
+    """lmms-eval's chat for one sample: its system prompt, then a user turn holding the image and the prompt."""
+    return [
+        {"role": "system", "content": SYSTEM_PROMPT},
+        {"role": "user", "content": [{"type": "image"}, {"type": "text", "text": task.prompt(question)}]},
+    ]
+
+
+def pixel_bounds(model_type: str, min_pixels: int | None, max_pixels: int | None) -> tuple[int, int]:
+    """(min_pixels, max_pixels): the given values, else lmms-eval's for the model family."""
+    lo, hi = PIXEL_BOUNDS.get(model_type, PIXEL_BOUNDS["qwen2_5_vl"])
+    hi = max_pixels or hi
+    lo = min(min_pixels or lo, hi)
+    return lo, hi
+
+
+def build_batch(processor: Any, task: TaskSpec, images: list[Any], questions: list[str], bounds: tuple[int, int]):
+    """Processor inputs for a batch of (image, question) samples, padded on the left (generation continues on the
+    right; the tokenizer's own ``padding_side`` is restored afterwards).
+
+    Returns:
+        A ``BatchFeature`` with ``input_ids`` (batch_size, sequence_length), ``attention_mask``, ``pixel_values``,
+        ``image_grid_thw`` (batch_size, 3) and ``mm_token_type_ids``.
+    """
+    texts = [processor.apply_chat_template(messages_for(task, q), add_generation_prompt=True) for q in questions]
+    size = {"shortest_edge": bounds[0], "longest_edge": bounds[1]}
+    tokenizer = getattr(processor, "tokenizer", processor)
+    side = tokenizer.padding_side
+    tokenizer.padding_side = "left"
+    try:
+        return processor(text=texts, images=images, size=size, return_tensors="pt")
+    finally:
+        tokenizer.padding_side = side
+
+
+def cut_at_stops(text: str, until: Iterable[str]) -> str:
+    """``text`` up to the first stop string (lmms-eval's Qwen-VL models ignore the "\\n\\n" stop)."""
+    for stop in until:
+        if stop and stop != "\n\n":
+            text = text.split(stop)[0]
+    return text
+
+
+def generate_batch(
+    model: Any, inputs: Any, processor: Any, max_new_tokens: int, device: str
+) -> tuple[list[str], float, int]:
+    """Greedy generation for a batch, timed: (answers, time to first token in ms, peak memory in bytes)."""
+    import torch
+
+    from ..asking import FirstTokenTimer, peak_memory
+
+    cuda = str(device).startswith("cuda")
+    if cuda:
+        torch.cuda.synchronize(device)
+        torch.cuda.reset_peak_memory_stats(device)
+    tokenizer = getattr(processor, "tokenizer", processor)
+    timer = FirstTokenTimer()
+    start = time.perf_counter()
+    with torch.inference_mode():
+        out = model.generate(
+            **inputs,
+            max_new_tokens=max_new_tokens,
+            do_sample=False,
+            temperature=None,
+            top_p=None,
+            top_k=None,
+            num_beams=1,
+            eos_token_id=tokenizer.eos_token_id,
+            pad_token_id=tokenizer.pad_token_id,
+            streamer=timer,
+        )
+    if cuda:
+        torch.cuda.synchronize(device)
+    end = time.perf_counter()
+    sequences = out if isinstance(out, torch.Tensor) else out.sequences
+    new = sequences[:, inputs["input_ids"].shape[1] :]  # (B, new_tokens)
+    answers = processor.batch_decode(new, skip_special_tokens=True, clean_up_tokenization_spaces=False)
+    first = timer.first if timer.first is not None else end
+    return answers, 1000.0 * (first - start), peak_memory(device)[0]
+
+
+# ----- the prediction log ------------------------------------------------------------------------------------------
+class PredictionLog:
+    """``predictions.jsonl``: read what an earlier run wrote, append new lines as they are scored (flushed).
+
+    Args:
+        path: the file; created with its folder if missing.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.records: list[dict[str, Any]] = []
+        self.done: set[tuple[str, str]] = set()  # (id, variant)
+        self.failed: set[str] = set()  # ids whose sample could not be read
+        if path.is_file():
+            raw = path.read_bytes()
+            if raw and not raw.endswith(b"\n"):  # an interrupted write: drop the cut line, redo its sample
+                path.write_bytes(raw[: raw.rfind(b"\n") + 1])
+                print(f"arr-coc eval: {path}: dropped a line cut short by an interrupted run", file=sys.stderr)
+            for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+                if not line.strip():
+                    continue
+                try:
+                    record = json.loads(line)
+                except json.JSONDecodeError:
+                    print(f"arr-coc eval: {path} line {n} is not JSON; ignored", file=sys.stderr)
+                    continue
+                self._note(record)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self._file = path.open("a", encoding="utf-8")
+
+    def _note(self, record: dict[str, Any]) -> None:
+        self.records.append(record)
+        rid = str(record.get("id"))
+        if "variant" in record:
+            self.done.add((rid, record["variant"]))
+        elif "error" in record:
+            self.failed.add(rid)
+
+    def is_done(self, sample_id: str, variant: str) -> bool:
+        return sample_id in self.failed or (sample_id, variant) in self.done
+
+    def write(self, record: dict[str, Any]) -> None:
+        self._note(record)
+        self._file.write(json.dumps(record, ensure_ascii=False) + "\n")
+        self._file.flush()
+
+    def close(self) -> None:
+        self._file.close()
+
+
+# ----- the run -----------------------------------------------------------------------------------------------------
+def _tokens_total(grid_row: Sequence[int], merge: int) -> int:
+    t, h, w = (int(v) for v in grid_row)
+    return t * h * w // (merge * merge)
+
+
+def wrap_model(model: Any, processor: Any, variant: Variant, questions: list[str], seed: int) -> Any:
+    """``model`` itself for the unpruned variant, else ``compress(model, ...)`` scoring with the bare questions."""
+    if variant.allocator is None:
+        return model
+    from ..integrations import compress
+
+    options = compress_options(variant.allocator, variant.budget, seed)
+    return compress(model, budget=variant.budget, processor=processor, query=list(questions), **options)
+
+
+def _warm_up(loaded: Loaded, task: TaskSpec, variants: list[Variant], seed: int) -> None:
+    """One 1-token generation per allocator on a blank image, so one-time set-up is not timed."""
+    from PIL import Image
+
+    blank = Image.new("RGB", (64, 64), "white")
+    seen: set[str | None] = set()
+    for v in variants:
+        if v.allocator in seen:
+            continue
+        seen.add(v.allocator)
+        inputs = build_batch(loaded.processor, task, [blank], ["warm-up"], loaded.bounds).to(loaded.device)
+        runner = wrap_model(loaded.model, loaded.processor, v, ["warm-up"], seed)
+        generate_batch(runner, inputs, loaded.processor, 1, loaded.device)
+
+
+def _batches(items: Iterable[Sample], size: int) -> Iterable[list[Sample]]:
+    batch: list[Sample] = []
+    for item in items:
+        batch.append(item)
+        if len(batch) == size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
+
+
+def run_eval(cfg: EvalConfig, model: Any = None, processor: Any = None) -> EvalResult:
+    """Run the comparison described in the module docstring and write its files.
+
+    Args:
+        cfg: the options.
+        model: a Qwen-VL model already loaded (then ``cfg.model`` only names it in the report and ``cfg.device`` /
+            ``cfg.dtype`` are not used: the model stays where it is); default: load ``cfg.model``.
+        processor: its processor (needed with ``model``).
+
+    Raises:
+        ValueError: bad options, unknown task / allocator / metric, unreadable data layout.
+        ImportError: a missing extra (transformers, pyarrow / datasets, the OCR extra for ``text``).
+    """
+    task = get_task(cfg.task)
+    metric_name = cfg.metric or task.metric
+    if metric_name not in METRICS:
+        raise ValueError(f"unknown metric {metric_name!r}; choose from: {', '.join(METRICS)}")
+    if cfg.batch_size < 1:
+        raise ValueError(f"--batch-size must be >= 1, got {cfg.batch_size}")
+    if cfg.limit is not None and cfg.limit < 1:
+        raise ValueError(f"--limit must be >= 1, got {cfg.limit}")
+    variants = plan_variants(cfg.budgets, cfg.allocators)
+    check_allocators(list(cfg.allocators), [v.budget for v in variants if v.budget is not None])
+    dataset = open_dataset(task, cfg.data, cfg.split, cfg.limit)
+    if (model is None) != (processor is None):
+        raise ValueError("run_eval needs both model= and processor=, or neither")
+    model_type = model.config.model_type if model is not None else _model_type(cfg.model)
+    bounds = pixel_bounds(model_type, cfg.min_pixels, cfg.max_pixels)
+    max_new = cfg.max_new_tokens or task.max_new_tokens
+    loaded = _LazyModel(cfg, task, variants, bounds, model, processor)
+
+    out = Path(cfg.out)
+    log = PredictionLog(out / "predictions.jsonl")
+    selected: list[str] = []
+    total = min(len(dataset), cfg.limit) if cfg.limit else len(dataset)
+    bar = _progress(total, cfg.progress, task.name)
+    try:
+        pending = _pending(dataset, cfg.limit, log, variants, selected, bar)
+        for batch in _batches(pending, cfg.batch_size):
+            images, good = [], []
+            for s in batch:
+                try:
+                    images.append(s.load_image())
+                    good.append(s)
+                except ValueError as err:
+                    log.write({"id": s.id, "error": str(err)})
+            bar.update(len(batch) - len(good))
+            if good:
+                _run_batch(loaded.get(), task, variants, good, images, log, metric_name, max_new, cfg.seed)
+            bar.update(len(good))
+    finally:
+        bar.close()
+        log.close()
+    bad = sum(1 for i in set(selected) if i in log.failed)
+    rows = summarize(log.records, variants, selected)
+    result = EvalResult(rows, bad, len(selected), metric_name)
+    header = _header(cfg, task, metric_name, dataset, loaded.device, model_type, bounds, len(selected), bad)
+    (out / "results.md").write_text(header + "\n\n" + markdown_table(rows, metric_name) + "\n", encoding="utf-8")
+    summary = {
+        "config": _config_json(cfg),
+        "metric": metric_name,
+        "samples": len(selected),
+        "bad_samples": bad,
+        "rows": [asdict(r) for r in rows],
+    }
+    (out / "results.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
+    names = (("predictions", "predictions.jsonl"), ("table", "results.md"), ("json", "results.json"))
+    result.files = {k: str(out / f) for k, f in names}
+    return result
+
+
+def _model_type(model_id: str) -> str:
+    """The checkpoint's ``model_type`` from its config alone (no weights loaded).
+
+    Raises:
+        ModelNotFoundError: when the checkpoint cannot be found (the message says where it was looked for).
+    """
+    from transformers import AutoConfig
+
+    from ..asking import ModelNotFoundError, not_found_message
+
+    try:
+        return AutoConfig.from_pretrained(model_id).model_type
+    except (OSError, ValueError) as err:
+        raise ModelNotFoundError(not_found_message(model_id, str(err))) from None
+
+
+@dataclass
+class Loaded:
+    """A loaded model and what generation needs with it."""
+
+    processor: Any
+    model: Any
+    device: str
+    bounds: tuple[int, int]
+    merge: int
+
+
+class _LazyModel:
+    """Loads the model (and warms every variant up) on first use, so a rerun with nothing left to do loads nothing."""
+
+    def __init__(
+        self,
+        cfg: EvalConfig,
+        task: TaskSpec,
+        variants: list[Variant],
+        bounds: tuple[int, int],
+        model: Any,
+        processor: Any,
+    ) -> None:
+        from ..asking import resolve_device
+
+        self.cfg, self.task, self.variants, self.bounds = cfg, task, variants, bounds
+        self.model, self.processor = model, processor
+        self.device = str(model.device) if model is not None else resolve_device(cfg.device)
+        self.loaded: Loaded | None = None
+
+    def get(self) -> Loaded:
+        if self.loaded is None:
+            from ..asking import load_model, resolve_dtype
+
+            model, processor = self.model, self.processor
+            if model is None:
+                processor, model = load_model(self.cfg.model, resolve_dtype(self.cfg.dtype), self.device)
+            merge = int(model.config.vision_config.spatial_merge_size)
+            self.loaded = Loaded(processor, model, self.device, self.bounds, merge)
+            _warm_up(self.loaded, self.task, self.variants, self.cfg.seed)
+        return self.loaded
+
+
+def _pending(
+    dataset: LocalDataset, limit: int | None, log: PredictionLog, variants: list[Variant], selected: list[str], bar: Any
+) -> Iterable[Sample]:
+    """Samples with a variant still to run, in file order, up to ``limit``; bad samples are logged on the way."""
+    for n, item in enumerate(dataset):
+        if limit is not None and n >= limit:
+            return
+        selected.append(item.id)
+        if isinstance(item, BadSample):
+            if item.id not in log.failed:
+                log.write({"id": item.id, "error": item.error})
+            bar.update(1)
+            continue
+        if all(log.is_done(item.id, v.name) for v in variants):
+            bar.update(1)
+            continue
+        yield item
+
+
+def _run_batch(
+    loaded: Loaded,
+    task: TaskSpec,
+    variants: list[Variant],
+    samples: list[Sample],
+    images: list[Any],
+    log: PredictionLog,
+    metric_name: str,
+    max_new: int,
+    seed: int,
+) -> None:
+    """Every variant still missing for some of ``samples``, on those samples as one batch."""
+    metric = METRICS[metric_name]
+    batches: dict[tuple[int, ...], Any] = {}  # the same inputs object for every variant run on the same samples
+    for v in variants:
+        todo = [i for i, s in enumerate(samples) if not log.is_done(s.id, v.name)]
+        if not todo:
+            continue
+        subset = [samples[i] for i in todo]
+        questions = [s.question for s in subset]
+        if tuple(todo) not in batches:
+            built = build_batch(loaded.processor, task, [images[i] for i in todo], questions, loaded.bounds)
+            batches[tuple(todo)] = built.to(loaded.device)
+        inputs = batches[tuple(todo)]
+        runner = wrap_model(loaded.model, loaded.processor, v, questions, seed)
+        answers, ttft, peak = generate_batch(runner, inputs, loaded.processor, max_new, loaded.device)
+        grids = inputs["image_grid_thw"].tolist()  # (B, 3): one image a sample
+        for j, (s, answer) in enumerate(zip(subset, answers, strict=True)):
+            prediction = cut_at_stops(answer, task.until)
+            total = _tokens_total(grids[j], loaded.merge)
+            kept = total if v.allocator is None else sum(a.budget for a in runner.last_allocation[j])
+            extra = {"dataset": s.meta.get("dataset")} if metric_name == "ocrbench_accuracy" else {}
+            record = {
+                "id": s.id,
+                "variant": v.name,
+                "allocator": v.allocator or UNPRUNED,
+                "budget": v.label,
+                "question": s.question,
+                "prediction": prediction,
+                "answers": s.answers,
+                "metric": metric_name,
+                "score": metric(prediction, s.answers, **extra),
+                "tokens_kept": int(kept),
+                "tokens_total": int(total),
+                "ttft_ms": round(ttft, 3),
+                "peak_bytes": int(peak),
+                "batch_size": len(subset),
+            }
+            meta = {k: value for k, value in s.meta.items() if _jsonable(value)}
+            if meta:
+                record["meta"] = meta
+            log.write(record)
+
+
+def _jsonable(value: Any) -> bool:
+    try:
+        json.dumps(value)
+    except (TypeError, ValueError):
+        return False
+    return True
+
+
+# ----- the table ---------------------------------------------------------------------------------------------------
+def summarize(records: list[dict[str, Any]], variants: list[Variant], ids: Sequence[str]) -> list[Row]:
+    """Table rows from prediction records: per variant, means over the samples of ``ids`` it scored.
+
+    ``retention`` compares with the unpruned model on the samples both scored (``None`` when there are none or the
+    unpruned score is 0).
+    """
+    wanted = set(ids)
+    by_variant: dict[str, dict[str, dict[str, Any]]] = {v.name: {} for v in variants}
+    for r in records:
+        if r.get("variant") in by_variant and str(r.get("id")) in wanted:
+            by_variant[r["variant"]][str(r["id"])] = r  # the last line of an id wins
+    base = by_variant[UNPRUNED]
+    rows = []
+    for v in variants:
+        got = by_variant[v.name]
+        if not got:
+            continue
+        scored = list(got.values())
+        common = [i for i in got if i in base]
+        base_score = _mean(base[i]["score"] for i in common)
+        retention = _mean(got[i]["score"] for i in common) / base_score if common and base_score > 0 else None
+        rows.append(
+            Row(
+                v.name,
+                v.allocator or UNPRUNED,
+                v.label if v.allocator else "1.0",
+                len(scored),
+                _mean(r["score"] for r in scored),
+                retention,
+                _mean(r["tokens_kept"] for r in scored),
+                _mean(r["tokens_total"] for r in scored),
+                _mean(r["ttft_ms"] for r in scored),
+                max(r["peak_bytes"] for r in scored) / 2**20,
+            )
+        )
+    return rows
+
+
+def _mean(values: Iterable[float]) -> float:
+    values = list(values)
+    return sum(values) / len(values) if values else float("nan")
+
+
+def _budget_text(label: str) -> str:
+    budget = parse_budget(label)
+    if isinstance(budget, float):
+        return f"{100 * budget:.1f}%"
+    return str(budget) if budget == "adaptive" else f"{budget} tokens"
+
+
+def markdown_table(rows: list[Row], metric: str) -> str:
+    """The results table (see the module docstring) as markdown."""
+    lines = [
+        f"| allocator | budget | samples | {metric} | retention | visual tokens kept | TTFT ms | peak MiB |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for r in rows:
+        share = 100 * r.tokens_kept / r.tokens_total if r.tokens_total else float("nan")
+        retention = "—" if r.retention is None else f"{r.retention:.3f}"
+        lines.append(
+            f"| {r.allocator} | {_budget_text(r.budget)} | {r.samples} | {r.score:.4f} | {retention} | "
+            f"{r.tokens_kept:,.1f} ({share:.1f}%) | {r.ttft_ms:,.1f} | {r.peak_mib:,.0f} |"
+        )
+    return "\n".join(lines)
+
+
+def _header(cfg, task, metric, dataset, device, model_type, bounds, n, bad) -> str:
+    dtype = cfg.dtype
+    peak = "CUDA max_memory_allocated per call" if str(device).startswith("cuda") else "process peak RSS so far"
+    return (
+        f"# arr-coc eval: {task.name} ({metric})\n\n"
+        f"model `{cfg.model}` ({model_type}, dtype {dtype}, {device}); data: {dataset.describe()}; "
+        f"{n} samples ({bad} unreadable, see predictions.jsonl); batch size {cfg.batch_size}; "
+        f"pixels {bounds[0]:,}..{bounds[1]:,}; greedy, max {cfg.max_new_tokens or task.max_new_tokens} new tokens; "
+        f"peak memory: {peak}."
+    )
+
+
+def _config_json(cfg: EvalConfig) -> dict[str, Any]:
+    return {
+        k: (str(v) if isinstance(v, Path) else list(v) if isinstance(v, tuple) else v) for k, v in asdict(cfg).items()
+    }
+
+
+def _progress(total: int, enabled: bool, name: str) -> Any:
+    from tqdm import tqdm
+
+    return tqdm(total=total, desc=f"eval {name}", unit="sample", file=sys.stderr, disable=not enabled)
+
+
+# ----- command line ------------------------------------------------------------------------------------------------
+def add_eval_arguments(p: argparse.ArgumentParser) -> None:
+    """The ``arr-coc eval`` options (used by ``arr_coc.cli``)."""
+    from .allocators import ALLOCATORS
+    from .tasks import TASKS
+
+    p.add_argument("--model", required=True, help="local folder or cached hub id of a Qwen2/2.5/3-VL checkpoint")
+    p.add_argument("--task", required=True, choices=list(TASKS), help="benchmark (prompt, settings, metric)")
+    p.add_argument("--data", type=Path, help="saved dataset folder, parquet file(s) or JSONL (not for docgen)")
+    p.add_argument("--out", type=Path, required=True, help="output folder; rerunning with it resumes")
+    p.add_argument(
+        "--budgets",
+        default=DEFAULT_BUDGETS,
+        help="comma-separated budgets per image: fractions, counts or 'adaptive'; 1.0 = the unpruned model, "
+        "which always runs (default %(default)s)",
+    )
+    p.add_argument(
+        "--allocator",
+        nargs="+",
+        default=list(DEFAULT_ALLOCATORS),
+        choices=ALLOCATORS,
+        metavar="NAME",
+        help=f"allocators to compare ({', '.join(ALLOCATORS)}; default: {' '.join(DEFAULT_ALLOCATORS)})",
+    )
+    p.add_argument("--limit", type=int, help="only the first N samples")
+    p.add_argument("--batch-size", type=int, default=1, help="samples per generate call (default 1)")
+    p.add_argument("--split", help="split to read (default the task's: validation or test; docgen: dev or test)")
+    p.add_argument("--metric", choices=list(METRICS), help="override the task's metric")
+    p.add_argument("--max-new-tokens", type=int, help="override the task's generation limit")
+    p.add_argument("--min-pixels", type=int, help="smallest resized image area (default lmms-eval's)")
+    p.add_argument("--max-pixels", type=int, help="largest resized image area in pixels (default lmms-eval's)")
+    p.add_argument("--device", help="torch device (default cuda if available, else cpu)")
+    p.add_argument("--dtype", default="auto", help="weights dtype: auto (the checkpoint's), bfloat16, float32...")
+    p.add_argument("--seed", type=int, default=0, help="seed of the random allocator")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+
+def eval_main(args: argparse.Namespace) -> int:
+    """Run ``arr-coc eval`` from parsed arguments; print the table. Returns 0 (bad samples are in the files)."""
+    cfg = EvalConfig(
+        model=args.model,
+        task=args.task,
+        out=args.out,
+        data=args.data,
+        budgets=tuple(args.budgets.split(",")),
+        allocators=tuple(args.allocator),
+        limit=args.limit,
+        batch_size=args.batch_size,
+        split=args.split,
+        metric=args.metric,
+        max_new_tokens=args.max_new_tokens,
+        min_pixels=args.min_pixels,
+        max_pixels=args.max_pixels,
+        device=args.device,
+        dtype=args.dtype,
+        seed=args.seed,
+        progress=not args.no_progress,
+    )
+    from ..asking import ModelNotFoundError
+
+    try:
+        result = run_eval(cfg)
+    except ModelNotFoundError as err:
+        print(f"arr-coc: error: {err}", file=sys.stderr)
+        return 2
+    print(markdown_table(result.rows, result.metric))
+    if result.bad:
+        print(
+            f"{result.bad} of {result.samples} samples could not be read; their errors are in "
+            f"{result.files['predictions']}"
+        )
+    print(f"wrote {result.files['predictions']}, {result.files['table']}, {result.files['json']}")
+    return 0

