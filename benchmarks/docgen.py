@@ -43,7 +43,13 @@ from PIL import Image, ImageDraw, ImageFilter, ImageFont
 
 Box = tuple[int, int, int, int]  # (x0, y0, x1, y1) in original image pixels, x1/y1 exclusive
 
-KINDS: tuple[str, ...] = ("receipt", "invoice", "form", "table", "bar_chart", "text_page", "photo_text")
+KINDS: tuple[str, ...] = ("receipt", "invoice", "form", "table", "bar_chart", "text_page", "photo_text", "page_layout",
+                          "running_text", "line_chart")
+CATEGORIES: dict[str, str] = {  # DocVQA-style question category of each kind
+    "receipt": "form", "invoice": "form", "form": "form", "table": "table/list", "bar_chart": "figure/chart",
+    "line_chart": "figure/chart", "text_page": "running text", "running_text": "running text",
+    "page_layout": "layout", "photo_text": "photo", "real_scan": "running text",
+}
 REAL_SCAN_KIND = "real_scan"
 SPLITS: tuple[str, ...] = ("dev", "test")
 PARAPHRASE_EVERY = 3  # sample i of a kind is paraphrased when i % 3 == 1: a third of the questions
@@ -93,6 +99,11 @@ class Sample:
     answer: str
     answer_box: Box  # original pixels, x1/y1 exclusive, inside the image
     paraphrased: bool  # the question avoids the key's words
+
+    @property
+    def category(self) -> str:
+        """DocVQA-style category: form, table/list, layout, running text, figure/chart, photo."""
+        return CATEGORIES[self.kind]
 
 
 # --------------------------------------------------------------------------------------------------- fonts
@@ -207,6 +218,7 @@ class _Built:
     box: Box
     paraphrased: bool
     scan: bool = True  # apply rotation/blur/noise (documents) or only noise/JPEG (photos)
+    unique: bool = True  # the answer text occurs once (key questions); structural questions locate it by position
 
 
 def _occurrences(text: str, answer: str) -> int:
@@ -1208,6 +1220,307 @@ def _photo_text(rng: random.Random, split: str, para: bool) -> _Built:
     return _Built(cv, p if para else q, text, box, para, scan=False)
 
 
+# --------------------------------------------------------------------------------------------------- articles
+
+# Running-text pages with structure: a title, sections with headings in several columns, paragraphs, a code line
+# and footnotes. Their questions name no key printed next to the answer; they refer to the page's structure.
+PROSE = {
+    "dev": {
+        "noun": ("river", "valley", "harbour", "market", "council", "farmer", "bridge", "village", "road", "school",
+                 "mill", "forest", "museum", "station", "garden", "tower", "chapel", "archive", "festival", "orchard",
+                 "quarry", "workshop", "ferry", "canal"),
+        "adj": ("old", "quiet", "narrow", "busy", "northern", "eastern", "small", "ancient", "wooden", "modern",
+                "famous", "distant"),
+        "verb": ("supplies", "crosses", "follows", "shelters", "records", "connects", "overlooks", "borders",
+                 "feeds", "serves"),
+        "templates": ("The {a} {n} {v} the {n} near the {n}.", "Over time the {n} {v} a {a} {n}.",
+                      "Visitors say the {n} {v} the {a} {n} every year.", "In winter the {n} of the {n} {v} the {n}.",
+                      "Its {a} {n} gave the {n} the ability to grow.", "Many believe the {a} {n} {v} each {n}."),
+        "headings": ("Early History", "The Harbour", "Trade Routes", "Local Crafts", "Festivals", "Water Supply",
+                     "Farming", "Schools", "Transport", "Later Years", "Architecture", "Population"),
+        "titles": ("Notes on the Old Valley", "A Guide to the Northern Towns", "Village Life in Winter"),
+        "code": (("rate", "compute(total, 3)"), ("count", "len(records)"), ("path", "join(root, name)")),
+        "foot": ("Figures from the parish register.", "See the appendix for sources.", "Estimated by the council."),
+    },
+    "test": {
+        "noun": ("glacier", "lighthouse", "plateau", "brewery", "observatory", "tramway", "monastery", "vineyard",
+                 "foundry", "reservoir", "estuary", "aqueduct", "citadel", "granary", "pier", "boulevard",
+                 "tannery", "cannery", "signal", "dune"),
+        "adj": ("windswept", "coastal", "remote", "restored", "crowded", "southern", "western", "steep",
+                "medieval", "sunny", "rocky", "humble"),
+        "verb": ("guards", "drains", "faces", "links", "powers", "dominates", "protects", "hosts", "irrigates",
+                 "frames"),
+        "templates": ("Beyond the {a} {n} lies a {n} that {v} the {n}.", "Each spring the {n} {v} the {a} {n}.",
+                      "Engineers claim the {n} still {v} the {n} of the {n}.",
+                      "A {a} {n} now {v} what was once a {n}.", "Locals recall how the {n} {v} their {a} {n}."),
+        "headings": ("ORIGINS", "THE COASTLINE", "INDUSTRY", "PILGRIMS", "MARKETS", "CLIMATE", "RAILWAYS",
+                     "HARVESTS", "DEFENCES", "TOURISM", "GEOLOGY", "GOVERNANCE"),
+        "titles": ("Coastal Survey Bulletin", "Report on the Southern Plateau", "Chronicle of the Estuary"),
+        "code": (("flux", "integrate(area, dt)"), ("total_len", "sum(segments)"), ("cfg", "load_config(path)")),
+        "foot": ("Measured during the 2019 survey.", "Source: harbour authority records.", "Rounded to whole units."),
+    },
+}
+ORDINAL_WORDS = ("first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth", "tenth",
+                 "eleventh", "twelfth")
+ARTICLE_QUESTIONS = {  # question kind -> split -> (literal, paraphrase)
+    "title": {"dev": ("What is the title of this page?", "How is this article titled?"),
+              "test": ("What headline does this document carry?", "Read the main heading of the report.")},
+    "section": {"dev": ("What is the heading of the {o} section in the {s} column?",
+                        "Which heading does the {o} section of the {s} column have?"),
+                "test": ("Which heading opens the {o} part of the {s}-hand column?",
+                         "Name the {o} chapter heading in the {s}-hand column.")},
+    "after": {"dev": ("Which word comes right after '{p}'?", "What is the next word after '{p}'?"),
+              "test": ("What word follows the phrase \u201c{p}\u201d?",
+                       "Which word is printed just after \u201c{p}\u201d?")},
+    "last_word": {"dev": ("What is the last word of the section titled '{h}'?",
+                          "How does the section titled '{h}' end?"),
+                  "test": ("What is the final word in the section headed \u201c{h}\u201d?",
+                           "With which word does the part headed \u201c{h}\u201d close?")},
+    "para_end": {"dev": ("What is mentioned at the end of the paragraph that begins with '{f}'?",
+                         "What is the last word of the paragraph starting with '{f}'?"),
+                 "test": ("Which word ends the paragraph opening with \u201c{f}\u201d?",
+                          "What is the closing word of the passage beginning \u201c{f}\u201d?")},
+    "code": {"dev": ("In the code line, what is assigned to {v}?", "What value does the code give {v}?"),
+             "test": ("According to the code snippet, what does {v} receive?", "What expression is stored in {v}?")},
+}
+LAYOUT_QUESTIONS = ("title", "section")
+TEXT_QUESTIONS = ("after", "last_word", "para_end", "code")
+
+
+def _sentence(rng: random.Random, split: str) -> list[str]:
+    vocab = PROSE[split]
+    tpl = rng.choice(vocab["templates"])
+    out = re.sub(r"\{(\w)\}", lambda m: rng.choice(vocab[{"a": "adj", "n": "noun", "v": "verb"}[m.group(1)]]), tpl)
+    return out.split()
+
+
+def _article(rng: random.Random, split: str, para: bool, questions: tuple[str, ...]) -> _Built:
+    """A multi-column page with title, headed sections, paragraphs, a code line and footnotes."""
+    fonts = _Fonts(rng, split)
+    vocab = PROSE[split]
+    w = rng.randint(1000, 1500)
+    h = min(1700, int(w * rng.uniform(1.2, 1.4)))
+    cv = _Canvas.blank(w, h, _paper(rng))
+    ink = _ink(rng)
+    fs = rng.randint(18, 24)
+    font, small = fonts.reg(fs), fonts.reg(int(fs * 0.75))
+    head_font = fonts.bold(int(fs * (1.35 if split == "dev" else 1.25)))
+    m = rng.randint(60, 90)
+    ncol = 2 if split == "dev" or w < 1250 else rng.choice((2, 3))
+    gutter = rng.randint(40, 70)
+    title = rng.choice(vocab["titles"])
+    title_box = cv.text((m if split == "dev" else w / 2, m), title, fonts.bold(int(fs * 2.1)), ink,
+                        "la" if split == "dev" else "ma")
+    top = title_box[3] + fs * 2.5
+    cv.draw.line((m, top - fs, w - m, top - fs), fill=ink, width=2)
+    foot_top = h - m - fs * 3
+    col_w = (w - 2 * m - gutter * (ncol - 1)) / ncol
+    line_h = fs * 1.45
+    space = font.getlength(" ")
+    # the page's words in reading order: (text, box, line y, paragraph index)
+    words: list[tuple[str, Box, float, int]] = []
+    sections: list[dict] = []  # {"heading", "box", "col", "words": [word index]}
+    paragraphs: list[list[int]] = []
+    code: tuple[str, str, Box] | None = None
+    col, y = 0, float(top)
+    headings = rng.sample(vocab["headings"], len(vocab["headings"]))
+    code_at = rng.randrange(1, 4)
+    full = False
+    for sec_i, heading in enumerate(headings):
+        xl = m + col * (col_w + gutter)
+        if y + line_h * 4 > foot_top:
+            col += 1
+            if col >= ncol:
+                break
+            xl, y = m + col * (col_w + gutter), float(top)
+        if y > top:
+            y += line_h * 0.8
+        hbox = cv.text((xl, y), heading, head_font, ink)
+        sections.append({"heading": heading, "box": hbox, "col": col, "words": []})
+        y += line_h * 1.5
+        for _p in range(rng.randint(1, 2)):
+            para_words: list[int] = []
+            x = xl
+            sentences = [_sentence(rng, split) for _ in range(rng.randint(2, 4))]
+            for sent in sentences:
+                for tok in sent:
+                    core, punct = (tok[:-1], tok[-1]) if tok[-1] in ".," else (tok, "")
+                    wlen = font.getlength(core)
+                    if x + wlen + font.getlength(punct) > xl + col_w and x > xl:
+                        x, y = xl, y + line_h
+                    if y + line_h > foot_top:
+                        col += 1
+                        if col >= ncol:
+                            full = True
+                            break
+                        xl, x, y = m + col * (col_w + gutter), m + col * (col_w + gutter), float(top)
+                    box = cv.text((x, y), core, font, ink)
+                    words.append((core, box, y, len(paragraphs)))
+                    para_words.append(len(words) - 1)
+                    sections[-1]["words"].append(len(words) - 1)
+                    x += wlen
+                    if punct:
+                        cv.text((x, y), punct, font, ink)
+                        x += font.getlength(punct)
+                    x += space
+                if full:
+                    break
+            if para_words:
+                paragraphs.append(para_words)
+            if full:
+                break
+            y += line_h * 1.6
+            if sec_i == code_at and code is None and y + line_h * 2 < foot_top:
+                var, expr = rng.choice(vocab["code"])
+                cv.draw.rectangle((xl - 4, y - 4, xl + col_w, y + fs * 1.3), fill=(235, 235, 235))
+                kbox = cv.text((xl + 4, y), f"{var} =", font, (20, 20, 120))
+                vbox = cv.text((kbox[2] + space, y), expr, font, (20, 20, 120))
+                code = (var, expr, vbox)
+                y += line_h * 1.8
+        if full:
+            break
+    # footnotes across the page bottom
+    cv.draw.line((m, foot_top + fs * 0.6, m + (w - 2 * m) / 3, foot_top + fs * 0.6), fill=ink, width=1)
+    fy = foot_top + fs
+    for k, note in enumerate(rng.sample(vocab["foot"], 2), 1):
+        cv.text((m, fy), f"{k} {note}", small, ink)
+        fy += fs * 0.95
+    # a full section has a heading and at least one whole paragraph
+    sections = [s for s in sections if s["words"] and (not full or s is not sections[-1])]
+    if full and paragraphs:
+        paragraphs = paragraphs[:-1]
+    kind = rng.choice([q for q in questions if q != "code" or code is not None])
+    qs = ARTICLE_QUESTIONS[kind][split]
+    template = qs[1] if para else qs[0]
+    text_norm = [re.sub(r"\W", "", t.lower()) for t, *_ in words]
+    if kind == "title":
+        return _Built(cv, template, title, title_box, para, unique=False)
+    if kind == "section":
+        side = rng.choice(("left", "right"))
+        c = 0 if side == "left" else ncol - 1
+        in_col = [s for s in sections if s["col"] == c]
+        k = rng.randrange(min(len(in_col), 4))
+        q = template.format(o=ORDINAL_WORDS[k], s=side)
+        return _Built(cv, q, in_col[k]["heading"], in_col[k]["box"], para, unique=False)
+    if kind == "code":
+        var, expr, vbox = code  # type: ignore[misc]
+        return _Built(cv, template.format(v=var), expr, vbox, para, unique=False)
+    if kind == "last_word":
+        s = rng.choice(sections[:-1] or sections)
+        last = s["words"][-1]
+        return _Built(cv, template.format(h=s["heading"].title() if split == "dev" else s["heading"].title()),
+                      words[last][0], words[last][1], para, unique=False)
+    if kind == "para_end":
+        p = rng.choice(paragraphs)
+        starts = [[text_norm[i] for i in q] for q in paragraphs if q is not p]
+        n = 3  # as many first words as it takes to tell the paragraph apart from every other
+        while n < len(p) and any(st[:n] == [text_norm[i] for i in p[:n]] for st in starts):
+            n += 1
+        first = " ".join(words[i][0] for i in p[:n])
+        return _Built(cv, template.format(f=first), words[p[-1]][0], words[p[-1]][1], para, unique=False)
+    # "after": a 2-3 word phrase that occurs once on the page; half of them run over a line break
+    cands = []
+    for i in range(len(words) - 3):
+        for n in (2, 3):
+            if words[i + n][3] != words[i][3]:
+                continue  # phrase and answer in one paragraph
+            phrase = text_norm[i:i + n]
+            hits = sum(text_norm[j:j + n] == phrase for j in range(len(words) - n + 1))
+            if hits == 1 and all(phrase):
+                crosses = words[i][2] != words[i + n][2] or words[i][2] != words[i + n - 1][2]
+                cands.append((i, n, crosses))
+                break
+    crossing = [c for c in cands if c[2]]
+    i, n, _ = rng.choice(crossing if crossing and rng.random() < 0.5 else cands)
+    phrase = " ".join(words[j][0] for j in range(i, i + n))
+    return _Built(cv, template.format(p=phrase), words[i + n][0], words[i + n][1], para, unique=False)
+
+
+def _page_layout(rng: random.Random, split: str, para: bool) -> _Built:
+    return _article(rng, split, para, LAYOUT_QUESTIONS)
+
+
+def _running_text(rng: random.Random, split: str, para: bool) -> _Built:
+    return _article(rng, split, para, TEXT_QUESTIONS)
+
+
+# --------------------------------------------------------------------------------------------------- line charts
+
+LINE_SERIES = {
+    "dev": (tuple(m[:3] for m in MONTHS), ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")),
+    "test": (MONTHS, ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"), CITIES[:10]),
+}
+LINE_QUESTIONS = {  # question kind -> split -> (literal, paraphrase); {u}: the category noun
+    "max": {"dev": ("Which {u} has the highest value?", "In which {u} did the line peak?"),
+            "test": ("Where is the largest figure recorded, by {u}?", "Which {u} tops the chart?")},
+    "min": {"dev": ("Which {u} has the lowest value?", "Which {u} shows the smallest number?"),
+            "test": ("Which {u} has the least?", "In which {u} is the figure lowest?")},
+    "ordinal": {"dev": ("What is the value for the {o} {u} of the {p}?", "What number is shown for the {o} {u}?"),
+                "test": ("What figure is given for the {o} {u} of the {p}?", "Read the value of the {o} {u}.")},
+}
+
+
+def _line_chart(rng: random.Random, split: str, para: bool) -> _Built:
+    """A line chart with point value labels, category labels, axis titles and a legend."""
+    fonts = _Fonts(rng, split)
+    w, h = rng.randint(1000, 1500), rng.randint(720, 1000)
+    cv = _Canvas.blank(w, h, (255, 255, 255) if rng.random() < 0.5 else _paper(rng))
+    ink = _ink(rng)
+    seq = rng.choice(LINE_SERIES[split])
+    unit = "month" if seq[0].startswith("Jan") else "day" if seq[0].startswith("Mon") else "city"
+    n = rng.randint(6, len(seq)) if unit != "city" else rng.randint(6, 8)
+    cats = list(seq[:n])
+    if unit == "city":
+        cats = rng.sample(list(seq), n)
+    vmax = rng.choice((100, 500, 1000))
+    values: list[int] = []
+    while len(values) < n:
+        v = rng.randint(vmax // 20, vmax - vmax // 20)
+        if v not in values:
+            values.append(v)
+    fs = rng.randint(17, 23)
+    reg, bold, small = fonts.reg(fs), fonts.bold(fs), fonts.reg(int(fs * 0.85))
+    m = rng.randint(50, 80)
+    title = rng.choice(("Monthly visitors", "Orders per period", "Rainfall (mm)")) if split == "dev" \
+        else rng.choice(("Deliveries by site", "Energy demand, MWh", "Passenger counts"))
+    cv.text((w / 2, m), title, fonts.bold(int(fs * 1.4)), ink, "ma")
+    x0, x1 = m + 80, w - m - 40
+    y_top, y_base = m + fs * 5, h - m - fs * 4
+    cv.draw.line((x0, y_base, x1, y_base), fill=ink, width=2)
+    cv.draw.line((x0, y_base, x0, y_top - 10), fill=ink, width=2)
+    for t in range(0, 5):
+        yt = y_base - (y_base - y_top) * t / 4
+        if t:
+            cv.draw.line((x0, yt, x1, yt), fill=(215, 215, 215), width=1)
+        cv.text((x0 - 8, yt), f"{vmax * t // 4}", small, ink, "rm")
+    cv.text((x0 - 60, y_top - fs * 2.2), "units", small, ink)
+    color = rng.choice([(66, 110, 180), (200, 90, 60), (70, 150, 90)])
+    slot = (x1 - x0) / n
+    pts = [(x0 + (i + 0.5) * slot, y_base - (y_base - y_top) * v / vmax) for i, v in enumerate(values)]
+    cv.draw.line(pts, fill=color, width=3)
+    value_boxes: list[Box] = []
+    label_boxes: list[Box] = []
+    for i, ((px, py), v) in enumerate(zip(pts, values, strict=True)):
+        cv.draw.ellipse((px - 5, py - 5, px + 5, py + 5), fill=color)
+        below = split == "test" and i % 2 == 1
+        value_boxes.append(cv.text((px, py + 12 if below else py - 12), str(v), bold, ink, "ma" if below else "md"))
+        label_boxes.append(cv.text((px, y_base + 10), cats[i], reg, ink, "ma"))
+    # legend, top right
+    lx = x1 - 200
+    cv.draw.line((lx, m + fs * 2.6, lx + 30, m + fs * 2.6), fill=color, width=3)
+    cv.text((lx + 40, m + fs * 2.6), rng.choice(("2023", "This year", "Series A")), small, ink, "lm")
+    kind = rng.choice(("max", "min", "ordinal") if unit != "city" else ("max", "min"))
+    qs = LINE_QUESTIONS[kind][split]
+    template = qs[1] if para else qs[0]
+    if kind in ("max", "min"):
+        i = values.index(max(values) if kind == "max" else min(values))
+        return _Built(cv, template.format(u=unit), cats[i], label_boxes[i], para)
+    i = rng.randrange(n)
+    period = "year" if unit == "month" else "week"
+    q = template.format(o=ORDINAL_WORDS[i], u=unit, p=period)
+    return _Built(cv, q, str(values[i]), value_boxes[i], para)
+
+
 # --------------------------------------------------------------------------------------------------- API
 
 BUILDERS: dict[str, Callable[[random.Random, str, bool], _Built]] = {
@@ -1218,6 +1531,9 @@ BUILDERS: dict[str, Callable[[random.Random, str, bool], _Built]] = {
     "bar_chart": _bar_chart,
     "text_page": _text_page,
     "photo_text": _photo_text,
+    "page_layout": _page_layout,
+    "running_text": _running_text,
+    "line_chart": _line_chart,
 }
 
 
@@ -1236,7 +1552,7 @@ def make_sample(split: str, kind: str, index: int, seed: int = 0) -> Sample:
     for attempt in range(MAX_ATTEMPTS):
         rng = random.Random(f"arr-coc-docgen|{split}|{kind}|{index}|{seed}|{attempt}")
         built = BUILDERS[kind](rng, split, para)
-        if _occurrences(built.canvas.all_text(), built.answer) != 1:
+        if built.unique and _occurrences(built.canvas.all_text(), built.answer) != 1:
             continue
         image, box = _scan_look(built.canvas.image, built.box, rng, rotate=built.scan)
         return Sample(f"{split}/{kind}/{index}", kind, image, built.query, built.answer, box, para)

@@ -26,7 +26,20 @@ query-agnostic), ``text`` (``mode="text"``, OCR + query matching) and ``oracle``
 allocators are called once per sample; their ``scores`` are turned into a keep set for each budget with
 ``arr_coc.attending.select`` (top-k, ties to the lower index), so one OCR pass serves all three budgets.
 ``--ablation`` adds the text path's ablation: texture-only, lexical, lexical+semantic, lexical+layout,
-semantic+layout and the full path (each piece's contribution shows as the full path minus that piece).
+semantic+layout and the full path (each piece's contribution shows as the full path minus that piece), and the
+structural pieces: the full path without layout analysis (``structure=False``: structural questions resolved on
+the boxes in OCR order) and without query parsing (``query_parsing=False``: no structural evidence at all). The
+text allocator and every ablation row share the sample's one OCR pass (``PageReader``), so only the first of them
+pays for OCR in the s/sample column.
+
+Results are also grouped by DocVQA-style category (``docgen.CATEGORIES``: form, table/list, layout, running text,
+figure/chart, photo).
+
+``--second-reader tesseract`` adds an independent measure: Tesseract (Debian ``tesseract-ocr``, a different OCR
+engine from the allocator's PP-OCR) reads the answer's neighbourhood (the answer box padded by one grid cell) once on
+the whole page and once with every dropped cell painted white, for every allocator at ``--second-reader-budget``
+(11.1%); reported per kind is the share of questions whose answer it still finds among those it finds on the whole
+page. An answer is found when its letters and digits (lower case) occur in the text read there.
 
 The overall row is the mean over all samples (every kind has n-per-kind samples; the test split adds one real
 scan). Results go to a markdown file (``--out``) and a JSON file next to it.
@@ -35,7 +48,11 @@ scan). Results go to a markdown file (``--out``) and a JSON file next to it.
 from __future__ import annotations
 
 import argparse
+import io
 import json
+import re
+import shutil
+import subprocess
 import sys
 import time
 import zlib
@@ -45,6 +62,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
+from PIL import Image
 
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:  # run as a script: make `benchmarks` importable
@@ -69,6 +87,8 @@ ABLATION: tuple[tuple[str, str, dict[str, bool] | None], ...] = (  # (row, mode,
     ("lexical+layout", "text", {"lexical": True, "semantic": False, "layout": True}),
     ("semantic+layout", "text", {"lexical": False, "semantic": True, "layout": True}),
     ("lexical+semantic+layout (full)", "text", {"lexical": True, "semantic": True, "layout": True}),
+    ("full - layout analysis", "text", {"structure": False}),
+    ("full - query parsing", "text", {"query_parsing": False}),
 )
 DEFAULT_N_PER_KIND = 12
 
@@ -175,8 +195,28 @@ def sample_seed(seed: int, sample_id: str) -> int:
     return (seed * 1_000_003 + zlib.crc32(sample_id.encode())) % 2**32
 
 
-def library_scores(sample: docgen.Sample, grid: Grid, mode: str, text_options: dict[str, bool] | None) -> np.ndarray:
-    """``arr_coc.allocate(...).scores`` for one sample, checked to be on the expected grid."""
+class PageReader:
+    """The process-wide OCR reader, remembering the last page it read: the ablation rows of one sample call
+    ``allocate`` once per variant on the same page, and OCR does not depend on the variant."""
+
+    def __init__(self) -> None:
+        self._key: tuple | None = None
+        self._boxes: list = []
+
+    def read(self, image: Image.Image) -> list:
+        from arr_coc.reading import shared_reader
+
+        arr = np.asarray(image)
+        key = (arr.shape, zlib.crc32(arr.tobytes()))
+        if key != self._key:
+            self._boxes, self._key = shared_reader(warm=True).read(image), key
+        return list(self._boxes)
+
+
+def library_scores(sample: docgen.Sample, grid: Grid, mode: str, text_options: dict[str, bool] | None,
+                   reader: PageReader | None = None) -> tuple[np.ndarray, str | None]:
+    """``arr_coc.allocate(...).scores`` for one sample, checked to be on the expected grid, and the structural rule
+    that fired (``Allocation.evidence.rule``, None when none did)."""
     import arr_coc
 
     allocate = getattr(arr_coc, "allocate", None)
@@ -184,13 +224,67 @@ def library_scores(sample: docgen.Sample, grid: Grid, mode: str, text_options: d
         raise SystemExit(
             "arr_coc.allocate is not available; run the baselines only: --allocators " + ",".join(BASELINES)
         )
+    extra = {"reader": reader} if reader is not None and mode == "text" else {}
     alloc = allocate(sample.image, sample.query, BUDGETS[-1][1], family=FAMILY, max_pixels=MAX_PIXELS, mode=mode,
-                     text_options=text_options)
+                     text_options=text_options, **extra)
     scores = np.asarray(alloc.scores, dtype=np.float32)
     if tuple(alloc.grid) != (grid.rows, grid.cols) or scores.shape != (grid.rows, grid.cols):
         raise RuntimeError(f"{sample.id}: allocate returned grid {alloc.grid} / scores {scores.shape}, "
                            f"expected {(grid.rows, grid.cols)}")
-    return scores
+    evidence = getattr(alloc, "evidence", None)
+    return scores, getattr(evidence, "rule", None)
+
+
+# --------------------------------------------------------------------------------------------------- second reader
+
+
+def mask_dropped(image: Image.Image, keep: Sequence[int] | np.ndarray, rows: int, cols: int) -> Image.Image:
+    """A copy of ``image`` with every cell not in ``keep`` painted white (cells as in ``answer_cells``)."""
+    w, h = image.size
+    kept = np.zeros(rows * cols, dtype=bool)
+    kept[np.asarray(keep, dtype=np.int64)] = True
+    ys = np.minimum((np.arange(h) * rows) // h, rows - 1)  # row of each pixel row: floor(y * rows / H)
+    xs = np.minimum((np.arange(w) * cols) // w, cols - 1)
+    pix = kept.reshape(rows, cols)[ys[:, None], xs[None, :]]  # (H, W)
+    arr = np.asarray(image.convert("RGB")).copy()
+    arr[~pix] = 255
+    return Image.fromarray(arr)
+
+
+def reader_region(box: tuple[float, float, float, float], width: int, height: int, rows: int,
+                  cols: int) -> tuple[int, int, int, int]:
+    """The answer box padded by one grid cell on every side, clipped to the image (what the second reader reads)."""
+    pw, ph = width / cols, height / rows
+    return (max(0, int(box[0] - pw)), max(0, int(box[1] - ph)), min(width, int(np.ceil(box[2] + pw))),
+            min(height, int(np.ceil(box[3] + ph))))
+
+
+def _alnum(text: str) -> str:
+    return re.sub(r"[^0-9a-z]", "", text.lower())
+
+
+def answer_found(text: str, answer: str) -> bool:
+    """True when the answer's letters and digits (lower case, in order, nothing else) occur in ``text``'s."""
+    want = _alnum(answer)
+    return bool(want) and want in _alnum(text)
+
+
+def tesseract_text(image: Image.Image, timeout_s: float = 60.0) -> str:
+    """Text Tesseract reads in ``image`` (``--psm 6``: one uniform block; crops under 80 px high are upscaled 2x).
+
+    Raises:
+        SystemExit: if the ``tesseract`` binary is not installed.
+    """
+    exe = shutil.which("tesseract")
+    if exe is None:
+        raise SystemExit("--second-reader tesseract needs the tesseract binary: apt-get install tesseract-ocr")
+    if image.height < 80:
+        image = image.resize((image.width * 2, image.height * 2), Image.BICUBIC)
+    buf = io.BytesIO()
+    image.convert("L").save(buf, format="PNG")
+    out = subprocess.run([exe, "stdin", "stdout", "--psm", "6"], input=buf.getvalue(), capture_output=True,
+                         timeout=timeout_s, check=False)
+    return out.stdout.decode("utf-8", errors="replace")
 
 
 # --------------------------------------------------------------------------------------------------- run
@@ -206,24 +300,31 @@ class SampleResult:
     n_answer_cells: int
     recall: dict[str, dict[str, float]]  # allocator -> budget label -> recall
     seconds: dict[str, float]  # allocator -> seconds spent scoring
+    category: str = ""  # DocVQA-style category (docgen.CATEGORIES)
+    second: dict[str, bool] | None = None  # second reader: "page" and each allocator -> answer found
+    rules: dict[str, str | None] | None = None  # library allocator -> structural rule that fired
 
 
-def evaluate_sample(sample: docgen.Sample, allocators: Sequence[str], seed: int,
-                    ablation: bool = False) -> SampleResult:
-    """Run every allocator (and the ablation rows) on one sample at every budget."""
+def evaluate_sample(sample: docgen.Sample, allocators: Sequence[str], seed: int, ablation: bool = False,
+                    second_reader: str | None = None, second_budget: float = BUDGETS[0][1]) -> SampleResult:
+    """Run every allocator (and the ablation rows) on one sample at every budget; with ``second_reader``, also
+    whether Tesseract finds the answer on the whole page and in each allocator's kept cells at ``second_budget``."""
     w, h = sample.image.size
     grid = grid_of(w, h)
     rows, cols, n = grid.rows, grid.cols, grid.n_tokens
     inter = overlap_areas(sample.answer_box, w, h, rows, cols)
     cells = answer_cells(sample.answer_box, w, h, rows, cols)
     cache: dict[str, tuple[np.ndarray, float]] = {}
+    rules: dict[str, str | None] = {}
+    page_reader = PageReader()  # one OCR pass per sample, shared by the text allocator and the ablation rows
 
     def library(mode: str, options: dict[str, bool] | None) -> tuple[np.ndarray, float]:
         key = f"{mode}|{sorted(options.items()) if options else None}"
         if key not in cache:
             t0 = time.perf_counter()
-            scores = library_scores(sample, grid, mode, options)
+            scores, rule = library_scores(sample, grid, mode, options, page_reader)
             cache[key] = (scores, time.perf_counter() - t0)
+            rules[key] = rule
         return cache[key]
 
     rankers: dict[str, tuple[Ranker, float]] = {}
@@ -240,6 +341,7 @@ def evaluate_sample(sample: docgen.Sample, allocators: Sequence[str], seed: int,
         elif name in LIBRARY:
             scores, secs = library(name, None)
             rankers[name] = (top_k(scores), secs)
+            rules[name] = rules.get(f"{name}|None")
         else:
             raise ValueError(f"unknown allocator {name!r}; choose from {', '.join(ALL_ALLOCATORS)}")
         if name not in LIBRARY:
@@ -258,17 +360,28 @@ def evaluate_sample(sample: docgen.Sample, allocators: Sequence[str], seed: int,
             if len(keep) != k or np.any(np.diff(keep) <= 0):
                 raise RuntimeError(f"{name} returned {len(keep)} cells for k={k} or not in raster order")
             recall[name][label] = evidence_recall(keep, cells)
+    second = None
+    if second_reader is not None:
+        region = reader_region(sample.answer_box, w, h, rows, cols)
+        second = {"page": answer_found(tesseract_text(sample.image.crop(region)), sample.answer)}
+        k = budget_k(second_budget, n)
+        for name in allocators:
+            masked = mask_dropped(sample.image, rankers[name][0](k), rows, cols)
+            second[name] = answer_found(tesseract_text(masked.crop(region)), sample.answer)
     return SampleResult(sample.id, sample.kind, n, int(cells.size), recall,
-                        {name: secs for name, (_, secs) in rankers.items()})
+                        {name: secs for name, (_, secs) in rankers.items()}, category=sample.category, second=second,
+                        rules={a: rules[a] for a in LIBRARY if a in rules})
 
 
-def aggregate(results: Sequence[SampleResult], allocator: str, kinds: Sequence[str]) -> dict[str, dict[str, dict]]:
-    """budget label -> kind (and "overall") -> {"recall", "full_hit", "n"} for one allocator."""
+def aggregate(results: Sequence[SampleResult], allocator: str, kinds: Sequence[str],
+              by: str = "kind") -> dict[str, dict[str, dict]]:
+    """budget label -> kind (or category, ``by="category"``) and "overall" -> {"recall", "full_hit", "n"} for one
+    allocator."""
     out: dict[str, dict[str, dict]] = {}
     for label, _ in BUDGETS:
         out[label] = {}
         for kind in [*kinds, "overall"]:
-            vals = [r.recall[allocator][label] for r in results if kind == "overall" or r.kind == kind]
+            vals = [r.recall[allocator][label] for r in results if kind == "overall" or getattr(r, by) == kind]
             if vals:
                 out[label][kind] = {
                     "recall": float(np.mean(vals)),
@@ -278,13 +391,29 @@ def aggregate(results: Sequence[SampleResult], allocator: str, kinds: Sequence[s
     return out
 
 
+def second_reader_table(results: Sequence[SampleResult], allocators: Sequence[str],
+                        kinds: Sequence[str]) -> dict[str, dict[str, dict]]:
+    """allocator -> kind (and "overall") -> {"share", "n"}: of the questions whose answer the second reader finds on
+    the whole page, the share it still finds in the allocator's kept cells (``n``: how many it finds on the page)."""
+    out: dict[str, dict[str, dict]] = {}
+    for a in allocators:
+        out[a] = {}
+        for kind in [*kinds, "overall"]:
+            base = [r for r in results if r.second and r.second["page"] and (kind == "overall" or r.kind == kind)]
+            if base:
+                out[a][kind] = {"share": float(np.mean([r.second[a] for r in base])), "n": len(base)}
+    return out
+
+
 def _cell(stats: dict | None) -> str:
     return "–" if stats is None else f"{stats['recall']:.3f} / {stats['full_hit']:.2f}"
 
 
 def render_markdown(config: dict, summary: dict[str, dict], kinds: Sequence[str], results: Sequence[SampleResult],
-                    wall_s: float) -> str:
-    """The report: a summary table, per-kind tables per budget, and the ablation table if it was run."""
+                    wall_s: float, by_category: dict[str, dict] | None = None,
+                    second: dict[str, dict] | None = None) -> str:
+    """The report: a summary table, per-category and per-kind tables per budget, the ablation table and the second
+    reader's table if they were run."""
     main = [a for a in summary if not a.startswith("ablation:")]
     abl = [a for a in summary if a.startswith("ablation:")]
     counts = ", ".join(f"{k} {sum(r.kind == k for r in results)}" for k in kinds)
@@ -310,6 +439,15 @@ def render_markdown(config: dict, summary: dict[str, dict], kinds: Sequence[str]
         lines.append(f"| {a} | " + " | ".join(f"{summary[a][b]['overall']['recall']:.3f}" for b, _ in BUDGETS)
                      + " | " + " | ".join(f"{summary[a][b]['overall']['full_hit']:.2f}" for b, _ in BUDGETS)
                      + f" | {secs:.2f} |")
+    cats = list(dict.fromkeys(r.category for r in results))
+    if by_category:
+        for label, _ in BUDGETS:
+            lines += ["", f"## By DocVQA-style category at {label} of tokens (recall / full-hit)", "",
+                      "| allocator | " + " | ".join(f"{c} (n={sum(r.category == c for r in results)})" for c in cats)
+                      + " | overall |", "|---|" + "---:|" * (len(cats) + 1)]
+            for a in by_category:
+                lines.append(f"| {a} | " + " | ".join(_cell(by_category[a][label].get(c)) for c in [*cats, "overall"])
+                             + " |")
     for label, _ in BUDGETS:
         lines += ["", f"## By kind at {label} of tokens (recall / full-hit)", "",
                   "| allocator | " + " | ".join(kinds) + " | overall |", "|---|" + "---:|" * (len(kinds) + 1)]
@@ -329,6 +467,22 @@ def render_markdown(config: dict, summary: dict[str, dict], kinds: Sequence[str]
         for a in abl:
             lines.append(f"| {a.split(':', 1)[1]} | "
                          + " | ".join(_cell(summary[a][mid].get(k)) for k in [*kinds, "overall"]) + " |")
+        if by_category:
+            lines += ["", f"### Ablation by category at {BUDGETS[0][0]}", "",
+                      "| variant | " + " | ".join(cats) + " | overall |", "|---|" + "---:|" * (len(cats) + 1)]
+            for a in abl:
+                lines.append(f"| {a.split(':', 1)[1]} | " + " | ".join(
+                    _cell(by_category[a][BUDGETS[0][0]].get(c)) for c in [*cats, "overall"]) + " |")
+    if second:
+        fired = [r for r in results if r.rules and r.rules.get("text")]
+        lines += ["", f"## Second reader (Tesseract) at {config['second_reader_budget']}: answer still found / found "
+                  "on the whole page", "",
+                  "| allocator | " + " | ".join(kinds) + " | overall |", "|---|" + "---:|" * (len(kinds) + 1)]
+        for a, row in second.items():
+            lines.append(f"| {a} | " + " | ".join(
+                "–" if k not in row else f"{row[k]['share']:.2f} (n={row[k]['n']})" for k in [*kinds, "overall"])
+                + " |")
+        lines += ["", f"Structural rule fired for the text allocator on {len(fired)} of {len(results)} samples."]
     return "\n".join(lines) + "\n"
 
 
@@ -341,6 +495,10 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                    help=f"comma-separated subset of {','.join(ALL_ALLOCATORS)}")
     p.add_argument("--ablation", action="store_true", help="add the text path's lexical/semantic/layout ablation")
     p.add_argument("--kinds", default=",".join(docgen.KINDS), help="comma-separated document kinds")
+    p.add_argument("--second-reader", choices=("tesseract",), default=None,
+                   help="independent OCR reading only the kept cells (needs apt-get install tesseract-ocr)")
+    p.add_argument("--second-reader-budget", type=float, default=BUDGETS[0][1],
+                   help="budget fraction the second reader sees (default 1/9 = 11.1%%)")
     p.add_argument("--out", default="results/evidence_recall.md", help="markdown report; JSON goes next to it")
     args = p.parse_args(argv)
     args.allocators = [a.strip() for a in args.allocators.split(",") if a.strip()]
@@ -372,26 +530,32 @@ def main(argv: Sequence[str] | None = None) -> int:
     t_gen = time.perf_counter() - t_start
     results: list[SampleResult] = []
     for i, sample in enumerate(samples):
-        results.append(evaluate_sample(sample, args.allocators, args.seed, args.ablation))
+        results.append(evaluate_sample(sample, args.allocators, args.seed, args.ablation, args.second_reader,
+                                       args.second_reader_budget))
         if (i + 1) % 10 == 0 or i + 1 == len(samples):
             print(f"  {i + 1}/{len(samples)} samples, {time.perf_counter() - t_start:.0f} s", file=sys.stderr)
     wall = time.perf_counter() - t_start
     names = list(results[0].recall)
     summary = {a: aggregate(results, a, kinds) for a in names}
+    cats = list(dict.fromkeys(r.category for r in results))
+    by_category = {a: aggregate(results, a, cats, by="category") for a in names}
+    second = second_reader_table(results, args.allocators, kinds) if args.second_reader else None
     command = "python benchmarks/evidence_recall.py " + " ".join(sys.argv[1:] if argv is None else argv)
     config = {"split": args.split, "n_per_kind": args.n_per_kind, "seed": args.seed, "allocators": args.allocators,
               "ablation": args.ablation, "kinds": kinds, "family": FAMILY, "max_pixels": MAX_PIXELS,
               "budgets": {label: frac for label, frac in BUDGETS}, "fonts": fonts,
               "held_out_fonts_preferred": preferred, "command": command.strip(),
-              "generation_s": round(t_gen, 2), "wall_s": round(wall, 2)}
-    report = render_markdown(config, summary, kinds, results, wall)
+              "generation_s": round(t_gen, 2), "wall_s": round(wall, 2), "second_reader": args.second_reader,
+              "second_reader_budget": f"{100 * args.second_reader_budget:.1f}%"}
+    report = render_markdown(config, summary, kinds, results, wall, by_category, second)
     print(report)
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(report)
-    payload = {"config": config, "summary": summary,
-               "samples": [{"id": r.id, "kind": r.kind, "n_tokens": r.n_tokens, "n_answer_cells": r.n_answer_cells,
-                            "recall": r.recall, "seconds": {k: round(v, 4) for k, v in r.seconds.items()}}
+    payload = {"config": config, "summary": summary, "by_category": by_category, "second_reader": second,
+               "samples": [{"id": r.id, "kind": r.kind, "category": r.category, "n_tokens": r.n_tokens,
+                            "n_answer_cells": r.n_answer_cells, "recall": r.recall, "second": r.second,
+                            "rules": r.rules, "seconds": {k: round(v, 4) for k, v in r.seconds.items()}}
                            for r in results]}
     out.with_suffix(".json").write_text(json.dumps(payload, indent=1))
     print(f"wall time {wall:.1f} s (generation {t_gen:.1f} s); wrote {out} and {out.with_suffix('.json')}",

@@ -307,6 +307,8 @@ def _allocate(args: argparse.Namespace) -> int:
         mode=args.mode,
     )
     print(_summary(args.image, alloc))
+    if alloc.evidence is not None:  # a question about the page's structure: its evidence was kept first
+        print(f"  structural rule {alloc.evidence.rule!r}: {alloc.evidence.detail}")
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps(alloc.to_json(id=Path(args.image).stem)) + "\n")

@@ -69,6 +69,7 @@ class Allocation:
     components: dict[str, np.ndarray] = field(default_factory=dict)  # each scorer's (rows, cols) map
     timings_ms: dict[str, float] = field(default_factory=dict)  # load, texture, ocr, scoring, total; model_load apart
     text_boxes: list[Any] = field(default_factory=list)  # OCR boxes (text mode)
+    evidence: Any = None  # structural evidence kept first (text mode; ``.rule`` names the budget rule), or None
 
     @property
     def budget(self) -> int:
@@ -289,29 +290,39 @@ def _reading(text_options: dict[str, Any] | None):
 
 
 def text_prior_maps(
-    pictures: list[Image.Image], query: str, rows: int, cols: int, text_options: dict[str, Any] | None = None
-) -> tuple[torch.Tensor, list[list[Any]]]:
+    pictures: list[Image.Image],
+    query: str,
+    rows: int,
+    cols: int,
+    text_options: dict[str, Any] | None = None,
+    reader: Any = None,
+) -> tuple[torch.Tensor, list[list[Any]], list[Any]]:
     """The OCR text prior of ``allocate``'s "text" mode, one map per picture (needs the ``[ocr]`` extra).
 
     Args:
         pictures: RGB pictures covering the grid (their own pixel sizes; boxes are mapped to the grid).
         query: the question (normalised here).
         rows, cols: the grid.
-        text_options: the matcher's ``{"lexical", "semantic", "layout"}`` switches.
+        text_options: the matcher's ``{"lexical", "semantic", "layout", "structure", "query_parsing"}`` switches.
+        reader: the OCR reader (anything with ``read(image) -> list[TextBox]``; default the process-wide one).
 
     Returns:
-        torch.Tensor of shape (T, rows, cols) in [0, 1], float32 on the CPU (OCR runs on the CPU), and the OCR boxes
-        of each picture.
+        torch.Tensor of shape (T, rows, cols) in [0, 1], float32 on the CPU (OCR runs on the CPU), the OCR boxes
+        of each picture, and each picture's structural evidence (``arr_coc.structural_query.Evidence``: which budget
+        rule fired) or None.
     """
     resolve_mode("text")  # a clear error when the [ocr] extra is missing
-    reader, matcher = _reading(text_options)
+    shared, matcher = _reading(text_options)
+    reader = reader or shared
     text = normalize_text(query)
-    maps, boxes = [], []
+    maps, boxes, evidence = [], [], []
     for picture in pictures:
         found = reader.read(picture)
-        maps.append(np.asarray(matcher.relevance(found, text, rows, cols, picture.size), dtype=np.float32))
+        rel, ev = matcher.relevance_and_evidence(found, text, rows, cols, picture.size)
+        maps.append(np.asarray(rel, dtype=np.float32))
         boxes.append(found)
-    return torch.from_numpy(np.stack(maps)), boxes
+        evidence.append(ev)
+    return torch.from_numpy(np.stack(maps)), boxes, evidence
 
 
 def pictures_from_frames(frames: torch.Tensor) -> list[Image.Image]:
@@ -338,6 +349,7 @@ def allocate(
     text_options: dict[str, Any] | None = None,
     realizer: Realizer | None = None,
     device: str | torch.device | None = None,
+    reader: Any = None,
 ) -> Allocation:
     """Decide which visual tokens of ``image`` matter for ``query``.
 
@@ -352,9 +364,12 @@ def allocate(
         family: "qwen2-vl", "qwen2.5-vl" or "qwen3-vl": whose grid (28 or 32 px cells) to allocate on.
         min_pixels, max_pixels: the processor's resize limits (defaults: the processor's min, 1280 tokens max).
         mode: "text" (OCR-aware), "texture" (fast, no OCR) or "auto" (text if the [ocr] extra is installed).
-        text_options: for mode "text": ``{"lexical": bool, "semantic": bool, "layout": bool}`` (ablations).
+        text_options: for mode "text": the ablation switches ``{"lexical", "semantic", "layout", "structure",
+            "query_parsing"}`` (bools; see ``ReadingConfig.with_switches``).
         realizer: the relevance model (default: :func:`default_realizer`, the training-free one).
         device: where the relevance step runs (default: the CPU); OCR always runs on the CPU.
+        reader: for mode "text": the OCR reader (anything with ``read(image) -> list[TextBox]``; default the
+            process-wide ``TextReader``), e.g. one that remembers a page already read.
 
     Returns:
         An ``Allocation``.
@@ -376,10 +391,10 @@ def allocate(
         frames = frames.to(device)
 
     t1 = time.perf_counter()
-    prior, boxes = None, []
+    prior, boxes, evidence = None, [], None
     if mode == "text":
-        prior, found = text_prior_maps([img], text, grid.rows, grid.cols, text_options)  # OCR at the loaded resolution
-        prior, boxes = prior.to(frames.device), found[0]
+        prior, found, evs = text_prior_maps([img], text, grid.rows, grid.cols, text_options, reader)  # loaded res.
+        prior, boxes, evidence = prior.to(frames.device), found[0], evs[0]
     t2 = time.perf_counter() if mode == "text" else t1
     rel = realizer.relevance(frames, (grid.rows, grid.cols), text, prior=prior)
     scores = rel.scores[0].flatten()  # (rows * cols,)
@@ -408,6 +423,7 @@ def allocate(
             "model_load": models_ms,
         },
         text_boxes=boxes,
+        evidence=evidence,
     )
 
 
@@ -445,7 +461,7 @@ def score_visual_tokens(
         prior (torch.Tensor of shape (t, h / merge, w / merge) or None): query-conditioned map in [0, 1].
         text_prior: run OCR on the model's own resized pixels and add the text-aware prior of ``allocate``'s
             "text" mode (images only; needs the ``[ocr]`` extra; costs the OCR time, see the speed benchmark).
-        text_options: the text prior's ``{"lexical", "semantic", "layout"}`` switches.
+        text_options: the text prior's ablation switches (``ReadingConfig.with_switches``).
         realizer: the relevance model (default: :func:`default_realizer`).
         image_mean, image_std: the processor's normalisation (undone exactly when given).
 
@@ -458,7 +474,7 @@ def score_visual_tokens(
     )  # (t, 3, H, W)
     rows, cols = int(grid_thw[1]) // merge_size, int(grid_thw[2]) // merge_size
     if text_prior and prior is None and query_text:
-        prior, _ = text_prior_maps(pictures_from_frames(frames), query_text, rows, cols, text_options)
+        prior, _, _ = text_prior_maps(pictures_from_frames(frames), query_text, rows, cols, text_options)
         prior = prior.to(frames.device)  # (t, rows, cols)
     rel = (realizer or default_realizer()).relevance(
         frames, (rows, cols), query_text, token_feats=token_feats, query_embeds=query_embeds, prior=prior

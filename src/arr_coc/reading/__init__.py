@@ -31,7 +31,7 @@ Example:
     (36, 29)
 """
 
-from .config import KeyConfig, LayoutConfig, LexicalConfig, OcrConfig, ReadingConfig, SemanticConfig
+from .config import KeyConfig, LayoutConfig, LexicalConfig, OcrConfig, ReadingConfig, SemanticConfig, StructureConfig
 from .errors import INSTALL_HINT, MissingExtraError
 from .layout import paint_boxes, propagate
 from .lexical import MAX_QUERY_CHARS, MAX_QUERY_TOKENS
@@ -47,6 +47,7 @@ __all__ = [
     "MAX_QUERY_TOKENS",
     "KeyConfig",
     "LayoutConfig",
+    "StructureConfig",
     "LexicalConfig",
     "MiniLMEmbedder",
     "MissingExtraError",

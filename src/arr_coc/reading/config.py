@@ -231,12 +231,39 @@ class LayoutConfig:
             raise ValueError("layout.column_pad and layout.sentence_tokens must be >= 0")
 
 
+@dataclass(frozen=True)
+class StructureConfig:
+    """Questions about the page's structure (``arr_coc.structure``, ``arr_coc.structural_query``).
+
+    A question about the title, the word after a phrase, the n-th section of a column or a chart's extremes is parsed,
+    resolved on the page's layout, and its evidence is kept first (the budget rule): the evidence paints 1 and every
+    other box's score is multiplied by ``evidence_damp``.
+    """
+
+    enabled: bool = True  # layout analysis (columns, sections, title, reading order); off: boxes in OCR order
+    query_parsing: bool = True  # parse structural references in the question; off: matched by its words only
+    evidence_damp: float = 0.8  # factor on every other box's score once structural evidence was found
+
+    def __post_init__(self) -> None:
+        _check_unit("structure", evidence_damp=self.evidence_damp)
+
+
 _SECTIONS: dict[str, type] = {
     "ocr": OcrConfig,
     "lexical": LexicalConfig,
     "semantic": SemanticConfig,
     "keys": KeyConfig,
     "layout": LayoutConfig,
+    "structure": StructureConfig,
+}
+
+# ablation switches: name -> (section, field)
+SWITCHES: dict[str, tuple[str, str]] = {
+    "lexical": ("lexical", "enabled"),
+    "semantic": ("semantic", "enabled"),
+    "layout": ("layout", "enabled"),
+    "structure": ("structure", "enabled"),
+    "query_parsing": ("structure", "query_parsing"),
 }
 
 
@@ -261,6 +288,7 @@ class ReadingConfig:
     semantic: SemanticConfig = field(default_factory=SemanticConfig)  # MiniLM similarity
     keys: KeyConfig = field(default_factory=KeyConfig)  # key selection and final box scores
     layout: LayoutConfig = field(default_factory=LayoutConfig)  # where answers sit relative to keys
+    structure: StructureConfig = field(default_factory=StructureConfig)  # structural questions, the budget rule
 
     def __post_init__(self) -> None:
         for name, cls in _SECTIONS.items():
@@ -305,12 +333,17 @@ class ReadingConfig:
             new[name] = _section_from_dict(name, _SECTIONS[name], merged)
         return dataclasses.replace(self, **new)
 
-    def with_switches(
-        self, lexical: bool | None = None, semantic: bool | None = None, layout: bool | None = None
-    ) -> ReadingConfig:
-        """A copy with the ablation switches set (``None`` keeps a switch as it is)."""
-        changes = {}
-        for name, on in (("lexical", lexical), ("semantic", semantic), ("layout", layout)):
+    def with_switches(self, **switches: bool | None) -> ReadingConfig:
+        """A copy with the ablation switches set (``None`` keeps a switch as it is).
+
+        Switches: ``lexical``, ``semantic``, ``layout``, ``structure`` (layout analysis) and ``query_parsing``.
+        """
+        unknown = sorted(set(switches) - set(SWITCHES))
+        if unknown:
+            raise ValueError(f"unknown text switch(es) {unknown}; allowed: {', '.join(SWITCHES)}")
+        changes: dict[str, dict[str, bool]] = {}
+        for name, on in switches.items():
             if on is not None:
-                changes[name] = {"enabled": bool(on)}
+                section, fld = SWITCHES[name]
+                changes.setdefault(section, {})[fld] = bool(on)
         return self.replace(**changes) if changes else self

@@ -7,6 +7,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from ..structural_query import Evidence, parse, resolve
+from ..structure import analyse, flat_layout
 from .config import ReadingConfig
 from .layout import paint_boxes, propagate
 from .lexical import answer_types, has_type, lexical_scores
@@ -43,6 +45,11 @@ class QueryMatcher:
     4. Final box score = max(candidate score, 0.85 * key weight, ``keys.other_text`` (0.15)); when no key is found
        (or the query is empty) all text gets ``keys.no_match_text`` (0.5) and values of the asked-for type 0.75.
        Boxes are then painted onto the grid (``paint_boxes``); cells without text are 0.
+    5. Structure (``structure.query_parsing``): a question about the page's structure (title, the word after a quoted
+       phrase, the last word of a named section, the n-th section of a column, a chart's extremes, "the third month")
+       is parsed (``arr_coc.structural_query``) and resolved on the page's layout (``arr_coc.structure``); the
+       evidence it needs paints 1 and everything else is damped by ``structure.evidence_damp`` (the budget rule),
+       and an implied label ("Mar") becomes a key for the layout rule. ``relevance_and_evidence`` also returns which rule fired.
 
     Queries longer than ``lexical.max_query_chars`` (512) characters are truncated to that length before matching;
     at most ``lexical.max_query_tokens`` (48) content tokens are used lexically and the embedding sees at most
@@ -55,6 +62,9 @@ class QueryMatcher:
         lexical: Override ``config.lexical.enabled`` (ablation switch; None keeps it).
         semantic: Override ``config.semantic.enabled``.
         layout: Override ``config.layout.enabled``.
+        structure: Override ``config.structure.enabled`` (layout analysis; off, structural questions are resolved on
+            the boxes in OCR order, each its own line).
+        query_parsing: Override ``config.structure.query_parsing`` (off, the question is matched by its words only).
         embedder: MiniLM embedder to use (shared between matchers by ``arr_coc.reading.Reading``); default: this
             matcher's own, created from ``config.semantic`` and loaded on the first semantic query.
     """
@@ -66,12 +76,16 @@ class QueryMatcher:
         lexical: bool | None = None,
         semantic: bool | None = None,
         layout: bool | None = None,
+        structure: bool | None = None,
+        query_parsing: bool | None = None,
         embedder: MiniLMEmbedder | None = None,
     ) -> None:
         config = config if config is not None else ReadingConfig()
         if not isinstance(config, ReadingConfig):
             raise TypeError(f"config must be a ReadingConfig, got {type(config).__name__}")
-        self.config = config.with_switches(lexical=lexical, semantic=semantic, layout=layout)
+        self.config = config.with_switches(
+            lexical=lexical, semantic=semantic, layout=layout, structure=structure, query_parsing=query_parsing
+        )
         self._embedder = embedder
         if embedder is None and self.config.semantic.enabled:
             self._embedder = MiniLMEmbedder.from_config(self.config.semantic)  # cheap: nothing loads until used
@@ -90,6 +104,21 @@ class QueryMatcher:
     def layout(self) -> bool:
         """Whether the layout rule is on."""
         return self.config.layout.enabled
+
+    @property
+    def structure(self) -> bool:
+        """Whether layout analysis is on (``arr_coc.structure``)."""
+        return self.config.structure.enabled
+
+    @property
+    def query_parsing(self) -> bool:
+        """Whether structural references in the question are parsed (``arr_coc.structural_query``)."""
+        return self.config.structure.query_parsing
+
+    @property
+    def evidence_damp(self) -> float:
+        """Factor on every other box once structural evidence was found (``structure.evidence_damp``)."""
+        return self.config.structure.evidence_damp
 
     @property
     def embedder(self) -> MiniLMEmbedder:
@@ -186,13 +215,19 @@ class QueryMatcher:
             keys = np.maximum(keys, np.where(sem >= kc.semantic_min * kc.min_match, sem, 0.0))
         return keys.astype(np.float32)
 
-    def box_scores(self, boxes: Sequence[TextBox], query: str) -> np.ndarray:
-        """(N,) final per-box relevance in [0, 1] (key, answer candidates, other text)."""
+    def box_scores(self, boxes: Sequence[TextBox], query: str, extra_keys: Sequence[int] = ()) -> np.ndarray:
+        """(N,) final per-box relevance in [0, 1] (key, answer candidates, other text).
+
+        ``extra_keys``: indices of boxes that are keys whatever the query's words say (an implied label found by
+        ``arr_coc.structural_query``, e.g. "Mar" for "the third month").
+        """
         n = len(boxes)
         if n == 0:
             return np.zeros(0, dtype=np.float32)
         kc = self.config.keys
         keys = self.key_weights(boxes, query)  # (N,)
+        if len(extra_keys):
+            keys[np.asarray(extra_keys, dtype=np.int64)] = 1.0
         prior = self.type_prior(boxes, query)  # (N,)
         if not keys.any():
             # nothing named: all text is a candidate, values of the asked-for type a little more so
@@ -229,5 +264,37 @@ class QueryMatcher:
             ``(rows, cols)`` float32 map in [0, 1]: high on the text the query refers to and on where its answer
             should sit, ``keys.other_text`` on other text, 0 where there is no text.
         """
-        scores = self.box_scores(boxes, query or "")
-        return paint_boxes(boxes, scores, rows, cols, original_size)
+        return self.relevance_and_evidence(boxes, query, rows, cols, original_size)[0]
+
+    def evidence(self, boxes: Sequence[TextBox], query: str) -> Evidence | None:
+        """The structural evidence the query needs (``arr_coc.structural_query.Evidence``), or None."""
+        if not self.query_parsing or not boxes or not query:
+            return None
+        sq = parse(self._clip(query))
+        if sq.rule is None:
+            return None
+        layout = analyse(boxes) if self.structure else flat_layout(boxes)
+        return resolve(layout, sq)
+
+    def relevance_and_evidence(
+        self,
+        boxes: list[TextBox],
+        query: str,
+        rows: int,
+        cols: int,
+        original_size: tuple[int, int],
+    ) -> tuple[np.ndarray, Evidence | None]:
+        """``relevance`` and the structural ``Evidence`` behind it (None for an ordinary key question).
+
+        The budget rule: when the question refers to the page's structure, the evidence regions (the whole structure
+        a comparison or count needs, or the span after a phrase) score 1 and every other box is damped by
+        ``evidence_damp``, so the evidence is kept before anything else; ``Evidence.rule`` names the rule that fired.
+        """
+        ev = self.evidence(boxes, query or "")
+        scores = self.box_scores(boxes, query or "", extra_keys=ev.keys if ev is not None else ())
+        out = paint_boxes(boxes, scores, rows, cols, original_size)
+        if ev is not None and ev.regions:
+            regions = [TextBox("", r) for r in ev.regions]
+            ev_map = paint_boxes(regions, [1.0] * len(regions), rows, cols, original_size)
+            out = np.where(ev_map > 0, ev_map, self.evidence_damp * out).astype(np.float32)
+        return out, ev

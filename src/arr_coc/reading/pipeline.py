@@ -39,19 +39,16 @@ class Reading:
             raise TypeError(f"config must be a ReadingConfig, got {type(self.config).__name__}")
         self.reader = TextReader(self.config.ocr)
         self.embedder = MiniLMEmbedder.from_config(self.config.semantic)
-        self._matchers: dict[tuple[bool | None, bool | None, bool | None], QueryMatcher] = {}
+        self._matchers: dict[tuple[tuple[str, bool | None], ...], QueryMatcher] = {}
         self._lock = threading.Lock()
 
-    def matcher(
-        self, lexical: bool | None = None, semantic: bool | None = None, layout: bool | None = None
-    ) -> QueryMatcher:
-        """The matcher for these ablation switches (None: as in the config), sharing this object's embedder."""
-        key = (lexical, semantic, layout)
+    def matcher(self, **switches: bool | None) -> QueryMatcher:
+        """The matcher for these ablation switches (``ReadingConfig.with_switches``: lexical, semantic, layout,
+        structure, query_parsing; None: as in the config), sharing this object's embedder."""
+        key = tuple(sorted(switches.items()))
         with self._lock:
             if key not in self._matchers:
-                self._matchers[key] = QueryMatcher(
-                    self.config, lexical=lexical, semantic=semantic, layout=layout, embedder=self.embedder
-                )
+                self._matchers[key] = QueryMatcher(self.config, embedder=self.embedder, **switches)
             return self._matchers[key]
 
     def warmup(self, ocr: bool = True, semantic: bool = True) -> None:
@@ -67,15 +64,13 @@ class Reading:
         query: str,
         rows: int,
         cols: int,
-        lexical: bool | None = None,
-        semantic: bool | None = None,
-        layout: bool | None = None,
+        **switches: bool | None,
     ) -> tuple[np.ndarray, list[TextBox]]:
         """Read ``image`` (from the cache when seen before) and return the ``(rows, cols)`` text relevance map for
         ``query`` and the recognised boxes (see ``text_relevance``)."""
         pil = _to_rgb_pil(image)
         boxes = self.reader.read(pil)
-        return self.matcher(lexical, semantic, layout).relevance(boxes, query, rows, cols, pil.size), boxes
+        return self.matcher(**switches).relevance(boxes, query, rows, cols, pil.size), boxes
 
 
 _default: Reading | None = None
@@ -106,11 +101,9 @@ def shared_reader(warm: bool = False) -> TextReader:
     return reading.reader
 
 
-def shared_matcher(
-    warm: bool = False, lexical: bool | None = None, semantic: bool | None = None, layout: bool | None = None
-) -> QueryMatcher:
+def shared_matcher(warm: bool = False, **switches: bool | None) -> QueryMatcher:
     """The default ``Reading``'s matcher for these ablation switches (its MiniLM model loaded if ``warm``)."""
-    matcher = default_reading().matcher(lexical=lexical, semantic=semantic, layout=layout)
+    matcher = default_reading().matcher(**switches)
     if warm:
         matcher.warmup()
     return matcher
