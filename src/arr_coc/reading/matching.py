@@ -49,7 +49,8 @@ class QueryMatcher:
        phrase, the last word of a named section, the n-th section of a column, a chart's extremes, "the third month")
        is parsed (``arr_coc.structural_query``) and resolved on the page's layout (``arr_coc.structure``); the
        evidence it needs paints 1 and everything else is damped by ``structure.evidence_damp`` (the budget rule),
-       and an implied label ("Mar") becomes a key for the layout rule. ``relevance_and_evidence`` also returns which rule fired.
+       and an implied label ("Mar") becomes a key for the layout rule. ``relevance_and_evidence`` also returns which
+       rule fired.
 
     Queries longer than ``lexical.max_query_chars`` (512) characters are truncated to that length before matching;
     at most ``lexical.max_query_tokens`` (48) content tokens are used lexically and the embedding sees at most
