@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import json
 
+import numpy as np
 import pytest
 import torch
 
@@ -68,3 +69,22 @@ def test_the_config_reaches_every_part() -> None:
     assert parse_query(q, RelevanceConfig(specificity_per_word=0.0)).specificity < parse_query(q).specificity
     scores = torch.rand(500, generator=torch.Generator().manual_seed(0)) ** 8  # peaked: adaptive picks a low tier
     assert Realizer(RelevanceConfig(adaptive_tiers=(10, 20))).select(scores, "adaptive").numel() in (10, 20)
+
+
+def test_reading_section_reaches_the_text_path(form_image):
+    """``RelevanceConfig.reading`` is the text path's ``ReadingConfig``: the realizer owns a ``Reading`` built from
+    it (the default config shares the process-wide one), and a changed reading weight changes what allocate keeps."""
+    pytest.importorskip("rapidocr")
+    from arr_coc import allocate
+    from arr_coc.reading import ReadingConfig, default_reading
+    from arr_coc.realizing import Realizer
+
+    assert Realizer().reading is default_reading()
+    off = ReadingConfig().replace(layout={"enabled": False}, semantic={"enabled": False})
+    r = Realizer(RelevanceConfig(reading=off.to_dict()))
+    assert r.reading.config == off and r.reading is r.reading  # built once, owned by the realizer
+    q = "How much must be paid?"
+    plain = Realizer(RelevanceConfig(reading=ReadingConfig().replace(semantic={"enabled": False}).to_dict()))
+    a = allocate(form_image, q, budget=12, mode="text", realizer=plain)
+    b = allocate(form_image, q, budget=12, mode="text", realizer=r)
+    assert not np.array_equal(a.scores, b.scores)  # the layout rule moved relevance from the key to its value

@@ -155,6 +155,22 @@ class Realizer(nn.Module):
         self.perspectival = PerspectivalScorer(self.config)
         self.participatory = ParticipatoryScorer(self.config)
         self.balancer = TensionBalancer(self.config)
+        self._reading: Any = None  # the text path's Reading for config.reading, built on first use
+        self._reading_lock = threading.Lock()
+
+    @property
+    def reading(self) -> Any:
+        """The text path (``arr_coc.reading.Reading``) of this config: the process-wide default one when
+        ``config.reading`` is None, else one built from ``ReadingConfig.from_dict(config.reading)`` on first use and
+        owned by this realizer (its OCR cache and models with it)."""
+        from .reading import Reading, ReadingConfig, default_reading
+
+        if self.config.reading is None:
+            return default_reading()
+        with self._reading_lock:
+            if self._reading is None:
+                self._reading = Reading(ReadingConfig.from_dict(self.config.reading))
+            return self._reading
 
     def cues(self, query: str | None) -> QueryCues:
         """The query's cues, with this config's weights."""
@@ -282,11 +298,11 @@ def resolve_mode(mode: str) -> str:
     return mode
 
 
-def _reading(text_options: dict[str, Any] | None):
-    """The process-wide OCR reader and query matcher for ``text_options``, their models loaded (once)."""
-    from .reading import shared_matcher, shared_reader
-
-    return shared_reader(warm=True), shared_matcher(warm=True, **(text_options or {}))
+def _reading(text_options: dict[str, Any] | None, realizer: Realizer | None = None):
+    """The OCR reader and query matcher of ``realizer``'s text path for ``text_options``, models loaded (once)."""
+    reading = (realizer or default_realizer()).reading
+    reading.warmup(semantic=(text_options or {}).get("semantic") is not False)
+    return reading.reader, reading.matcher(**(text_options or {}))
 
 
 def text_prior_maps(
@@ -296,6 +312,7 @@ def text_prior_maps(
     cols: int,
     text_options: dict[str, Any] | None = None,
     reader: Any = None,
+    realizer: Realizer | None = None,
 ) -> tuple[torch.Tensor, list[list[Any]], list[Any]]:
     """The OCR text prior of ``allocate``'s "text" mode, one map per picture (needs the ``[ocr]`` extra).
 
@@ -304,7 +321,8 @@ def text_prior_maps(
         query: the question (normalised here).
         rows, cols: the grid.
         text_options: the matcher's ``{"lexical", "semantic", "layout", "structure", "query_parsing"}`` switches.
-        reader: the OCR reader (anything with ``read(image) -> list[TextBox]``; default the process-wide one).
+        reader: the OCR reader (anything with ``read(image) -> list[TextBox]``; default the realizer's).
+        realizer: whose text path (``Realizer.reading``: ``RelevanceConfig.reading``) to use; default the default.
 
     Returns:
         torch.Tensor of shape (T, rows, cols) in [0, 1], float32 on the CPU (OCR runs on the CPU), the OCR boxes
@@ -312,7 +330,7 @@ def text_prior_maps(
         rule fired) or None.
     """
     resolve_mode("text")  # a clear error when the [ocr] extra is missing
-    shared, matcher = _reading(text_options)
+    shared, matcher = _reading(text_options, realizer)
     reader = reader or shared
     text = normalize_text(query)
     maps, boxes, evidence = [], [], []
@@ -379,7 +397,7 @@ def allocate(
     realizer = realizer or default_realizer()
     t_models = time.perf_counter()
     if mode == "text":
-        _reading(text_options)  # loads the OCR / text models on first use only
+        _reading(text_options, realizer)  # loads the OCR / text models on first use only
     t0 = time.perf_counter()
     models_ms = (t0 - t_models) * 1e3
     spec = GridSpec.for_family(family, min_pixels, max_pixels)
@@ -393,7 +411,7 @@ def allocate(
     t1 = time.perf_counter()
     prior, boxes, evidence = None, [], None
     if mode == "text":
-        prior, found, evs = text_prior_maps([img], text, grid.rows, grid.cols, text_options, reader)  # loaded res.
+        prior, found, evs = text_prior_maps([img], text, grid.rows, grid.cols, text_options, reader, realizer)
         prior, boxes, evidence = prior.to(frames.device), found[0], evs[0]
     t2 = time.perf_counter() if mode == "text" else t1
     rel = realizer.relevance(frames, (grid.rows, grid.cols), text, prior=prior)
@@ -473,10 +491,12 @@ def score_visual_tokens(
         pixel_values, grid_thw, patch_size, merge_size, temporal_patch_size, image_mean, image_std
     )  # (t, 3, H, W)
     rows, cols = int(grid_thw[1]) // merge_size, int(grid_thw[2]) // merge_size
+    realizer = realizer or default_realizer()
     if text_prior and prior is None and query_text:
-        prior, _, _ = text_prior_maps(pictures_from_frames(frames), query_text, rows, cols, text_options)
+        pictures = pictures_from_frames(frames)
+        prior, _, _ = text_prior_maps(pictures, query_text, rows, cols, text_options, realizer=realizer)
         prior = prior.to(frames.device)  # (t, rows, cols)
-    rel = (realizer or default_realizer()).relevance(
+    rel = realizer.relevance(
         frames, (rows, cols), query_text, token_feats=token_feats, query_embeds=query_embeds, prior=prior
     )
     return rel.scores.flatten()
