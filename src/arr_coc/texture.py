@@ -341,10 +341,19 @@ def _spectral_residual(grey: torch.Tensor, rows: int, cols: int, cfg: RelevanceC
     scale = cfg.spectral_side / max(height, width)
     size = (max(8, round(height * scale)), max(8, round(width * scale)))
     small = F.interpolate(grey[None, None], size=size, mode="area")[0, 0]  # (h, w)
-    spectrum = torch.fft.fft2(small)
-    log_amp = torch.log(spectrum.abs() + 1e-8)  # (h, w)
-    residual = log_amp - _box3(log_amp)
-    sal = torch.fft.ifft2(torch.exp(torch.complex(residual, torch.angle(spectrum)))).abs() ** 2  # (h, w)
+    if small.device.type == "cpu":
+        # NumPy's FFT, log and exp run on one thread: torch splits these over intra-op threads from ~2,000
+        # elements, and on a busy machine a (64, 53) map then waits for descheduled threads (3x slower)
+        spectrum_np = np.fft.fft2(small.numpy())  # (h, w) complex
+        log_amp = torch.from_numpy(np.log(np.abs(spectrum_np) + 1e-8)).to(small.dtype)  # (h, w)
+        residual = (log_amp - _box3(log_amp)).numpy()
+        sal_np = np.abs(np.fft.ifft2(np.exp(residual + 1j * np.angle(spectrum_np)))) ** 2  # (h, w)
+        sal = torch.from_numpy(sal_np).to(small.dtype)
+    else:
+        spectrum = torch.fft.fft2(small)
+        log_amp = torch.log(spectrum.abs() + 1e-8)  # (h, w)
+        residual = log_amp - _box3(log_amp)
+        sal = torch.fft.ifft2(torch.exp(torch.complex(residual, torch.angle(spectrum)))).abs() ** 2  # (h, w)
     sal = _blur(sal, sigma=max(size) / cfg.spectral_blur)
     sal = F.interpolate(sal[None, None], size=(rows, cols), mode="bilinear", align_corners=False)[0, 0]
     return _unit(sal)
