@@ -89,14 +89,14 @@ def _run(mode: str, repeat: int, threads: int, queue, band_elements: int | None 
     rows = []
     reading = (realizer or default_realizer()).reading if mode == "text" else None
 
-    def first_question():  # a page not read before: the OCR cache is emptied, so OCR runs every time
+    def first_question(image, query):  # a page not read before: the OCR cache is emptied, so OCR runs every time
         if reading is not None:
             reading.reader.cache.clear()
         return arr_coc.allocate(image, query, budget=0.11, mode=mode, realizer=realizer)
 
     for name, image, query in _images():
-        first_question()  # warm-up (loads models once)
-        runs = [first_question() for _ in range(repeat)]
+        first_question(image, query)  # warm-up (loads models once)
+        runs = [first_question(image, query) for _ in range(repeat)]
         total = statistics.median(r.timings_ms["total"] for r in runs)
         ocr = statistics.median(r.timings_ms["ocr"] for r in runs)
         rows.append({"image": name, "mode": mode, "tokens": runs[0].n_tokens, "total_ms": total, "ocr_ms": ocr,
