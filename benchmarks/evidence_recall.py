@@ -23,12 +23,14 @@ Answer cells: cell (r, c) covers original pixels x in [c*W/cols, (c+1)*W/cols), 
 Allocators (all in the same run): ``random`` (seeded per sample), ``stride`` (k cells evenly spread in raster
 order), ``centre`` (cells nearest the image centre), ``texture`` (``arr_coc.allocate(mode="texture")``,
 query-agnostic), ``text`` (``mode="text"``, OCR + query matching) and ``oracle`` (answer cells first). Library
-allocators are called once per sample; their ``scores`` are turned into a keep set for each budget with
-``arr_coc.attending.select`` (top-k, ties to the lower index), so one OCR pass serves all three budgets.
+allocators are called once per sample; their ``scores`` (and, in text mode, the word units) are turned into a keep
+set for each budget with ``arr_coc.attending.select`` (top-k, ties to the lower index, words kept whole), so one OCR
+pass serves all three budgets.
 ``--ablation`` adds the text path's ablation: texture-only, lexical, lexical+semantic, lexical+layout,
 semantic+layout and the full path (each piece's contribution shows as the full path minus that piece), and the
 structural pieces: the full path without layout analysis (``structure=False``: structural questions resolved on
-the boxes in OCR order) and without query parsing (``query_parsing=False``: no structural evidence at all). The
+the boxes in OCR order), without query parsing (``query_parsing=False``: no structural evidence at all) and
+without whole words (``whole_words=False``: plain top-k over cells, a word may be cut at a cell edge). The
 text allocator and every ablation row share the sample's one OCR pass (``PageReader``), so only the first of them
 pays for OCR in the s/sample column.
 
@@ -48,6 +50,7 @@ scan). Results go to a markdown file (``--out``) and a JSON file next to it.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import io
 import json
 import re
@@ -89,6 +92,7 @@ ABLATION: tuple[tuple[str, str, dict[str, bool] | None], ...] = (  # (row, mode,
     ("lexical+semantic+layout (full)", "text", {"lexical": True, "semantic": True, "layout": True}),
     ("full - layout analysis", "text", {"structure": False}),
     ("full - query parsing", "text", {"query_parsing": False}),
+    ("full - whole words", "text", {"whole_words": False}),
 )
 DEFAULT_N_PER_KIND = 12
 
@@ -158,10 +162,11 @@ def full_hit(keep: Sequence[int] | np.ndarray, cells: Sequence[int] | np.ndarray
 # --------------------------------------------------------------------------------------------------- allocators
 
 
-def top_k(scores: np.ndarray) -> Ranker:
-    """Ranker keeping the k highest ``scores`` (ties to the lower index), via the library's ``select``."""
+def top_k(scores: np.ndarray, units: Sequence[np.ndarray] = ()) -> Ranker:
+    """Ranker keeping the k highest ``scores`` (ties to the lower index), via the library's ``select``; each of
+    ``units`` (a word's cells, from ``Allocation.units``) kept whole, as ``allocate`` does."""
     flat = torch.from_numpy(np.ascontiguousarray(scores, dtype=np.float32).ravel())
-    return lambda k: select(flat, k).numpy()
+    return lambda k: select(flat, k, units=units).numpy()
 
 
 def random_scores(rows: int, cols: int, seed: int) -> np.ndarray:
@@ -197,26 +202,42 @@ def sample_seed(seed: int, sample_id: str) -> int:
 
 class PageReader:
     """The process-wide OCR reader, remembering the last page it read: the ablation rows of one sample call
-    ``allocate`` once per variant on the same page, and OCR does not depend on the variant."""
+    ``allocate`` once per variant on the same page, and OCR does not depend on the variant.
 
-    def __init__(self) -> None:
+    With ``cache_dir`` it also keeps every page's boxes on disk (one JSON file per page, named by a blake2b hash of
+    its pixels), so re-running the benchmark after a change to the matcher does not run OCR again (``--ocr-cache``;
+    the s/sample column then leaves OCR out)."""
+
+    def __init__(self, cache_dir: Path | None = None) -> None:
         self._key: tuple | None = None
         self._boxes: list = []
+        self.cache_dir = cache_dir
 
     def read(self, image: Image.Image) -> list:
-        from arr_coc.reading import shared_reader
+        from arr_coc.reading import TextBox, shared_reader
 
         arr = np.asarray(image)
         key = (arr.shape, zlib.crc32(arr.tobytes()))
         if key != self._key:
-            self._boxes, self._key = shared_reader(warm=True).read(image), key
+            path = None
+            if self.cache_dir is not None:
+                digest = hashlib.blake2b(arr.tobytes() + repr(arr.shape).encode(), digest_size=16).hexdigest()
+                path = self.cache_dir / f"{digest}.json"
+            if path is not None and path.exists():
+                boxes = [TextBox(t, tuple(b), c) for t, b, c in json.loads(path.read_text())]
+            else:
+                boxes = shared_reader(warm=True).read(image)
+                if path is not None:
+                    path.parent.mkdir(parents=True, exist_ok=True)
+                    path.write_text(json.dumps([[b.text, list(b.box), b.confidence] for b in boxes]))
+            self._boxes, self._key = boxes, key
         return list(self._boxes)
 
 
 def library_scores(sample: docgen.Sample, grid: Grid, mode: str, text_options: dict[str, bool] | None,
-                   reader: PageReader | None = None) -> tuple[np.ndarray, str | None]:
-    """``arr_coc.allocate(...).scores`` for one sample, checked to be on the expected grid, and the structural rule
-    that fired (``Allocation.evidence.rule``, None when none did)."""
+                   reader: PageReader | None = None) -> tuple[np.ndarray, str | None, list[np.ndarray]]:
+    """``arr_coc.allocate(...).scores`` for one sample, checked to be on the expected grid, the structural rule
+    that fired (``Allocation.evidence.rule``, None when none did) and the word units (``Allocation.units``)."""
     import arr_coc
 
     allocate = getattr(arr_coc, "allocate", None)
@@ -232,7 +253,7 @@ def library_scores(sample: docgen.Sample, grid: Grid, mode: str, text_options: d
         raise RuntimeError(f"{sample.id}: allocate returned grid {alloc.grid} / scores {scores.shape}, "
                            f"expected {(grid.rows, grid.cols)}")
     evidence = getattr(alloc, "evidence", None)
-    return scores, getattr(evidence, "rule", None)
+    return scores, getattr(evidence, "rule", None), list(getattr(alloc, "units", []))
 
 
 # --------------------------------------------------------------------------------------------------- second reader
@@ -306,7 +327,8 @@ class SampleResult:
 
 
 def evaluate_sample(sample: docgen.Sample, allocators: Sequence[str], seed: int, ablation: bool = False,
-                    second_reader: str | None = None, second_budget: float = BUDGETS[0][1]) -> SampleResult:
+                    second_reader: str | None = None, second_budget: float = BUDGETS[0][1],
+                    ocr_cache: Path | None = None) -> SampleResult:
     """Run every allocator (and the ablation rows) on one sample at every budget; with ``second_reader``, also
     whether Tesseract finds the answer on the whole page and in each allocator's kept cells at ``second_budget``."""
     w, h = sample.image.size
@@ -314,16 +336,16 @@ def evaluate_sample(sample: docgen.Sample, allocators: Sequence[str], seed: int,
     rows, cols, n = grid.rows, grid.cols, grid.n_tokens
     inter = overlap_areas(sample.answer_box, w, h, rows, cols)
     cells = answer_cells(sample.answer_box, w, h, rows, cols)
-    cache: dict[str, tuple[np.ndarray, float]] = {}
+    cache: dict[str, tuple[Ranker, float]] = {}
     rules: dict[str, str | None] = {}
-    page_reader = PageReader()  # one OCR pass per sample, shared by the text allocator and the ablation rows
+    page_reader = PageReader(ocr_cache)  # one OCR pass per sample, shared by the text allocator and the ablation rows
 
-    def library(mode: str, options: dict[str, bool] | None) -> tuple[np.ndarray, float]:
+    def library(mode: str, options: dict[str, bool] | None) -> tuple[Ranker, float]:
         key = f"{mode}|{sorted(options.items()) if options else None}"
         if key not in cache:
             t0 = time.perf_counter()
-            scores, rule = library_scores(sample, grid, mode, options, page_reader)
-            cache[key] = (scores, time.perf_counter() - t0)
+            scores, rule, units = library_scores(sample, grid, mode, options, page_reader)
+            cache[key] = (top_k(scores, units), time.perf_counter() - t0)
             rules[key] = rule
         return cache[key]
 
@@ -339,8 +361,7 @@ def evaluate_sample(sample: docgen.Sample, allocators: Sequence[str], seed: int,
         elif name == "oracle":
             rankers[name] = (top_k(oracle_scores(inter, cells)), 0.0)
         elif name in LIBRARY:
-            scores, secs = library(name, None)
-            rankers[name] = (top_k(scores), secs)
+            rankers[name] = library(name, None)
             rules[name] = rules.get(f"{name}|None")
         else:
             raise ValueError(f"unknown allocator {name!r}; choose from {', '.join(ALL_ALLOCATORS)}")
@@ -348,8 +369,7 @@ def evaluate_sample(sample: docgen.Sample, allocators: Sequence[str], seed: int,
             rankers[name] = (rankers[name][0], time.perf_counter() - t0)
     if ablation:
         for row, mode, options in ABLATION:
-            scores, secs = library(mode, options)
-            rankers[f"ablation:{row}"] = (top_k(scores), secs)
+            rankers[f"ablation:{row}"] = library(mode, options)
 
     recall: dict[str, dict[str, float]] = {}
     for name, (ranker, _) in rankers.items():
@@ -426,7 +446,8 @@ def render_markdown(config: dict, summary: dict[str, dict], kinds: Sequence[str]
         f"- fonts: {config['fonts']}",
         "- answer cell: box∩cell ≥ 20% of the cell or ≥ 20% of the box (plus the cell of largest overlap)",
         "- cells read `evidence recall / full-hit rate`; overall = mean over all samples",
-        f"- wall time: {wall_s:.1f} s ({config['command']})",
+        f"- wall time: {wall_s:.1f} s ({config['command']})"
+        + (f"; OCR boxes reused from {config['ocr_cache']} where cached" if config.get("ocr_cache") else ""),
         "",
         "## Overall",
         "",
@@ -500,6 +521,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--second-reader-budget", type=float, default=BUDGETS[0][1],
                    help="budget fraction the second reader sees (default 1/9 = 11.1%%)")
     p.add_argument("--out", default="results/evidence_recall.md", help="markdown report; JSON goes next to it")
+    p.add_argument("--ocr-cache", type=Path, default=None,
+                   help="keep each page's OCR boxes in this folder and reuse them on the next run (s/sample then "
+                        "leaves OCR out)")
     args = p.parse_args(argv)
     args.allocators = [a.strip() for a in args.allocators.split(",") if a.strip()]
     unknown = [a for a in args.allocators if a not in ALL_ALLOCATORS]
@@ -531,7 +555,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     results: list[SampleResult] = []
     for i, sample in enumerate(samples):
         results.append(evaluate_sample(sample, args.allocators, args.seed, args.ablation, args.second_reader,
-                                       args.second_reader_budget))
+                                       args.second_reader_budget, args.ocr_cache))
         if (i + 1) % 10 == 0 or i + 1 == len(samples):
             print(f"  {i + 1}/{len(samples)} samples, {time.perf_counter() - t_start:.0f} s", file=sys.stderr)
     wall = time.perf_counter() - t_start
@@ -546,7 +570,8 @@ def main(argv: Sequence[str] | None = None) -> int:
               "budgets": {label: frac for label, frac in BUDGETS}, "fonts": fonts,
               "held_out_fonts_preferred": preferred, "command": command.strip(),
               "generation_s": round(t_gen, 2), "wall_s": round(wall, 2), "second_reader": args.second_reader,
-              "second_reader_budget": f"{100 * args.second_reader_budget:.1f}%"}
+              "second_reader_budget": f"{100 * args.second_reader_budget:.1f}%",
+              "ocr_cache": str(args.ocr_cache) if args.ocr_cache else None}
     report = render_markdown(config, summary, kinds, results, wall, by_category, second)
     print(report)
     out = Path(args.out)

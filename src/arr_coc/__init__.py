@@ -6,7 +6,7 @@
     >>> cm = arr_coc.compress(model, budget=0.22, processor=processor)       # prune inside the model
 """
 
-from .attending import TIERS, resolve_budget, select
+from .attending import TIERS, TokenScores, resolve_budget, select
 from .grid import Grid, GridSpec
 from .processing import PilQwenVLProcessor, load_processor
 from .realizing import Allocation, Realizer, allocate, score_visual_tokens
@@ -18,6 +18,7 @@ __all__ = [
     "GridSpec",
     "PilQwenVLProcessor",
     "Realizer",
+    "TokenScores",
     "allocate",
     "compress",
     "load_processor",

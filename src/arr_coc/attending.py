@@ -9,7 +9,8 @@ Anything else (0, negatives, NaN, inf, bools, fractions above 1, junk strings) r
 naming what is allowed.
 
 Selection (``select``) is top-K with ties broken towards the lower token index, optionally with a
-redundancy penalty that skips near-duplicate tokens; kept indices always come back in raster order.
+redundancy penalty that skips near-duplicate tokens, or with *units* (the cells of one word): a unit is kept
+whole or not at all, so no character is cut at a cell edge. Kept indices always come back in raster order.
 
 Example:
     >>> import torch
@@ -22,7 +23,9 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from numbers import Integral, Real
+from typing import NamedTuple
 
+import numpy as np
 import torch
 
 from .config import RelevanceConfig
@@ -31,6 +34,19 @@ from .texture import constant
 TIERS: tuple[int, ...] = RelevanceConfig().adaptive_tiers  # budget tiers of the seed design (the config's default)
 
 Budget = int | float | str
+
+
+class TokenScores(NamedTuple):
+    """A scorer's answer when some tokens belong together: the scores and the units to keep whole.
+
+    Attributes:
+        scores (torch.Tensor of shape (N,)): relevance of each token.
+        units: cell sets (each a LongTensor or int array of token indices) that are kept whole or not at all: the
+            cells each recognised word touches (``arr_coc.reading.QueryMatcher.units``). Empty: plain top-K.
+    """
+
+    scores: torch.Tensor
+    units: Sequence[torch.Tensor | np.ndarray] = ()
 
 
 def snap_to_tier(k: int, tiers: Sequence[int] = TIERS) -> int:
@@ -117,7 +133,11 @@ def resolve_budget(
 
 
 def select(
-    scores: torch.Tensor, k: int, features: torch.Tensor | None = None, redundancy: float = 0.0
+    scores: torch.Tensor,
+    k: int,
+    features: torch.Tensor | None = None,
+    redundancy: float = 0.0,
+    units: Sequence[torch.Tensor | np.ndarray] = (),
 ) -> torch.Tensor:
     """Indices of the ``k`` most relevant tokens, in raster (ascending) order.
 
@@ -127,6 +147,7 @@ def select(
         features: optional token features (N, D) used to skip near-duplicates.
         redundancy: in [0, 1]; with ``features``, a candidate's score is lowered by ``redundancy`` times its
             highest cosine similarity to a token already kept (greedy, scores rescaled to [0, 1] first).
+        units: cell sets kept whole (``select_units``); ignored when ``redundancy`` > 0.
 
     Returns:
         LongTensor of shape (k,), strictly increasing, on the device of ``scores``.
@@ -138,6 +159,8 @@ def select(
     s = torch.nan_to_num(scores.detach().float(), nan=-math.inf)
     if features is None or redundancy <= 0 or k == n:
         order = torch.sort(s, descending=True, stable=True).indices
+        if len(units) and k < n:
+            return select_units(order, k, units)
         return order[:k].sort().values
     if features.shape[0] != n:
         raise ValueError(f"features has {features.shape[0]} rows for {n} scores")
@@ -157,3 +180,62 @@ def select(
         taken[i] = True
         max_sim = torch.maximum(max_sim, f @ f[i])
     return torch.tensor(sorted(keep), dtype=torch.long, device=s.device)
+
+
+def select_units(order: torch.Tensor, k: int, units: Sequence[torch.Tensor | np.ndarray]) -> torch.Tensor:
+    """``k`` tokens taken in ``order`` (most relevant first), each unit whole or not at all.
+
+    A unit larger than ``k`` can never be kept whole, so its cells count as free tokens. Going down ``order``, a
+    token that belongs to no unit is taken; a token in one or more units brings every cell
+    of those units with it when they all fit in what is left of the budget, and is skipped (for now) otherwise.
+    When the budget cannot be filled that way (only units too large for the rest are left), the rest is filled in
+    ``order``: the best of those units is cut rather than the budget spent on lower-ranked tokens. So exactly ``k``
+    tokens come back, and every unit is whole unless that last fill had to cut one (a word wider than the whole
+    budget left). Units are cell sets of one image (they may overlap).
+
+    Args:
+        order (torch.LongTensor of shape (N,)): every token index once, most relevant first.
+        k: how many to keep, in [1, N].
+        units: cell sets (LongTensors or int arrays of indices into ``order``'s tokens).
+
+    Returns:
+        LongTensor of shape (k,), strictly increasing, on the device of ``order``.
+
+    Example:
+        >>> select_units(torch.tensor([2, 0, 1, 3]), 2, [torch.tensor([2, 3])]).tolist()
+        [2, 3]
+    """
+    n = order.numel()
+    if not 1 <= k <= n:
+        raise ValueError(f"k must be in [1, {n}], got {k}")
+    members: list[np.ndarray] = []
+    for u in units:
+        cells = np.unique(u.detach().cpu().numpy() if isinstance(u, torch.Tensor) else np.asarray(u)).astype(np.int64)
+        if cells.size and (cells[0] < 0 or cells[-1] >= n):
+            raise ValueError(f"a unit holds token {int(cells[0] if cells[0] < 0 else cells[-1])}, outside [0, {n})")
+        if cells.size <= k:  # a unit larger than the budget cannot be kept whole: its cells are free tokens
+            members.append(cells)
+    of_cell: list[list[int]] = [[] for _ in range(n)]  # units each token belongs to
+    for j, cells in enumerate(members):
+        for c in cells.tolist():
+            of_cell[c].append(j)
+    rank = order.detach().cpu().numpy().astype(np.int64)  # (N,) the one host copy: the greedy walks on the CPU
+    taken = np.zeros(n, dtype=bool)
+    left = k
+    for c in rank.tolist():
+        if left == 0:
+            break
+        if taken[c]:
+            continue
+        if not of_cell[c]:
+            taken[c] = True
+            left -= 1
+            continue
+        need = np.unique(np.concatenate([members[j] for j in of_cell[c]]))
+        need = need[~taken[need]]
+        if need.size <= left:
+            taken[need] = True
+            left -= int(need.size)
+    if left:  # only units too large for the rest remain: cut the best of them
+        taken[rank[~taken[rank]][:left]] = True
+    return torch.from_numpy(np.flatnonzero(taken)).to(order.device)

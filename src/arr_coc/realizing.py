@@ -38,7 +38,7 @@ import torch
 from PIL import Image
 from torch import nn
 
-from .attending import Budget, parse_budget, resolve_budget, select
+from .attending import Budget, TokenScores, parse_budget, resolve_budget, select
 from .balancing import SCORERS, TensionBalancer
 from .config import RelevanceConfig
 from .grid import GridSpec
@@ -70,6 +70,7 @@ class Allocation:
     timings_ms: dict[str, float] = field(default_factory=dict)  # load, texture, ocr, scoring, total; model_load apart
     text_boxes: list[Any] = field(default_factory=list)  # OCR boxes (text mode)
     evidence: Any = None  # structural evidence kept first (text mode; ``.rule`` names the budget rule), or None
+    units: list[np.ndarray] = field(default_factory=list)  # text mode: each word's cells, kept whole by ``select``
 
     @property
     def budget(self) -> int:
@@ -90,6 +91,13 @@ class Allocation:
     def kept_cells(self) -> list[list[int]]:
         cols = self.grid[1]
         return [[int(i) // cols, int(i) % cols] for i in self.keep.tolist()]
+
+    def select(self, budget: Budget) -> torch.Tensor:
+        """The tokens this allocation keeps at another ``budget`` (same scores, words kept whole): (K,) ascending.
+
+        ``"adaptive"`` uses the default config's tiers."""
+        scores = torch.from_numpy(np.ascontiguousarray(self.scores, dtype=np.float32)).flatten()  # (rows * cols,)
+        return select(scores, resolve_budget(budget, scores.numel(), scores), units=self.units)
 
     def to_json(self, id: Any = None) -> dict[str, Any]:
         """The JSON contract of ``arr-coc allocate``.
@@ -181,11 +189,17 @@ class Realizer(nn.Module):
         return texture_from_frames(frames, rows, cols, self.config)
 
     def select(
-        self, scores: torch.Tensor, budget: Budget, features: torch.Tensor | None = None, redundancy: float = 0.0
+        self,
+        scores: torch.Tensor,
+        budget: Budget,
+        features: torch.Tensor | None = None,
+        redundancy: float = 0.0,
+        units: Sequence[torch.Tensor | np.ndarray] = (),
     ) -> torch.Tensor:
-        """Kept token indices (k,), ascending, for ``budget`` over ``scores`` (N,) (adaptive settings from config)."""
+        """Kept token indices (k,), ascending, for ``budget`` over ``scores`` (N,) (adaptive settings from config);
+        each of ``units`` (the cells of one word) kept whole or not at all (``arr_coc.attending.select``)."""
         k = resolve_budget(budget, scores.numel(), scores, self.config)
-        return select(scores, k, features if redundancy > 0 else None, redundancy)
+        return select(scores, k, features if redundancy > 0 else None, redundancy, units)
 
     @torch.inference_mode()
     def relevance(
@@ -313,34 +327,37 @@ def text_prior_maps(
     text_options: dict[str, Any] | None = None,
     reader: Any = None,
     realizer: Realizer | None = None,
-) -> tuple[torch.Tensor, list[list[Any]], list[Any]]:
+) -> tuple[torch.Tensor, list[list[Any]], list[Any], list[np.ndarray]]:
     """The OCR text prior of ``allocate``'s "text" mode, one map per picture (needs the ``[ocr]`` extra).
 
     Args:
         pictures: RGB pictures covering the grid (their own pixel sizes; boxes are mapped to the grid).
         query: the question (normalised here).
         rows, cols: the grid.
-        text_options: the matcher's ``{"lexical", "semantic", "layout", "structure", "query_parsing"}`` switches.
+        text_options: the matcher's ``{"lexical", "semantic", "layout", "structure", "query_parsing",
+            "whole_words"}`` switches.
         reader: the OCR reader (anything with ``read(image) -> list[TextBox]``; default the realizer's).
         realizer: whose text path (``Realizer.reading``: ``RelevanceConfig.reading``) to use; default the default.
 
     Returns:
         torch.Tensor of shape (T, rows, cols) in [0, 1], float32 on the CPU (OCR runs on the CPU), the OCR boxes
-        of each picture, and each picture's structural evidence (``arr_coc.structural_query.Evidence``: which budget
-        rule fired) or None.
+        of each picture, each picture's structural evidence (``arr_coc.structural_query.Evidence``: which budget
+        rule fired) or None, and the words' cells (``QueryMatcher.units``) as indices into the (T * rows * cols)
+        raster of all pictures, for a selection that keeps words whole.
     """
     resolve_mode("text")  # a clear error when the [ocr] extra is missing
     shared, matcher = _reading(text_options, realizer)
     reader = reader or shared
     text = normalize_text(query)
-    maps, boxes, evidence = [], [], []
-    for picture in pictures:
+    maps, boxes, evidence, units = [], [], [], []
+    for t, picture in enumerate(pictures):
         found = reader.read(picture)
         rel, ev = matcher.relevance_and_evidence(found, text, rows, cols, picture.size)
         maps.append(np.asarray(rel, dtype=np.float32))
         boxes.append(found)
         evidence.append(ev)
-    return torch.from_numpy(np.stack(maps)), boxes, evidence
+        units.extend(u + t * rows * cols for u in matcher.units(found, rows, cols, picture.size))
+    return torch.from_numpy(np.stack(maps)), boxes, evidence, units
 
 
 def pictures_from_frames(frames: torch.Tensor) -> list[Image.Image]:
@@ -383,7 +400,7 @@ def allocate(
         min_pixels, max_pixels: the processor's resize limits (defaults: the processor's min, 1280 tokens max).
         mode: "text" (OCR-aware), "texture" (fast, no OCR) or "auto" (text if the [ocr] extra is installed).
         text_options: for mode "text": the ablation switches ``{"lexical", "semantic", "layout", "structure",
-            "query_parsing"}`` (bools; see ``ReadingConfig.with_switches``).
+            "query_parsing", "whole_words"}`` (bools; see ``ReadingConfig.with_switches``).
         realizer: the relevance model (default: :func:`default_realizer`, the training-free one).
         device: where the relevance step runs (default: the CPU); OCR always runs on the CPU.
         reader: for mode "text": the OCR reader (anything with ``read(image) -> list[TextBox]``; default the
@@ -409,14 +426,14 @@ def allocate(
         frames = frames.to(device)
 
     t1 = time.perf_counter()
-    prior, boxes, evidence = None, [], None
+    prior, boxes, evidence, units = None, [], None, []
     if mode == "text":
-        prior, found, evs = text_prior_maps([img], text, grid.rows, grid.cols, text_options, reader, realizer)
+        prior, found, evs, units = text_prior_maps([img], text, grid.rows, grid.cols, text_options, reader, realizer)
         prior, boxes, evidence = prior.to(frames.device), found[0], evs[0]
     t2 = time.perf_counter() if mode == "text" else t1
     rel = realizer.relevance(frames, (grid.rows, grid.cols), text, prior=prior)
     scores = rel.scores[0].flatten()  # (rows * cols,)
-    keep = realizer.select(scores, budget).cpu()  # (K,)
+    keep = realizer.select(scores, budget, units=units).cpu()  # (K,) words kept whole
     t3 = time.perf_counter()
     components = {name: m[0].float().cpu().numpy() for name, m in rel.maps.items()}
     if prior is not None:
@@ -442,6 +459,7 @@ def allocate(
         },
         text_boxes=boxes,
         evidence=evidence,
+        units=units,
     )
 
 
@@ -461,7 +479,8 @@ def score_visual_tokens(
     realizer: Realizer | None = None,
     image_mean: Sequence[float] | None = None,
     image_std: Sequence[float] | None = None,
-) -> torch.Tensor:
+    return_units: bool = False,
+) -> torch.Tensor | TokenScores:
     """Relevance of each visual token of one image or video inside a loaded Qwen-VL model (``compress``'s scorer).
 
     The processor's patches are turned back into frames (:func:`arr_coc.texture.frames_from_patches`) and scored by
@@ -482,21 +501,25 @@ def score_visual_tokens(
         text_options: the text prior's ablation switches (``ReadingConfig.with_switches``).
         realizer: the relevance model (default: :func:`default_realizer`).
         image_mean, image_std: the processor's normalisation (undone exactly when given).
+        return_units: return ``TokenScores(scores, units)`` with the text prior's word units (empty without it),
+            so that ``compress`` keeps words whole as ``allocate`` does.
 
     Returns:
         torch.Tensor of shape (N,), float32 on the device of ``pixel_values``: relevance of each token in raster
-        order over (t, h / merge, w / merge).
+        order over (t, h / merge, w / merge); or that and the units (``return_units``).
     """
     frames = frames_from_patches(
         pixel_values, grid_thw, patch_size, merge_size, temporal_patch_size, image_mean, image_std
     )  # (t, 3, H, W)
     rows, cols = int(grid_thw[1]) // merge_size, int(grid_thw[2]) // merge_size
     realizer = realizer or default_realizer()
+    units: list[np.ndarray] = []
     if text_prior and prior is None and query_text:
         pictures = pictures_from_frames(frames)
-        prior, _, _ = text_prior_maps(pictures, query_text, rows, cols, text_options, realizer=realizer)
+        prior, _, _, units = text_prior_maps(pictures, query_text, rows, cols, text_options, realizer=realizer)
         prior = prior.to(frames.device)  # (t, rows, cols)
     rel = realizer.relevance(
         frames, (rows, cols), query_text, token_feats=token_feats, query_embeds=query_embeds, prior=prior
     )
-    return rel.scores.flatten()
+    scores = rel.scores.flatten()  # (N,)
+    return TokenScores(scores, units) if return_units else scores

@@ -21,7 +21,9 @@ line breaks) is kept whole, before anything else; the rule that fired is named s
                         code line from ``x =`` on
     ``word-of-unit``    the first/last line of the named section or paragraph, and its heading / first words
     ``ordinal-unit``    every heading (or paragraph start) of the column up to the counted one, and that unit's head
-    ``compare``         every value label and every category label (chart or table)
+    ``compare``         every value label and every category label (chart or table): what the question asks for
+                        first (the labels for "which month ...", the values for "what is the highest value"), then
+                        the other, then the page's other short texts (``COMPARE_WEIGHTS``)
     ``implied-label``   the label an ordinal month/weekday names and its band across the plot (its value)
     ==================  ===========================================================================================
 
@@ -56,6 +58,10 @@ WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", 
 UNITS = {"section": "section", "chapter": "section", "part": "section", "heading": "section", "paragraph": "paragraph",
          "passage": "paragraph", "column": "column", "row": "row", "line": "line", "block": "paragraph"}
 AFTER_PHRASE_WORDS = 3  # words kept after the phrase ("the span that follows it")
+# A comparison's evidence, in the order the budget keeps it: what the question asks for (the category labels for
+# "which city ...", the values for "what is the highest value"), then what the comparison needs besides (the other
+# of the two), then the page's other short texts (title, legend, axis titles).
+COMPARE_WEIGHTS = {"asked": 1.0, "needed": 0.8, "other": 0.5}
 
 _Q = r"[\"'“”‘’«»]"  # quote characters
 _ORD_RE = r"(\d{1,2})(?:st|nd|rd|th)|" + "|".join(sorted((re.escape(k) for k in ORDINALS), key=len, reverse=True))
@@ -76,6 +82,7 @@ class StructuralQuery:
     named: str | None = None  # the unit's heading ("titled X") ...
     starts_with: str | None = None  # ... or its first words ("that begins with X")
     compare: str | None = None  # "max" | "min" | "more" | "less"
+    wants_value: bool = False  # a comparison asks for the value ("what is the highest value"), not the label
     implied_labels: tuple[str, ...] = ()  # labels an ordinal month/weekday stands for ("march", "mar")
     assigned: str | None = None  # "what is assigned to X": a code variable whose right-hand side is asked for
 
@@ -103,6 +110,7 @@ class Evidence:
 
     rule: str  # one of RULES
     regions: list[Box] = field(default_factory=list)  # pixel boxes kept before anything else
+    weights: list[float] = field(default_factory=list)  # each region's priority in (0, 1] (empty: all 1)
     keys: list[int] = field(default_factory=list)  # input box indices the layout rule should treat as keys
     detail: str = ""  # what was found ("section 'Soil', last line")
 
@@ -190,6 +198,11 @@ def parse(query: str) -> StructuralQuery:
         f["compare"] = "less"
     if f.get("compare") in ("max", "min") and re.search(r"\b(?:top|bottom)\s+(?:of|row|line|left|right)\b", q):
         f.pop("compare")  # "top of the page", "bottom row" are positions, not superlatives
+    if f.get("compare") and (re.search(r"\bhow (?:much|many|high|low)\b", q) or (
+            re.search(r"\b(?:what|which) (?:is|was|are|were) (?:the )?(?:\w+ )?(?:value|number|amount|figure|count|"
+                      r"total|score|level|reading)s?\b", q) and not re.search(r"\b(?:which|what) \w+ (?:has|had|have|"
+                                                                            r"shows?|showed|reached|reaches)\b", q))):
+        f["wants_value"] = True
     # ordinal month / weekday ("the third month of the year", "the second day of the week")
     m = re.search(rf"\b({_ORD_RE})\s+month\b", q)
     if m and (n := _ordinal(m.group(1))) and 1 <= n <= 12:
@@ -312,6 +325,25 @@ def _label_band(layout: Layout, i: int) -> Box:
     return (x0, y0, max(b[2] for b in nums), y1)
 
 
+def _aligned(layout: Layout, idx: tuple[int, ...] | list[int]) -> list[int]:
+    """The boxes of ``idx`` that line up with at least two others of them, side by side (sharing half the larger
+    height) or stacked (sharing half the larger width): a chart's category labels along an axis, a table's row
+    labels; a title or a lone axis title does not line up."""
+    out = []
+    for i in idx:
+        x0, y0, x1, y1 = layout.boxes[i][1]
+        row = col = 0
+        for j in idx:
+            if j == i:
+                continue
+            a0, b0, a1, b1 = layout.boxes[j][1]
+            row += min(y1, b1) - max(y0, b0) >= 0.5 * max(y1 - y0, b1 - b0)
+            col += min(x1, a1) - max(x0, a0) >= 0.5 * max(x1 - x0, a1 - a0)
+        if max(row, col) >= 2:
+            out.append(i)
+    return out
+
+
 def resolve(layout: Layout, sq: StructuralQuery) -> Evidence | None:
     """The evidence ``sq`` needs on ``layout``, or None when the query is not structural or nothing was found.
 
@@ -366,8 +398,15 @@ def resolve(layout: Layout, sq: StructuralQuery) -> Evidence | None:
         return Evidence("title", _line_boxes(layout, layout.title), detail=" ".join(layout.line_text(i) for i in
                                                                                       layout.title))
     if sq.compare and len(layout.values) >= 2:
-        regions = [layout.boxes[i][1] for i in (*layout.values, *layout.labels)]
-        return Evidence("compare", regions, detail=f"{len(layout.values)} values, {len(layout.labels)} labels")
+        categories = set(_aligned(layout, layout.labels))
+        others = [i for i in layout.labels if i not in categories]
+        w = COMPARE_WEIGHTS
+        groups = [(layout.values, w["asked"] if sq.wants_value else w["needed"]),
+                  (sorted(categories), w["needed"] if sq.wants_value else w["asked"]), (others, w["other"])]
+        regions = [layout.boxes[i][1] for idx, _ in groups for i in idx]
+        weights = [wt for idx, wt in groups for _ in idx]
+        return Evidence("compare", regions, weights=weights, detail=f"{len(layout.values)} values, "
+                        f"{len(categories)} category labels, {len(others)} other labels")
     if sq.implied_labels:
         keys = [i for i, (t, _) in enumerate(layout.boxes) if any(w in sq.implied_labels for w in _words(t))]
         if keys:

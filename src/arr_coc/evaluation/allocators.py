@@ -26,15 +26,15 @@ from typing import Any
 
 import torch
 
-from ..attending import Budget, parse_budget, resolve_budget
+from ..attending import Budget, TokenScores, parse_budget, resolve_budget
 from ..integrations.base import ImageContext
 
 ALLOCATORS: tuple[str, ...] = ("text", "texture", "model", "foveate", "random", "uniform")
 
 
-def texture_scorer(ctx: ImageContext) -> torch.Tensor:
+def texture_scorer(ctx: ImageContext) -> torch.Tensor | TokenScores:
     """Relevance from the model's own pixels and the question's words: the default scorer with the model's
-    features (visual tokens, question embeddings) taken away and no OCR."""
+    features (visual tokens, question embeddings) taken away and no OCR (so its ``TokenScores`` has no units)."""
     from ..integrations.base import realizing_scorer
 
     return realizing_scorer()(replace(ctx, token_feats=None, query_embeds=None, scorer_config=None))

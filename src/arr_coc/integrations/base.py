@@ -32,6 +32,8 @@ from typing import Any
 
 import torch
 
+from arr_coc.attending import TokenScores
+
 Kind = str  # "image" or "video"
 OPENAI_CLIP_MEAN = (0.48145466, 0.4578275, 0.40821073)  # Qwen2-VL / Qwen2.5-VL image processor defaults
 OPENAI_CLIP_STD = (0.26862954, 0.26130258, 0.27577711)
@@ -94,7 +96,9 @@ class ImageContext:
         return t * h * w
 
 
-Scorer = Callable[[ImageContext], torch.Tensor]
+Scorer = Callable[[ImageContext], torch.Tensor | TokenScores]
+"""A scorer: (N,) relevance of an item's tokens, or ``TokenScores(scores, units)`` whose units (cell sets, e.g. the
+cells of one recognised word) the selection keeps whole (``arr_coc.attending.select``)."""
 
 
 @dataclass
@@ -375,6 +379,7 @@ def realizing_scorer() -> Scorer:
             query_text=ctx.query_text,
             image_mean=ctx.image_mean,
             image_std=ctx.image_std,
+            return_units=True,
             **dict(ctx.scorer_config or {}),
         )
 

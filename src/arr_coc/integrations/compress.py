@@ -38,9 +38,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import torch
 
-from arr_coc.attending import Budget, parse_budget, resolve_budget, select
+from arr_coc.attending import Budget, TokenScores, parse_budget, resolve_budget, select
 
 from . import qwen2_5_vl, qwen2_vl, qwen3_vl
 from .base import (
@@ -299,7 +300,11 @@ def turn_query_ids(
 
 
 def allocate_tokens(
-    scores: torch.Tensor, budget: Budget, features: torch.Tensor | None = None, redundancy: float = 0.0
+    scores: torch.Tensor,
+    budget: Budget,
+    features: torch.Tensor | None = None,
+    redundancy: float = 0.0,
+    units: Sequence[torch.Tensor | np.ndarray] = (),
 ) -> torch.Tensor:
     """Which tokens of one item to keep: the budget resolved against its scores, then top-K selection.
 
@@ -308,12 +313,13 @@ def allocate_tokens(
         budget: see :func:`arr_coc.attending.resolve_budget` (count, fraction or ``"adaptive"``).
         features (torch.Tensor of shape (N, D) or None): token features, used only when ``redundancy > 0``.
         redundancy: in [0, 1], see :func:`arr_coc.attending.select`.
+        units: cell sets kept whole (the scorer's ``TokenScores.units``: the cells of each recognised word).
 
     Returns:
         torch.LongTensor of shape (k,): kept indices, strictly increasing, on the device of ``scores``.
     """
     k = resolve_budget(budget, scores.numel(), scores)
-    return select(scores, k, features if redundancy > 0 else None, redundancy)
+    return select(scores, k, features if redundancy > 0 else None, redundancy, units)
 
 
 def kept_columns(
@@ -762,8 +768,8 @@ class CompressedModel:
         positions: torch.Tensor,
         q_ids: list[int],
         q_text: str | None,
-    ) -> torch.Tensor:
-        """Step 3: the scorer's relevance of every visual token of one item.
+    ) -> tuple[torch.Tensor, Sequence[torch.Tensor | np.ndarray]]:
+        """Step 3: the scorer's relevance of every visual token of one item, and the units to keep whole.
 
         Args:
             item: the item.
@@ -773,7 +779,8 @@ class CompressedModel:
             q_ids: the question's token ids; q_text: its text (or None).
 
         Returns:
-            torch.Tensor of shape (N,), float32, on the device the scorer returned it on.
+            torch.Tensor of shape (N,), float32, on the device the scorer returned it on; and the scorer's units
+            (``TokenScores.units``; empty for a scorer that returns a tensor).
         """
         patch, merge, tps = self.adapter.geometry(self.model)
         embed = self.model.get_input_embeddings()
@@ -800,11 +807,13 @@ class CompressedModel:
             image_mean=self.image_mean,
             image_std=self.image_std,
         )
-        scores = torch.as_tensor(self.scorer(ctx)).detach().float().flatten()  # (N,) on the scorer's device
+        out = self.scorer(ctx)
+        units = out.units if isinstance(out, TokenScores) else ()
+        scores = torch.as_tensor(out.scores if isinstance(out, TokenScores) else out).detach().float().flatten()  # (N,)
         n = math.prod(item.merged_grid(merge))
         if scores.numel() != n:
             raise ValueError(f"the scorer returned {scores.numel()} scores for {n} visual tokens")
-        return scores
+        return scores, units
 
     def _plan(
         self, input_ids: torch.Tensor | None, kwargs: dict[str, Any], generation: bool
@@ -860,11 +869,11 @@ class CompressedModel:
             q_ids, q_text = self._question(item, queries[item.sample], rows[item.sample], row_masks[item.sample], ids)
             pixels = visual[item.kind][0][item.patch_start : item.patch_start + item.n_patches]  # type: ignore[index]
             positions = full_pos[:, item.sample, item.cols.to(full_pos.device)]  # (3, N)
-            scores = self._score_item(item, pixels, feats, positions, q_ids, q_text)  # (N,)
+            scores, units = self._score_item(item, pixels, feats, positions, q_ids, q_text)  # (N,), word cells
             features = None
             if self.redundancy > 0:  # near-duplicates by the tower's features, or (foveate) by the tokens' pixels
                 features = (feats if feats is not None else pixels.reshape(scores.numel(), -1)).detach()
-            keep = allocate_tokens(scores, budgets[item.sample], features, self.redundancy)  # (k,)
+            keep = allocate_tokens(scores, budgets[item.sample], features, self.redundancy, units)  # (k,)
             lv = None
             if self.deepstack_tiers is not None and n_levels > 0:
                 lv = tier_levels(scores[keep], n_levels, self.deepstack_tiers)  # (k,)

@@ -92,6 +92,8 @@ class LexicalConfig:
     max_edits: int = 2  # edit distance allowed between words of similar length
     min_edit_sim: float = 0.7  # 1 - edits / length below this counts as no match
     present_sim: float = 0.7  # a query term "occurs" in a box at this similarity (for its page frequency)
+    df_power: float = 1.0  # a term found in df boxes of the page weighs 1 / df ** df_power (a term on every row
+    # does not locate a row)
     recall_mix: float = 0.5  # score = max(recall_mix * R + (1 - recall_mix) * P, recall_only * R)
     recall_only: float = 0.75  # (R: share of the query the box covers, P: share of the box the query covers)
 
@@ -109,6 +111,8 @@ class LexicalConfig:
         )
         if self.max_query_chars < 1 or self.max_query_tokens < 1:
             raise ValueError("lexical.max_query_chars and lexical.max_query_tokens must be >= 1")
+        if self.df_power < 0:
+            raise ValueError(f"lexical.df_power must be >= 0, got {self.df_power}")
         if self.min_fuzzy_len < 1 or self.max_edits < 0:
             raise ValueError("lexical.min_fuzzy_len must be >= 1 and lexical.max_edits >= 0")
 
@@ -164,6 +168,7 @@ class KeyConfig:
     type_prior_score: float = 0.4  # score of boxes holding a value of the asked-for type (dates for "when")
     no_match_type_lift: float = 0.5  # with no key: typed values get no_match_text + lift * (1 - no_match_text)
     off_type_damp: float = 0.6  # with a typed question: layout candidates of another type are scaled by this
+    link: float = 0.9  # evidence chain: a key scores at least link * (its share of) the best candidate it points to
 
     def __post_init__(self) -> None:
         _check_unit(
@@ -177,6 +182,7 @@ class KeyConfig:
             type_prior_score=self.type_prior_score,
             no_match_type_lift=self.no_match_type_lift,
             off_type_damp=self.off_type_damp,
+            link=self.link,
         )
         _check_positive("keys", sharpness=self.sharpness, full_at=self.full_at)
 
@@ -208,6 +214,11 @@ class LayoutConfig:
     above_gain: float = 0.7  # same column, above the key (a chart bar's value label above its axis label)
     above_decay: float = 0.8
     above_max: int | None = 4
+    whole_words: bool = True  # selection keeps every cell a chosen word touches (``word_units``); off: single cells
+    word_pad: float = 0.25  # a word's interpolated box is widened by this many characters on each side
+    cross_width: float = 3.0  # a key with same-line neighbours (a table header, a "Label: value" row) reaches
+    # nothing below/above that is wider than this many times its padded width (a paragraph under a table is not
+    # the column's next cell); 0 turns the stop off
 
     def __post_init__(self) -> None:
         _check_unit(
@@ -227,8 +238,8 @@ class LayoutConfig:
             m = getattr(self, f"{d}_max")
             if m is not None and m < 0:
                 raise ValueError(f"layout.{d}_max must be None or >= 0, got {m}")
-        if self.column_pad < 0 or self.sentence_tokens < 0:
-            raise ValueError("layout.column_pad and layout.sentence_tokens must be >= 0")
+        if self.column_pad < 0 or self.sentence_tokens < 0 or self.cross_width < 0 or self.word_pad < 0:
+            raise ValueError("layout.column_pad, sentence_tokens, cross_width and word_pad must be >= 0")
 
 
 @dataclass(frozen=True)
@@ -264,6 +275,7 @@ SWITCHES: dict[str, tuple[str, str]] = {
     "layout": ("layout", "enabled"),
     "structure": ("structure", "enabled"),
     "query_parsing": ("structure", "query_parsing"),
+    "whole_words": ("layout", "whole_words"),
 }
 
 
@@ -336,7 +348,8 @@ class ReadingConfig:
     def with_switches(self, **switches: bool | None) -> ReadingConfig:
         """A copy with the ablation switches set (``None`` keeps a switch as it is).
 
-        Switches: ``lexical``, ``semantic``, ``layout``, ``structure`` (layout analysis) and ``query_parsing``.
+        Switches: ``lexical``, ``semantic``, ``layout``, ``structure`` (layout analysis), ``query_parsing`` and
+        ``whole_words`` (the selection keeps each word's cells together).
         """
         unknown = sorted(set(switches) - set(SWITCHES))
         if unknown:

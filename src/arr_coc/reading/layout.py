@@ -9,6 +9,7 @@ are the next item of a list rather than its value and get a small share. All wei
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
@@ -50,21 +51,69 @@ def paint_boxes(
     out = np.zeros((rows, cols), dtype=np.float32)
     for tb, s in zip(boxes, scores, strict=True):
         s = float(np.clip(np.nan_to_num(s, nan=0.0), 0.0, 1.0))
-        if s <= 0.0:
+        span = cell_span(tb.box, rows, cols, (width, height)) if s > 0.0 else None
+        if span is None:
             continue
-        x0, y0, x1, y1 = tb.box
-        x0, x1 = sorted((x0, x1))
-        y0, y1 = sorted((y0, y1))
-        if x1 < 0 or y1 < 0 or x0 > width or y0 > height:
-            continue  # entirely outside the image
-        x0, x1 = sorted((min(max(x0, 0.0), width), min(max(x1, 0.0), width)))
-        y0, y1 = sorted((min(max(y0, 0.0), height), min(max(y1, 0.0), height)))
-        c0 = min(cols - 1, int(math.floor(x0 * cols / width)))
-        r0 = min(rows - 1, int(math.floor(y0 * rows / height)))
-        c1 = max(c0 + 1, min(cols, int(math.ceil(x1 * cols / width))))
-        r1 = max(r0 + 1, min(rows, int(math.ceil(y1 * rows / height))))
+        r0, r1, c0, c1 = span
         region = out[r0:r1, c0:c1]
         np.maximum(region, s, out=region)
+    return out
+
+
+def cell_span(
+    box: tuple[float, float, float, float], rows: int, cols: int, original_size: tuple[float, float]
+) -> tuple[int, int, int, int] | None:
+    """``(r0, r1, c0, c1)``: the grid rows ``r0:r1`` and columns ``c0:c1`` a box touches (``paint_boxes``' rule), or
+    None when the box lies entirely outside the image."""
+    width, height = float(original_size[0]), float(original_size[1])
+    x0, y0, x1, y1 = box
+    x0, x1 = sorted((x0, x1))
+    y0, y1 = sorted((y0, y1))
+    if x1 < 0 or y1 < 0 or x0 > width or y0 > height:
+        return None
+    x0, x1 = sorted((min(max(x0, 0.0), width), min(max(x1, 0.0), width)))
+    y0, y1 = sorted((min(max(y0, 0.0), height), min(max(y1, 0.0), height)))
+    c0 = min(cols - 1, int(math.floor(x0 * cols / width)))
+    r0 = min(rows - 1, int(math.floor(y0 * rows / height)))
+    c1 = max(c0 + 1, min(cols, int(math.ceil(x1 * cols / width))))
+    r1 = max(r0 + 1, min(rows, int(math.ceil(y1 * rows / height))))
+    return r0, r1, c0, c1
+
+
+def word_units(
+    boxes: Sequence[TextBox], rows: int, cols: int, original_size: tuple[int, int], pad: float = 0.25
+) -> list[np.ndarray]:
+    """The cells each recognised word touches: one unit per word, for selection that keeps words whole.
+
+    OCR gives a box per text line (or cell); a word's box is interpolated from its character positions in it
+    (characters taken as equally wide) and widened by ``pad`` characters on each side, for the error of that
+    estimate. Its cells follow ``paint_boxes``' rule.
+
+    Args:
+        boxes: Text boxes in original pixels.
+        rows: Grid rows (>= 1).
+        cols: Grid columns (>= 1).
+        original_size: ``(width, height)`` of the original image.
+        pad: Widening of each word box, in character widths (>= 0).
+
+    Returns:
+        One int64 array of raster cell indices (``r * cols + c``, ascending) per word that lies in the image.
+    """
+    if pad < 0:
+        raise ValueError(f"pad must be >= 0, got {pad}")
+    out: list[np.ndarray] = []
+    for tb in boxes:
+        x0, y0, x1, y1 = tb.box
+        n = max(1, len(tb.text))
+        step = (x1 - x0) / n  # width of one character
+        for m in re.finditer(r"\S+", tb.text):
+            box = (x0 + step * (m.start() - pad), y0, x0 + step * (m.end() + pad), y1)
+            span = cell_span(box, rows, cols, original_size)
+            if span is None:
+                continue
+            r0, r1, c0, c1 = span
+            rr, cc = np.meshgrid(np.arange(r0, r1), np.arange(c0, c1), indexing="ij")
+            out.append((rr * cols + cc).ravel().astype(np.int64))
     return out
 
 
@@ -102,7 +151,9 @@ def shape(text: str) -> str:
     return "".join(out)
 
 
-def propagate(boxes: Sequence[TextBox], keys: np.ndarray, cfg: LayoutConfig) -> np.ndarray:
+def propagate(
+    boxes: Sequence[TextBox], keys: np.ndarray, cfg: LayoutConfig, contributions: bool = False
+) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
     """Layout rule: spread key weights to where answers sit; additive, then scaled to the strongest key.
 
     For each key i (``keys[i] > 0``) and each direction (right, left, below, above), the r-th nearest box j in that
@@ -110,19 +161,24 @@ def propagate(boxes: Sequence[TextBox], keys: np.ndarray, cfg: LayoutConfig) -> 
     ``factor_j`` is ``sibling_horizontal`` / ``sibling_vertical`` for siblings of the key and 1 otherwise, and
     right/left contributions of sentence-like keys (more than ``sentence_tokens`` tokens) are scaled by
     ``sentence_damp``. "Same line": vertical overlap at least ``same_line`` times the smaller height; "same column":
-    horizontal overlap with the key widened by ``column_pad`` key heights on each side, not on the same line.
+    horizontal overlap with the key widened by ``column_pad`` key heights on each side, not on the same line. A key
+    with same-line neighbours (a table header, a "Label: value" row) reaches below/above only up to the first box
+    wider than ``cross_width`` times its widened extent: a paragraph under a table is not the column's next cell.
 
     Args:
         boxes: N text boxes.
         keys: (N,) key weights in [0, 1].
         cfg: Layout settings.
+        contributions: also return who gave what (the evidence chain from a candidate back to its keys).
 
     Returns:
         (N,) float32 candidate scores; their maximum equals ``keys.max()`` (0 everywhere when nothing receives any).
+        With ``contributions``, also an (N, N) float32 array: entry (i, j) is what key i gave box j, on the scale of
+        the scores (rows of non-keys are 0).
     """
     g = Geometry.of(boxes)
     n = len(boxes)
-    acc = np.zeros(n, dtype=np.float64)  # (N,)
+    contrib = np.zeros((n, n), dtype=np.float64)  # (N keys, N targets)
     n_tokens = np.array([len(tokens(b.text)) for b in boxes])  # (N,)
     shapes = np.array([shape(b.text) for b in boxes], dtype=object)  # (N,)
     colon = np.array([sh.endswith(":") for sh in shapes], dtype=bool)  # (N,)
@@ -142,6 +198,7 @@ def propagate(boxes: Sequence[TextBox], keys: np.ndarray, cfg: LayoutConfig) -> 
         same_col = (h_overlap > 0) & ~same_line  # (N,)
         same_col[i] = False
         damp = cfg.sentence_damp if n_tokens[i] > cfg.sentence_tokens else 1.0  # a sentence's neighbour: other column
+        acc = contrib[i]  # (N,) a view: what key i gives
         right = np.flatnonzero(same_line & (g.cx > g.cx[i]))
         right = right[np.argsort(g.x0[right])]
         for r, j in enumerate(right[: cfg.right_max]):
@@ -150,15 +207,26 @@ def propagate(boxes: Sequence[TextBox], keys: np.ndarray, cfg: LayoutConfig) -> 
         left = left[np.argsort(-g.x1[left])]
         for r, j in enumerate(left[: cfg.left_max]):
             acc[j] += k * damp * h_w[j] * cfg.left_gain * cfg.left_decay**r
+        # a key in a row (table header, "Label: value") stops at the first much wider box: another region
+        wide = (g.x1 - g.x0) > cfg.cross_width * (g.x1[i] - g.x0[i] + 2 * pad) if same_line.any() else None
         below = np.flatnonzero(same_col & (g.cy > g.cy[i]))
-        below = below[np.argsort(g.y0[below])]
+        below = _until_wide(below[np.argsort(g.y0[below])], wide, cfg.cross_width)
         for r, j in enumerate(below[: cfg.below_max]):
             acc[j] += k * v_w[j] * cfg.below_gain * cfg.below_decay**r
         above = np.flatnonzero(same_col & (g.cy < g.cy[i]))
-        above = above[np.argsort(-g.y1[above])]
+        above = _until_wide(above[np.argsort(-g.y1[above])], wide, cfg.cross_width)
         for r, j in enumerate(above[: cfg.above_max]):
             acc[j] += k * v_w[j] * cfg.above_gain * cfg.above_decay**r
-    top = acc.max() if n else 0.0
-    if top <= 0:
-        return np.zeros(n, dtype=np.float32)
-    return (acc / top * float(keys.max())).astype(np.float32)
+    total = contrib.sum(0)  # (N,)
+    top = total.max() if n else 0.0
+    scale = float(keys.max()) / top if top > 0 else 0.0
+    scores = (total * scale).astype(np.float32)
+    return (scores, (contrib * scale).astype(np.float32)) if contributions else scores
+
+
+def _until_wide(order: np.ndarray, wide: np.ndarray | None, cross_width: float) -> np.ndarray:
+    """``order`` (nearest first) cut before its first wide box (``wide`` None or ``cross_width`` 0: uncut)."""
+    if wide is None or cross_width <= 0 or order.size == 0:
+        return order
+    hits = np.flatnonzero(wide[order])
+    return order[: hits[0]] if hits.size else order

@@ -31,7 +31,7 @@ META_WORDS = frozenset(
     """value values chart graph plot figure bar bars table row rows column columns cell document page image picture
     photo text say says said written write shown show shows listed list mentioned mention state states stated read
     label labelled labeled first second third fourth last left right top bottom middle entry field section part
-    paragraph line sign name""".split()
+    paragraph line sign name person people""".split()
 )
 ABBREVIATIONS = {
     "no": "number",
@@ -95,7 +95,8 @@ def tokens(text: str) -> tuple[str, ...]:
         if tok[0].isdigit() and all(ch.isdigit() or ch == "." for ch in tok):
             out.append(_canon_number(tok))
             continue
-        out.extend(_stem(t) for t in ABBREVIATIONS.get(tok, tok).split())
+        # stop words stay as written ("does" is not the stem "doe"), so the stop list catches them on both sides
+        out.extend(t if t in STOP_WORDS else _stem(t) for t in ABBREVIATIONS.get(tok, tok).split())
     return tuple(out)
 
 
@@ -139,6 +140,11 @@ _ANSWER_TYPE_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
             re.I,
         ),
     ),
+    ("phone", re.compile(r"\b(?:tele)?phone\b|\bcall(?:ed)?\b|\bring\b|\brung\b|\bdial(?:led)?\b|\bmobile\b|"
+                         r"\bfax\b", re.I)),
+    ("email", re.compile(r"\be-?mail\b|\bemailed\b", re.I)),
+    ("person", re.compile(r"\bwho(?:m|se)?\b|\b(?:which|what) (?:person|customer|client|patient|member|applicant)\b|"
+                          r"\bname of the (?:person|customer|client|patient|member|applicant)\b", re.I)),
 )
 _MONTHS = r"jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec"
 _VALUE_PATTERNS: dict[str, re.Pattern[str]] = {
@@ -149,16 +155,24 @@ _VALUE_PATTERNS: dict[str, re.Pattern[str]] = {
     ),
     "money": re.compile(r"[$€£¥]\s?\d|\d\s?[$€£¥]|\b\d[\d,]*[.,]\d{2}\b|\b(?:usd|eur|gbp|chf)\b", re.I),
     "count": re.compile(r"^\s*\d{1,6}\s*(?:[a-z]{1,5}\.?)?\s*$", re.I),
+    "phone": re.compile(r"\+?\(?\d[\d ()./-]{5,}\d"),  # then at least 7 digits (``has_type``)
+    "email": re.compile(r"[\w.+-]+@[\w-]+\.[\w.]+"),
+    "person": re.compile(r"^\s*[A-Z][a-z'’-]+(?:\s+[A-Z][a-z'’-]+){1,2}\s*$"),  # "Elena Albers" (case matters)
 }
 
 
 def answer_types(query: str) -> tuple[str, ...]:
-    """Value types the question asks for ("date", "count", "money"), possibly several, possibly none."""
+    """Value types the question asks for ("date", "count", "money", "phone", "email", "person"), possibly several,
+    possibly none."""
     return tuple(name for name, pat in _ANSWER_TYPE_PATTERNS if pat.search(query))
 
 
 def has_type(text: str, kind: str) -> bool:
-    return bool(_VALUE_PATTERNS[kind].search(text))
+    """Whether ``text`` holds a value of type ``kind`` (a phone number: at least 7 digits, and not a date)."""
+    m = _VALUE_PATTERNS[kind].search(text)
+    if m is None or kind != "phone":
+        return m is not None
+    return sum(ch.isdigit() for ch in m.group()) >= 7 and not _VALUE_PATTERNS["date"].search(m.group())
 
 
 @functools.lru_cache(maxsize=262144)
@@ -188,8 +202,8 @@ def token_sim(a: str, b: str, cfg: LexicalConfig) -> float:
 def lexical_scores(texts: Sequence[str], query: str, cfg: LexicalConfig) -> np.ndarray:
     """(N,) lexical match of each text to ``query`` in [0, 1].
 
-    With R = how much of the query a text covers (term weights divided by the square root of the term's page
-    frequency, so a term on every row does not locate a row) and P = how much of the text the query covers, the
+    With R = how much of the query a text covers (term weights divided by the term's page frequency to the power
+    ``df_power``, so a term on every row does not locate a row) and P = how much of the text the query covers, the
     score is ``max(recall_mix * R + (1 - recall_mix) * P, recall_only * R)``: a label fully named by the query scores
     high, and so does a sentence that contains the query's words.
 
@@ -215,7 +229,7 @@ def lexical_scores(texts: Sequence[str], query: str, cfg: LexicalConfig) -> np.n
         [sum(1 for s in sims_per_box if s.shape[1] and s[i].max() >= cfg.present_sim) for i in range(len(terms))],
         dtype=np.float32,
     )  # (Q,) page frequency of each query term
-    weights = term_w / np.sqrt(np.maximum(df, 1.0))  # (Q,)
+    weights = term_w / np.maximum(df, 1.0) ** cfg.df_power  # (Q,)
     wsum = float(weights.sum())
     for i, sims in enumerate(sims_per_box):
         if sims.shape[1] == 0 or sims.max() <= 0:

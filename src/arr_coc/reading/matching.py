@@ -8,12 +8,36 @@ from collections.abc import Sequence
 import numpy as np
 
 from ..structural_query import Evidence, parse, resolve
-from ..structure import analyse, flat_layout
+from ..structure import Layout, analyse, flat_layout
 from .config import ReadingConfig
-from .layout import paint_boxes, propagate
+from .layout import paint_boxes, propagate, word_units
 from .lexical import answer_types, has_type, lexical_scores
 from .ocr import TextBox
 from .semantic import MiniLMEmbedder, semantic_scores, semantic_similarities
+
+
+def continuations(layout: Layout, keys: Sequence[int]) -> list[tuple[int, int]]:
+    """``(key, box)`` pairs where a key's text goes on in another column: the key box ends the last line of a
+    paragraph and the next paragraph in reading order starts in another column ("The bridge in Leipzig is" at the
+    foot of the left column, "1,142 metres long." at the top of the right one). Geometry alone (``propagate``) never
+    links the two; the layout analysis' reading order does.
+
+    Args:
+        layout: ``arr_coc.structure.analyse`` of the boxes.
+        keys: indices of the key boxes.
+
+    Returns:
+        Pairs of box indices (the key, each box of the next paragraph's first line).
+    """
+    keys = set(int(k) for k in keys)
+    out: list[tuple[int, int]] = []
+    for b, nxt in zip(layout.blocks, layout.blocks[1:], strict=False):
+        if b.role != "paragraph" or nxt.role != "paragraph" or nxt.column == b.column:
+            continue
+        last = layout.lines[b.lines[-1]]
+        first = layout.lines[nxt.lines[0]]
+        out.extend((i, j) for i in last.boxes if i in keys for j in first.boxes)
+    return out
 
 
 class QueryMatcher:
@@ -42,10 +66,18 @@ class QueryMatcher:
        Contributions add up, so the table cell in the key row AND the key column ranks first.
     3. Answer type: "when" asks for a date, "how much" for money, "how many" for a count (``type_prior``). Boxes of
        that type get at least ``keys.type_prior_score`` (0.4) plus their layout score; other candidates are damped.
-    4. Final box score = max(candidate score, 0.85 * key weight, ``keys.other_text`` (0.15)); when no key is found
+    4. Evidence chain: a key scores at least ``keys.link`` (0.9) times the best candidate it points to (times its
+       share in that candidate's score), so the value is kept with the key that makes it the answer ("Amount due:"
+       beside "$18,324.18", a table cell's row and column headers when the question names them). A key in a row
+       (table header, "Label: value") reaches below/above only up to the first much wider box
+       (``layout.cross_width``): fine print under a table is not the table's next cell. With layout analysis
+       (``structure.enabled``), a key ending a paragraph at the foot of a column also reaches the first line of the
+       next paragraph in reading order, in the next column (``continuations``): a sentence goes on there.
+    5. Final box score = max(candidate score, 0.85 * key weight, ``keys.other_text`` (0.15)); when no key is found
        (or the query is empty) all text gets ``keys.no_match_text`` (0.5) and values of the asked-for type 0.75.
-       Boxes are then painted onto the grid (``paint_boxes``); cells without text are 0.
-    5. Structure (``structure.query_parsing``): a question about the page's structure (title, the word after a quoted
+       Boxes are then painted onto the grid (``paint_boxes``); cells without text are 0. ``units`` gives the cells
+       of each word, which the selection keeps whole (``layout.whole_words``).
+    6. Structure (``structure.query_parsing``): a question about the page's structure (title, the word after a quoted
        phrase, the last word of a named section, the n-th section of a column, a chart's extremes, "the third month")
        is parsed (``arr_coc.structural_query``) and resolved on the page's layout (``arr_coc.structure``); the
        evidence it needs paints 1 and everything else is damped by ``structure.evidence_damp`` (the budget rule),
@@ -66,6 +98,7 @@ class QueryMatcher:
         structure: Override ``config.structure.enabled`` (layout analysis; off, structural questions are resolved on
             the boxes in OCR order, each its own line).
         query_parsing: Override ``config.structure.query_parsing`` (off, the question is matched by its words only).
+        whole_words: Override ``config.layout.whole_words`` (off, ``units`` is empty: plain top-k over cells).
         embedder: MiniLM embedder to use (shared between matchers by ``arr_coc.reading.Reading``); default: this
             matcher's own, created from ``config.semantic`` and loaded on the first semantic query.
     """
@@ -79,13 +112,19 @@ class QueryMatcher:
         layout: bool | None = None,
         structure: bool | None = None,
         query_parsing: bool | None = None,
+        whole_words: bool | None = None,
         embedder: MiniLMEmbedder | None = None,
     ) -> None:
         config = config if config is not None else ReadingConfig()
         if not isinstance(config, ReadingConfig):
             raise TypeError(f"config must be a ReadingConfig, got {type(config).__name__}")
         self.config = config.with_switches(
-            lexical=lexical, semantic=semantic, layout=layout, structure=structure, query_parsing=query_parsing
+            lexical=lexical,
+            semantic=semantic,
+            layout=layout,
+            structure=structure,
+            query_parsing=query_parsing,
+            whole_words=whole_words,
         )
         self._embedder = embedder
         if embedder is None and self.config.semantic.enabled:
@@ -235,12 +274,33 @@ class QueryMatcher:
             base = np.full(n, kc.no_match_text, dtype=np.float32)
             lifted = kc.no_match_text + kc.no_match_type_lift * (1.0 - kc.no_match_text)
             return np.where(prior > 0, lifted, base).astype(np.float32)
-        values = propagate(boxes, keys, self.config.layout) if self.layout else np.zeros(n, dtype=np.float32)
+        if self.layout:
+            values, contrib = propagate(boxes, keys, self.config.layout, contributions=True)  # (N,), (N, N)
+            if self.structure:
+                for i, j in continuations(analyse(boxes), np.flatnonzero(keys > 0)):
+                    contrib[i, j] += keys[i] * self.config.layout.below_gain
+                values = np.maximum(values, contrib.sum(0).clip(max=float(keys.max())))
+        else:
+            values, contrib = np.zeros(n, dtype=np.float32), np.zeros((n, n), dtype=np.float32)
         if prior.any():
             # the question asks for a kind of value: candidates of that kind rank first, the rest are damped
             values = np.where(prior > 0, prior + (1.0 - prior) * values, kc.off_type_damp * values)
         scores = np.maximum.reduce([values, kc.key_score * keys, np.full(n, kc.other_text, dtype=np.float32)])
+        scores = np.maximum(scores, self._chain(contrib, values))
         return np.clip(scores, 0.0, 1.0).astype(np.float32)
+
+    def _chain(self, contrib: np.ndarray, values: np.ndarray) -> np.ndarray:
+        """(N,) the evidence chain: each key scores at least ``keys.link`` times the best candidate it points to,
+        times its share in that candidate (its contribution over the largest one), so a value is kept with the key
+        that makes it the answer ("Amount due:" with "$18,324.18"; a table cell's row and column headers).
+
+        Args:
+            contrib: (N keys, N targets) what each key gave each box (``propagate(..., contributions=True)``).
+            values: (N,) candidate scores.
+        """
+        top = contrib.max(0)  # (N,) the strongest contribution each box received
+        share = np.divide(contrib, top, out=np.zeros_like(contrib), where=top > 0)  # (N, N)
+        return (self.config.keys.link * share * values[None, :]).max(1, initial=0.0).astype(np.float32)
 
     # -- painting ------------------------------------------------------------------------------------------------
 
@@ -267,6 +327,14 @@ class QueryMatcher:
         """
         return self.relevance_and_evidence(boxes, query, rows, cols, original_size)[0]
 
+    def units(
+        self, boxes: Sequence[TextBox], rows: int, cols: int, original_size: tuple[int, int]
+    ) -> list[np.ndarray]:
+        """The cells of each recognised word (``arr_coc.reading.layout.word_units``), for a selection that keeps
+        words whole (``arr_coc.attending.select``); empty when ``layout.whole_words`` is off."""
+        cfg = self.config.layout
+        return word_units(boxes, rows, cols, original_size, cfg.word_pad) if cfg.whole_words else []
+
     def evidence(self, boxes: Sequence[TextBox], query: str) -> Evidence | None:
         """The structural evidence the query needs (``arr_coc.structural_query.Evidence``), or None."""
         if not self.query_parsing or not boxes or not query:
@@ -288,7 +356,8 @@ class QueryMatcher:
         """``relevance`` and the structural ``Evidence`` behind it (None for an ordinary key question).
 
         The budget rule: when the question refers to the page's structure, the evidence regions (the whole structure
-        a comparison or count needs, or the span after a phrase) score 1 and every other box is damped by
+        a comparison or count needs, or the span after a phrase) score 1 (or their ``Evidence.weights``: a
+        comparison keeps what it asks for first) and every other box is damped by
         ``evidence_damp``, so the evidence is kept before anything else; ``Evidence.rule`` names the rule that fired.
         """
         ev = self.evidence(boxes, query or "")
@@ -296,6 +365,6 @@ class QueryMatcher:
         out = paint_boxes(boxes, scores, rows, cols, original_size)
         if ev is not None and ev.regions:
             regions = [TextBox("", r) for r in ev.regions]
-            ev_map = paint_boxes(regions, [1.0] * len(regions), rows, cols, original_size)
+            ev_map = paint_boxes(regions, ev.weights or [1.0] * len(regions), rows, cols, original_size)
             out = np.where(ev_map > 0, ev_map, self.evidence_damp * out).astype(np.float32)
         return out, ev

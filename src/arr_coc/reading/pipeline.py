@@ -44,7 +44,7 @@ class Reading:
 
     def matcher(self, **switches: bool | None) -> QueryMatcher:
         """The matcher for these ablation switches (``ReadingConfig.with_switches``: lexical, semantic, layout,
-        structure, query_parsing; None: as in the config), sharing this object's embedder."""
+        structure, query_parsing, whole_words; None: as in the config), sharing this object's embedder."""
         key = tuple(sorted(switches.items()))
         with self._lock:
             if key not in self._matchers:
