@@ -16,6 +16,8 @@ works on any OCR output (plain data in, plain data out; no image, no model):
           ─► order      spanning blocks above the columns, the columns left to right, spanning blocks below
           ─► words      each line's words with boxes interpolated by character position (OCR gives line boxes)
           ─► chart      numeric value labels and short category labels (what a comparison must keep)
+          ─► tables     runs of baseline rows whose separate cells align into columns; header row and row-label
+                        column; ``headers_of(i)`` gives a value's row and column header boxes
 
 Every threshold is a field of ``LayoutConfig`` (one commented config, no literals in the code paths).
 
@@ -36,7 +38,8 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["Box", "LayoutConfig", "Word", "Line", "Block", "Section", "Layout", "analyse", "flat_layout", "as_pairs"]
+__all__ = ["Box", "LayoutConfig", "Word", "Line", "Block", "Section", "Table", "Layout", "analyse", "flat_layout",
+           "as_pairs"]
 
 Box = tuple[float, float, float, float]  # (x0, y0, x1, y1) pixels, x right, y down
 
@@ -68,6 +71,18 @@ class LayoutConfig:
     title_top_share: float = 0.3  # ... and starts in the top 30% of the text's vertical extent
     footnote_size: float = 0.9  # text smaller than this in the bottom 25% of the text's extent is a footnote
     label_max_words: int = 3  # chart category labels are short
+    # tables: rows are boxes on one baseline (``line_overlap``) whatever the gap between them
+    table_min_rows: int = 2  # a table has at least this many rows ...
+    table_min_cols: int = 2  # ... and this many columns filled in at least two rows each
+    table_cell_gap: float = 0.8  # boxes of a row closer than this many cw are one cell (word-level OCR: a space)
+    table_cell_words: int = 4  # a table row's cells have at most this many words (median); prose lines have more
+    table_align: float = 0.7  # cells whose x-ranges come within this many cw of each other share a column
+    table_first_gap: float = 4.0  # a table's second row starts within this many text heights below its first ...
+    table_row_gap: float = 1.5  # ... and each later row within this many of the table's median row pitch
+    table_header_size: float = 1.08  # a first row this much wider per character than the body is a header (bold)
+    table_header_gap: float = 1.2  # ... or one set this many body pitches above the next row (a separated header)
+    table_label_fill: float = 0.75  # a row-label column has text in at least this share of the body rows
+    table_numeric_share: float = 0.5  # a column is numeric when more than this share of its body cells are numbers
 
 
 @dataclass(frozen=True)
@@ -109,6 +124,29 @@ class Section:
     column: int  # column of the heading (or of the first block)
 
 
+@dataclass(frozen=True)
+class Table:
+    """Rows of separate cells aligned into columns; every index refers to the input boxes.
+
+    A cell is usually one OCR box; when the OCR gives one box a word, the words of a cell (boxes closer than
+    ``table_cell_gap``) form one cell, named in ``cells`` by its leftmost box and listed whole in ``parts``.
+    """
+
+    cells: tuple[tuple[int | None, ...], ...]  # row-major grid, top to bottom, left to right; None: empty cell
+    columns: tuple[tuple[float, float], ...]  # (x0, x1) of each column, left to right
+    header_row: int | None  # the row of column headers (the first row), None when there is none
+    header_col: int | None  # the column of row labels, None when there is none
+    box: Box  # union of the cells' boxes
+    parts: tuple[tuple[int, ...], ...] = ()  # the boxes of each cell made of several boxes (first: its index in cells)
+
+    def cell_boxes(self, r: int, c: int) -> tuple[int, ...]:
+        """Every box index of cell ``(r, c)`` (empty for an empty cell)."""
+        i = self.cells[r][c]
+        if i is None:
+            return ()
+        return next((p for p in self.parts if p[0] == i), (i,))
+
+
 @dataclass
 class Layout:
     """The page's structure; every list is in reading order and refers to the input boxes by index."""
@@ -123,6 +161,37 @@ class Layout:
     words: list[Word] = field(default_factory=list)  # reading order
     values: tuple[int, ...] = ()  # box indices whose text is a number (chart values, ticks, table numbers)
     labels: tuple[int, ...] = ()  # box indices of short non-numeric texts (axis / category / legend labels)
+    tables: list[Table] = field(default_factory=list)  # top to bottom
+    _cell_index: dict[int, tuple[int, int, int]] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        self._cell_index = {}
+        for t, table in enumerate(self.tables):
+            for r, row in enumerate(table.cells):
+                for c in range(len(row)):
+                    for i in table.cell_boxes(r, c):
+                        self._cell_index[i] = (t, r, c)
+
+    def cell_of(self, i: int) -> tuple[int, int, int] | None:
+        """``(table, row, column)`` of box ``i``'s table cell, None when it is in no table."""
+        return self._cell_index.get(i)
+
+    def headers_of(self, i: int) -> tuple[int, ...]:
+        """Box indices of the row header cell and the column header cell of box ``i``'s cell (those that exist and
+        are not ``i``); empty when box ``i`` is not in a table's body (header cells themselves have none)."""
+        where = self._cell_index.get(i)
+        if where is None:
+            return ()
+        t, r, c = where
+        table = self.tables[t]
+        if r == table.header_row or c == table.header_col:
+            return ()
+        out: list[int] = []
+        if table.header_col is not None:
+            out += table.cell_boxes(r, table.header_col)
+        if table.header_row is not None:
+            out += table.cell_boxes(table.header_row, c)
+        return tuple(j for j in out if j != i)
 
     def line_text(self, i: int) -> str:
         """Text of line ``i``."""
@@ -150,6 +219,10 @@ class Layout:
                        for k, b in enumerate(self.blocks)],
             "sections": [{"heading": None if s.heading is None else self.block_text(s.heading), "column": s.column,
                           "blocks": len(s.blocks)} for s in self.sections],
+            "tables": [{"columns": [list(c) for c in t.columns], "header_row": t.header_row, "header_col": t.header_col,
+                        "cells": [[None if i is None else " ".join(self.boxes[j][0] for j in t.cell_boxes(r, c))
+                                   for c, i in enumerate(row)] for r, row in enumerate(t.cells)]}
+                       for t in self.tables],
             "config": asdict(LayoutConfig()),
         }
 
@@ -221,7 +294,8 @@ def analyse(boxes: Sequence[Any], config: LayoutConfig | None = None) -> Layout:
     title_boxes = {j for i in title for j in lines[i].boxes}
     labels = tuple(i for i, (t, _) in enumerate(pairs)
                    if i not in values and i not in title_boxes and 0 < len(t.split()) <= cfg.label_max_words)
-    return Layout(pairs, body_h, lines, columns, blocks, sections, title, words, values, labels)
+    tables = _tables(pairs, cw, cfg)
+    return Layout(pairs, body_h, lines, columns, blocks, sections, title, words, values, labels, tables)
 
 
 def flat_layout(boxes: Sequence[Any], config: LayoutConfig | None = None) -> Layout:
@@ -444,3 +518,192 @@ def _words(pairs: list[tuple[str, Box]], lines: list[Line], i: int) -> list[Word
             b = x0 + (x1 - x0) * m.end() / n
             out.append(Word(m.group(), (a, y0, b, y1), i, src))
     return out
+
+
+# --------------------------------------------------------------------------------------------------- tables
+
+
+@dataclass(frozen=True)
+class _Cell:
+    """A table cell candidate: the boxes of one phrase on a baseline, left to right."""
+
+    boxes: tuple[int, ...]
+    box: Box
+    text: str
+
+
+@dataclass(frozen=True)
+class _Row:
+    """The cells of one baseline, left to right."""
+
+    cells: tuple[_Cell, ...]
+    cy: float  # median centre height of the cells
+    height: float  # median cell height
+    x0: float
+    x1: float
+
+
+def _tables(pairs: list[tuple[str, Box]], cw: float, cfg: LayoutConfig) -> list[Table]:
+    """Tables: runs of consecutive baseline rows (top to bottom, overlapping in x) of >= 2 short cells each, whose
+    cells align into the same columns; a row that does not fit (a prose line, a single cell, a cell across two
+    columns, a gap much larger than the table's row pitch) ends the runs it overlaps. Tables side by side stay
+    apart (each run only meets the rows that overlap it in x)."""
+    rows = _baseline_rows(pairs, cw, cfg)
+    pad = cfg.table_align * cw / 2
+    open_runs: list[list[_Row]] = []
+    done: list[list[_Row]] = []
+    for row in rows:
+        cand = len(row.cells) >= 2 and np.median([len(c.text.split()) for c in row.cells]) <= cfg.table_cell_words
+        placed = False
+        keep: list[list[_Row]] = []
+        for run in open_runs:
+            if not (row.x0 < max(r.x1 for r in run) and row.x1 > min(r.x0 for r in run)):
+                keep.append(run)
+            elif cand and not placed and _fits(run, row, pad, cfg):
+                run.append(row)
+                keep.append(run)
+                placed = True
+            else:
+                done.append(run)
+        open_runs = keep
+        if cand and not placed:
+            open_runs.append([row])
+    done += open_runs
+    tables = [t for run in done if len(run) >= cfg.table_min_rows for t in [_table(run, pairs, pad, cfg)] if t]
+    tables.sort(key=lambda t: (t.box[1], t.box[0]))
+    return tables
+
+
+def _baseline_rows(pairs: list[tuple[str, Box]], cw: float, cfg: LayoutConfig) -> list[_Row]:
+    """Boxes grouped by baseline whatever the gaps between them (a box joins the row holding a box it overlaps
+    vertically by >= ``line_overlap`` of the smaller height and not horizontally), then each row's boxes closer
+    than ``table_cell_gap * cw`` merged into one cell (the words of a phrase). Rows sorted top to bottom."""
+    def cy(i: int) -> float:
+        return (pairs[i][1][1] + pairs[i][1][3]) / 2
+
+    order = sorted(range(len(pairs)), key=lambda i: (cy(i), pairs[i][1], pairs[i][0]))
+    max_h = max(_height(b) for _, b in pairs)
+    groups: list[list[int]] = []
+    active: list[int] = []  # groups that may still take boxes (their boxes reach down near the current one)
+    for i in order:
+        b = pairs[i][1]
+        active = [g for g in active if max(pairs[j][1][3] for j in groups[g]) >= cy(i) - max_h]
+        best, best_ov = None, 0.0
+        for g in active:
+            ov = 0.0
+            for j in groups[g]:
+                o = pairs[j][1]
+                if min(b[2], o[2]) - max(b[0], o[0]) > cfg.table_cell_gap * cw / 2:  # one above the other
+                    ov = 0.0
+                    break
+                ov = max(ov, (min(b[3], o[3]) - max(b[1], o[1])) / min(_height(b), _height(o)))
+            if ov >= cfg.line_overlap and ov > best_ov:
+                best, best_ov = g, ov
+        if best is None:
+            groups.append([i])
+            active.append(len(groups) - 1)
+        else:
+            groups[best].append(i)
+    rows: list[_Row] = []
+    for g in groups:
+        g.sort(key=lambda j: (pairs[j][1][0], pairs[j][1][2]))
+        cells: list[list[int]] = [[g[0]]]
+        for j in g[1:]:
+            if pairs[j][1][0] - max(pairs[k][1][2] for k in cells[-1]) < cfg.table_cell_gap * cw:
+                cells[-1].append(j)
+            else:
+                cells.append([j])
+        cs = tuple(_Cell(tuple(c), _union([pairs[k][1] for k in c]), " ".join(pairs[k][0] for k in c))
+                   for c in cells)
+        rows.append(_Row(cs, float(np.median([(c.box[1] + c.box[3]) / 2 for c in cs])),
+                         float(np.median([_height(c.box) for c in cs])), cs[0].box[0], max(c.box[2] for c in cs)))
+    rows.sort(key=lambda r: (r.cy, r.x0))
+    return rows
+
+
+def _fits(run: list[_Row], row: _Row, pad: float, cfg: LayoutConfig) -> bool:
+    """Whether ``row`` continues the table ``run``: close enough below it, and its cells fall into distinct
+    columns of the run (and leave every earlier row's cells in distinct columns)."""
+    step = row.cy - run[-1].cy
+    if len(run) == 1:
+        if step > cfg.table_first_gap * max(row.height, run[0].height):
+            return False
+    elif step > cfg.table_row_gap * float(np.median([b.cy - a.cy for a, b in zip(run, run[1:], strict=False)])):
+        return False
+    return _assign([*run, row], _table_columns([*run, row], pad)) is not None
+
+
+def _table_columns(rows: list[_Row], pad: float) -> list[tuple[float, float]]:
+    """Column x-ranges: the union of the body rows' cells widened by ``pad`` on each side (aligned cells overlap),
+    plus the first row's cells that meet none of them (a header may have a column the body leaves empty)."""
+    body = rows[1:] or rows
+    ivs = sorted((c.box[0] - pad, c.box[2] + pad) for r in body for c in r.cells)
+    cols: list[list[float]] = []
+    for a, b in ivs:
+        if cols and a <= cols[-1][1]:
+            cols[-1][1] = max(cols[-1][1], b)
+        else:
+            cols.append([a, b])
+    if len(rows) > 1:
+        for c in rows[0].cells:
+            a, b = c.box[0] - pad, c.box[2] + pad
+            if not any(a < y and b > x for x, y in cols):
+                cols.append([a, b])
+        cols.sort()
+    return [(a, b) for a, b in cols]
+
+
+def _assign(rows: list[_Row], cols: list[tuple[float, float]]) -> list[list[int]] | None:
+    """Each cell's column (the one it overlaps most); None when two cells of a row share one."""
+    out: list[list[int]] = []
+    for r in rows:
+        ks = [max(range(len(cols)), key=lambda k: min(c.box[2], cols[k][1]) - max(c.box[0], cols[k][0]))
+              for c in r.cells]
+        if len(set(ks)) < len(ks):
+            return None
+        out.append(ks)
+    return out
+
+
+def _table(run: list[_Row], pairs: list[tuple[str, Box]], pad: float, cfg: LayoutConfig) -> Table | None:
+    """The grid of a run of rows, its header row and row-label column; None with fewer than ``table_min_cols``
+    columns filled in two rows or more."""
+    cols = _table_columns(run, pad)
+    assign = _assign(run, cols)
+    if assign is None:  # cannot happen for a run built by _fits; kept as a guard
+        return None
+    n, m = len(run), len(cols)
+    grid: list[list[_Cell | None]] = [[None] * m for _ in range(n)]
+    for r, (row, ks) in enumerate(zip(run, assign, strict=True)):
+        for c, k in zip(row.cells, ks, strict=True):
+            grid[r][k] = c
+    if sum(sum(grid[r][k] is not None for r in range(n)) >= 2 for k in range(m)) < cfg.table_min_cols:
+        return None
+
+    def numeric(c: _Cell | None) -> bool:
+        return c is not None and bool(_NUMBER_RE.match(c.text))
+
+    body = range(1, n)
+    filled = [[grid[r][k] for r in body if grid[r][k] is not None] for k in range(m)]
+    is_num = [bool(f) and sum(map(numeric, f)) > cfg.table_numeric_share * len(f) for f in filled]
+    colon = [sum(c.text.rstrip().endswith(":") for c in f) > len(f) / 2 if f else False for f in filled]
+    header_col = next((k for k in range(m)
+                       if len(filled[k]) >= cfg.table_label_fill * len(body) and not any(map(numeric, filled[k]))
+                       and (colon[k] or any(is_num[k + 1:]))), None)
+    header_row = None
+    top = [grid[0][k] for k in range(m) if k != header_col and grid[0][k] is not None]
+    if top and not (header_col is not None and colon[header_col]):  # a key/value stack has no header row
+        rest = [grid[r][k] for r in body for k in range(m) if k != header_col and grid[r][k] is not None]
+        by_numbers = not any(map(numeric, top)) and any(is_num[k] for k in range(m) if k != header_col)
+        larger = bool(rest) and (np.median([_cw(c.text, c.box) for c in top])
+                                 >= cfg.table_header_size * np.median([_cw(c.text, c.box) for c in rest]))
+        steps = [b.cy - a.cy for a, b in zip(run[1:], run[2:], strict=False)]
+        separated = bool(steps) and run[1].cy - run[0].cy >= cfg.table_header_gap * float(np.median(steps))
+        if by_numbers or larger or separated:
+            header_row = 0
+    cells = tuple(tuple(None if c is None else c.boxes[0] for c in row) for row in grid)
+    extents = tuple((min(c.box[0] for c in col), max(c.box[2] for c in col))
+                    for col in ([grid[r][k] for r in range(n) if grid[r][k] is not None] for k in range(m)))
+    parts = tuple(c.boxes for row in grid for c in row if c is not None and len(c.boxes) > 1)
+    box = _union([c.box for row in grid for c in row if c is not None])
+    return Table(cells, extents, header_row, header_col, box, parts)
