@@ -569,7 +569,7 @@ def _tables(pairs: list[tuple[str, Box]], cw: float, cfg: LayoutConfig) -> list[
         if cand and not placed:
             open_runs.append([row])
     done += open_runs
-    tables = [t for run in done if len(run) >= cfg.table_min_rows for t in [_table(run, pairs, pad, cfg)] if t]
+    tables = [t for run in done if len(run) >= cfg.table_min_rows for t in _table(run, pad, cfg)]
     tables.sort(key=lambda t: (t.box[1], t.box[0]))
     return tables
 
@@ -635,7 +635,8 @@ def _fits(run: list[_Row], row: _Row, pad: float, cfg: LayoutConfig) -> bool:
 
 def _table_columns(rows: list[_Row], pad: float) -> list[tuple[float, float]]:
     """Column x-ranges: the union of the body rows' cells widened by ``pad`` on each side (aligned cells overlap),
-    plus the first row's cells that meet none of them (a header may have a column the body leaves empty)."""
+    then the first row's cells that meet none of them: each joins the nearest column no other first-row cell meets
+    (a header aligned otherwise than its body), else makes a column of its own (one the body leaves empty)."""
     body = rows[1:] or rows
     ivs = sorted((c.box[0] - pad, c.box[2] + pad) for r in body for c in r.cells)
     cols: list[list[float]] = []
@@ -645,10 +646,20 @@ def _table_columns(rows: list[_Row], pad: float) -> list[tuple[float, float]]:
         else:
             cols.append([a, b])
     if len(rows) > 1:
-        for c in rows[0].cells:
-            a, b = c.box[0] - pad, c.box[2] + pad
-            if not any(a < y and b > x for x, y in cols):
+        body_n = len(cols)
+        heads = [(c.box[0] - pad, c.box[2] + pad) for c in rows[0].cells]
+        claimed = {k for a, b in heads for k in range(body_n) if a < cols[k][1] and b > cols[k][0]}
+        for a, b in heads:
+            if any(a < y and b > x for x, y in cols):
+                continue
+            # a header aligned otherwise than its column (centred above right-aligned numbers): the nearest column
+            # that no other header cell sits on, else a column of its own
+            k = min(range(body_n), key=lambda k: max(cols[k][0] - b, a - cols[k][1]))
+            if k in claimed:
                 cols.append([a, b])
+            else:
+                claimed.add(k)
+                cols[k] = [min(a, cols[k][0]), max(b, cols[k][1])]
         cols.sort()
     return [(a, b) for a, b in cols]
 
@@ -665,45 +676,61 @@ def _assign(rows: list[_Row], cols: list[tuple[float, float]]) -> list[list[int]
     return out
 
 
-def _table(run: list[_Row], pairs: list[tuple[str, Box]], pad: float, cfg: LayoutConfig) -> Table | None:
-    """The grid of a run of rows, its header row and row-label column; None with fewer than ``table_min_cols``
-    columns filled in two rows or more."""
+def _table(run: list[_Row], pad: float, cfg: LayoutConfig) -> list[Table]:
+    """The tables of a run of rows: its grid, split where a key/value stack sits beside other columns."""
     cols = _table_columns(run, pad)
     assign = _assign(run, cols)
     if assign is None:  # cannot happen for a run built by _fits; kept as a guard
-        return None
-    n, m = len(run), len(cols)
-    grid: list[list[_Cell | None]] = [[None] * m for _ in range(n)]
+        return []
+    grid: list[list[_Cell | None]] = [[None] * len(cols) for _ in run]
     for r, (row, ks) in enumerate(zip(run, assign, strict=True)):
         for c, k in zip(row.cells, ks, strict=True):
             grid[r][k] = c
-    if sum(sum(grid[r][k] is not None for r in range(n)) >= 2 for k in range(m)) < cfg.table_min_cols:
-        return None
+    return _grid_tables(grid, [r.cy for r in run], cfg)
 
-    def numeric(c: _Cell | None) -> bool:
-        return c is not None and bool(_NUMBER_RE.match(c.text))
 
+def _numeric(c: _Cell | None) -> bool:
+    return c is not None and bool(_NUMBER_RE.match(c.text))
+
+
+def _grid_tables(grid: list[list[_Cell | None]], cys: list[float], cfg: LayoutConfig) -> list[Table]:
+    """Header row and row-label column of a grid (rows: top to bottom, centre heights ``cys``); none with fewer
+    than ``table_min_rows`` rows or ``table_min_cols`` columns filled in two rows or more.
+
+    A column of "Key:" labels makes a key/value stack of itself and the column after it; columns on either side
+    (an address beside the stack, another stack) are tables of their own, so a key labels only its own value.
+    """
+    keep = [r for r, row in enumerate(grid) if any(c is not None for c in row)]
+    grid, cys = [grid[r] for r in keep], [cys[r] for r in keep]
+    n, m = len(grid), len(grid[0]) if grid else 0
+    if n < cfg.table_min_rows or sum(sum(grid[r][k] is not None for r in range(n)) >= 2
+                                     for k in range(m)) < cfg.table_min_cols:
+        return []
     body = range(1, n)
     filled = [[grid[r][k] for r in body if grid[r][k] is not None] for k in range(m)]
-    is_num = [bool(f) and sum(map(numeric, f)) > cfg.table_numeric_share * len(f) for f in filled]
+    is_num = [bool(f) and sum(map(_numeric, f)) > cfg.table_numeric_share * len(f) for f in filled]
     colon = [sum(c.text.rstrip().endswith(":") for c in f) > len(f) / 2 if f else False for f in filled]
     header_col = next((k for k in range(m)
-                       if len(filled[k]) >= cfg.table_label_fill * len(body) and not any(map(numeric, filled[k]))
+                       if len(filled[k]) >= cfg.table_label_fill * len(body) and not any(map(_numeric, filled[k]))
                        and (colon[k] or any(is_num[k + 1:]))), None)
+    if header_col is not None and colon[header_col] and m > 2:
+        parts = [(0, header_col), (header_col, header_col + 2), (header_col + 2, m)]
+        return [t for a, b in parts if b > a for t in _grid_tables([row[a:b] for row in grid], cys, cfg)]
     header_row = None
     top = [grid[0][k] for k in range(m) if k != header_col and grid[0][k] is not None]
     if top and not (header_col is not None and colon[header_col]):  # a key/value stack has no header row
         rest = [grid[r][k] for r in body for k in range(m) if k != header_col and grid[r][k] is not None]
-        by_numbers = not any(map(numeric, top)) and any(is_num[k] for k in range(m) if k != header_col)
+        by_numbers = not any(map(_numeric, top)) and any(is_num[k] for k in range(m) if k != header_col)
         larger = bool(rest) and (np.median([_cw(c.text, c.box) for c in top])
                                  >= cfg.table_header_size * np.median([_cw(c.text, c.box) for c in rest]))
-        steps = [b.cy - a.cy for a, b in zip(run[1:], run[2:], strict=False)]
-        separated = bool(steps) and run[1].cy - run[0].cy >= cfg.table_header_gap * float(np.median(steps))
-        if by_numbers or larger or separated:
+        steps = [b - a for a, b in zip(cys[1:], cys[2:], strict=False)]
+        separated = bool(steps) and cys[1] - cys[0] >= cfg.table_header_gap * float(np.median(steps))
+        colons = all(c.text.rstrip().endswith(":") for c in top) and not any(colon)  # "Bill to:  Ship to:"
+        if by_numbers or larger or separated or colons:
             header_row = 0
     cells = tuple(tuple(None if c is None else c.boxes[0] for c in row) for row in grid)
     extents = tuple((min(c.box[0] for c in col), max(c.box[2] for c in col))
                     for col in ([grid[r][k] for r in range(n) if grid[r][k] is not None] for k in range(m)))
     parts = tuple(c.boxes for row in grid for c in row if c is not None and len(c.boxes) > 1)
     box = _union([c.box for row in grid for c in row if c is not None])
-    return Table(cells, extents, header_row, header_col, box, parts)
+    return [Table(cells, extents, header_row, header_col, box, parts)]
