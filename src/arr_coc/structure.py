@@ -31,6 +31,7 @@ Example:
 
 from __future__ import annotations
 
+import bisect
 import re
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
@@ -553,7 +554,7 @@ def _tables(pairs: list[tuple[str, Box]], cw: float, cfg: LayoutConfig) -> list[
     open_runs: list[list[_Row]] = []
     done: list[list[_Row]] = []
     for row in rows:
-        cand = len(row.cells) >= 2 and np.median([len(c.text.split()) for c in row.cells]) <= cfg.table_cell_words
+        cand = len(row.cells) >= 2 and _median([len(c.text.split()) for c in row.cells]) <= cfg.table_cell_words
         placed = False
         keep: list[list[_Row]] = []
         for run in open_runs:
@@ -574,39 +575,54 @@ def _tables(pairs: list[tuple[str, Box]], cw: float, cfg: LayoutConfig) -> list[
     return tables
 
 
-def _baseline_rows(pairs: list[tuple[str, Box]], cw: float, cfg: LayoutConfig) -> list[_Row]:
-    """Boxes grouped by baseline whatever the gaps between them (a box joins the row holding a box it overlaps
-    vertically by >= ``line_overlap`` of the smaller height and not horizontally), then each row's boxes closer
-    than ``table_cell_gap * cw`` merged into one cell (the words of a phrase). Rows sorted top to bottom."""
-    def cy(i: int) -> float:
-        return (pairs[i][1][1] + pairs[i][1][3]) / 2
+def _median(v: Sequence[float]) -> float:
+    """Median of a short non-empty list (``np.median``'s overhead dominates at this size)."""
+    s = sorted(v)
+    k = len(s) // 2
+    return float(s[k]) if len(s) % 2 else (s[k - 1] + s[k]) / 2
 
-    order = sorted(range(len(pairs)), key=lambda i: (cy(i), pairs[i][1], pairs[i][0]))
-    max_h = max(_height(b) for _, b in pairs)
-    groups: list[list[int]] = []
+
+def _baseline_rows(pairs: list[tuple[str, Box]], cw: float, cfg: LayoutConfig) -> list[_Row]:
+    """Boxes grouped by baseline whatever the gaps between them (a box joins the row whose neighbours of it in x it
+    overlaps vertically by >= ``line_overlap`` of the smaller height and not horizontally), then each row's boxes closer
+    than ``table_cell_gap * cw`` merged into one cell (the words of a phrase). Rows sorted top to bottom."""
+    bx = [b for _, b in pairs]
+    hs = [_height(b) for b in bx]
+    cys = [(b[1] + b[3]) / 2 for b in bx]
+    tol = cfg.table_cell_gap * cw / 2
+    order = sorted(range(len(pairs)), key=lambda i: (cys[i], bx[i], pairs[i][0]))
+    max_h = max(hs)
+    groups: list[list[int]] = []  # box indices of each group, sorted by x0 (boxes of a row do not overlap in x)
+    lefts: list[list[float]] = []  # their x0, for bisection
+    bottoms: list[float] = []  # lowest box bottom of each group
     active: list[int] = []  # groups that may still take boxes (their boxes reach down near the current one)
     for i in order:
-        b = pairs[i][1]
-        active = [g for g in active if max(pairs[j][1][3] for j in groups[g]) >= cy(i) - max_h]
-        best, best_ov = None, 0.0
+        x0, y0, x1, y1 = bx[i]
+        h = hs[i]
+        active = [g for g in active if bottoms[g] >= cys[i] - max_h]
+        best, best_ov, best_pos = None, 0.0, 0
         for g in active:
+            pos = bisect.bisect_left(lefts[g], x0)
             ov = 0.0
-            for j in groups[g]:
-                o = pairs[j][1]
-                if min(b[2], o[2]) - max(b[0], o[0]) > cfg.table_cell_gap * cw / 2:  # one above the other
+            for j in groups[g][max(0, pos - 1): pos + 1]:  # the neighbours in x: the only boxes it may overlap
+                o = bx[j]
+                if min(x1, o[2]) - max(x0, o[0]) > tol:  # one above the other: not one baseline
                     ov = 0.0
                     break
-                ov = max(ov, (min(b[3], o[3]) - max(b[1], o[1])) / min(_height(b), _height(o)))
+                ov = max(ov, (min(y1, o[3]) - max(y0, o[1])) / min(h, hs[j]))
             if ov >= cfg.line_overlap and ov > best_ov:
-                best, best_ov = g, ov
+                best, best_ov, best_pos = g, ov, pos
         if best is None:
             groups.append([i])
+            lefts.append([x0])
+            bottoms.append(y1)
             active.append(len(groups) - 1)
         else:
-            groups[best].append(i)
+            groups[best].insert(best_pos, i)
+            lefts[best].insert(best_pos, x0)
+            bottoms[best] = max(bottoms[best], y1)
     rows: list[_Row] = []
     for g in groups:
-        g.sort(key=lambda j: (pairs[j][1][0], pairs[j][1][2]))
         cells: list[list[int]] = [[g[0]]]
         for j in g[1:]:
             if pairs[j][1][0] - max(pairs[k][1][2] for k in cells[-1]) < cfg.table_cell_gap * cw:
@@ -615,8 +631,8 @@ def _baseline_rows(pairs: list[tuple[str, Box]], cw: float, cfg: LayoutConfig) -
                 cells.append([j])
         cs = tuple(_Cell(tuple(c), _union([pairs[k][1] for k in c]), " ".join(pairs[k][0] for k in c))
                    for c in cells)
-        rows.append(_Row(cs, float(np.median([(c.box[1] + c.box[3]) / 2 for c in cs])),
-                         float(np.median([_height(c.box) for c in cs])), cs[0].box[0], max(c.box[2] for c in cs)))
+        rows.append(_Row(cs, _median([(c.box[1] + c.box[3]) / 2 for c in cs]), _median([_height(c.box) for c in cs]),
+                         cs[0].box[0], max(c.box[2] for c in cs)))
     rows.sort(key=lambda r: (r.cy, r.x0))
     return rows
 
@@ -628,7 +644,7 @@ def _fits(run: list[_Row], row: _Row, pad: float, cfg: LayoutConfig) -> bool:
     if len(run) == 1:
         if step > cfg.table_first_gap * max(row.height, run[0].height):
             return False
-    elif step > cfg.table_row_gap * float(np.median([b.cy - a.cy for a, b in zip(run, run[1:], strict=False)])):
+    elif step > cfg.table_row_gap * _median([b.cy - a.cy for a, b in zip(run, run[1:], strict=False)]):
         return False
     return _assign([*run, row], _table_columns([*run, row], pad)) is not None
 
