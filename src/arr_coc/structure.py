@@ -75,7 +75,8 @@ class LayoutConfig:
     # tables: rows are boxes on one baseline (``line_overlap``) whatever the gap between them
     table_min_rows: int = 2  # a table has at least this many rows ...
     table_min_cols: int = 2  # ... and this many columns filled in at least two rows each
-    table_cell_gap: float = 0.8  # boxes of a row closer than this many cw are one cell (word-level OCR: a space)
+    table_cell_gap: float = 1.2  # boxes of a row closer than this many cw are one cell (word-level OCR: a space),
+    # unless both are numbers (a cramped table's neighbouring values)
     table_cell_words: int = 4  # a table row's cells have at most this many words (median); prose lines have more
     table_align: float = 0.7  # cells whose x-ranges come within this many cw of each other share a column
     table_first_gap: float = 4.0  # a table's second row starts within this many text heights below its first ...
@@ -585,7 +586,8 @@ def _median(v: Sequence[float]) -> float:
 def _baseline_rows(pairs: list[tuple[str, Box]], cw: float, cfg: LayoutConfig) -> list[_Row]:
     """Boxes grouped by baseline whatever the gaps between them (a box joins the row whose neighbours of it in x it
     overlaps vertically by >= ``line_overlap`` of the smaller height and not horizontally), then each row's boxes closer
-    than ``table_cell_gap * cw`` merged into one cell (the words of a phrase). Rows sorted top to bottom."""
+    than ``table_cell_gap * cw`` merged into one cell (the words of a phrase; two numbers stay apart). Rows sorted
+    top to bottom."""
     bx = [b for _, b in pairs]
     hs = [_height(b) for b in bx]
     cys = [(b[1] + b[3]) / 2 for b in bx]
@@ -625,7 +627,9 @@ def _baseline_rows(pairs: list[tuple[str, Box]], cw: float, cfg: LayoutConfig) -
     for g in groups:
         cells: list[list[int]] = [[g[0]]]
         for j in g[1:]:
-            if pairs[j][1][0] - max(pairs[k][1][2] for k in cells[-1]) < cfg.table_cell_gap * cw:
+            gap = pairs[j][1][0] - max(pairs[k][1][2] for k in cells[-1])
+            numbers = _NUMBER_RE.match(pairs[j][0]) and _NUMBER_RE.match(pairs[cells[-1][-1]][0])
+            if gap < cfg.table_cell_gap * cw and not numbers:  # two numbers side by side: two cells
                 cells[-1].append(j)
             else:
                 cells.append([j])
@@ -638,15 +642,23 @@ def _baseline_rows(pairs: list[tuple[str, Box]], cw: float, cfg: LayoutConfig) -
 
 
 def _fits(run: list[_Row], row: _Row, pad: float, cfg: LayoutConfig) -> bool:
-    """Whether ``row`` continues the table ``run``: close enough below it, and its cells fall into distinct
-    columns of the run (and leave every earlier row's cells in distinct columns)."""
+    """Whether ``row`` continues the table ``run``: close enough below it, holding key/value pairs when the run's
+    body does and only then, and its cells fall into distinct columns of the run (and leave every earlier row's
+    cells in distinct columns)."""
     step = row.cy - run[-1].cy
     if len(run) == 1:
         if step > cfg.table_first_gap * max(row.height, run[0].height):
             return False
     elif step > cfg.table_row_gap * _median([b.cy - a.cy for a, b in zip(run, run[1:], strict=False)]):
         return False
+    if len(run) >= 2 and _keyed(row) != _keyed(run[-1]):  # "Subtotal:  $x" under line items: another structure
+        return False
     return _assign([*run, row], _table_columns([*run, row], pad)) is not None
+
+
+def _keyed(row: _Row) -> bool:
+    """Whether a row holds a "Key:" cell followed by another cell (a key/value pair)."""
+    return any(c.text.rstrip().endswith(":") for c in row.cells[:-1])
 
 
 def _table_columns(rows: list[_Row], pad: float) -> list[tuple[float, float]]:
