@@ -228,6 +228,22 @@ def test_prose_and_a_lone_key_value_line_are_not_tables() -> None:
     assert layout.tables == [] and layout.headers_of(1) == () and layout.cell_of(1) is None
 
 
+def test_aligned_words_of_two_text_columns_are_not_a_table() -> None:
+    """A paragraph's last word in each column, then a heading in each: two rows of two short cells, no header."""
+    boxes = [_b("workshop.", 60, 100), _b("museum.", 420, 100), _b("The Harbour", 60, 140, cw=14, h=40),
+             _b("Farming", 420, 140, cw=14, h=40)]
+    assert analyse(boxes).tables == []
+
+
+def test_capital_labels_above_values_are_column_headers() -> None:
+    """A form's fields: labels in capitals on one line, the values below them."""
+    boxes = [_b("APPLICANT", 60, 100, cw=8, h=24), _b("CITY", 300, 100, cw=8, h=24), _b("BORN", 500, 100, cw=8, h=24),
+             _b("Jonas Schmidt", 60, 130), _b("Tampere", 300, 130), _b("15 Feb 1983", 500, 130)]
+    layout = analyse(boxes)
+    assert [(t.cells, t.header_row, t.header_col) for t in layout.tables] == [(((0, 1, 2), (3, 4, 5)), 0, None)]
+    assert layout.headers_of(3) == (0,) and layout.headers_of(5) == (2,)  # a single body row has no row labels
+
+
 def test_key_value_stack_is_a_two_column_table_with_row_labels() -> None:
     boxes = [_b("Name:", 60, 100), _b("Ada Byron", 200, 100), _b("City:", 60, 140), _b("London", 200, 140),
              _b("Born:", 60, 180), _b("1815", 200, 180)]
@@ -332,7 +348,8 @@ def test_tables_do_not_depend_on_input_order(data) -> None:
                  t.header_col) for t in layout.tables]
 
     assert mapped(a, lambda i: i) == mapped(b, lambda j: perm[j])
-    assert len(a.tables) == 1 and a.tables[0].header_col == 0 and a.tables[0].header_row == 0  # the grid, whole
+    assert len(a.tables) == 1 and a.tables[0].header_row == 0  # the grid, whole; row labels need two body rows
+    assert a.tables[0].header_col == (0 if n_rows >= 3 else None)
     assert sorted(i for row in a.tables[0].cells for i in row if i is not None) == list(range(len(boxes) - 1))
     for layout in (a, b):
         for i in range(len(boxes)):

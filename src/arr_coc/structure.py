@@ -717,13 +717,25 @@ def _table(run: list[_Row], pad: float, cfg: LayoutConfig) -> list[Table]:
     return _grid_tables(grid, [r.cy for r in run], cfg)
 
 
+def _caps(c: _Cell) -> bool:
+    """Whether a cell's text is in capitals (two letters or more, none lower-case)."""
+    letters = [ch for ch in c.text if ch.isalpha()]
+    return len(letters) >= 2 and all(ch.isupper() for ch in letters)
+
+
 def _numeric(c: _Cell | None) -> bool:
     return c is not None and bool(_NUMBER_RE.match(c.text))
 
 
 def _grid_tables(grid: list[list[_Cell | None]], cys: list[float], cfg: LayoutConfig) -> list[Table]:
     """Header row and row-label column of a grid (rows: top to bottom, centre heights ``cys``); none with fewer
-    than ``table_min_rows`` rows or ``table_min_cols`` columns filled in two rows or more.
+    than ``table_min_rows`` rows or ``table_min_cols`` columns filled in two rows or more, or with neither a header
+    row nor a row-label column (two short lines of neighbouring text columns align too, but nothing names them).
+
+    The first row is the header row when its cells are text above numbers, or larger (bold), set apart, all
+    "Key:" or all capitals over a body that is not (never numbers; never above a key/value stack). The row-label
+    column is the first column of text filled in most of two or more body rows with a column of numbers to its
+    right, or a column of "Key:" labels.
 
     A column of "Key:" labels makes a key/value stack of itself and the column after it; columns on either side
     (an address beside the stack, another stack) are tables of their own, so a key labels only its own value.
@@ -740,22 +752,25 @@ def _grid_tables(grid: list[list[_Cell | None]], cys: list[float], cfg: LayoutCo
     colon = [sum(c.text.rstrip().endswith(":") for c in f) > len(f) / 2 if f else False for f in filled]
     header_col = next((k for k in range(m)
                        if len(filled[k]) >= cfg.table_label_fill * len(body) and not any(map(_numeric, filled[k]))
-                       and (colon[k] or any(is_num[k + 1:]))), None)
+                       and (colon[k] or (len(body) >= 2 and any(is_num[k + 1:])))), None)
     if header_col is not None and colon[header_col] and m > 2:
         parts = [(0, header_col), (header_col, header_col + 2), (header_col + 2, m)]
         return [t for a, b in parts if b > a for t in _grid_tables([row[a:b] for row in grid], cys, cfg)]
     header_row = None
     top = [grid[0][k] for k in range(m) if k != header_col and grid[0][k] is not None]
-    if top and not (header_col is not None and colon[header_col]):  # a key/value stack has no header row
+    if top and not any(map(_numeric, top)) and not (header_col is not None and colon[header_col]):  # (key/value)
         rest = [grid[r][k] for r in body for k in range(m) if k != header_col and grid[r][k] is not None]
-        by_numbers = not any(map(_numeric, top)) and any(is_num[k] for k in range(m) if k != header_col)
+        by_numbers = any(is_num[k] for k in range(m) if k != header_col)
         larger = bool(rest) and (np.median([_cw(c.text, c.box) for c in top])
                                  >= cfg.table_header_size * np.median([_cw(c.text, c.box) for c in rest]))
         steps = [b - a for a, b in zip(cys[1:], cys[2:], strict=False)]
         separated = bool(steps) and cys[1] - cys[0] >= cfg.table_header_gap * float(np.median(steps))
         colons = all(c.text.rstrip().endswith(":") for c in top) and not any(colon)  # "Bill to:  Ship to:"
-        if by_numbers or larger or separated or colons:
+        caps = all(map(_caps, top)) and not all(map(_caps, rest))  # "NAME  CITY" over "Ada Byron  London"
+        if by_numbers or larger or separated or colons or caps:
             header_row = 0
+    if header_row is None and header_col is None:  # nothing names its cells: words that happen to align
+        return []
     cells = tuple(tuple(None if c is None else c.boxes[0] for c in row) for row in grid)
     extents = tuple((min(c.box[0] for c in col), max(c.box[2] for c in col))
                     for col in ([grid[r][k] for r in range(n) if grid[r][k] is not None] for k in range(m)))
