@@ -325,22 +325,33 @@ def _lines(pairs: list[tuple[str, Box]], h: float, cfg: LayoutConfig) -> list[Li
     ``line_gap * h``, ``h`` the page's median width per character) on the same baseline (vertical overlap at least
     ``line_overlap`` of the smaller height), the best-overlapping such line; otherwise it starts a line."""
     order = sorted(range(len(pairs)), key=lambda i: (pairs[i][1][0], pairs[i][1][1]))
+    hs = [_height(b) for _, b in pairs]
+    unit = max(hs)  # a line's last box overlapping a box vertically has its centre less than this far from it
+    rows: dict[int, list[int]] = {}  # runs by their last box's centre height // unit (to meet only nearby runs)
+
+    def row_of(i: int) -> int:
+        return int((pairs[i][1][1] + pairs[i][1][3]) / 2 // unit)
+
     runs: list[list[int]] = []
     for i in order:
         b = pairs[i][1]
+        k = row_of(i)
         best, best_ov = None, 0.0
-        for r, run in enumerate(runs):
-            last = pairs[run[-1]][1]
+        for r in sorted(r for kk in (k - 1, k, k + 1) for r in rows.get(kk, ())):  # creation order, as all runs
+            last = pairs[runs[r][-1]][1]
             gap = b[0] - last[2]
             if not -0.5 * h <= gap <= cfg.line_gap * h:
                 continue
-            ov = (min(b[3], last[3]) - max(b[1], last[1])) / min(_height(b), _height(last))
+            ov = (min(b[3], last[3]) - max(b[1], last[1])) / min(hs[i], hs[runs[r][-1]])
             if ov >= cfg.line_overlap and ov > best_ov:
                 best, best_ov = r, ov
         if best is None:
             runs.append([i])
+            rows.setdefault(k, []).append(len(runs) - 1)
         else:
+            rows[row_of(runs[best][-1])].remove(best)
             runs[best].append(i)
+            rows.setdefault(k, []).append(best)
     lines = [_line(pairs, run) for run in runs]
     lines.sort(key=lambda ln: (ln.box[1], ln.box[0]))
     return lines
