@@ -222,6 +222,20 @@ def test_invoice_table_totals_and_fine_print() -> None:
     assert len(fine) > 40 and all(layout.cell_of(i) is None and layout.headers_of(i) == () for i in fine)
 
 
+def test_cramped_header_words_split_at_the_body_columns() -> None:
+    """Word-level OCR: "Unit", "price" and "Amount" lie a space apart (one phrase) but over two body columns."""
+    boxes = [_b("Item", 60, 100), _b("Unit", 300, 100), _b("price", 345, 100), _b("Amount", 400, 100)]
+    for k, (item, unit, amount) in enumerate([("Bolts", "0.25", "1,200.00"), ("Nuts", "0.10", "30.00")]):
+        y = 140 + 30 * k
+        boxes += [_b(item, 60, y), _b(unit, 300, y), _b(amount, 480 - CW * len(amount), y)]
+    layout = analyse(boxes)
+    assert [(t.cells, t.header_row, t.header_col) for t in layout.tables] == [
+        (((0, 1, 3), (4, 5, 6), (7, 8, 9)), 0, 0)]
+    assert layout.tables[0].cell_boxes(0, 1) == (1, 2)  # "Unit price"
+    assert _texts(layout, layout.headers_of(6)) == ["Bolts", "Amount"]
+    assert _texts(layout, layout.headers_of(8)) == ["Nuts", "Unit", "price"]
+
+
 def test_prose_and_a_lone_key_value_line_are_not_tables() -> None:
     assert analyse(PAGE).tables == []  # two columns of prose lines side by side share baselines, not a table
     layout = analyse([_b("Total:", 60, 100), _b("$12.00", 200, 100), _b("Thank you.", 60, 200)])

@@ -543,6 +543,7 @@ class _Cell:
     boxes: tuple[int, ...]
     box: Box
     text: str
+    parts: tuple[tuple[str, Box], ...]  # text and box of each of its boxes
 
 
 @dataclass(frozen=True)
@@ -644,12 +645,19 @@ def _baseline_rows(pairs: list[tuple[str, Box]], cw: float, cfg: LayoutConfig) -
                 cells[-1].append(j)
             else:
                 cells.append([j])
-        cs = tuple(_Cell(tuple(c), _union([pairs[k][1] for k in c]), " ".join(pairs[k][0] for k in c))
-                   for c in cells)
-        rows.append(_Row(cs, _median([(c.box[1] + c.box[3]) / 2 for c in cs]), _median([_height(c.box) for c in cs]),
-                         cs[0].box[0], max(c.box[2] for c in cs)))
+        cs = tuple(_cell(c, tuple(pairs[k] for k in c)) for c in cells)
+        rows.append(_row(cs))
     rows.sort(key=lambda r: (r.cy, r.x0))
     return rows
+
+
+def _cell(boxes: Sequence[int], parts: Sequence[tuple[str, Box]]) -> _Cell:
+    return _Cell(tuple(boxes), _union([b for _, b in parts]), " ".join(t for t, _ in parts), tuple(parts))
+
+
+def _row(cells: Sequence[_Cell]) -> _Row:
+    return _Row(tuple(cells), _median([(c.box[1] + c.box[3]) / 2 for c in cells]),
+                _median([_height(c.box) for c in cells]), cells[0].box[0], max(c.box[2] for c in cells))
 
 
 def _fits(run: list[_Row], row: _Row, pad: float, cfg: LayoutConfig) -> bool:
@@ -664,7 +672,8 @@ def _fits(run: list[_Row], row: _Row, pad: float, cfg: LayoutConfig) -> bool:
         return False
     if len(run) >= 2 and _keyed(row) != _keyed(run[-1]):  # "Subtotal:  $x" under line items: another structure
         return False
-    return _assign([*run, row], _table_columns([*run, row], pad)) is not None
+    rows = _split_first([*run, row], pad)
+    return _assign(rows, _table_columns(rows, pad)) is not None
 
 
 def _keyed(row: _Row) -> bool:
@@ -672,18 +681,49 @@ def _keyed(row: _Row) -> bool:
     return any(c.text.rstrip().endswith(":") for c in row.cells[:-1])
 
 
-def _table_columns(rows: list[_Row], pad: float) -> list[tuple[float, float]]:
-    """Column x-ranges: the union of the body rows' cells widened by ``pad`` on each side (aligned cells overlap),
-    then the first row's cells that meet none of them: each joins the nearest column no other first-row cell meets
-    (a header aligned otherwise than its body), else makes a column of its own (one the body leaves empty)."""
-    body = rows[1:] or rows
-    ivs = sorted((c.box[0] - pad, c.box[2] + pad) for r in body for c in r.cells)
+def _body_columns(rows: list[_Row], pad: float) -> list[list[float]]:
+    """The union of the body rows' (all rows' for one row) cells widened by ``pad`` on each side."""
+    ivs = sorted((c.box[0] - pad, c.box[2] + pad) for r in (rows[1:] or rows) for c in r.cells)
     cols: list[list[float]] = []
     for a, b in ivs:
         if cols and a <= cols[-1][1]:
             cols[-1][1] = max(cols[-1][1], b)
         else:
             cols.append([a, b])
+    return cols
+
+
+def _split_first(rows: list[_Row], pad: float) -> list[_Row]:
+    """The rows with the first row's cells of several boxes cut where their boxes fall over different body columns
+    (word-level OCR merges "Unit price" and "Amount" of a cramped header into one phrase)."""
+    if len(rows) < 2 or all(len(c.boxes) == 1 for c in rows[0].cells):
+        return rows
+    cols = _body_columns(rows, pad)
+
+    def col(b: Box) -> int | None:
+        k = max(range(len(cols)), key=lambda k: min(b[2], cols[k][1]) - max(b[0], cols[k][0]))
+        return k if min(b[2], cols[k][1]) > max(b[0], cols[k][0]) else None
+
+    cells: list[_Cell] = []
+    for c in rows[0].cells:
+        groups: list[list[int]] = []  # positions in c.parts
+        last: int | None = None
+        for p, (_, b) in enumerate(c.parts):
+            k = col(b)
+            if groups and (k is None or last is None or k == last):
+                groups[-1].append(p)
+            else:
+                groups.append([p])
+            last = k if k is not None else last
+        cells += [_cell([c.boxes[p] for p in g], [c.parts[p] for p in g]) for g in groups]
+    return [_row(cells), *rows[1:]]
+
+
+def _table_columns(rows: list[_Row], pad: float) -> list[tuple[float, float]]:
+    """Column x-ranges: the union of the body rows' cells widened by ``pad`` on each side (aligned cells overlap),
+    then the first row's cells that meet none of them: each joins the nearest column no other first-row cell meets
+    (a header aligned otherwise than its body), else makes a column of its own (one the body leaves empty)."""
+    cols = _body_columns(rows, pad)
     if len(rows) > 1:
         body_n = len(cols)
         heads = [(c.box[0] - pad, c.box[2] + pad) for c in rows[0].cells]
@@ -717,6 +757,7 @@ def _assign(rows: list[_Row], cols: list[tuple[float, float]]) -> list[list[int]
 
 def _table(run: list[_Row], pad: float, cfg: LayoutConfig) -> list[Table]:
     """The tables of a run of rows: its grid, split where a key/value stack sits beside other columns."""
+    run = _split_first(run, pad)
     cols = _table_columns(run, pad)
     assign = _assign(run, cols)
     if assign is None:  # cannot happen for a run built by _fits; kept as a guard
