@@ -268,6 +268,17 @@ def test_key_value_stack_is_a_two_column_table_with_row_labels() -> None:
     assert layout.headers_of(1) == (0,) and layout.headers_of(5) == (4,) and layout.headers_of(0) == ()
 
 
+def test_ocr_key_value_boxes_that_touch_or_overlap() -> None:
+    """The OCR cuts a line after "Key:" at an interpolated x, so a key's box may reach into its value's by a few px;
+    the keys vary in length, the values start where their key ends. Still a key column and a value column."""
+    boxes = [_b("PO ref:", 60, 100), ("R429655", (128, 100, 198, 136)),
+             _b("Doc. number:", 60, 134), ("290/6093", (176, 134, 256, 170)),  # overlaps its key by 4 px
+             _b("Dated:", 60, 168), ("August 9, 2020", (121, 168, 261, 204))]  # touches its key
+    layout = analyse(boxes)
+    assert [(t.cells, t.header_row, t.header_col) for t in layout.tables] == [(((0, 1), (2, 3), (4, 5)), None, 0)]
+    assert layout.headers_of(3) == (2,) and layout.headers_of(5) == (4,)
+
+
 def _distort(boxes, seed: int, angle_deg: float = 0.0, jitter: float = 3.0):
     """Rotate the boxes' corners about (400, 300) by ``angle_deg`` (their axis-aligned hull) and move every
     coordinate by up to ``jitter`` px."""

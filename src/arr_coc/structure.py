@@ -76,7 +76,7 @@ class LayoutConfig:
     table_min_rows: int = 2  # a table has at least this many rows ...
     table_min_cols: int = 2  # ... and this many columns filled in at least two rows each
     table_cell_gap: float = 1.2  # boxes of a row closer than this many cw are one cell (word-level OCR: a space),
-    # unless both are numbers (a cramped table's neighbouring values)
+    # unless both are numbers (a cramped table's neighbouring values) or the first is a "Key:"
     table_cell_words: int = 4  # a table row's cells have at most this many words (median); prose lines have more
     table_align: float = 0.7  # cells whose x-ranges come within this many cw of each other share a column
     table_first_gap: float = 4.0  # a table's second row starts within this many text heights below its first ...
@@ -597,13 +597,12 @@ def _median(v: Sequence[float]) -> float:
 
 def _baseline_rows(pairs: list[tuple[str, Box]], cw: float, cfg: LayoutConfig) -> list[_Row]:
     """Boxes grouped by baseline whatever the gaps between them (a box joins the row whose neighbours of it in x it
-    overlaps vertically by >= ``line_overlap`` of the smaller height and not horizontally), then each row's boxes closer
-    than ``table_cell_gap * cw`` merged into one cell (the words of a phrase; two numbers stay apart). Rows sorted
-    top to bottom."""
+    overlaps vertically by >= ``line_overlap`` of the smaller height, and horizontally by less than that share of the
+    narrower width), then each row's boxes closer than ``table_cell_gap * cw`` merged into one cell (the words of a
+    phrase; two numbers stay apart, and so do a "Key:" box and the box after it). Rows sorted top to bottom."""
     bx = [b for _, b in pairs]
     hs = [_height(b) for b in bx]
     cys = [(b[1] + b[3]) / 2 for b in bx]
-    tol = cfg.table_cell_gap * cw / 2
     order = sorted(range(len(pairs)), key=lambda i: (cys[i], bx[i], pairs[i][0]))
     max_h = max(hs)
     groups: list[list[int]] = []  # box indices of each group, sorted by x0 (boxes of a row do not overlap in x)
@@ -620,7 +619,7 @@ def _baseline_rows(pairs: list[tuple[str, Box]], cw: float, cfg: LayoutConfig) -
             ov = 0.0
             for j in groups[g][max(0, pos - 1): pos + 1]:  # the neighbours in x: the only boxes it may overlap
                 o = bx[j]
-                if min(x1, o[2]) - max(x0, o[0]) > tol:  # one above the other: not one baseline
+                if min(x1, o[2]) - max(x0, o[0]) > cfg.line_overlap * min(x1 - x0, o[2] - o[0]):  # one above the other
                     ov = 0.0
                     break
                 ov = max(ov, (min(y1, o[3]) - max(y0, o[1])) / min(h, hs[j]))
@@ -640,8 +639,9 @@ def _baseline_rows(pairs: list[tuple[str, Box]], cw: float, cfg: LayoutConfig) -
         cells: list[list[int]] = [[g[0]]]
         for j in g[1:]:
             gap = pairs[j][1][0] - max(pairs[k][1][2] for k in cells[-1])
-            numbers = _NUMBER_RE.match(pairs[j][0]) and _NUMBER_RE.match(pairs[cells[-1][-1]][0])
-            if gap < cfg.table_cell_gap * cw and not numbers:  # two numbers side by side: two cells
+            left = pairs[cells[-1][-1]][0]
+            numbers = _NUMBER_RE.match(pairs[j][0]) and _NUMBER_RE.match(left)  # neighbouring values: two cells
+            if gap < cfg.table_cell_gap * cw and not numbers and not left.rstrip().endswith(":"):  # "Key:" | value
                 cells[-1].append(j)
             else:
                 cells.append([j])
@@ -682,14 +682,19 @@ def _keyed(row: _Row) -> bool:
 
 
 def _body_columns(rows: list[_Row], pad: float) -> list[list[float]]:
-    """The union of the body rows' (all rows' for one row) cells widened by ``pad`` on each side."""
-    ivs = sorted((c.box[0] - pad, c.box[2] + pad) for r in (rows[1:] or rows) for c in r.cells)
+    """The union of the body rows' (all rows' for one row) cells widened by ``pad`` on each side, left to right,
+    except that a cell whose row already has a cell in the column starts the next one (OCR boxes of a key and its
+    value may touch or overlap: they are still two columns)."""
+    ivs = sorted((c.box[0] - pad, c.box[2] + pad, r) for r, row in enumerate(rows[1:] or rows) for c in row.cells)
     cols: list[list[float]] = []
-    for a, b in ivs:
-        if cols and a <= cols[-1][1]:
+    members: set[int] = set()  # rows with a cell in the last column
+    for a, b, r in ivs:
+        if cols and a <= cols[-1][1] and r not in members:
             cols[-1][1] = max(cols[-1][1], b)
+            members.add(r)
         else:
             cols.append([a, b])
+            members = {r}
     return cols
 
 
@@ -744,13 +749,22 @@ def _table_columns(rows: list[_Row], pad: float) -> list[tuple[float, float]]:
 
 
 def _assign(rows: list[_Row], cols: list[tuple[float, float]]) -> list[list[int]] | None:
-    """Each cell's column (the one it overlaps most); None when two cells of a row share one."""
+    """Each cell's column: the one it overlaps most, or (columns may overlap a little) the next column to the right
+    when its left neighbour in the row took that one and it overlaps the next one too; None when two cells of a row
+    still share a column."""
+    def overlap(c: _Cell, k: int) -> float:
+        return min(c.box[2], cols[k][1]) - max(c.box[0], cols[k][0])
+
     out: list[list[int]] = []
     for r in rows:
-        ks = [max(range(len(cols)), key=lambda k: min(c.box[2], cols[k][1]) - max(c.box[0], cols[k][0]))
-              for c in r.cells]
-        if len(set(ks)) < len(ks):
-            return None
+        ks: list[int] = []
+        for c in r.cells:
+            k = max(range(len(cols)), key=lambda k: overlap(c, k))
+            if ks and k <= ks[-1]:
+                k = ks[-1] + 1
+                if k >= len(cols) or overlap(c, k) <= 0:
+                    return None
+            ks.append(k)
         out.append(ks)
     return out
 
