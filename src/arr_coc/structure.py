@@ -75,6 +75,7 @@ class LayoutConfig:
     # tables: rows are boxes on one baseline (``line_overlap``) whatever the gap between them
     table_min_rows: int = 2  # a table has at least this many rows ...
     table_min_cols: int = 2  # ... and this many columns filled in at least two rows each
+    table_window: int = 8  # a row joins a table when it fits the header and this many rows above it (linear time)
     table_cell_gap: float = 1.2  # boxes of a row closer than this many cw are one cell (word-level OCR: a space),
     # unless both are numbers (a cramped table's neighbouring values) or the first is a "Key:"
     table_cell_words: int = 4  # a table row's cells have at most this many words (median); prose lines have more
@@ -663,16 +664,19 @@ def _row(cells: Sequence[_Cell]) -> _Row:
 def _fits(run: list[_Row], row: _Row, pad: float, cfg: LayoutConfig) -> bool:
     """Whether ``row`` continues the table ``run``: close enough below it, holding key/value pairs when the run's
     body does and only then, and its cells fall into distinct columns of the run (and leave every earlier row's
-    cells in distinct columns)."""
+    cells in distinct columns). Only the first row and the ``table_window`` rows above ``row`` are looked at, so
+    that a long table costs linear time; ``_table`` checks the whole run once at the end."""
     step = row.cy - run[-1].cy
+    recent = run[-cfg.table_window:]
     if len(run) == 1:
         if step > cfg.table_first_gap * max(row.height, run[0].height):
             return False
-    elif step > cfg.table_row_gap * _median([b.cy - a.cy for a, b in zip(run, run[1:], strict=False)]):
+    elif step > cfg.table_row_gap * _median([b.cy - a.cy for a, b in zip(recent, recent[1:], strict=False)]
+                                            or [run[1].cy - run[0].cy]):
         return False
     if len(run) >= 2 and _keyed(row) != _keyed(run[-1]):  # "Subtotal:  $x" under line items: another structure
         return False
-    rows = _split_first([*run, row], pad)
+    rows = _split_first([run[0], *run[1:][-cfg.table_window:], row], pad)
     return _assign(rows, _table_columns(rows, pad)) is not None
 
 
@@ -752,17 +756,26 @@ def _assign(rows: list[_Row], cols: list[tuple[float, float]]) -> list[list[int]
     """Each cell's column: the one it overlaps most, or (columns may overlap a little) the next column to the right
     when its left neighbour in the row took that one and it overlaps the next one too; None when two cells of a row
     still share a column."""
-    def overlap(c: _Cell, k: int) -> float:
-        return min(c.box[2], cols[k][1]) - max(c.box[0], cols[k][0])
-
+    starts = [a for a, _ in cols]  # sorted
     out: list[list[int]] = []
     for r in rows:
         ks: list[int] = []
         for c in r.cells:
-            k = max(range(len(cols)), key=lambda k: overlap(c, k))
+            x0, x1 = c.box[0], c.box[2]
+            k, best = -1, -float("inf")
+            # right to left from the first column starting at or after the cell's end (the nearest, when the cell
+            # overlaps no column: a header a little beside its column)
+            j = min(bisect.bisect_left(starts, x1), len(cols) - 1)
+            while j >= 0:
+                ov = min(x1, cols[j][1]) - max(x0, cols[j][0])
+                if ov > best:
+                    k, best = j, ov
+                if cols[j][1] < x0 and j < k:  # columns further left end even earlier (they barely overlap)
+                    break
+                j -= 1
             if ks and k <= ks[-1]:
                 k = ks[-1] + 1
-                if k >= len(cols) or overlap(c, k) <= 0:
+                if k >= len(cols) or min(x1, cols[k][1]) - max(x0, cols[k][0]) <= 0:
                     return None
             ks.append(k)
         out.append(ks)
