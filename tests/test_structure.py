@@ -115,6 +115,7 @@ def test_flat_layout_has_no_structure() -> None:
     layout = flat_layout(PAGE)
     assert layout.title == () and len(layout.blocks) == len(PAGE) and len(layout.columns) == 1
     assert all(s.heading is None for s in layout.sections)
+    assert flat_layout(TABLE).tables == [] and flat_layout(TABLE).headers_of(4) == ()  # no tables either
     assert [w.text for w in layout.words][:3] == ["Notes", "on", "Rivers"]  # input order
 
 

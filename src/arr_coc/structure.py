@@ -784,11 +784,17 @@ def _assign(rows: list[_Row], cols: list[tuple[float, float]]) -> list[list[int]
 
 def _table(run: list[_Row], pad: float, cfg: LayoutConfig) -> list[Table]:
     """The tables of a run of rows: its grid, split where a key/value stack sits beside other columns."""
+    whole = run
     run = _split_first(run, pad)
     cols = _table_columns(run, pad)
     assign = _assign(run, cols)
-    if assign is None:  # cannot happen for a run built by _fits; kept as a guard
-        return []
+    if assign is None:  # rows that each fit their window but not the whole table: cut at the longest good prefix
+        k = len(whole) - 1
+        while k > cfg.table_min_rows and _assign(_split_first(whole[:k], pad),
+                                                 _table_columns(_split_first(whole[:k], pad), pad)) is None:
+            k -= 1
+        return [t for part in (whole[:k], whole[k:]) if len(part) >= cfg.table_min_rows
+                for t in _table(part, pad, cfg)]
     grid: list[list[_Cell | None]] = [[None] * len(cols) for _ in run]
     for r, (row, ks) in enumerate(zip(run, assign, strict=True)):
         for c, k in zip(row.cells, ks, strict=True):
