@@ -259,6 +259,24 @@ def test_capital_labels_above_values_are_column_headers() -> None:
     assert layout.headers_of(3) == (0,) and layout.headers_of(5) == (2,)  # a single body row has no row labels
 
 
+@pytest.mark.parametrize("seed", range(8))
+def test_a_header_set_apart_heads_a_text_table_and_jitter_does_not(seed: int) -> None:
+    """Text only, one font: the first row is a header when it stands 1.7 pitches above the body, not when the
+    rows are evenly spaced and merely jittered by +-3 px (up to 1.25 pitches: (30 + 6) / (30 - 1.2))."""
+    def page(first_gap: float):
+        rows = [("Owner", "Room"), ("Ada Byron", "North hall"), ("Alan Kay", "South wing"), ("Grace Hopper", "Lab"),
+                ("Edsger Dijkstra", "Attic")]
+        boxes, y = [], 100.0
+        for k, (a, b) in enumerate(rows):
+            boxes += [_b(a, 60, y), _b(b, 300, y)]
+            y += first_gap if k == 0 else 30
+        return _distort(boxes, seed)
+
+    apart, even = analyse(page(51)), analyse(page(30))
+    assert [(t.cells, t.header_row) for t in apart.tables] == [(tuple((2 * k, 2 * k + 1) for k in range(5)), 0)]
+    assert even.tables == []  # nothing names the cells: no header row, no label column
+
+
 def test_key_value_stack_is_a_two_column_table_with_row_labels() -> None:
     boxes = [_b("Name:", 60, 100), _b("Ada Byron", 200, 100), _b("City:", 60, 140), _b("London", 200, 140),
              _b("Born:", 60, 180), _b("1815", 200, 180)]

@@ -83,7 +83,7 @@ class LayoutConfig:
     table_first_gap: float = 4.0  # a table's second row starts within this many text heights below its first ...
     table_row_gap: float = 1.5  # ... and each later row within this many of the table's median row pitch
     table_header_size: float = 1.08  # a first row this much wider per character than the body is a header (bold)
-    table_header_gap: float = 1.2  # ... or one set this many body pitches above the next row (a separated header)
+    table_header_gap: float = 1.4  # ... or one set this many body pitches above the next row (a separated header)
     table_label_fill: float = 0.75  # a row-label column has text in at least this share of the body rows
     table_numeric_share: float = 0.5  # a column is numeric when more than this share of its body cells are numbers
 
