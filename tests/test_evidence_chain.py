@@ -193,6 +193,20 @@ def test_the_key_is_kept_with_its_value() -> None:
     assert a[[11, 12]].max() == pytest.approx(chained.config.keys.other_text)  # fine print attracts nothing
 
 
+def test_a_table_cell_keeps_its_row_and_column_headers() -> None:
+    """"How much is the annual licence?" names the row, not the column: the answer cell's column header "Amount"
+    (found by the layout analysis' table, ``Layout.headers_of``) is kept with it; without layout analysis it is not."""
+    assert analyse(INVOICE).headers_of(8) == (6, 2)
+    query = "How much is the annual licence?"
+    with_tables = QueryMatcher(semantic=False).box_scores(INVOICE, query)
+    without = QueryMatcher(semantic=False, structure=False).box_scores(INVOICE, query)
+    assert int(np.argmax(with_tables)) == 8 and int(np.argmax(without)) == 8
+    link = ReadingConfig().keys.link
+    assert with_tables[2] == pytest.approx(link * with_tables[8], rel=1e-6)  # the header: link x its cell's score
+    assert without[2] == pytest.approx(ReadingConfig().keys.other_text)
+    assert np.array_equal(np.delete(with_tables, 2), np.delete(without, 2))  # nothing else changes
+
+
 def test_function_words_are_not_terms() -> None:
     cfg = ReadingConfig().lexical
     terms = dict(query_terms("When does the annual fair open? What is this about, having been told?", cfg))

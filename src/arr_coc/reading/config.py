@@ -169,6 +169,8 @@ class KeyConfig:
     no_match_type_lift: float = 0.5  # with no key: typed values get no_match_text + lift * (1 - no_match_text)
     off_type_damp: float = 0.6  # with a typed question: layout candidates of another type are scaled by this
     link: float = 0.9  # evidence chain: a key scores at least link * (its share of) the best candidate it points to
+    header_top: float = 0.9  # table cells scoring within this share of the best candidate keep their row/column
+    # headers (at link * the cell's score)
 
     def __post_init__(self) -> None:
         _check_unit(
@@ -183,6 +185,7 @@ class KeyConfig:
             no_match_type_lift=self.no_match_type_lift,
             off_type_damp=self.off_type_damp,
             link=self.link,
+            header_top=self.header_top,
         )
         _check_positive("keys", sharpness=self.sharpness, full_at=self.full_at)
 

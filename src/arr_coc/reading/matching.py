@@ -68,7 +68,8 @@ class QueryMatcher:
        that type get at least ``keys.type_prior_score`` (0.4) plus their layout score; other candidates are damped.
     4. Evidence chain: a key scores at least ``keys.link`` (0.9) times the best candidate it points to (times its
        share in that candidate's score), so the value is kept with the key that makes it the answer ("Amount due:"
-       beside "$18,324.18", a table cell's row and column headers when the question names them). A key in a row
+       beside "$18,324.18"); a table cell among the best candidates (``keys.header_top``) keeps its row and column
+       headers (``arr_coc.structure.Layout.headers_of``) at ``keys.link`` times its score. A key in a row
        (table header, "Label: value") reaches below/above only up to the first much wider box
        (``layout.cross_width``): fine print under a table is not the table's next cell. With layout analysis
        (``structure.enabled``), a key ending a paragraph at the foot of a column also reaches the first line of the
@@ -255,11 +256,23 @@ class QueryMatcher:
             keys = np.maximum(keys, np.where(sem >= kc.semantic_min * kc.min_match, sem, 0.0))
         return keys.astype(np.float32)
 
-    def box_scores(self, boxes: Sequence[TextBox], query: str, extra_keys: Sequence[int] = ()) -> np.ndarray:
+    def layout_of(self, boxes: Sequence[TextBox]) -> Layout:
+        """The page's layout: ``arr_coc.structure.analyse`` (``structure.enabled``) or, off, ``flat_layout`` (boxes
+        in OCR order, no columns, tables or reading order)."""
+        return analyse(boxes) if self.structure else flat_layout(boxes)
+
+    def box_scores(
+        self,
+        boxes: Sequence[TextBox],
+        query: str,
+        extra_keys: Sequence[int] = (),
+        layout: Layout | None = None,
+    ) -> np.ndarray:
         """(N,) final per-box relevance in [0, 1] (key, answer candidates, other text).
 
         ``extra_keys``: indices of boxes that are keys whatever the query's words say (an implied label found by
-        ``arr_coc.structural_query``, e.g. "Mar" for "the third month").
+        ``arr_coc.structural_query``, e.g. "Mar" for "the third month"). ``layout``: the page's ``layout_of(boxes)``
+        when the caller has it already.
         """
         n = len(boxes)
         if n == 0:
@@ -276,10 +289,10 @@ class QueryMatcher:
             return np.where(prior > 0, lifted, base).astype(np.float32)
         if self.layout:
             values, contrib = propagate(boxes, keys, self.config.layout, contributions=True)  # (N,), (N, N)
-            if self.structure:
-                for i, j in continuations(analyse(boxes), np.flatnonzero(keys > 0)):
-                    contrib[i, j] += keys[i] * self.config.layout.below_gain
-                values = np.maximum(values, contrib.sum(0).clip(max=float(keys.max())))
+            layout = layout if layout is not None else self.layout_of(boxes)
+            for i, j in continuations(layout, np.flatnonzero(keys > 0)):
+                contrib[i, j] += keys[i] * self.config.layout.below_gain
+            values = np.maximum(values, contrib.sum(0).clip(max=float(keys.max())))
         else:
             values, contrib = np.zeros(n, dtype=np.float32), np.zeros((n, n), dtype=np.float32)
         if prior.any():
@@ -287,7 +300,23 @@ class QueryMatcher:
             values = np.where(prior > 0, prior + (1.0 - prior) * values, kc.off_type_damp * values)
         scores = np.maximum.reduce([values, kc.key_score * keys, np.full(n, kc.other_text, dtype=np.float32)])
         scores = np.maximum(scores, self._chain(contrib, values))
+        if self.layout and layout is not None and layout.tables:
+            scores = np.maximum(scores, self._headers(layout, values))
         return np.clip(scores, 0.0, 1.0).astype(np.float32)
+
+    def _headers(self, layout: Layout, values: np.ndarray) -> np.ndarray:
+        """(N,) a table cell's row and column headers (``Layout.headers_of``) score ``keys.link`` times the cell's
+        candidate score, for the cells within ``keys.header_top`` of the best candidate: the answer is read with
+        the row and column that name it."""
+        kc = self.config.keys
+        out = np.zeros_like(values)
+        top = float(values.max()) if values.size else 0.0
+        if top <= 0:
+            return out
+        for j in np.flatnonzero(values >= kc.header_top * top):
+            for h in layout.headers_of(int(j)):
+                out[h] = max(out[h], kc.link * float(values[j]))
+        return out
 
     def _chain(self, contrib: np.ndarray, values: np.ndarray) -> np.ndarray:
         """(N,) the evidence chain: each key scores at least ``keys.link`` times the best candidate it points to,
@@ -335,15 +364,15 @@ class QueryMatcher:
         cfg = self.config.layout
         return word_units(boxes, rows, cols, original_size, cfg.word_pad) if cfg.whole_words else []
 
-    def evidence(self, boxes: Sequence[TextBox], query: str) -> Evidence | None:
-        """The structural evidence the query needs (``arr_coc.structural_query.Evidence``), or None."""
+    def evidence(self, boxes: Sequence[TextBox], query: str, layout: Layout | None = None) -> Evidence | None:
+        """The structural evidence the query needs (``arr_coc.structural_query.Evidence``), or None (``layout``:
+        the page's ``layout_of(boxes)`` when the caller has it)."""
         if not self.query_parsing or not boxes or not query:
             return None
         sq = parse(self._clip(query))
         if sq.rule is None:
             return None
-        layout = analyse(boxes) if self.structure else flat_layout(boxes)
-        return resolve(layout, sq)
+        return resolve(layout if layout is not None else self.layout_of(boxes), sq)
 
     def relevance_and_evidence(
         self,
@@ -360,8 +389,9 @@ class QueryMatcher:
         comparison keeps what it asks for first) and every other box is damped by
         ``evidence_damp``, so the evidence is kept before anything else; ``Evidence.rule`` names the rule that fired.
         """
-        ev = self.evidence(boxes, query or "")
-        scores = self.box_scores(boxes, query or "", extra_keys=ev.keys if ev is not None else ())
+        layout = self.layout_of(boxes) if boxes and (self.layout or self.query_parsing) else None
+        ev = self.evidence(boxes, query or "", layout)
+        scores = self.box_scores(boxes, query or "", extra_keys=ev.keys if ev is not None else (), layout=layout)
         out = paint_boxes(boxes, scores, rows, cols, original_size)
         if ev is not None and ev.regions:
             regions = [TextBox("", r) for r in ev.regions]
