@@ -98,13 +98,15 @@ def run_once(image: Image.Image, max_tokens: int, query: str, reading: Any, real
         clock.wall[stage], clock.cpu[stage] = wall_ms * share, cpu_ms * share  # CPU split in proportion to wall
     clock.mark()
     boxes = result.boxes
-    prior_map = reading.matcher().relevance(boxes, text, grid.rows, grid.cols, (img.width, img.height))
+    matcher = reading.matcher()
+    prior_map = matcher.relevance(boxes, text, grid.rows, grid.cols, (img.width, img.height))
+    units = matcher.units(boxes, grid.rows, grid.cols, (img.width, img.height))  # each word's cells
     prior = torch.from_numpy(np.asarray(prior_map, dtype=np.float32))[None].to(device=device, dtype=dtype)
     clock.stage("matching")
     relevance, _, _ = realizer(texture, [cues], prior=prior)
     clock.stage("scorers")
     scores = relevance[0].flatten()
-    keep = select(scores, resolve_budget(0.111, grid.n_tokens, scores))
+    keep = select(scores, resolve_budget(0.111, grid.n_tokens, scores), units=units)  # words kept whole
     keep.cpu()
     clock.stage("selection")
     return clock.wall, clock.cpu, grid.n_tokens, len(boxes)

@@ -207,6 +207,18 @@ def test_a_table_cell_keeps_its_row_and_column_headers() -> None:
     assert np.array_equal(np.delete(with_tables, 2), np.delete(without, 2))  # nothing else changes
 
 
+def test_layouts_are_cached_per_page_with_a_bound() -> None:
+    m = QueryMatcher(ReadingConfig().replace(structure={"layout_cache_items": 2}), semantic=False)
+    first = m.layout_of(INVOICE)
+    assert m.layout_of(list(INVOICE)) is first  # same boxes, same layout object
+    m.layout_of(COLUMNS)
+    m.layout_of(CHART)
+    assert m.layout_of(INVOICE) is not first  # evicted (2 pages kept), analysed again ...
+    assert m.layout_of(INVOICE).tables == first.tables  # ... to the same result
+    with pytest.raises(ValueError, match="layout_cache_items"):
+        ReadingConfig().replace(structure={"layout_cache_items": -1})
+
+
 def test_function_words_are_not_terms() -> None:
     cfg = ReadingConfig().lexical
     terms = dict(query_terms("When does the annual fair open? What is this about, having been told?", cfg))

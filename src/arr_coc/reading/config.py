@@ -257,9 +257,12 @@ class StructureConfig:
     enabled: bool = True  # layout analysis (columns, sections, title, reading order); off: boxes in OCR order
     query_parsing: bool = True  # parse structural references in the question; off: matched by its words only
     evidence_damp: float = 0.8  # factor on every other box's score once structural evidence was found
+    layout_cache_items: int = 8  # pages whose layout a matcher keeps (a second question skips the analysis; 0: none)
 
     def __post_init__(self) -> None:
         _check_unit("structure", evidence_damp=self.evidence_damp)
+        if self.layout_cache_items < 0:
+            raise ValueError(f"structure.layout_cache_items must be >= 0, got {self.layout_cache_items}")
 
 
 _SECTIONS: dict[str, type] = {

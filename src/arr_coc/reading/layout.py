@@ -101,20 +101,30 @@ def word_units(
     """
     if pad < 0:
         raise ValueError(f"pad must be >= 0, got {pad}")
-    out: list[np.ndarray] = []
+    spans = []  # (x0, y0, x1, y1) of every word, padded
     for tb in boxes:
         x0, y0, x1, y1 = tb.box
-        n = max(1, len(tb.text))
-        step = (x1 - x0) / n  # width of one character
-        for m in re.finditer(r"\S+", tb.text):
-            box = (x0 + step * (m.start() - pad), y0, x0 + step * (m.end() + pad), y1)
-            span = cell_span(box, rows, cols, original_size)
-            if span is None:
-                continue
-            r0, r1, c0, c1 = span
-            rr, cc = np.meshgrid(np.arange(r0, r1), np.arange(c0, c1), indexing="ij")
-            out.append((rr * cols + cc).ravel().astype(np.int64))
-    return out
+        step = (x1 - x0) / max(1, len(tb.text))  # width of one character
+        spans.extend((x0 + step * (m.start() - pad), y0, x0 + step * (m.end() + pad), y1)
+                     for m in re.finditer(r"\S+", tb.text))
+    if not spans:
+        return []
+    width, height = float(original_size[0]), float(original_size[1])
+    b = np.asarray(spans, dtype=np.float64)  # (W, 4)
+    x0, x1 = np.minimum(b[:, 0], b[:, 2]), np.maximum(b[:, 0], b[:, 2])
+    y0, y1 = np.minimum(b[:, 1], b[:, 3]), np.maximum(b[:, 1], b[:, 3])
+    inside = (x1 >= 0) & (y1 >= 0) & (x0 <= width) & (y0 <= height)  # (W,) the rest lies outside the image
+    x0, x1 = np.clip(x0, 0, width), np.clip(x1, 0, width)
+    y0, y1 = np.clip(y0, 0, height), np.clip(y1, 0, height)
+    # paint_boxes' rule (cell_span), for all words at once
+    c0 = np.minimum(cols - 1, np.floor(x0 * cols / width)).astype(np.int64)
+    r0 = np.minimum(rows - 1, np.floor(y0 * rows / height)).astype(np.int64)
+    c1 = np.maximum(c0 + 1, np.minimum(cols, np.ceil(x1 * cols / width))).astype(np.int64)
+    r1 = np.maximum(r0 + 1, np.minimum(rows, np.ceil(y1 * rows / height))).astype(np.int64)
+    return [
+        (np.arange(r0[i], r1[i])[:, None] * cols + np.arange(c0[i], c1[i])[None, :]).ravel()
+        for i in np.flatnonzero(inside)
+    ]
 
 
 @dataclass

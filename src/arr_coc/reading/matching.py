@@ -3,6 +3,8 @@ that propagates key scores to where answers sit) and paints the result onto the 
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from collections.abc import Sequence
 
 import numpy as np
@@ -89,7 +91,8 @@ class QueryMatcher:
     at most ``lexical.max_query_tokens`` (48) content tokens are used lexically and the embedding sees at most
     ``semantic.max_tokens`` (128) word pieces. All numbers: ``ReadingConfig`` (defaults in parentheses).
 
-    A matcher holds no per-query state; one instance can serve several threads (its embedder locks).
+    A matcher holds no per-query state (only a small per-page cache of layouts, ``layout_of``); one instance can
+    serve several threads (its embedder and that cache lock).
 
     Args:
         config: Settings (default ``ReadingConfig()``); only its matching sections are used.
@@ -128,6 +131,8 @@ class QueryMatcher:
             whole_words=whole_words,
         )
         self._embedder = embedder
+        self._layouts: OrderedDict[tuple[TextBox, ...], Layout] = OrderedDict()  # per page, bounded LRU
+        self._layouts_lock = threading.Lock()
         if embedder is None and self.config.semantic.enabled:
             self._embedder = MiniLMEmbedder.from_config(self.config.semantic)  # cheap: nothing loads until used
 
@@ -258,8 +263,23 @@ class QueryMatcher:
 
     def layout_of(self, boxes: Sequence[TextBox]) -> Layout:
         """The page's layout: ``arr_coc.structure.analyse`` (``structure.enabled``) or, off, ``flat_layout`` (boxes
-        in OCR order, no columns, tables or reading order)."""
-        return analyse(boxes) if self.structure else flat_layout(boxes)
+        in OCR order, no columns, tables or reading order).
+
+        The last ``structure.layout_cache_items`` pages' layouts are kept (keyed on the boxes themselves), so a second
+        question about a page does not analyse it again; the returned ``Layout`` is shared: do not modify it.
+        """
+        key = tuple(boxes)
+        with self._layouts_lock:
+            if key in self._layouts:
+                self._layouts.move_to_end(key)
+                return self._layouts[key]
+        layout = analyse(boxes) if self.structure else flat_layout(boxes)
+        bound = self.config.structure.layout_cache_items
+        with self._layouts_lock:
+            self._layouts[key] = layout
+            while len(self._layouts) > bound:
+                self._layouts.popitem(last=False)
+        return layout
 
     def box_scores(
         self,
