@@ -224,8 +224,10 @@ def test_function_words_are_not_terms() -> None:
     terms = dict(query_terms("When does the annual fair open? What is this about, having been told?", cfg))
     assert set(terms) == {"annual", "fair", "open", "told"}  # not "doe", "thi", "hav"
     assert query_terms("What must it be?", cfg) == []
-    # "the person" is the form's subject, not a word to look for: a weak (meta) term
+    # "the person", "this form" describe the document, not a word to look for: weak (meta) terms
     assert dict(query_terms("How can the person be called?", cfg))["person"] == cfg.meta_weight
+    meta = cfg.meta_weight
+    assert dict(query_terms("What is the name on this form?", cfg)) == {"name": meta, "form": meta}
 
 
 def test_page_frequency_lets_the_rare_word_locate_the_line() -> None:
@@ -237,8 +239,9 @@ def test_page_frequency_lets_the_rare_word_locate_the_line() -> None:
 @pytest.mark.parametrize(
     ("query", "kind"),
     [("What is the phone number?", "phone"), ("How can the person be rung up?", "phone"),
-     ("Where can I send an e-mail?", "email"), ("Who is it for?", "person"), ("Whose details are these?", "person"),
-     ("Which customer placed the order?", "person")],
+     ("Where can I send an e-mail?", "email"), ("Where can messages be sent online?", "email"),
+     ("Who is it for?", "person"), ("Whose details are these?", "person"),
+     ("Which customer placed the order?", "person"), ("What is the name on this form?", "person")],
 )  # fmt: skip
 def test_answer_types(query: str, kind: str) -> None:
     assert kind in answer_types(query)

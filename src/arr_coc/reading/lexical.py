@@ -31,7 +31,7 @@ META_WORDS = frozenset(
     """value values chart graph plot figure bar bars table row rows column columns cell document page image picture
     photo text say says said written write shown show shows listed list mentioned mention state states stated read
     label labelled labeled first second third fourth last left right top bottom middle entry field section part
-    paragraph line sign name person people""".split()
+    paragraph line sign name person people form receipt""".split()
 )
 ABBREVIATIONS = {
     "no": "number",
@@ -142,9 +142,9 @@ _ANSWER_TYPE_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ),
     ("phone", re.compile(r"\b(?:tele)?phone\b|\bcall(?:ed)?\b|\bring\b|\brung\b|\bdial(?:led)?\b|\bmobile\b|"
                          r"\bfax\b", re.I)),
-    ("email", re.compile(r"\be-?mail\b|\bemailed\b", re.I)),
+    ("email", re.compile(r"\be-?mail(?:ed)?\b|\bonline\b|\belectronically\b", re.I)),
     ("person", re.compile(r"\bwho(?:m|se)?\b|\b(?:which|what) (?:person|customer|client|patient|member|applicant)\b|"
-                          r"\bname of the (?:person|customer|client|patient|member|applicant)\b", re.I)),
+                          r"\bname\b", re.I)),
 )
 _MONTHS = r"jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec"
 _VALUE_PATTERNS: dict[str, re.Pattern[str]] = {

@@ -303,10 +303,7 @@ class QueryMatcher:
             keys[np.asarray(extra_keys, dtype=np.int64)] = 1.0
         prior = self.type_prior(boxes, query)  # (N,)
         if not keys.any():
-            # nothing named: all text is a candidate, values of the asked-for type a little more so
-            base = np.full(n, kc.no_match_text, dtype=np.float32)
-            lifted = kc.no_match_text + kc.no_match_type_lift * (1.0 - kc.no_match_text)
-            return np.where(prior > 0, lifted, base).astype(np.float32)
+            return self._nothing_named(prior)
         if self.layout:
             values, contrib = propagate(boxes, keys, self.config.layout, contributions=True)  # (N,), (N, N)
             layout = layout if layout is not None else self.layout_of(boxes)
@@ -337,6 +334,13 @@ class QueryMatcher:
             for h in layout.headers_of(int(j)):
                 out[h] = max(out[h], kc.link * float(values[j]))
         return out
+
+    def _nothing_named(self, prior: np.ndarray) -> np.ndarray:
+        """(N,) scores when the question names no box: all text is a candidate (``keys.no_match_text``), values of
+        the asked-for type a little more so (``keys.no_match_type_lift``)."""
+        kc = self.config.keys
+        lifted = kc.no_match_text + kc.no_match_type_lift * (1.0 - kc.no_match_text)
+        return np.where(prior > 0, lifted, kc.no_match_text).astype(np.float32)
 
     def _chain(self, contrib: np.ndarray, values: np.ndarray) -> np.ndarray:
         """(N,) the evidence chain: each key scores at least ``keys.link`` times the best candidate it points to,
