@@ -163,7 +163,7 @@ def shape(text: str) -> str:
 
 def propagate(
     boxes: Sequence[TextBox], keys: np.ndarray, cfg: LayoutConfig, contributions: bool = False
-) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
+) -> np.ndarray | tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Layout rule: spread key weights to where answers sit; additive, then scaled to the strongest key.
 
     For each key i (``keys[i] > 0``) and each direction (right, left, below, above), the r-th nearest box j in that
@@ -183,16 +183,18 @@ def propagate(
 
     Returns:
         (N,) float32 candidate scores; their maximum equals ``keys.max()`` (0 everywhere when nothing receives any).
-        With ``contributions``, also an (N, N) float32 array: entry (i, j) is what key i gave box j, on the scale of
-        the scores (rows of non-keys are 0).
+        With ``contributions``, also the K key indices (int64, ascending) and a (K, N) float32 array: entry (k, j)
+        is what key ``givers[k]`` gave box j, on the scale of the scores (K x N, not N x N: a page of thousands of
+        boxes has few keys).
     """
     g = Geometry.of(boxes)
     n = len(boxes)
-    contrib = np.zeros((n, n), dtype=np.float64)  # (N keys, N targets)
+    givers = np.flatnonzero(keys > 0)  # (K,)
+    contrib = np.zeros((givers.size, n), dtype=np.float64)  # (K keys, N targets)
     n_tokens = np.array([len(tokens(b.text)) for b in boxes])  # (N,)
     shapes = np.array([shape(b.text) for b in boxes], dtype=object)  # (N,)
     colon = np.array([sh.endswith(":") for sh in shapes], dtype=bool)  # (N,)
-    for i in np.flatnonzero(keys > 0):
+    for row, i in enumerate(givers):
         # siblings (same shape as the key: the next axis label, the next header, the next "Label:") are not its
         # answer; they keep a small share so a row of headers still reads as a row
         sib = (shapes == shapes[i]) | (colon & colon[i])  # (N,)
@@ -208,7 +210,7 @@ def propagate(
         same_col = (h_overlap > 0) & ~same_line  # (N,)
         same_col[i] = False
         damp = cfg.sentence_damp if n_tokens[i] > cfg.sentence_tokens else 1.0  # a sentence's neighbour: other column
-        acc = contrib[i]  # (N,) a view: what key i gives
+        acc = contrib[row]  # (N,) a view: what key i gives
         right = np.flatnonzero(same_line & (g.cx > g.cx[i]))
         right = right[np.argsort(g.x0[right])]
         for r, j in enumerate(right[: cfg.right_max]):
@@ -231,7 +233,7 @@ def propagate(
     top = total.max() if n else 0.0
     scale = float(keys.max()) / top if top > 0 else 0.0
     scores = (total * scale).astype(np.float32)
-    return (scores, (contrib * scale).astype(np.float32)) if contributions else scores
+    return (scores, givers, (contrib * scale).astype(np.float32)) if contributions else scores
 
 
 def _until_wide(order: np.ndarray, wide: np.ndarray | None, cross_width: float) -> np.ndarray:

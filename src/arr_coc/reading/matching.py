@@ -305,18 +305,21 @@ class QueryMatcher:
         if not keys.any():
             return self._nothing_named(prior)
         if self.layout:
-            values, contrib = propagate(boxes, keys, self.config.layout, contributions=True)  # (N,), (N, N)
+            # (N,) candidates, (K,) key indices, (K, N) what each key gave
+            values, givers, contrib = propagate(boxes, keys, self.config.layout, contributions=True)
             layout = layout if layout is not None else self.layout_of(boxes)
-            for i, j in continuations(layout, np.flatnonzero(keys > 0)):
-                contrib[i, j] += keys[i] * self.config.layout.below_gain
+            row = {int(i): r for r, i in enumerate(givers)}
+            for i, j in continuations(layout, givers):
+                contrib[row[i], j] += keys[i] * self.config.layout.below_gain
             values = np.maximum(values, contrib.sum(0).clip(max=float(keys.max())))
         else:
-            values, contrib = np.zeros(n, dtype=np.float32), np.zeros((n, n), dtype=np.float32)
+            givers = np.zeros(0, dtype=np.int64)
+            values, contrib = np.zeros(n, dtype=np.float32), np.zeros((0, n), dtype=np.float32)
         if prior.any():
             # the question asks for a kind of value: candidates of that kind rank first, the rest are damped
             values = np.where(prior > 0, prior + (1.0 - prior) * values, kc.off_type_damp * values)
         scores = np.maximum.reduce([values, kc.key_score * keys, np.full(n, kc.other_text, dtype=np.float32)])
-        scores = np.maximum(scores, self._chain(contrib, values))
+        scores[givers] = np.maximum(scores[givers], self._chain(contrib, values))
         if self.layout and layout is not None and layout.tables:
             scores = np.maximum(scores, self._headers(layout, values))
         return np.clip(scores, 0.0, 1.0).astype(np.float32)
@@ -343,16 +346,16 @@ class QueryMatcher:
         return np.where(prior > 0, lifted, kc.no_match_text).astype(np.float32)
 
     def _chain(self, contrib: np.ndarray, values: np.ndarray) -> np.ndarray:
-        """(N,) the evidence chain: each key scores at least ``keys.link`` times the best candidate it points to,
+        """(K,) the evidence chain: each key scores at least ``keys.link`` times the best candidate it points to,
         times its share in that candidate (its contribution over the largest one), so a value is kept with the key
         that makes it the answer ("Amount due:" with "$18,324.18"; a table cell's row and column headers).
 
         Args:
-            contrib: (N keys, N targets) what each key gave each box (``propagate(..., contributions=True)``).
+            contrib: (K keys, N targets) what each key gave each box (``propagate(..., contributions=True)``).
             values: (N,) candidate scores.
         """
-        top = contrib.max(0)  # (N,) the strongest contribution each box received
-        share = np.divide(contrib, top, out=np.zeros_like(contrib), where=top > 0)  # (N, N)
+        top = contrib.max(0, initial=0.0)  # (N,) the strongest contribution each box received
+        share = np.divide(contrib, top, out=np.zeros_like(contrib), where=top > 0)  # (K, N)
         return (self.config.keys.link * share * values[None, :]).max(1, initial=0.0).astype(np.float32)
 
     # -- painting ------------------------------------------------------------------------------------------------
