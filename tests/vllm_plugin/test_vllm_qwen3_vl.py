@@ -8,10 +8,13 @@ import pytest
 
 pytest.importorskip("vllm", reason="vllm not installed (the plugin's tests run in .venv-vllm: bash .ci/vllm_env.sh)")
 
-from conftest import chat_prompt, close_engine, image, open_engine  # noqa: E402
 from plugin_checks import (  # noqa: E402
     assert_logprobs_close,
+    chat_prompt,
+    close_engine,
     generate,
+    image,
+    open_engine,
     processor_keeps,
     request,
     transformers_path,

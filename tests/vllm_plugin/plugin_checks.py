@@ -6,10 +6,54 @@ tolerances is in :data:`LOGPROB_ATOL`.
 
 from __future__ import annotations
 
+import gc
 import math
 import pathlib
 
 import torch
+
+EXAMPLES = pathlib.Path(__file__).resolve().parents[2] / "examples"
+MAX_PIXELS = {"qwen2-vl": 160 * 28 * 28, "qwen2.5-vl": 160 * 28 * 28, "qwen3-vl": 160 * 32 * 32}  # <= 160 tokens
+
+
+def engine_kwargs() -> dict:
+    """What every test engine uses: float32 (exact comparisons), a 256 MiB KV cache, no compilation."""
+    return dict(
+        dtype="float32",
+        max_model_len=4096,
+        max_num_seqs=8,
+        limit_mm_per_prompt={"image": 3, "video": 0},
+        kv_cache_memory_bytes=256 << 20,
+        enforce_eager=True,
+        seed=0,
+    )
+
+
+def open_engine(folder: pathlib.Path):
+    from vllm import LLM
+
+    return LLM(model=str(folder), **engine_kwargs())
+
+
+def close_engine(llm) -> None:
+    del llm
+    gc.collect()
+
+
+def image(name: str):
+    from PIL import Image
+
+    return Image.open(EXAMPLES / name).convert("RGB")
+
+
+def chat_prompt(folder: pathlib.Path, images: list, question: str) -> str:
+    """The chat template's text for one user turn with ``images`` then ``question`` (the generation prompt added)."""
+    from transformers import AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(str(folder))
+    content = [{"type": "image"} for _ in images] + [{"type": "text", "text": question}]
+    return tok.apply_chat_template([{"role": "user", "content": content}], tokenize=False, add_generation_prompt=True)
+
 
 # vLLM and transformers compute the same float32 network with different kernels (attention, rotary, matmul
 # blocking), so sums are taken in different orders. A float32 sum of n terms of size <= 1 differs by at most about

@@ -24,7 +24,7 @@ import pytest
 
 pytest.importorskip("vllm", reason="vllm not installed (the plugin's tests run in .venv-vllm: bash .ci/vllm_env.sh)")
 
-from conftest import chat_prompt, image  # noqa: E402
+from plugin_checks import chat_prompt, image  # noqa: E402
 
 FAMILY = "qwen2.5-vl"
 QUESTION = "What is the total amount due?"
@@ -169,7 +169,7 @@ import json, sys
 from PIL import Image
 from vllm import LLM, SamplingParams
 sys.path.insert(0, sys.argv[2])
-from conftest import engine_kwargs
+from plugin_checks import engine_kwargs
 llm = LLM(model=sys.argv[1], **engine_kwargs())
 img = Image.open(sys.argv[3]).convert("RGB")
 out = llm.generate([{"prompt": sys.argv[4], "multi_modal_data": {"image": img}}],
