@@ -269,7 +269,8 @@ async def main_async(args: argparse.Namespace) -> list[dict]:
 def table(rows: list[dict], args: argparse.Namespace) -> str:
     base = rows[0]
     lines = [
-        "| setting | prompt tokens | req/s | output tok/s | x vLLM | TTFT p50 (s) | TTFT p95 (s) | relevance (ms/img) | relevance share |",
+        "| setting | prompt tokens | req/s | output tok/s | x vLLM | TTFT p50 (s) | TTFT p95 (s) "
+        "| relevance (ms/img) | relevance share |",
         "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in rows:
