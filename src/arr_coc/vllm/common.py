@@ -353,10 +353,7 @@ class ProcessorMixin:
 
     def apply(self, inputs: Any, timing_ctx: Any) -> Any:
         options = self.arr_coc_options(inputs.hf_processor_mm_kwargs)
-        if options is None:
-            kwargs = {k: v for k, v in inputs.hf_processor_mm_kwargs.items() if k != KEY}
-            if KEY in inputs.hf_processor_mm_kwargs:  # enabled: false -> exactly the unpruned request
-                inputs = replace(inputs, hf_processor_mm_kwargs=kwargs)
+        if options is None:  # nothing to do (or enabled: false, which every later step reads the same way)
             return super().apply(inputs, timing_ctx)  # type: ignore[misc]
         if inputs.mm_data_items.get_all_counts().get("video", 0):
             raise ArrCocOptionError("arr_coc: prunes images only; send videos without arr_coc options")
