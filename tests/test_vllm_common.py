@@ -109,3 +109,11 @@ def test_pruned_positions_are_the_full_prompts_positions_at_the_kept_tokens(fami
     positions, delta = pruned_mrope_positions(len(pruned_row), items)
     assert positions.equal(full[:, keep_cols])
     assert delta == int(full.max()) + 1 - len(pruned_row)
+
+
+def test_a_relevance_folder_loads_with_from_pretrained_or_fails_clearly(tmp_path):
+    """``relevance`` is loaded with ``Realizer.from_pretrained`` (the object allocate/compress use for that folder);
+    an empty folder, or an arr-coc-vis without ``from_pretrained``, is one clear option error."""
+    with pytest.raises(ArrCocOptionError, match="^arr_coc: ") as err:
+        parse_options({"relevance": str(tmp_path), "mode": "texture"})
+    assert "from_pretrained" in str(err.value) or "could not load the relevance checkpoint" in str(err.value)

@@ -57,3 +57,18 @@ def test_partial_budget_matches_compress_deepstack_included(engine):
     (got,) = generate(llm, [request(prompt, imgs, options)])
     assert got["prompt_ids"] == hf_ids
     assert_logprobs_close(got["prompt_logprobs"], hf_lp)
+
+
+def test_every_family_is_registered_with_its_processor():
+    """The entry point's register() replaces vLLM's four classes; each carries the plugin's processor (no engine:
+    Qwen3-VL-MoE has no tiny checkpoint here, its seams are Qwen3-VL's)."""
+    from vllm import ModelRegistry
+
+    from arr_coc.vllm import ARCHITECTURES, register
+
+    register()
+    for arch, target in ARCHITECTURES.items():
+        module, name = target.split(":")
+        cls = getattr(__import__(module, fromlist=[name]), name)
+        assert ModelRegistry._try_load_model_cls(arch) is cls
+        assert "ArrCoc" in cls._processor_factory.processor.__name__
