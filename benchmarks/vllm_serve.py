@@ -118,9 +118,10 @@ def write_folder(name: str, folder: pathlib.Path) -> tuple[str, pathlib.Path]:
     return family, folder
 
 
-def images(n: int) -> list:
-    """``n`` distinct document images: the shipped examples (and realdocs-dev pages when present), each with a
-    faint unique mark so that no processor or encoder cache entry is shared between requests."""
+def images(n: int, per_setting: int) -> list:
+    """``n`` distinct document images: request ``i`` of every setting shows the same page (the shipped examples and,
+    when present, realdocs-dev pages), each copy with a faint unique mark so that no processor or encoder cache
+    entry is shared between requests."""
     from PIL import Image
 
     paths = [EXAMPLES / f for f in ("invoice.jpg", "receipt.jpg", "chart.jpg")]
@@ -129,7 +130,7 @@ def images(n: int) -> list:
         paths += sorted(dev.glob("*.png"))[:8] + sorted(dev.glob("*.jpg"))[:8]
     out = []
     for i in range(n):
-        img = np.asarray(Image.open(paths[i % len(paths)]).convert("RGB")).copy()
+        img = np.asarray(Image.open(paths[(i % per_setting) % len(paths)]).convert("RGB")).copy()
         img[0, : 1 + i % img.shape[1], 0] ^= 1  # the unique mark: one pixel row's lowest bit
         img[1, 0, :] = (i // 256) % 256, i % 256, 7
         out.append(Image.fromarray(img))
@@ -233,7 +234,7 @@ async def main_async(args: argparse.Namespace) -> list[dict]:
         (f"arr_coc {b:.0%}", {"budget": b, "mode": "texture"}) for b in BUDGETS
     ]
     n = args.requests
-    pics = images(n * (len(settings) + 1))
+    pics = images(n * (len(settings) + 1), n)
     rows = []
     try:
         warm = [
