@@ -300,7 +300,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--max-num-seqs", type=int, default=8)
     p.add_argument("--dtype", default="float32")
     p.add_argument("--kv-cache-mib", type=int, default=1024, help="KV cache size (0: vLLM's default)")
-    p.add_argument("--enforce-eager", action="store_true", default=True)
+    p.add_argument("--enforce-eager", action=argparse.BooleanOptionalAction, default=True, help="no CUDA graphs")
     p.add_argument("--workdir", default="/tmp/arr-coc-vllm-bench")
     p.add_argument("--out", default=None, help="write the table (markdown) here")
     args = p.parse_args(argv)
