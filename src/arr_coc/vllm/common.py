@@ -433,27 +433,6 @@ def split_keeps(keep: Any, counts: Any) -> list[torch.Tensor]:
     return list(torch.as_tensor(keep).long().cpu().split(sizes))
 
 
-__all__ = [
-    "KEY",
-    "KEEP_FIELD",
-    "COUNT_FIELD",
-    "OPTIONS",
-    "ArrCocOptionError",
-    "Geometry",
-    "ModelMixin",
-    "Options",
-    "PlacedItem",
-    "ProcessorMixin",
-    "decide",
-    "decide_all",
-    "parse_options",
-    "pruned_mrope_positions",
-    "realizer_for",
-    "split_keeps",
-    "turn_questions",
-]
-
-
 class ModelMixin:
     """Mixed in before a family's vLLM ``...ForConditionalGeneration``: the foveated encoder and pruned positions.
 
@@ -488,3 +467,24 @@ class ModelMixin:
             keep = f.data[KEEP_FIELD].data.long().cpu() if KEEP_FIELD in f.data else None
             items.append(PlacedItem(f.mm_position.offset, (t, h // merge, w // merge), 1.0, keep))
         return pruned_mrope_positions(len(input_tokens), items)
+
+
+__all__ = [
+    "KEY",
+    "KEEP_FIELD",
+    "COUNT_FIELD",
+    "OPTIONS",
+    "ArrCocOptionError",
+    "Geometry",
+    "ModelMixin",
+    "Options",
+    "PlacedItem",
+    "ProcessorMixin",
+    "decide",
+    "decide_all",
+    "parse_options",
+    "pruned_mrope_positions",
+    "realizer_for",
+    "split_keeps",
+    "turn_questions",
+]
