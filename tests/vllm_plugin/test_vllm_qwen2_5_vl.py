@@ -69,6 +69,19 @@ def test_partial_budget_matches_compress_and_allocate(engine, budget):
     assert a.keep.tolist() == keeps[0].tolist()
 
 
+def test_text_mode_matches_compress_with_the_ocr_prior(engine):
+    """mode 'text' (the documents path: OCR prior, words kept whole) keeps what compress(text_prior=True) keeps."""
+    pytest.importorskip("rapidocr", reason="the [ocr] extra is not installed")
+    llm, folder = engine
+    img = image("invoice.jpg")
+    prompt = chat_prompt(folder, [img], QUESTION)
+    keeps, _ = processor_keeps(llm, prompt, [img], {"budget": 0.22, "mode": "text"})
+    hf_keeps, _, _ = transformers_path(folder, FAMILY, prompt, [img], 0.22, text_prior=True)
+    assert [k.tolist() for k in keeps] == [k.tolist() for k in hf_keeps]
+    texture, _ = processor_keeps(llm, prompt, [img], {"budget": 0.22, "mode": "texture"})
+    assert keeps[0].tolist() != texture[0].tolist()  # the OCR prior did change the decision
+
+
 def test_question_from_the_turn_equals_explicit_query(engine):
     llm, folder = engine
     img = image("receipt.jpg")
