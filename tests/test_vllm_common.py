@@ -117,3 +117,14 @@ def test_a_relevance_folder_loads_with_from_pretrained_or_fails_clearly(tmp_path
     with pytest.raises(ArrCocOptionError, match="^arr_coc: ") as err:
         parse_options({"relevance": str(tmp_path), "mode": "texture"})
     assert "from_pretrained" in str(err.value) or "could not load the relevance checkpoint" in str(err.value)
+
+
+@pytest.mark.parametrize("family", ["qwen2-vl", "qwen2.5-vl", "qwen3-vl"])
+def test_tiny_config_for_vllm_has_text_head_dim_32(family):
+    """vLLM's CPU attention supports text head dims 32, 64, 80, ...: the vllm=True tiny config has 32."""
+    from arr_coc.testing import tiny_config
+
+    text = tiny_config(family, vllm=True).get_text_config()
+    head_dim = getattr(text, "head_dim", None) or text.hidden_size // text.num_attention_heads
+    assert (head_dim, text.num_attention_heads, text.num_key_value_heads) == (32, 2, 1)
+    assert sum(text.rope_parameters["mrope_section"]) == head_dim // 2
