@@ -206,11 +206,13 @@ def tiny_tokenizer(family: str) -> Any:
     return tokenizer
 
 
-def tiny_config(family: str) -> Any:
+def tiny_config(family: str, vllm: bool = False) -> Any:
     """A tiny config of ``family`` with the real vocabulary size and token ids (hidden 32, 2 layers, 2 vision blocks).
 
     Args:
         family: ``"qwen2-vl"``, ``"qwen2.5-vl"`` or ``"qwen3-vl"``.
+        vllm: a language model vLLM's CPU attention runs (it supports head dims 32, 64, 80, ...): hidden 64, 2 heads
+            of 32, 1 KV head, M-RoPE sections [8, 4, 4]; the vision tower stays 32 wide and projects to 64.
     """
     import transformers as tf
 
@@ -230,6 +232,10 @@ def tiny_config(family: str) -> Any:
         pad_token_id=ids["<|endoftext|>"],
         tie_word_embeddings=True,
     )
+    if vllm:
+        text.update(hidden_size=2 * HIDDEN, intermediate_size=4 * HIDDEN, num_attention_heads=2, num_key_value_heads=1)
+        text["rope_parameters"] = dict(text["rope_parameters"], mrope_section=[8, 4, 4])
+    width = int(text["hidden_size"])  # the vision tower's output width (the merger projects to the text width)
     token_ids = dict(
         image_token_id=ids["<|image_pad|>"],
         video_token_id=ids["<|video_pad|>"],
@@ -238,18 +244,18 @@ def tiny_config(family: str) -> Any:
         tie_word_embeddings=True,
     )
     if family == "qwen2-vl":
-        vision = dict(depth=2, embed_dim=HIDDEN, hidden_size=HIDDEN, num_heads=4, mlp_ratio=2, patch_size=14)
+        vision = dict(depth=2, embed_dim=HIDDEN, hidden_size=width, num_heads=4, mlp_ratio=2, patch_size=14)
         return tf.Qwen2VLConfig(text_config=text, vision_config=vision, **token_ids)
     if family == "qwen2.5-vl":
         vision = dict(
-            depth=2, hidden_size=HIDDEN, intermediate_size=2 * HIDDEN, num_heads=4, out_hidden_size=HIDDEN,
+            depth=2, hidden_size=HIDDEN, intermediate_size=2 * HIDDEN, num_heads=4, out_hidden_size=width,
             patch_size=14, window_size=112, fullatt_block_indexes=[1], tokens_per_second=2,
         )  # fmt: skip
         return tf.Qwen2_5_VLConfig(text_config=text, vision_config=vision, **token_ids)
-    text.update(head_dim=HIDDEN // 4)
+    text.update(head_dim=int(text["hidden_size"]) // int(text["num_attention_heads"]))
     text["rope_parameters"] = dict(text["rope_parameters"], mrope_interleaved=True, rope_theta=5000000.0)
     vision = dict(
-        depth=2, hidden_size=HIDDEN, intermediate_size=2 * HIDDEN, num_heads=4, out_hidden_size=HIDDEN, patch_size=16,
+        depth=2, hidden_size=HIDDEN, intermediate_size=2 * HIDDEN, num_heads=4, out_hidden_size=width, patch_size=16,
         num_position_embeddings=64, deepstack_visual_indexes=[0, 1],
     )  # fmt: skip
     return tf.Qwen3VLConfig(text_config=text, vision_config=vision, **token_ids)
@@ -294,13 +300,17 @@ def tiny_image_processor(family: str, max_pixels: int | None = None) -> Any:
     )
 
 
-def tiny_checkpoint(family: str, path: str | os.PathLike, *, max_pixels: int | None = None) -> pathlib.Path:
+def tiny_checkpoint(
+    family: str, path: str | os.PathLike, *, max_pixels: int | None = None, vllm: bool = False
+) -> pathlib.Path:
     """Write a tiny random-weight checkpoint of ``family`` to the folder ``path`` (created if needed).
 
     Args:
         family: ``"qwen2-vl"``, ``"qwen2.5-vl"`` or ``"qwen3-vl"``.
         path: the folder; files of the same names in it are overwritten.
         max_pixels: the image processor's cap on the resized image's area (default 256 visual tokens).
+        vllm: a checkpoint vLLM's CPU build serves (text head dim 32: hidden 64, 2 heads, 1 KV head; see
+            :func:`tiny_config`).
 
     Returns:
         The folder, as a ``pathlib.Path``: pass it to ``from_pretrained``, :func:`arr_coc.load_processor` or
@@ -319,7 +329,7 @@ def tiny_checkpoint(family: str, path: str | os.PathLike, *, max_pixels: int | N
     tokenizer.save_pretrained(folder)
     (folder / "chat_template.jinja").write_text(CHAT_TEMPLATES[family], encoding="utf-8")
     tiny_image_processor(family, max_pixels).save_pretrained(folder)
-    config = tiny_config(family)
+    config = tiny_config(family, vllm=vllm)
     with torch.random.fork_rng(devices=[]):  # the caller's random state is left as it was
         torch.manual_seed(SEED)
         model = _model_class(family)(config)

@@ -1,0 +1,166 @@
+"""The vLLM plugin on Qwen2.5-VL (window attention): keep-all identity, the same tokens as compress/allocate, the
+transformers path's logprobs, batches, multi-image prompts, bad requests, cache keys. One engine for the module."""
+
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("vllm", reason="vllm not installed (the plugin's tests run in .venv-vllm: bash .ci/vllm_env.sh)")
+
+from plugin_checks import (  # noqa: E402
+    assert_logprobs_close,
+    chat_prompt,
+    close_engine,
+    generate,
+    image,
+    open_engine,
+    processor_keeps,
+    request,
+    transformers_path,
+)
+
+FAMILY = "qwen2.5-vl"
+QUESTION = "What is the total amount due?"
+
+
+@pytest.fixture(scope="module")
+def engine(checkpoints):
+    llm = open_engine(checkpoints[FAMILY])
+    yield llm, checkpoints[FAMILY]
+    close_engine(llm)
+
+
+def test_plugin_class_is_registered(engine):
+    llm, _ = engine
+    assert llm.apply_model(lambda model: type(model).__name__) == ["ArrCocQwen2_5_VLForConditionalGeneration"]
+
+
+def test_keep_all_is_vllms_own_result(engine):
+    """budget 1.0 through the foveated path == no options (vLLM's own path): counts, positions, tokens, logprobs."""
+    llm, folder = engine
+    img = image("invoice.jpg")
+    prompt = chat_prompt(folder, [img], QUESTION)
+    own, kept_all = generate(
+        llm, [request(prompt, [img], None), request(prompt, [img], {"budget": 1.0, "mode": "texture"})]
+    )
+    assert kept_all["prompt_ids"] == own["prompt_ids"]  # same placeholder count
+    assert kept_all["tokens"] == own["tokens"]
+    assert kept_all["logprobs"] == own["logprobs"]  # bit-identical: same kernels on the same rows
+    assert kept_all["prompt_logprobs"][1:] == own["prompt_logprobs"][1:]  # every position's M-RoPE the same
+
+
+@pytest.mark.parametrize("budget", [0.22, 40])
+def test_partial_budget_matches_compress_and_allocate(engine, budget):
+    """Same image, question, config -> the tokens compress(foveate=True) keeps; the logprobs of its path."""
+    llm, folder = engine
+    img = image("invoice.jpg")
+    prompt = chat_prompt(folder, [img], QUESTION)
+    options = {"budget": budget, "mode": "texture"}
+    keeps, _ = processor_keeps(llm, prompt, [img], options)
+    hf_keeps, hf_ids, hf_lp = transformers_path(folder, FAMILY, prompt, [img], budget)
+    assert [k.tolist() for k in keeps] == [k.tolist() for k in hf_keeps]
+    (got,) = generate(llm, [request(prompt, [img], options)])
+    assert got["prompt_ids"] == hf_ids  # the pruned prompt: k placeholders
+    assert_logprobs_close(got["prompt_logprobs"], hf_lp)
+
+    from arr_coc import allocate
+
+    a = allocate(img, QUESTION, budget=budget, family=FAMILY, mode="texture", max_pixels=160 * 28 * 28)
+    assert a.keep.tolist() == keeps[0].tolist()
+
+
+def test_text_mode_matches_compress_with_the_ocr_prior(engine):
+    """mode 'text' (the documents path: OCR prior, words kept whole) keeps what compress(text_prior=True) keeps."""
+    pytest.importorskip("rapidocr", reason="the [ocr] extra is not installed")
+    llm, folder = engine
+    img = image("invoice.jpg")
+    prompt = chat_prompt(folder, [img], QUESTION)
+    keeps, _ = processor_keeps(llm, prompt, [img], {"budget": 0.22, "mode": "text"})
+    hf_keeps, _, _ = transformers_path(folder, FAMILY, prompt, [img], 0.22, text_prior=True)
+    assert [k.tolist() for k in keeps] == [k.tolist() for k in hf_keeps]
+    texture, _ = processor_keeps(llm, prompt, [img], {"budget": 0.22, "mode": "texture"})
+    assert keeps[0].tolist() != texture[0].tolist()  # the OCR prior did change the decision
+
+
+def test_question_from_the_turn_equals_explicit_query(engine):
+    llm, folder = engine
+    img = image("receipt.jpg")
+    prompt = chat_prompt(folder, [img], QUESTION)
+    from_turn, h1 = processor_keeps(llm, prompt, [img], {"budget": 0.22, "mode": "texture"})
+    explicit, h2 = processor_keeps(llm, prompt, [img], {"budget": 0.22, "mode": "texture", "query": QUESTION})
+    assert from_turn[0].tolist() == explicit[0].tolist()
+    other, h3 = processor_keeps(
+        llm, chat_prompt(folder, [img], "Who is the vendor?"), [img], {"budget": 0.22, "mode": "texture"}
+    )
+    assert h1 != h3  # the question is part of the cache key: another question never reuses this decision
+    assert h1 != processor_keeps(llm, prompt, [img], {"budget": 0.33, "mode": "texture"})[1]  # so are the options
+
+
+def test_batch_of_different_budgets_questions_and_image_counts(engine):
+    """Each request of a mixed batch gets exactly what it gets alone (no request disturbs another)."""
+    llm, folder = engine
+    inv, rec, chart = image("invoice.jpg"), image("receipt.jpg"), image("chart.jpg")
+    reqs = [
+        request(chat_prompt(folder, [inv], QUESTION), [inv], {"budget": 0.22, "mode": "texture"}),
+        request(
+            chat_prompt(folder, [rec, chart], "Which month is highest?"),
+            [rec, chart],
+            {"budget": 0.5, "mode": "texture"},
+        ),
+        request(chat_prompt(folder, [chart], "Describe the chart."), [chart], None),
+        request(
+            chat_prompt(folder, [inv, rec, chart], "Compare them."),
+            [inv, rec, chart],
+            {"budget": 12, "mode": "texture"},
+        ),
+    ]
+    together = generate(llm, reqs)
+    for req, got in zip(reqs, together, strict=True):
+        (alone,) = generate(llm, [req])
+        assert got["prompt_ids"] == alone["prompt_ids"]
+        assert got["tokens"] == alone["tokens"]
+        assert_logprobs_close(got["logprobs"] + [0.0], alone["logprobs"] + [0.0], atol=1e-4)
+
+
+def test_multi_image_prompt_counts_and_matches_compress(engine):
+    llm, folder = engine
+    imgs = [image("receipt.jpg"), image("chart.jpg")]
+    prompt = chat_prompt(folder, imgs, "Which month is highest?")
+    options = {"budget": 0.33, "mode": "texture"}
+    keeps, _ = processor_keeps(llm, prompt, imgs, options)
+    hf_keeps, hf_ids, hf_lp = transformers_path(folder, FAMILY, prompt, imgs, 0.33)
+    assert [k.tolist() for k in keeps] == [k.tolist() for k in hf_keeps]
+    (got,) = generate(llm, [request(prompt, imgs, options)])
+    assert got["prompt_ids"] == hf_ids
+    assert_logprobs_close(got["prompt_logprobs"], hf_lp)
+
+
+@pytest.mark.parametrize(
+    "options, message",
+    [
+        ({"budget": 1.5}, "budget"),
+        ({"budget": 0.2, "colour": "red"}, "unknown option 'colour'"),
+        ({"mode": "psychic"}, "mode"),
+        ({"enabled": "yes"}, "enabled"),
+        ("cheap", "must be an object"),
+    ],
+)
+def test_bad_options_are_one_clear_error_and_the_engine_goes_on(engine, options, message):
+    llm, folder = engine
+    img = image("invoice.jpg")
+    prompt = chat_prompt(folder, [img], QUESTION)
+    with pytest.raises(ValueError, match="arr_coc") as err:
+        llm.generate(
+            [{"prompt": prompt, "multi_modal_data": {"image": img}, "mm_processor_kwargs": {"arr_coc": options}}]
+        )
+    assert message in str(err.value)
+    (after,) = generate(llm, [request(prompt, [img], {"budget": 0.22, "mode": "texture"})])
+    assert len(after["tokens"]) == 4
+
+
+def test_enabled_false_is_unpruned(engine):
+    llm, folder = engine
+    img = image("invoice.jpg")
+    prompt = chat_prompt(folder, [img], QUESTION)
+    own, off = generate(llm, [request(prompt, [img], None), request(prompt, [img], {"budget": 0.1, "enabled": False})])
+    assert off == own
