@@ -12,7 +12,7 @@ Upload an image (or pick a shipped example), ask a question, choose the model fa
 * tokens before -> after, the time of every stage and which mode ran;
 * with ``--model``: the model's answer unpruned and pruned (and foveated, when ``arr_coc.compress`` accepts
   ``foveate=True``), with visual and prompt tokens, time to first token and where it went (vision tower, scoring,
-  language-model prefill), side by side (``arr_coc.asking``'s loading and timing functions).
+  language-model prefill), side by side (``arr_coc.loading``).
 
 The app exposes a named API endpoint ``/allocate``::
 
@@ -143,7 +143,7 @@ class ModelRunner:
     """A Qwen-VL checkpoint loaded on first use (thread-safe), asked the same question unpruned and pruned.
 
     Args:
-        model_id: local folder or cached hub id (``arr_coc.asking.load_model``).
+        model_id: local folder or cached hub id (``arr_coc.loading.load_model``).
         device: torch device; ``None`` = cuda if available, else cpu.
         dtype: ``"auto"`` or a floating torch dtype name.
         max_new_tokens: answer length cap.
@@ -159,7 +159,7 @@ class ModelRunner:
 
     def load(self, progress: Progress | None = None) -> tuple[Any, Any]:
         """``(processor, model)``, loading them the first time."""
-        from .asking import load_model, resolve_device, resolve_dtype
+        from .loading import load_model, resolve_device, resolve_dtype
 
         if self._loaded is None:
             self.device = resolve_device(self.device)
@@ -176,7 +176,7 @@ class ModelRunner:
         Each model is first run once on a tiny image, so that one-time set-up (lazy imports, the OCR models,
         CUDA initialisation) is in no timed run, as ``arr-coc ask`` does. One comparison at a time (a lock).
         """
-        from .asking import TimedScorer, build_inputs, generate_timed
+        from .loading import TimedScorer, build_inputs, generate_timed
         from .integrations import compress
         from .integrations.base import resolve_scorer
 
@@ -307,7 +307,7 @@ class DemoApp:
             text_prior = alloc.mode == "text"  # the model's own allocation uses the same path as the heatmap
             rows = self.runner.compare(state["image"], state["question"], state["budget"], text_prior, progress)
         except Exception as err:  # noqa: BLE001  (a model failure is shown in the page, not as a stack trace)
-            from .asking import ModelNotFoundError
+            from .loading import ModelNotFoundError
 
             if isinstance(err, (ValueError, ImportError, OSError, ModelNotFoundError, RuntimeError)):
                 raise _error(f"The model could not answer: {_user_message(err)}") from None

@@ -114,6 +114,8 @@ def _open(source: Any, max_pixels_in: int) -> Image.Image:
             source = io.BytesIO(source.read())
         image = _open_header(source)
     except UnidentifiedImageError as err:
+        if isinstance(err, _TooShort):
+            raise ValueError(f"{name} is {err.n} bytes long: empty or cut short, not an image") from err
         raise ValueError(f"{name} is not an image Pillow can read (PNG, JPEG, TIFF, BMP, GIF, WebP, ...)") from err
     except OSError as err:
         raise ValueError(f"{name} could not be opened ({err})") from err
@@ -134,6 +136,14 @@ def _seekable(f: Any) -> bool:
         return False
 
 
+class _TooShort(UnidentifiedImageError):
+    """A file of fewer than 4 bytes: no image format fits (0-3 byte files used to raise ``struct.error``)."""
+
+    def __init__(self, n: int) -> None:
+        super().__init__(f"cannot identify image file ({n} bytes)")
+        self.n = n
+
+
 def _open_header(fp: IO[bytes]) -> Image.Image:
     """Identify the format and parse the header, as ``Image.open`` does, without Pillow's process-wide bomb check.
 
@@ -147,10 +157,15 @@ def _open_header(fp: IO[bytes]) -> Image.Image:
     Image.init()  # register every format plugin (once per process; idempotent)
     start = fp.tell()
     prefix = fp.read(16)
+    if len(prefix) < 4:  # no image format fits in fewer bytes; some format checks would fail on them (struct.error)
+        raise _TooShort(len(prefix))
     for fmt in list(Image.ID):
         factory, accept = Image.OPEN[fmt]
         if accept is not None:
-            verdict = accept(prefix)
+            try:
+                verdict = accept(prefix)
+            except (struct.error, IndexError, TypeError, ValueError):
+                continue  # a format check that cannot read this prefix: not this format
             if not verdict or isinstance(verdict, str):  # a str is Pillow's "looks like it, but unsupported"
                 continue
         fp.seek(start)

@@ -186,6 +186,11 @@ def pixel_bounds(model_type: str, min_pixels: int | None, max_pixels: int | None
     lo, hi = PIXEL_BOUNDS.get(model_type, PIXEL_BOUNDS["qwen2_5_vl"])
     hi = max_pixels or hi
     lo = min(min_pixels or lo, hi)
+    from ..grid import FAMILIES, GridSpec, normalize_family
+
+    family = model_type.replace("_", "-").replace("2-5", "2.5")
+    if family in FAMILIES or family.endswith("-moe"):
+        GridSpec.for_family(normalize_family(family), lo, hi)  # ValueError above the largest grid Qwen-VL accepts
     return lo, hi
 
 
@@ -222,7 +227,7 @@ def generate_batch(
     """Greedy generation for a batch, timed: (answers, time to first token in ms, peak memory in bytes)."""
     import torch
 
-    from ..asking import FirstTokenTimer, peak_memory
+    from ..loading import FirstTokenTimer, peak_memory
 
     cuda = str(device).startswith("cuda")
     if cuda:
@@ -425,7 +430,7 @@ def _model_type(model_id: str) -> str:
     """
     from transformers import AutoConfig
 
-    from ..asking import ModelNotFoundError, not_found_message
+    from ..loading import ModelNotFoundError, not_found_message
 
     try:
         return AutoConfig.from_pretrained(model_id).model_type
@@ -456,7 +461,7 @@ class _LazyModel:
         model: Any,
         processor: Any,
     ) -> None:
-        from ..asking import resolve_device
+        from ..loading import resolve_device
 
         self.cfg, self.task, self.variants, self.bounds = cfg, task, variants, bounds
         self.model, self.processor = model, processor
@@ -465,7 +470,7 @@ class _LazyModel:
 
     def get(self) -> Loaded:
         if self.loaded is None:
-            from ..asking import load_model, resolve_dtype
+            from ..loading import load_model, resolve_dtype
 
             model, processor = self.model, self.processor
             if model is None:
@@ -706,7 +711,7 @@ def eval_main(args: argparse.Namespace) -> int:
         seed=args.seed,
         progress=not args.no_progress,
     )
-    from ..asking import ModelNotFoundError
+    from ..loading import ModelNotFoundError
 
     try:
         result = run_eval(cfg)
