@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 import sys
 import time
 
@@ -86,19 +87,48 @@ def time_table(runs: dict[str, RunResult]) -> list[str]:
     return lines
 
 
-def explain_speedup(full: RunResult, pruned: RunResult) -> str | None:
-    """Why the pruned run's time to first token is not shorter, when it is not; ``None`` when it is."""
+def explain_speedup(full: RunResult, pruned: RunResult, encoded: tuple[int, int] | None = None) -> str | None:
+    """Why the pruned run's time to first token is not shorter, when it is not; ``None`` when it is.
+
+    ``encoded``: (tokens whose patches the vision tower encoded, tokens of the image) when foveated; then the tower
+    did not see every patch, and the explanation says how many it did see.
+    """
     if pruned.ttft_ms < full.ttft_ms:
         return None
     saved = full.stages.prefill_ms - pruned.stages.prefill_ms
     cost = pruned.ttft_ms - full.ttft_ms
+    vision_saved = full.stages.vision_ms - pruned.stages.vision_ms
+    if encoded is None:
+        what, tower = "only shortens the language-model prefill", "still sees every patch"
+    else:
+        what = "shortens the language-model prefill and (foveated) the vision tower"
+        tower = f"encoded the patches of {encoded[0]} of {encoded[1]} tokens, {vision_saved:.0f} ms saved there"
     return (
-        f"why no speed-up: pruning only shortens the language-model prefill (here {full.stages.prefill_ms:.0f} -> "
+        f"why no speed-up: pruning {what} (prefill {full.stages.prefill_ms:.0f} -> "
         f"{pruned.stages.prefill_ms:.0f} ms, {saved:.0f} ms saved), while scoring costs {pruned.stages.scorer_ms:.0f} "
-        f"ms and the vision tower ({pruned.stages.vision_ms:.0f} ms) still sees every patch; net {cost:.0f} ms "
-        "slower. On a model whose language model is small (a tiny or random test model, or few layers) the prefill "
-        "saving cannot pay for the scoring; with a full-size language model the prefill dominates and pruning pays."
+        f"ms and the vision tower ({full.stages.vision_ms:.0f} -> {pruned.stages.vision_ms:.0f} ms) {tower}; net "
+        f"{cost:.0f} ms slower. On a model whose language model is small (a tiny or random test model, or few "
+        "layers) the prefill saving cannot pay for the scoring; with a full-size language model the prefill "
+        "dominates and pruning pays."
     )
+
+
+IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png", ".tif", ".tiff", ".bmp", ".gif", ".webp", ".heic", ".avif", ".pdf")
+
+
+def check_not_an_image(model: str) -> None:
+    """A clear error when ``--model`` names a file (e.g. an image) rather than a checkpoint folder or a hub id.
+
+    Raises:
+        ValueError: ``model`` is an existing file, or ends in an image suffix.
+    """
+    path = os.path.expanduser(model)
+    if os.path.isfile(path) or model.lower().endswith(IMAGE_SUFFIXES):
+        kind = "an image" if model.lower().endswith(IMAGE_SUFFIXES) else "a file"
+        raise ValueError(
+            f"--model {model!r} is {kind}, not a model: give a checkpoint folder (config.json and weights) or a "
+            "hub id, and the image first: arr-coc ask IMAGE --query TEXT --model MODEL"
+        )
 
 
 def ask_main(args: argparse.Namespace) -> int:
@@ -113,14 +143,19 @@ def ask_main(args: argparse.Namespace) -> int:
     from .integrations.base import resolve_scorer
     from .io import load_image
     from .processing import describe
-    from .realizing import resolve_mode
+    from .query import normalize_text
+    from .realizing import query_notes, resolve_mode
 
     device = resolve_device(args.device)
     dtype = resolve_dtype(args.dtype)
     mode = resolve_mode(getattr(args, "mode", "auto"))  # "text" or "texture"; a clear error without the [ocr] extra
-    image = load_image(args.image)  # ValueError for unreadable images (reported by the CLI)
+    notes: list[str] = []
+    image = load_image(args.image, notes=notes)  # ValueError for unreadable images (reported by the CLI)
+    check_not_an_image(args.model)
     if not args.query.strip():
         print("note: the query is empty, so the allocation is query-blind (information and salience decide)")
+    for note in notes + query_notes(normalize_text(args.query)):
+        print(f"note: {note}")
     print(f"loading {args.model} on {device} ...", flush=True)
     try:
         processor, model = load_model(args.model, dtype, device)
@@ -179,7 +214,7 @@ def ask_main(args: argparse.Namespace) -> int:
         )
         for line in time_table({"unpruned": full, "pruned": pruned}):
             print(line)
-        why = explain_speedup(full, pruned)
+        why = explain_speedup(full, pruned, (alloc.budget, n_tokens) if cm.foveate else None)
         if why:
             print(why)
         suffix = " (process peak so far)" if not str(device).startswith("cuda") else ""

@@ -46,7 +46,7 @@ import numpy as np
 from PIL import Image
 
 from .attending import parse_budget
-from .grid import FAMILIES
+from .grid import FAMILIES, normalize_family
 from .heatmap import render_heatmap
 from .io import load_image_with_size
 from .realizing import MODES, Allocation, allocate, resolve_mode
@@ -176,9 +176,9 @@ class ModelRunner:
         Each model is first run once on a tiny image, so that one-time set-up (lazy imports, the OCR models,
         CUDA initialisation) is in no timed run, as ``arr-coc ask`` does. One comparison at a time (a lock).
         """
-        from .loading import TimedScorer, build_inputs, generate_timed
         from .integrations import compress
         from .integrations.base import resolve_scorer
+        from .loading import TimedScorer, build_inputs, generate_timed
 
         with self._lock:
             processor, model = self.load(progress)
@@ -234,8 +234,10 @@ class DemoApp:
             raise _error("Type a question: the allocation depends on what is asked.")
         if len(question) > MAX_QUESTION_CHARS:
             raise _error(f"The question has {len(question)} characters; at most {MAX_QUESTION_CHARS} are allowed.")
-        if family not in FAMILIES:
-            raise _error(f"Unknown model family {family!r}; choose one of {', '.join(sorted(FAMILIES))}.")
+        try:
+            normalize_family(family)  # the API's spellings too (Qwen2.5-VL, qwen3-vl-moe)
+        except ValueError:
+            raise _error(f"Unknown model family {family!r}; choose one of {', '.join(sorted(FAMILIES))}.") from None
         if mode not in MODES:
             raise _error(f"Unknown mode {mode!r}; choose one of {', '.join(MODES)}.")
         try:

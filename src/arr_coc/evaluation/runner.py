@@ -395,7 +395,7 @@ def run_eval(cfg: EvalConfig, model: Any = None, processor: Any = None) -> EvalR
                 try:
                     images.append(s.load_image())
                     good.append(s)
-                except ValueError as err:
+                except (ValueError, OSError) as err:  # one unreadable sample never stops the run
                     log.write({"id": s.id, "error": str(err)})
             bar.update(len(batch) - len(good))
             if good:
@@ -691,7 +691,10 @@ def add_eval_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def eval_main(args: argparse.Namespace) -> int:
-    """Run ``arr-coc eval`` from parsed arguments; print the table. Returns 0 (bad samples are in the files)."""
+    """Run ``arr-coc eval`` from parsed arguments; print the table.
+
+    Returns 0 (bad samples are in the files), or 1 when no sample could be read (an empty table is no result).
+    """
     cfg = EvalConfig(
         model=args.model,
         task=args.task,
@@ -718,6 +721,13 @@ def eval_main(args: argparse.Namespace) -> int:
     except ModelNotFoundError as err:
         print(f"arr-coc: error: {err}", file=sys.stderr)
         return 2
+    if result.samples and result.bad == result.samples:
+        print(
+            f"arr-coc: error: none of the {result.samples} samples could be read, so there is no result; their errors "
+            f"are in {result.files['predictions']}",
+            file=sys.stderr,
+        )
+        return 1
     print(markdown_table(result.rows, result.metric))
     if result.bad:
         print(
