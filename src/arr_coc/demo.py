@@ -58,10 +58,11 @@ except ImportError as err:  # the CLI turns this into one clear line
         f"`arr-coc demo` needs the [demo] extra (gradio): pip install 'arr-coc-vis[demo]' ({err})"
     ) from err
 
-EXAMPLES_DIR = Path(__file__).resolve().parents[2] / "examples"  # the repository's examples/ (a source checkout)
-# Shipped example images: (file, question, budget, mode); files that are not there (an installed wheel) are skipped.
-# astronaut.jpg is scikit-image's ``data.astronaut()`` (NASA, public domain); the others are drawn by
-# examples/make_examples.py and benchmarks/docgen.py.
+# The example images ship inside the package (arr_coc/examples/, package data; the repository's examples/*.jpg are
+# links to them), so an installed wheel shows them too. Shipped example images: (file, question, budget, mode); a
+# file that is missing is skipped. astronaut.jpg is scikit-image's ``data.astronaut()`` (NASA, public domain); the
+# others are drawn by examples/make_examples.py with arr_coc.evaluation.docgen.
+EXAMPLES_DIR = Path(__file__).resolve().parent / "examples"
 EXAMPLES: list[tuple[str, str, str, str]] = [
     ("invoice.jpg", "How much must be paid?", "0.11", "auto"),
     ("chart.jpg", "What value is shown for Thu?", "0.11", "auto"),
