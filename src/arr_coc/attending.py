@@ -31,7 +31,7 @@ import numpy as np
 import torch
 
 from .config import RelevanceConfig
-from .texture import constant
+from .tensors import constant
 
 TIERS: tuple[int, ...] = RelevanceConfig().adaptive_tiers  # budget tiers of the seed design (the config's default)
 

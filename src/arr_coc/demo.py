@@ -7,8 +7,8 @@ Upload an image (or pick a shipped example), ask a question, choose the model fa
 
 * the relevance heatmap with the kept tokens outlined (``arr_coc.allocate`` + ``arr_coc.heatmap.render_heatmap``);
 * beside it the same budget spent by a query-blind baseline, a uniform stride over the tokens in raster order
-  (the ``stride`` allocator of ``benchmarks/evidence_recall.py``), on the same relevance map, so what each keeps
-  can be compared; for both, the share of the relevance mass they keep;
+  (``arr_coc.evaluation.allocators.stride_keep``: also ``eval``'s ``uniform`` and the benchmark's ``stride``), on
+  the same relevance map, so what each keeps can be compared; for both, the share of the relevance mass they keep;
 * tokens before -> after, the time of every stage and which mode ran;
 * with ``--model``: the model's answer unpruned and pruned (and foveated, when ``arr_coc.compress`` accepts
   ``foveate=True``), with visual and prompt tokens, time to first token and where it went (vision tower, scoring,
@@ -46,6 +46,7 @@ import numpy as np
 from PIL import Image
 
 from .attending import parse_budget
+from .evaluation.allocators import stride_keep  # the one stride baseline (also eval's uniform allocator)
 from .grid import FAMILIES, normalize_family
 from .heatmap import render_heatmap
 from .io import load_image_with_size
@@ -78,18 +79,6 @@ SANS = ["ui-sans-serif", "system-ui", "DejaVu Sans", "sans-serif"]
 MONO = ["ui-monospace", "DejaVu Sans Mono", "monospace"]
 
 Progress = Callable[..., Any]
-
-
-def stride_keep(n_tokens: int, k: int) -> np.ndarray:
-    """The query-blind baseline: k indices spread evenly over ``range(n_tokens)`` in raster order.
-
-    Same rule as ``benchmarks/evidence_recall.py``'s ``stride`` allocator: index i = floor((i + 0.5) * n / k).
-
-    Returns:
-        (k,) int64 indices, ascending.
-    """
-    k = max(1, min(int(k), int(n_tokens)))
-    return np.floor((np.arange(k) + 0.5) * n_tokens / k).astype(np.int64)
 
 
 def relevance_share(scores: np.ndarray, keep: np.ndarray) -> float:
