@@ -44,7 +44,7 @@ from .config import RelevanceConfig
 from .grid import GridSpec
 from .io import load_image_with_size
 from .knowing import InformationScorer, ParticipatoryScorer, PerspectivalScorer
-from .query import QueryCues, normalize_text, parse_query
+from .query import MAX_QUERY_CHARS, QueryCues, normalize_text, parse_query
 from .texture import frames_from_image, frames_from_patches, texture_from_frames
 
 MODES = ("auto", "text", "texture")
@@ -63,7 +63,7 @@ class Allocation:
     original: tuple[int, int]  # (W, H) of the image as loaded (after EXIF rotation)
     keep: torch.Tensor  # (K,) kept token indices, ascending
     scores: np.ndarray  # (rows, cols) relevance, higher = more relevant
-    query: str  # the query as the user typed it (normalised internally only)
+    query: str  # the query as the user typed it (normalised internally only), cut to MAX_QUERY_CHARS (4,000)
     mode: str  # "text" or "texture": the path that ran
     weights: dict[str, float]  # balancer weights of information / perspectival / participatory
     components: dict[str, np.ndarray] = field(default_factory=dict)  # each scorer's (rows, cols) map
@@ -489,7 +489,7 @@ def allocate(
         original=(orig_w, orig_h),
         keep=keep,
         scores=rel.scores[0].float().cpu().numpy(),
-        query="" if query is None else str(query),
+        query=("" if query is None else str(query))[:MAX_QUERY_CHARS],  # as typed; cut as the pipeline cuts it
         mode=mode,
         weights={name: float(w) for name, w in zip(SCORERS, rel.weights[0].tolist(), strict=True)},
         components=components,
