@@ -72,6 +72,7 @@ if str(ROOT) not in sys.path:  # run as a script: make `benchmarks` importable
     sys.path.insert(0, str(ROOT))
 
 from arr_coc.attending import select  # noqa: E402
+from arr_coc.evaluation.allocators import stride_keep  # noqa: E402  (the one stride baseline)
 from arr_coc.grid import Grid, GridSpec  # noqa: E402
 from benchmarks import docgen  # noqa: E402
 
@@ -172,12 +173,6 @@ def top_k(scores: np.ndarray, units: Sequence[np.ndarray] = ()) -> Ranker:
 def random_scores(rows: int, cols: int, seed: int) -> np.ndarray:
     """Uniform random scores from a generator seeded with ``seed``."""
     return np.random.default_rng(seed).random((rows, cols))
-
-
-def stride_keep(n_tokens: int, k: int) -> np.ndarray:
-    """k indices spread evenly over ``range(n_tokens)`` in raster order: floor((i + 0.5) * n / k)."""
-    k = max(1, min(k, n_tokens))
-    return np.floor((np.arange(k) + 0.5) * n_tokens / k).astype(np.int64)
 
 
 def centre_scores(rows: int, cols: int) -> np.ndarray:

@@ -128,7 +128,7 @@ def test_ask_uncached_hub_id_online_fails_fast_when_the_hub_hangs(tmp_path, form
     import transformers as tf
     from huggingface_hub import constants
 
-    from arr_coc import asking
+    from arr_coc import loading as asking  # loading and the hub probe live in arr_coc.loading
 
     image = tmp_path / "form.png"
     form_image.save(image)
@@ -160,7 +160,7 @@ def test_ask_uncached_hub_id_online_fails_fast_when_the_hub_hangs(tmp_path, form
 
 
 def test_ask_cached_or_local_model_does_not_touch_the_network(tiny_checkpoint, monkeypatch):
-    from arr_coc import asking
+    from arr_coc import loading as asking  # loading and the hub probe live in arr_coc.loading
 
     monkeypatch.setattr(asking, "hub_unreachable", lambda *a, **k: pytest.fail("the hub was probed"))
     asking.check_model_available(str(tiny_checkpoint))  # a local folder: no probe

@@ -3,6 +3,8 @@
 Budgets (``resolve_budget``):
     * ``int >= 1``      keep that many tokens (clamped to the image's token count; documented clamp).
     * ``float in (0, 1]`` keep that fraction of the image's tokens, rounded, at least one.
+    * a whole number above 1 written as a float (``256.0``, ``"1e9"``): that count, as an ``int`` (so the API and
+      the command line agree: ``--budget 1e9`` and ``budget=10**9`` both keep every token).
     * ``"adaptive"``    choose K in [64, 400] from how concentrated relevance is, snapped up to a tier.
     * strings like ``"256"``, ``"0.22"`` or ``"22%"`` are parsed as the above (the CLI passes strings).
 Anything else (0, negatives, NaN, inf, bools, fractions above 1, junk strings) raises ``ValueError``
@@ -29,7 +31,7 @@ import numpy as np
 import torch
 
 from .config import RelevanceConfig
-from .texture import constant
+from .tensors import constant
 
 TIERS: tuple[int, ...] = RelevanceConfig().adaptive_tiers  # budget tiers of the seed design (the config's default)
 
@@ -108,6 +110,8 @@ def parse_budget(budget: Budget) -> Budget:
             raise ValueError(f"budget {budget} keeps no token; use {allowed}")
         return int(budget)
     value = float(budget)
+    if math.isfinite(value) and value > 1 and value.is_integer():
+        return int(value)  # a whole number written as a float (1e9, 256.0): a count, as on the command line
     if not math.isfinite(value) or value <= 0 or value > 1:
         raise ValueError(f"budget {budget!r} is not {allowed}")
     return value

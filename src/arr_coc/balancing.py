@@ -28,7 +28,7 @@ from torch import nn
 
 from .config import RelevanceConfig
 from .query import QueryCues
-from .texture import constant
+from .tensors import constant
 
 SCORERS = ("information", "perspectival", "participatory")
 

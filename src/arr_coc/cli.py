@@ -14,7 +14,7 @@
 (``Allocation.to_json``: id, grid [rows, cols], resized and original [W, H], budget, kept, scores, mode, family,
 query). In batch mode each input line is ``{"id": ..., "image": "path relative to the JSONL's folder", "query": ...}``
 (optionally ``"budget"``); blank lines are skipped; a line that fails is written as ``{"id": ..., "error": "..."}``
-and the others go on.
+and the others go on; a line whose id an earlier line already used is such an error (ids name the output lines).
 
 Exit codes: 0 done; 1 batch mode finished but some lines failed (each written as ``{"id", "error"}``); 2 bad input
 or usage (one clear line on stderr).
@@ -33,7 +33,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from .attending import parse_budget
-from .grid import DEFAULT_MAX_TOKENS, FAMILIES
+from .grid import DEFAULT_MAX_TOKENS, FAMILIES, normalize_family
 from .realizing import MODES
 
 ALLOCATE_EXAMPLES = """examples:
@@ -41,6 +41,10 @@ ALLOCATE_EXAMPLES = """examples:
   arr-coc allocate examples/chart.jpg -q "What value is shown for Thu?" --budget 256 --family qwen3-vl --json out/a.json
   arr-coc allocate examples/receipt.jpg -q "How much did the pasta cost?" --mode texture      # fast, no OCR
   arr-coc allocate --batch items.jsonl --out out/allocations.jsonl --budget adaptive   # {"id", "image", "query"} a line
+
+batch files: one JSON object a line, {"id", "image", "query"[, "budget"]}; a relative "image" path is relative to
+  the batch file's folder (not the current directory); ids must be unique (a repeated id is an error line).
+  notes (a question with no word the pipeline reads, a multi-page file) go to stderr and the JSON's "notes".
 
 exit codes: 0 done; 1 (--batch) some lines failed, each written as {"id", "error"}; 2 bad input or usage"""
 
@@ -73,7 +77,8 @@ EVAL_EXAMPLES = """examples:
   --data: a folder written by datasets' save_to_disk, parquet file(s) (a download of the Hugging Face dataset),
   or JSONL with {"id", "image", "question", "answers"} a line. Rerunning with the same --out resumes.
 
-exit codes: 0 done (unreadable samples are listed in predictions.jsonl); 2 bad input, model not found or usage"""
+exit codes: 0 done (unreadable samples are listed in predictions.jsonl); 1 no sample could be read; 2 bad input,
+  model not found or usage"""
 
 QUERY_BLIND_NOTE = "note: the query is empty, so the allocation is query-blind (information and salience decide)"
 
@@ -90,6 +95,14 @@ class _HelpFormatter(argparse.RawDescriptionHelpFormatter, argparse.ArgumentDefa
 def _budget(text: str):
     try:
         return parse_budget(text)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
+
+
+def _family(text: str) -> str:
+    """A family name as users spell it (``Qwen2.5-VL``, ``qwen2_5_vl``, ``qwen3-vl-moe``), as the API accepts it."""
+    try:
+        return normalize_family(text)
     except ValueError as err:
         raise argparse.ArgumentTypeError(str(err)) from None
 
@@ -119,7 +132,13 @@ def _add_grid_options(p: argparse.ArgumentParser) -> None:
         help="visual tokens to keep per image: a count (256), a fraction (0.11 or 11%%) or 'adaptive' (64-400 from "
         "how concentrated relevance is)",
     )
-    p.add_argument("--family", default="qwen2.5-vl", choices=sorted(FAMILIES), help="whose token grid")
+    p.add_argument(
+        "--family",
+        type=_family,
+        default="qwen2.5-vl",
+        metavar="{" + ",".join(sorted(FAMILIES)) + "}",
+        help="whose token grid (any case; qwen3-vl-moe = qwen3-vl)",
+    )
     p.add_argument("--max-pixels", type=_positive_int, default=None, help=_pixels_help("largest resized image area"))
     p.add_argument(
         "--min-pixels",
@@ -174,7 +193,12 @@ def build_parser() -> argparse.ArgumentParser:
     _add_mode_option(a)
     a.add_argument("--json", type=Path, help="write the allocation as JSON here")
     a.add_argument("--heatmap", type=Path, help="write a heatmap PNG here")
-    a.add_argument("--batch", type=Path, help="JSONL of {id, image, query[, budget]} lines")
+    a.add_argument(
+        "--batch",
+        type=Path,
+        help="JSONL of {id, image, query[, budget]} lines; relative image paths are relative to this file's folder; "
+        "ids must be unique (instead of IMAGE)",
+    )
     a.add_argument("--out", type=Path, help="with --batch: output JSONL")
 
     k = sub.add_parser(
@@ -288,6 +312,8 @@ def _allocate(args: argparse.Namespace) -> int:
     from .realizing import allocate
 
     if args.batch is not None:
+        if args.image:
+            raise ValueError(f"give an IMAGE or --batch, not both (got {args.image!r} and --batch {str(args.batch)!r})")
         return _allocate_batch(args)
     if not args.image:
         raise ValueError("give an IMAGE, or --batch IN.jsonl --out OUT.jsonl")
@@ -307,6 +333,8 @@ def _allocate(args: argparse.Namespace) -> int:
         mode=args.mode,
     )
     print(_summary(args.image, alloc))
+    for note in alloc.notes:
+        print(f"note: {note}", file=sys.stderr)
     if alloc.evidence is not None:  # a question about the page's structure: its evidence was kept first
         print(f"  structural rule {alloc.evidence.rule!r}: {alloc.evidence.detail}")
     if args.json:
@@ -335,6 +363,7 @@ def _allocate_batch(args: argparse.Namespace) -> int:
     root = args.batch.parent
     args.out.parent.mkdir(parents=True, exist_ok=True)
     allocated = failed = blind = 0
+    seen: dict[str, int] = {}  # id -> the line that used it first
     modes: set[str] = set()
     with args.out.open("w", encoding="utf-8") as out:
         for n, line in enumerate(tqdm(lines, desc="allocate", unit="img", file=sys.stderr), 1):
@@ -346,6 +375,10 @@ def _allocate_batch(args: argparse.Namespace) -> int:
                 if not isinstance(item, dict) or "image" not in item:
                     raise ValueError('each line must be a JSON object with "image" (and "id", "query")')
                 record_id = item.get("id", record_id)
+                key = json.dumps(record_id)
+                if key in seen:
+                    raise ValueError(f"duplicate id {record_id!r} (first used on line {seen[key]}); ids must be unique")
+                seen[key] = n
                 image = Path(item["image"])
                 query = item.get("query") or ""
                 alloc = allocate(
@@ -358,6 +391,8 @@ def _allocate_batch(args: argparse.Namespace) -> int:
                     mode=args.mode,
                 )
                 record = alloc.to_json(id=record_id)
+                for note in alloc.notes:
+                    print(f"note: {record_id}: {note}", file=sys.stderr)
                 allocated += 1
                 blind += not str(query).strip()
                 modes.add(alloc.mode)

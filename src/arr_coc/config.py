@@ -21,6 +21,14 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+# The texture array's 13 channels, in the order arr_coc.texture computes them; ``information`` and ``perspectival``
+# below map some of these names to weights. They live here, with the weights that name them, so that the config
+# needs nothing from texture.py (which imports this file).
+CHANNELS: tuple[str, ...] = (
+    "r", "g", "b", "pos_y", "pos_x", "sobel_x", "sobel_y", "sobel_mag",
+    "sal_spectral", "sal_contrast", "sal_color", "entropy", "edge_density",
+)  # fmt: skip
+
 # Balancer rules. Rows: information, perspectival, participatory. Columns: the query features bias, specificity,
 # vagueness, wants_text, participatory signal, participatory available (see arr_coc.balancing).
 DEFAULT_BALANCER_RULES: tuple[tuple[float, ...], ...] = (
@@ -103,8 +111,6 @@ class RelevanceConfig:
             problems.append(f"adaptive_tiers must be ascending and non-empty, got {self.adaptive_tiers!r}")
         if self.coupling_top_k < 1 or self.spectral_side < 8 or self.edge_sample < 1 or self.cpu_band_elements < 0:
             problems.append("coupling_top_k, edge_sample must be >= 1, spectral_side >= 8, cpu_band_elements >= 0")
-        from .texture import CHANNELS
-
         for name in ("information", "perspectival"):
             unknown = set(getattr(self, name)) - set(CHANNELS)
             if unknown or not getattr(self, name):

@@ -7,12 +7,12 @@ Upload an image (or pick a shipped example), ask a question, choose the model fa
 
 * the relevance heatmap with the kept tokens outlined (``arr_coc.allocate`` + ``arr_coc.heatmap.render_heatmap``);
 * beside it the same budget spent by a query-blind baseline, a uniform stride over the tokens in raster order
-  (the ``stride`` allocator of ``benchmarks/evidence_recall.py``), on the same relevance map, so what each keeps
-  can be compared; for both, the share of the relevance mass they keep;
+  (``arr_coc.evaluation.allocators.stride_keep``: also ``eval``'s ``uniform`` and the benchmark's ``stride``), on
+  the same relevance map, so what each keeps can be compared; for both, the share of the relevance mass they keep;
 * tokens before -> after, the time of every stage and which mode ran;
 * with ``--model``: the model's answer unpruned and pruned (and foveated, when ``arr_coc.compress`` accepts
   ``foveate=True``), with visual and prompt tokens, time to first token and where it went (vision tower, scoring,
-  language-model prefill), side by side (``arr_coc.asking``'s loading and timing functions).
+  language-model prefill), side by side (``arr_coc.loading``).
 
 The app exposes a named API endpoint ``/allocate``::
 
@@ -46,7 +46,8 @@ import numpy as np
 from PIL import Image
 
 from .attending import parse_budget
-from .grid import FAMILIES
+from .evaluation.allocators import stride_keep  # the one stride baseline (also eval's uniform allocator)
+from .grid import FAMILIES, normalize_family
 from .heatmap import render_heatmap
 from .io import load_image_with_size
 from .realizing import MODES, Allocation, allocate, resolve_mode
@@ -58,10 +59,11 @@ except ImportError as err:  # the CLI turns this into one clear line
         f"`arr-coc demo` needs the [demo] extra (gradio): pip install 'arr-coc-vis[demo]' ({err})"
     ) from err
 
-EXAMPLES_DIR = Path(__file__).resolve().parents[2] / "examples"  # the repository's examples/ (a source checkout)
-# Shipped example images: (file, question, budget, mode); files that are not there (an installed wheel) are skipped.
-# astronaut.jpg is scikit-image's ``data.astronaut()`` (NASA, public domain); the others are drawn by
-# examples/make_examples.py and benchmarks/docgen.py.
+# The example images ship inside the package (arr_coc/examples/, package data; the repository's examples/*.jpg are
+# links to them), so an installed wheel shows them too. Shipped example images: (file, question, budget, mode); a
+# file that is missing is skipped. astronaut.jpg is scikit-image's ``data.astronaut()`` (NASA, public domain); the
+# others are drawn by examples/make_examples.py with arr_coc.evaluation.docgen.
+EXAMPLES_DIR = Path(__file__).resolve().parent / "examples"
 EXAMPLES: list[tuple[str, str, str, str]] = [
     ("invoice.jpg", "How much must be paid?", "0.11", "auto"),
     ("chart.jpg", "What value is shown for Thu?", "0.11", "auto"),
@@ -77,18 +79,6 @@ SANS = ["ui-sans-serif", "system-ui", "DejaVu Sans", "sans-serif"]
 MONO = ["ui-monospace", "DejaVu Sans Mono", "monospace"]
 
 Progress = Callable[..., Any]
-
-
-def stride_keep(n_tokens: int, k: int) -> np.ndarray:
-    """The query-blind baseline: k indices spread evenly over ``range(n_tokens)`` in raster order.
-
-    Same rule as ``benchmarks/evidence_recall.py``'s ``stride`` allocator: index i = floor((i + 0.5) * n / k).
-
-    Returns:
-        (k,) int64 indices, ascending.
-    """
-    k = max(1, min(int(k), int(n_tokens)))
-    return np.floor((np.arange(k) + 0.5) * n_tokens / k).astype(np.int64)
 
 
 def relevance_share(scores: np.ndarray, keep: np.ndarray) -> float:
@@ -143,7 +133,7 @@ class ModelRunner:
     """A Qwen-VL checkpoint loaded on first use (thread-safe), asked the same question unpruned and pruned.
 
     Args:
-        model_id: local folder or cached hub id (``arr_coc.asking.load_model``).
+        model_id: local folder or cached hub id (``arr_coc.loading.load_model``).
         device: torch device; ``None`` = cuda if available, else cpu.
         dtype: ``"auto"`` or a floating torch dtype name.
         max_new_tokens: answer length cap.
@@ -159,7 +149,7 @@ class ModelRunner:
 
     def load(self, progress: Progress | None = None) -> tuple[Any, Any]:
         """``(processor, model)``, loading them the first time."""
-        from .asking import load_model, resolve_device, resolve_dtype
+        from .loading import load_model, resolve_device, resolve_dtype
 
         if self._loaded is None:
             self.device = resolve_device(self.device)
@@ -176,9 +166,9 @@ class ModelRunner:
         Each model is first run once on a tiny image, so that one-time set-up (lazy imports, the OCR models,
         CUDA initialisation) is in no timed run, as ``arr-coc ask`` does. One comparison at a time (a lock).
         """
-        from .asking import TimedScorer, build_inputs, generate_timed
         from .integrations import compress
         from .integrations.base import resolve_scorer
+        from .loading import TimedScorer, build_inputs, generate_timed
 
         with self._lock:
             processor, model = self.load(progress)
@@ -234,8 +224,10 @@ class DemoApp:
             raise _error("Type a question: the allocation depends on what is asked.")
         if len(question) > MAX_QUESTION_CHARS:
             raise _error(f"The question has {len(question)} characters; at most {MAX_QUESTION_CHARS} are allowed.")
-        if family not in FAMILIES:
-            raise _error(f"Unknown model family {family!r}; choose one of {', '.join(sorted(FAMILIES))}.")
+        try:
+            normalize_family(family)  # the API's spellings too (Qwen2.5-VL, qwen3-vl-moe)
+        except ValueError:
+            raise _error(f"Unknown model family {family!r}; choose one of {', '.join(sorted(FAMILIES))}.") from None
         if mode not in MODES:
             raise _error(f"Unknown mode {mode!r}; choose one of {', '.join(MODES)}.")
         try:
@@ -307,7 +299,7 @@ class DemoApp:
             text_prior = alloc.mode == "text"  # the model's own allocation uses the same path as the heatmap
             rows = self.runner.compare(state["image"], state["question"], state["budget"], text_prior, progress)
         except Exception as err:  # noqa: BLE001  (a model failure is shown in the page, not as a stack trace)
-            from .asking import ModelNotFoundError
+            from .loading import ModelNotFoundError
 
             if isinstance(err, (ValueError, ImportError, OSError, ModelNotFoundError, RuntimeError)):
                 raise _error(f"The model could not answer: {_user_message(err)}") from None

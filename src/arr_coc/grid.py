@@ -32,9 +32,16 @@ ALIASES = {
     "qwen3vl": "qwen3-vl",
     "qwen3_vl": "qwen3-vl",
     "qwen3_vl_moe": "qwen3-vl",
+    "qwen3-vl-moe": "qwen3-vl",
+    "qwen3vlmoe": "qwen3-vl",
 }
 MAX_ASPECT_RATIO = 200  # the processors refuse anything more elongated than this
 DEFAULT_MAX_TOKENS = 1280  # default max_pixels = 1280 merged cells, the setting Qwen's model cards recommend
+# The largest resized image any Qwen-VL processor is configured for: Qwen2-VL's and Qwen2.5-VL's max_pixels is
+# 12,845,056 = 16384 * 28 * 28, Qwen3-VL's longest_edge 16,777,216 = 16384 * 32 * 32. A larger min_pixels or
+# max_pixels is refused (a clear error, not a clamp): it would build a grid of more tokens than any checkpoint was
+# set up for, and gigabytes of texture (issue 16: 1e9 pixels took 10 GB and minutes before failing nowhere useful).
+MAX_TOKENS_LIMIT = 16384
 
 
 def normalize_family(family: str) -> str:
@@ -117,13 +124,21 @@ class GridSpec:
         """Grid rules for ``family``, with the processor's ``min_pixels`` / ``max_pixels`` if given.
 
         Defaults: ``min_pixels`` is the processor's own (56*56 for Qwen2/2.5-VL, 256*256 for Qwen3-VL);
-        ``max_pixels`` is 1280 merged cells (1280*28*28 or 1280*32*32).
+        ``max_pixels`` is 1280 merged cells (1280*28*28 or 1280*32*32). Either above ``MAX_TOKENS_LIMIT`` (16384)
+        cells is a ``ValueError``.
         """
         family = normalize_family(family)
         patch, merge = FAMILIES[family]
         factor = patch * merge
         lo = (56 * 56 if factor == 28 else 256 * 256) if min_pixels is None else int(min_pixels)
         hi = DEFAULT_MAX_TOKENS * factor * factor if max_pixels is None else int(max_pixels)
+        limit = MAX_TOKENS_LIMIT * factor * factor
+        if lo > limit or hi > limit:
+            raise ValueError(
+                f"{'min_pixels' if lo > limit else 'max_pixels'}={lo if lo > limit else hi:,} is above {limit:,} "
+                f"pixels ({MAX_TOKENS_LIMIT} tokens of {factor}x{factor} px), the largest image a {family} processor "
+                "accepts; use a smaller value"
+            )
         if lo < 1 or hi < factor * factor or lo > hi:
             raise ValueError(
                 f"need 1 <= min_pixels <= max_pixels and max_pixels >= {factor * factor} (one {factor}px cell); "

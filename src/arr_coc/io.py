@@ -12,7 +12,8 @@ allowed; nothing the caller passed is modified):
   guard (``Image.MAX_IMAGE_PIXELS``) is neither used nor changed, so concurrent calls with different limits do not
   race and the application's setting stays its own. Big JPEGs are decoded at reduced scale (``draft``) when that
   loses nothing the model's resize would keep.
-* corrupt, truncated and non-image files are refused with the decoder's reason.
+* corrupt, truncated and non-image files are refused with the decoder's reason; so are empty files (0-3 bytes).
+* multi-frame files (multi-page TIFF, animated GIF, APNG): the first frame is used, and ``notes=`` says so.
 
 Example:
     >>> from PIL import Image
@@ -35,13 +36,21 @@ MAX_PIXELS_IN = 2**28  # largest source image decoded (about 16k x 16k); larger 
 ImageLike = str | os.PathLike | bytes | IO[bytes] | Image.Image | np.ndarray
 
 
-def load_image(source: ImageLike, max_pixels_in: int = MAX_PIXELS_IN, target_pixels: int | None = None) -> Image.Image:
+def load_image(
+    source: ImageLike,
+    max_pixels_in: int = MAX_PIXELS_IN,
+    target_pixels: int | None = None,
+    notes: list[str] | None = None,
+) -> Image.Image:
     """Open ``source`` as an RGB image, upright, with transparency on white (see ``load_image_with_size``)."""
-    return load_image_with_size(source, max_pixels_in, target_pixels)[0]
+    return load_image_with_size(source, max_pixels_in, target_pixels, notes)[0]
 
 
 def load_image_with_size(
-    source: ImageLike, max_pixels_in: int = MAX_PIXELS_IN, target_pixels: int | None = None
+    source: ImageLike,
+    max_pixels_in: int = MAX_PIXELS_IN,
+    target_pixels: int | None = None,
+    notes: list[str] | None = None,
 ) -> tuple[Image.Image, tuple[int, int]]:
     """Open ``source`` as an RGB image, upright, with transparency on white, and its true (W, H).
 
@@ -52,6 +61,8 @@ def load_image_with_size(
         source: a path, bytes, a binary file object, a PIL image or a NumPy array.
         max_pixels_in: refuse images with more pixels than this (decompression-bomb guard).
         target_pixels: the area the model will resize to; JPEGs much larger are decoded at a reduced scale.
+        notes: if given, what the caller should tell the user is appended here (a multi-page TIFF or an animated
+            GIF: only its first frame is used).
 
     Raises:
         ValueError: for anything that is not a readable image of a supported kind.
@@ -62,6 +73,9 @@ def load_image_with_size(
         image = _from_array(source)
     else:
         image = _open(source, max_pixels_in)
+        frames = getattr(image, "n_frames", 1)
+        if frames > 1 and notes is not None:
+            notes.append(f"{_name(source)} has {frames} frames (pages); only the first is used")
     size = image.size
     if not isinstance(source, (Image.Image, np.ndarray)):
         if target_pixels and image.format == "JPEG" and image.width * image.height > 4 * target_pixels:
@@ -114,6 +128,8 @@ def _open(source: Any, max_pixels_in: int) -> Image.Image:
             source = io.BytesIO(source.read())
         image = _open_header(source)
     except UnidentifiedImageError as err:
+        if isinstance(err, _TooShort):
+            raise ValueError(f"{name} is {err.n} bytes long: empty or cut short, not an image") from err
         raise ValueError(f"{name} is not an image Pillow can read (PNG, JPEG, TIFF, BMP, GIF, WebP, ...)") from err
     except OSError as err:
         raise ValueError(f"{name} could not be opened ({err})") from err
@@ -134,6 +150,14 @@ def _seekable(f: Any) -> bool:
         return False
 
 
+class _TooShort(UnidentifiedImageError):
+    """A file of fewer than 4 bytes: no image format fits (0-3 byte files used to raise ``struct.error``)."""
+
+    def __init__(self, n: int) -> None:
+        super().__init__(f"cannot identify image file ({n} bytes)")
+        self.n = n
+
+
 def _open_header(fp: IO[bytes]) -> Image.Image:
     """Identify the format and parse the header, as ``Image.open`` does, without Pillow's process-wide bomb check.
 
@@ -147,10 +171,15 @@ def _open_header(fp: IO[bytes]) -> Image.Image:
     Image.init()  # register every format plugin (once per process; idempotent)
     start = fp.tell()
     prefix = fp.read(16)
+    if len(prefix) < 4:  # no image format fits in fewer bytes; some format checks would fail on them (struct.error)
+        raise _TooShort(len(prefix))
     for fmt in list(Image.ID):
         factory, accept = Image.OPEN[fmt]
         if accept is not None:
-            verdict = accept(prefix)
+            try:
+                verdict = accept(prefix)
+            except (struct.error, IndexError, TypeError, ValueError):
+                continue  # a format check that cannot read this prefix: not this format
             if not verdict or isinstance(verdict, str):  # a str is Pillow's "looks like it, but unsupported"
                 continue
         fp.seek(start)

@@ -28,9 +28,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .config import RelevanceConfig
+from .config import CHANNELS, RelevanceConfig
 from .query import QueryCues
-from .texture import CHANNELS, constant
+from .tensors import constant
 
 _CH = {name: i for i, name in enumerate(CHANNELS)}
 

@@ -44,7 +44,7 @@ from .config import RelevanceConfig
 from .grid import GridSpec
 from .io import load_image_with_size
 from .knowing import InformationScorer, ParticipatoryScorer, PerspectivalScorer
-from .query import QueryCues, normalize_text, parse_query
+from .query import MAX_QUERY_CHARS, QueryCues, normalize_text, parse_query
 from .texture import frames_from_image, frames_from_patches, texture_from_frames
 
 MODES = ("auto", "text", "texture")
@@ -63,7 +63,7 @@ class Allocation:
     original: tuple[int, int]  # (W, H) of the image as loaded (after EXIF rotation)
     keep: torch.Tensor  # (K,) kept token indices, ascending
     scores: np.ndarray  # (rows, cols) relevance, higher = more relevant
-    query: str  # the query as used (normalised)
+    query: str  # the query as the user typed it (normalised internally only), cut to MAX_QUERY_CHARS (4,000)
     mode: str  # "text" or "texture": the path that ran
     weights: dict[str, float]  # balancer weights of information / perspectival / participatory
     components: dict[str, np.ndarray] = field(default_factory=dict)  # each scorer's (rows, cols) map
@@ -71,6 +71,7 @@ class Allocation:
     text_boxes: list[Any] = field(default_factory=list)  # OCR boxes (text mode)
     evidence: Any = None  # structural evidence kept first (text mode; ``.rule`` names the budget rule), or None
     units: list[np.ndarray] = field(default_factory=list)  # text mode: each word's cells, kept whole by ``select``
+    notes: list[str] = field(default_factory=list)  # what the user should know (question not understood, frames)
 
     @property
     def budget(self) -> int:
@@ -105,9 +106,11 @@ class Allocation:
         Keys: ``id``; ``grid`` [rows, cols] of visual tokens; ``resized`` and ``original`` [W, H] in pixels (note
         the order: grid is rows first, the sizes are width first); ``budget`` (tokens kept); ``kept`` [[r, c], ...]
         in raster order (token index r * cols + c); ``scores`` rows x cols relevance; ``mode`` ("text" or
-        "texture", the path that ran); ``family`` (whose grid); ``query`` (as used, normalised).
+        "texture", the path that ran); ``family`` (whose grid); ``query`` (as the user typed it); and, only when
+        there is something to say, ``notes``: sentences for the user (the question has no word the pipeline can read,
+        only the first frame of a multi-page file was used).
         """
-        return {
+        out = {
             "id": id,
             "grid": list(self.grid),
             "resized": list(self.resized),
@@ -119,6 +122,9 @@ class Allocation:
             "family": self.family,
             "query": self.query,
         }
+        if self.notes:
+            out["notes"] = list(self.notes)
+        return out
 
 
 @dataclass
@@ -360,6 +366,42 @@ def text_prior_maps(
     return torch.from_numpy(np.stack(maps)), boxes, evidence, units
 
 
+def query_notes(query: str) -> list[str]:
+    """What to tell the user about a question the pipeline cannot read: ``[]`` when every word can be read.
+
+    The query cues, the text path's matcher (English MiniLM) and the OCR (PP-OCR's Latin recogniser) read Latin
+    letters and digits; words in other scripts (Chinese, Cyrillic, Arabic, ...) and punctuation match nothing. A
+    question with no readable word is query-blind, as an empty one is (the caller says so for an empty question).
+
+    Example:
+        >>> query_notes("How much?"), len(query_notes("需要支付多少钱？"))
+        ([], 1)
+    """
+    text = str(query or "").strip()
+    if not text:
+        return []
+    readable = [ch for ch in text if _readable(ch)]
+    foreign = sorted({w for w in text.split() if any(ch.isalpha() and not _readable(ch) for ch in w)})
+    if not readable:
+        what = "words in a script other than Latin" if foreign else "no letters or digits"
+        return [
+            f"the question was not understood ({what}): the OCR and the text model read Latin letters and digits "
+            "only, so the allocation is query-blind, as for an empty question (information and salience decide)"
+        ]
+    if foreign:
+        return [f"words not in the Latin alphabet were ignored (not understood): {' '.join(foreign)[:80]}"]
+    return []
+
+
+def _readable(ch: str) -> bool:
+    """A Latin letter or a digit (what the OCR, the query cues and the text model read)."""
+    import unicodedata
+
+    if ch.isdigit():
+        return True
+    return ch.isalpha() and unicodedata.name(ch, "").startswith("LATIN")
+
+
 def pictures_from_frames(frames: torch.Tensor) -> list[Image.Image]:
     """The explicit step that leaves the device for OCR: frames (T, 3, H, W) -> T RGB pictures.
 
@@ -418,9 +460,11 @@ def allocate(
     t0 = time.perf_counter()
     models_ms = (t0 - t_models) * 1e3
     spec = GridSpec.for_family(family, min_pixels, max_pixels)
-    img, (orig_w, orig_h) = load_image_with_size(image, target_pixels=spec.max_pixels)
+    notes: list[str] = []
+    img, (orig_w, orig_h) = load_image_with_size(image, target_pixels=spec.max_pixels, notes=notes)
     grid = spec.grid_for(orig_h, orig_w)
     text = normalize_text(query or "")
+    notes.extend(query_notes(text))
     frames = frames_from_image(img, grid)  # (1, 3, H, W) uint8, resized as the processor does
     if device is not None:
         frames = frames.to(device)
@@ -445,7 +489,7 @@ def allocate(
         original=(orig_w, orig_h),
         keep=keep,
         scores=rel.scores[0].float().cpu().numpy(),
-        query=text,
+        query=("" if query is None else str(query))[:MAX_QUERY_CHARS],  # as typed; cut as the pipeline cuts it
         mode=mode,
         weights={name: float(w) for name, w in zip(SCORERS, rel.weights[0].tolist(), strict=True)},
         components=components,
@@ -460,6 +504,7 @@ def allocate(
         text_boxes=boxes,
         evidence=evidence,
         units=units,
+        notes=notes,
     )
 
 

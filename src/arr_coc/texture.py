@@ -37,36 +37,17 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Any
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 from PIL import Image
 
-from .config import RelevanceConfig
+from .config import CHANNELS, RelevanceConfig  # noqa: F401  (CHANNELS: importable from here too)
 from .grid import Grid
+from .tensors import constant  # noqa: F401  (importable from here too; it lives in arr_coc.tensors)
 
-CHANNELS: tuple[str, ...] = (
-    "r", "g", "b", "pos_y", "pos_x", "sobel_x", "sobel_y", "sobel_mag",
-    "sal_spectral", "sal_contrast", "sal_color", "entropy", "edge_density",
-)  # fmt: skip
 N_CHANNELS = len(CHANNELS)
-
-
-def constant(values: Any, like: torch.Tensor) -> torch.Tensor:
-    """A tensor of Python numbers in the dtype and on the device of ``like`` (made on the host, then copied there).
-
-    The one way constants enter the relevance step: never a module-level tensor, never the CPU by default. A single
-    number is written with a fill on the device (no host copy at all).
-    """
-    host = torch.tensor(values, dtype=like.dtype)  # built on the host from Python numbers
-    if host.numel() == 1:
-        single = values
-        while isinstance(single, (list, tuple)):
-            single = single[0]
-        return like.new_full(host.shape, float(single))
-    return host.to(like)
 
 
 def frames_from_image(image: Image.Image, grid: Grid) -> torch.Tensor:

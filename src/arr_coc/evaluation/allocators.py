@@ -12,8 +12,8 @@ texture     pixels and the question's words only (texture scorers + query cues, 
 foveate     ``compress(foveate=True)``: scored before the vision tower, which then encodes only the kept patches
 random      query-blind baseline: uniform random scores, seeded by the image's pixels and the question (the same
             sample gets the same tokens in every run and every batch)
-uniform     query-blind baseline: k tokens evenly spread in raster order, floor((i + 0.5) * N / k) (the
-            ``stride`` baseline of ``benchmarks/evidence_recall.py``)
+uniform     query-blind baseline: k tokens evenly spread in raster order, floor((i + 0.5) * N / k)
+            (:func:`stride_keep`, the one stride baseline: the demo's and ``benchmarks/evidence_recall.py``'s too)
 ==========  ========================================================================================================
 """
 
@@ -24,6 +24,7 @@ import zlib
 from dataclasses import dataclass, replace
 from typing import Any
 
+import numpy as np
 import torch
 
 from ..attending import Budget, TokenScores, parse_budget, resolve_budget
@@ -69,8 +70,26 @@ class UniformScorer:
         n = ctx.n_tokens
         k = resolve_budget(self.budget, n)
         scores = torch.zeros(n)  # (N,)
-        scores[(torch.arange(k, dtype=torch.float64) + 0.5).mul(n / k).floor().long()] = 1.0  # (k,) indices
+        scores[torch.from_numpy(stride_keep(n, k))] = 1.0  # (k,) indices
         return scores
+
+
+def stride_keep(n_tokens: int, k: int) -> np.ndarray:
+    """The query-blind stride baseline: ``k`` indices spread evenly over ``range(n_tokens)`` in raster order.
+
+    Index i is floor((i + 0.5) * n / k), computed in integers (exact for any n and k); ``k`` is clamped to
+    [1, n_tokens]. The one stride baseline of the project: ``eval``'s ``uniform`` allocator, the demo's baseline and
+    ``benchmarks/evidence_recall.py``'s ``stride`` all use it.
+
+    Returns:
+        (k,) int64 indices, strictly increasing.
+
+    Example:
+        >>> stride_keep(10, 2).tolist()
+        [2, 7]
+    """
+    k = max(1, min(int(k), int(n_tokens)))
+    return (np.arange(k, dtype=np.int64) * 2 + 1) * int(n_tokens) // (2 * k)
 
 
 def supports_foveate() -> bool:

@@ -15,7 +15,7 @@
   (``answers`` may be one string); other keys are kept as the sample's ``meta``.
 
 Which columns each benchmark needs is in :mod:`arr_coc.evaluation.tasks`. The ``docgen`` task needs no files:
-it draws the evidence-recall benchmark's documents (``benchmarks/docgen.py``) with their exact answers.
+it draws the evidence-recall benchmark's documents (:mod:`arr_coc.evaluation.docgen`) with their exact answers.
 
 Errors: an unknown layout, a missing file or a missing column raises :class:`DatasetError` naming the file and
 what was expected, before anything runs. A single bad sample (unreadable row or JSON line, a missing question or
@@ -30,11 +30,8 @@ Example:
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
 import json
 import math
-import sys
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -129,7 +126,7 @@ class LocalDataset:
     def describe(self) -> str:
         """One line: what was read."""
         if self.kind == "docgen":
-            return f"{self.length} documents drawn by benchmarks/docgen.py"
+            return f"{self.length} documents drawn by arr_coc.evaluation.docgen"
         where = str(self.files[0]) + (f" and {len(self.files) - 1} more" if len(self.files) > 1 else "")
         return f"{self.length} samples in {self.kind} {where}"
 
@@ -372,24 +369,10 @@ def _jsonl(spec: TaskSpec, path: Path) -> LocalDataset:
 
 # ----- docgen ------------------------------------------------------------------------------------------------------
 def _docgen_module() -> Any:
-    """``benchmarks/docgen.py`` of this checkout (importable as ``benchmarks.docgen`` or found beside ``src/``)."""
-    try:
-        return importlib.import_module("benchmarks.docgen")
-    except ImportError:
-        pass
-    file = Path(__file__).resolve().parents[3] / "benchmarks" / "docgen.py"
-    if not file.is_file():
-        raise DatasetError(
-            "the docgen task draws its documents with benchmarks/docgen.py, which is not importable here and not "
-            f"at {file}; run from a checkout of the repository (pip install -e .)"
-        )
-    name = "arr_coc_benchmarks_docgen"
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, file)
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-    return sys.modules[name]
+    """The document generator, :mod:`arr_coc.evaluation.docgen` (it ships in the package)."""
+    from . import docgen
+
+    return docgen
 
 
 def _docgen(spec: TaskSpec, split: str, limit: int | None) -> LocalDataset:

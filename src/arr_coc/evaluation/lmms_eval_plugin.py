@@ -95,8 +95,8 @@ class ArrCocQwenVL(lmms):
                 f"unknown model_args for {MODEL_NAME}: {', '.join(sorted(kwargs))} (known: pretrained, budget, "
                 "allocator, device, dtype, batch_size, min_pixels, max_pixels, system_prompt, seed)"
             )
-        from ..asking import load_model, resolve_device, resolve_dtype
         from ..attending import parse_budget
+        from ..loading import load_model, resolve_device, resolve_dtype
 
         budget = parse_budget(budget if not isinstance(budget, str) else budget.strip())
         self.variant = (

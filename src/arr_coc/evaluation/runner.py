@@ -186,6 +186,11 @@ def pixel_bounds(model_type: str, min_pixels: int | None, max_pixels: int | None
     lo, hi = PIXEL_BOUNDS.get(model_type, PIXEL_BOUNDS["qwen2_5_vl"])
     hi = max_pixels or hi
     lo = min(min_pixels or lo, hi)
+    from ..grid import FAMILIES, GridSpec, normalize_family
+
+    family = model_type.replace("_", "-").replace("2-5", "2.5")
+    if family in FAMILIES or family.endswith("-moe"):
+        GridSpec.for_family(normalize_family(family), lo, hi)  # ValueError above the largest grid Qwen-VL accepts
     return lo, hi
 
 
@@ -222,7 +227,7 @@ def generate_batch(
     """Greedy generation for a batch, timed: (answers, time to first token in ms, peak memory in bytes)."""
     import torch
 
-    from ..asking import FirstTokenTimer, peak_memory
+    from ..loading import FirstTokenTimer, peak_memory
 
     cuda = str(device).startswith("cuda")
     if cuda:
@@ -390,7 +395,7 @@ def run_eval(cfg: EvalConfig, model: Any = None, processor: Any = None) -> EvalR
                 try:
                     images.append(s.load_image())
                     good.append(s)
-                except ValueError as err:
+                except (ValueError, OSError) as err:  # one unreadable sample never stops the run
                     log.write({"id": s.id, "error": str(err)})
             bar.update(len(batch) - len(good))
             if good:
@@ -425,7 +430,7 @@ def _model_type(model_id: str) -> str:
     """
     from transformers import AutoConfig
 
-    from ..asking import ModelNotFoundError, not_found_message
+    from ..loading import ModelNotFoundError, not_found_message
 
     try:
         return AutoConfig.from_pretrained(model_id).model_type
@@ -456,7 +461,7 @@ class _LazyModel:
         model: Any,
         processor: Any,
     ) -> None:
-        from ..asking import resolve_device
+        from ..loading import resolve_device
 
         self.cfg, self.task, self.variants, self.bounds = cfg, task, variants, bounds
         self.model, self.processor = model, processor
@@ -465,7 +470,7 @@ class _LazyModel:
 
     def get(self) -> Loaded:
         if self.loaded is None:
-            from ..asking import load_model, resolve_dtype
+            from ..loading import load_model, resolve_dtype
 
             model, processor = self.model, self.processor
             if model is None:
@@ -686,7 +691,10 @@ def add_eval_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def eval_main(args: argparse.Namespace) -> int:
-    """Run ``arr-coc eval`` from parsed arguments; print the table. Returns 0 (bad samples are in the files)."""
+    """Run ``arr-coc eval`` from parsed arguments; print the table.
+
+    Returns 0 (bad samples are in the files), or 1 when no sample could be read (an empty table is no result).
+    """
     cfg = EvalConfig(
         model=args.model,
         task=args.task,
@@ -706,13 +714,20 @@ def eval_main(args: argparse.Namespace) -> int:
         seed=args.seed,
         progress=not args.no_progress,
     )
-    from ..asking import ModelNotFoundError
+    from ..loading import ModelNotFoundError
 
     try:
         result = run_eval(cfg)
     except ModelNotFoundError as err:
         print(f"arr-coc: error: {err}", file=sys.stderr)
         return 2
+    if result.samples and result.bad == result.samples:
+        print(
+            f"arr-coc: error: none of the {result.samples} samples could be read, so there is no result; their errors "
+            f"are in {result.files['predictions']}",
+            file=sys.stderr,
+        )
+        return 1
     print(markdown_table(result.rows, result.metric))
     if result.bad:
         print(

@@ -305,6 +305,7 @@ def allocate_tokens(
     features: torch.Tensor | None = None,
     redundancy: float = 0.0,
     units: Sequence[torch.Tensor | np.ndarray] = (),
+    config: Any = None,
 ) -> torch.Tensor:
     """Which tokens of one item to keep: the budget resolved against its scores, then top-K selection.
 
@@ -314,11 +315,12 @@ def allocate_tokens(
         features (torch.Tensor of shape (N, D) or None): token features, used only when ``redundancy > 0``.
         redundancy: in [0, 1], see :func:`arr_coc.attending.select`.
         units: cell sets kept whole (the scorer's ``TokenScores.units``: the cells of each recognised word).
+        config: the realizer's ``RelevanceConfig`` (its adaptive-budget settings); ``None``: the default config.
 
     Returns:
         torch.LongTensor of shape (k,): kept indices, strictly increasing, on the device of ``scores``.
     """
-    k = resolve_budget(budget, scores.numel(), scores)
+    k = resolve_budget(budget, scores.numel(), scores, config)
     return select(scores, k, features if redundancy > 0 else None, redundancy, units)
 
 
@@ -815,6 +817,13 @@ class CompressedModel:
             raise ValueError(f"the scorer returned {scores.numel()} scores for {n} visual tokens")
         return scores, units
 
+    def realizer_of_scorer(self) -> Any:
+        """The realizer whose config resolves an ``"adaptive"`` budget, as ``allocate`` does with its realizer:
+        ``scorer_config["realizer"]`` (``compress(realizer=...)``), else the default one (``None``)."""
+        if isinstance(self.scorer_config, dict):
+            return self.scorer_config.get("realizer")
+        return None
+
     def _plan(
         self, input_ids: torch.Tensor | None, kwargs: dict[str, Any], generation: bool
     ) -> tuple[dict[str, Any], torch.Tensor] | None:
@@ -873,7 +882,8 @@ class CompressedModel:
             features = None
             if self.redundancy > 0:  # near-duplicates by the tower's features, or (foveate) by the tokens' pixels
                 features = (feats if feats is not None else pixels.reshape(scores.numel(), -1)).detach()
-            keep = allocate_tokens(scores, budgets[item.sample], features, self.redundancy, units)  # (k,)
+            config = getattr(self.realizer_of_scorer(), "config", None)  # the adaptive budget's settings
+            keep = allocate_tokens(scores, budgets[item.sample], features, self.redundancy, units, config)  # (k,)
             lv = None
             if self.deepstack_tiers is not None and n_levels > 0:
                 lv = tier_levels(scores[keep], n_levels, self.deepstack_tiers)  # (k,)

@@ -12,7 +12,7 @@ import re
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -54,14 +54,23 @@ def _quad_to_box(quad: Any) -> tuple[float, float, float, float]:
     return float(pts[:, 0].min()), float(pts[:, 1].min()), float(pts[:, 0].max()), float(pts[:, 1].max())
 
 
+class _InFlight:
+    """A page one thread is reading: the others wait on ``done``; ``boxes`` is None if the read failed."""
+
+    def __init__(self) -> None:
+        self.done = threading.Event()
+        self.boxes: tuple[TextBox, ...] | None = None
+
+
 class OcrCache:
     """OCR results per page content: a bounded, thread-safe LRU map from a pixel hash to the page's boxes.
 
     Document-QA asks several questions about one page; with the cache, the second question costs only matching.
     The key is a 128-bit blake2b digest of the page's uint8 RGB pixels and shape, salted with the reader's settings
     (``TextReader.fingerprint``), so one cache can serve readers with different settings. At most ``max_items`` pages
-    are kept (least recently used first out); a page's entry is its boxes, a few KiB for a dense page. Two threads
-    that miss on the same page at once both run OCR and store the same result.
+    are kept (least recently used first out); a page's entry is its boxes, a few KiB for a dense page. Threads that
+    miss on the same page at once read it once (:meth:`get_or_read`): the first reads, the others wait for its result
+    (if the first fails, one of them reads in its place).
 
     Args:
         max_items: Pages kept (0: nothing is stored).
@@ -73,6 +82,7 @@ class OcrCache:
         self.max_items = int(max_items)
         self._items: OrderedDict[bytes, tuple[TextBox, ...]] = OrderedDict()
         self._lock = threading.Lock()
+        self._reading: dict[bytes, _InFlight] = {}  # pages being read now, by key: the others wait on them
         self.hits = 0
         self.misses = 0
 
@@ -95,6 +105,45 @@ class OcrCache:
             self._items.move_to_end(key)
             self.hits += 1
             return boxes
+
+    def get_or_read(self, key: bytes, read: Callable[[], Sequence[TextBox]]) -> tuple[tuple[TextBox, ...], bool]:
+        """The boxes of ``key``: stored, being read by another thread (wait for it), or ``read()`` here and stored.
+
+        One page is read once however many threads ask for it at the same time. A thread that waited counts as a
+        hit. If ``read`` raises, the error goes to the thread that called it, and a waiting thread reads in its
+        place.
+
+        Returns:
+            (boxes, whether they came from the cache or another thread's read).
+        """
+        while True:
+            with self._lock:
+                boxes = self._items.get(key)
+                if boxes is not None:
+                    self._items.move_to_end(key)
+                    self.hits += 1
+                    return boxes, True
+                flight = self._reading.get(key)
+                owner = flight is None
+                if owner:
+                    flight = self._reading[key] = _InFlight()
+                    self.misses += 1
+            assert flight is not None
+            if not owner:
+                flight.done.wait()
+                if flight.boxes is not None:
+                    with self._lock:
+                        self.hits += 1
+                    return flight.boxes, True
+                continue  # the reading thread failed: try again (this thread may read now)
+            try:
+                flight.boxes = tuple(read())
+                self.put(key, flight.boxes)
+                return flight.boxes, False
+            finally:
+                with self._lock:
+                    self._reading.pop(key, None)
+                flight.done.set()
 
     def put(self, key: bytes, boxes: Sequence[TextBox]) -> None:
         """Store ``boxes`` for ``key``, dropping the least recently used pages beyond ``max_items``."""
@@ -267,12 +316,19 @@ class TextReader:
             return ReadResult([], False, {"hash": 0.0, "detect": 0.0, "recognize": 0.0, "total": 0.0})
         key = OcrCache.key(np.asarray(pil), self.fingerprint)
         t1 = time.perf_counter()
-        hit = self.cache.get(key)
-        if hit is not None:
+        timed: list[float] = []
+
+        def read() -> list[TextBox]:
+            boxes, det_ms, _ = self._ocr(pil)
+            timed.append(det_ms)
+            return boxes
+
+        found, hit = self.cache.get_or_read(key, read)  # one read of a page, however many threads ask at once
+        boxes = list(found)
+        if hit:
             t = (time.perf_counter() - t0) * 1e3
-            return ReadResult(list(hit), True, {"hash": (t1 - t0) * 1e3, "detect": 0.0, "recognize": 0.0, "total": t})
-        boxes, det_ms, rec_ms = self._ocr(pil)
-        self.cache.put(key, boxes)
+            return ReadResult(boxes, True, {"hash": (t1 - t0) * 1e3, "detect": 0.0, "recognize": 0.0, "total": t})
+        det_ms = timed[0]
         t2 = time.perf_counter()
         return ReadResult(
             boxes, False, {"hash": (t1 - t0) * 1e3, "detect": det_ms, "recognize": (t2 - t1) * 1e3 - det_ms,
