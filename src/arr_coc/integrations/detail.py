@@ -44,11 +44,12 @@ asks for few fine tokens and leaves more to the overview, diffuse relevance asks
 * thumbnail: ``T_target = B - min(F, B - MIN_THUMBNAIL_TOKENS)``, capped at N/4 (half the side) and snapped DOWN to
   a tier when it is at least the smallest tier; the thumbnail grid has ``T <= T_target`` tokens and the fine part
   gets ``B - T`` (so thumbnail + fine = B exactly).
-* mixed: the smallest factor c whose cover leaves room for ``min(F, B-1)`` fine tokens; the fine count is then the
-  largest k for which ``k + (blocks without a fine token) <= B``. Adding one fine token adds 1 (a block already
-  touched) or 0 (it removes that block's coarse token), so without word units the total is exactly ``B``; with word
-  units (a word kept whole) the rest is filled with the best tokens inside blocks already touched, and the total is
-  ``B`` unless no such token is left.
+* mixed: ``want = min(F, B - MIN_COARSE_TOKENS)`` fine tokens (the top ``want`` by relevance); the factor is the
+  smallest c in 2, 4, 8 for which ``want + (blocks without a fine token) <= B`` with at least one coarse cell left
+  (else the coarsest cover, with as many fine tokens as fit). What is left of ``B`` goes to more fine tokens: first
+  the most relevant ones inside blocks that already hold a fine token (each costs one token), then down the
+  relevance order (a token in a coarse block costs nothing by itself: it replaces the block's coarse token). Each
+  step costs 0 or 1 and ``N`` fine tokens cost ``N >= B``, so the total is exactly ``B``.
 
 Everything here is pure (tensors in, tensors out); ``compress.py`` wires it into the wrapper.
 """
@@ -67,6 +68,7 @@ from arr_coc.attending import TIERS, adaptive_k
 DETAIL_MODES: tuple[str, ...] = ("thumbnail", "mixed")
 COARSE_FACTORS: tuple[int, ...] = (2, 4, 8)  # block side, in merged tokens, of the mixed mode's coarse cells
 MIN_THUMBNAIL_TOKENS = 4  # the smallest thumbnail: a 2x2 grid of merged tokens
+MIN_COARSE_TOKENS = 4  # the mixed mode leaves at least this much of the budget to coarse cells when it can
 
 
 def parse_detail(detail: str | None) -> str | None:
@@ -99,7 +101,9 @@ def image_from_patches(rows: torch.Tensor, grid_hw: tuple[int, int], patch: int,
     """
     h, w = grid_hw
     c = rows.shape[1] // (tps * patch * patch)
-    x = rows.reshape(h // merge, w // merge, merge, merge, c, tps, patch, patch)[..., 0, :, :]  # (H/m, W/m, m, m, C, p, p)
+    x = rows.reshape(h // merge, w // merge, merge, merge, c, tps, patch, patch)[
+        ..., 0, :, :
+    ]  # (H/m, W/m, m, m, C, p, p)
     x = x.permute(4, 0, 2, 5, 1, 3, 6)  # (C, H/m, m, p, W/m, m, p)
     return x.reshape(c, h * patch, w * patch)
 
@@ -156,8 +160,9 @@ def thumbnail_grid(grid_hw: tuple[int, int], patch: int, merge: int, max_tokens:
     return h_bar // patch, w_bar // patch
 
 
-def thumbnail_rows(rows: torch.Tensor, grid_hw: tuple[int, int], thumb_hw: tuple[int, int], patch: int, merge: int,
-                   tps: int) -> torch.Tensor:
+def thumbnail_rows(
+    rows: torch.Tensor, grid_hw: tuple[int, int], thumb_hw: tuple[int, int], patch: int, merge: int, tps: int
+) -> torch.Tensor:
     """Patch rows of the thumbnail of one image.
 
     Args:
@@ -314,55 +319,75 @@ def plan_detail(
         th, tw = thumbnail_grid((h * merge, w * merge), patch, merge, target)
         n_thumb = th * tw // (merge * merge)
         fine = select_k(budget - n_thumb)
-        return DetailPlan("thumbnail", fine, int(fine.numel()) + n_thumb, need, thumb_grid=(th, tw),
-                          n_thumb=n_thumb)
-    order = torch.sort(torch.nan_to_num(scores.detach().float().cpu(), nan=-math.inf), descending=True,
-                       stable=True).indices  # (N,)
-    want = max(1, min(need, budget - 1))
-    chosen = None
+        return DetailPlan("thumbnail", fine, int(fine.numel()) + n_thumb, need, thumb_grid=(th, tw), n_thumb=n_thumb)
+    order = torch.sort(
+        torch.nan_to_num(scores.detach().float().cpu(), nan=-math.inf), descending=True, stable=True
+    ).indices  # (N,)
+    want = max(1, min(need, budget - MIN_COARSE_TOKENS))
+    covers = []
     for c in factors:
         blocks = block_ids(merged_hw, c)
         n_blocks = int(blocks.max()) + 1
-        totals = mixed_total(order, blocks, n_blocks)  # (N,)
-        fits = int((totals <= budget).sum())  # totals are non-decreasing: the largest k that fits
-        if fits >= 1:
-            chosen = (c, blocks, n_blocks, fits)
-            if fits >= want:
-                break
+        covers.append((c, blocks, n_blocks, mixed_total(order, blocks, n_blocks)))  # totals: (N,)
+    # the finest cover that holds `want` fine tokens and still has a coarse cell; else the coarsest that fits
+    chosen = next(((c, b, nb, want) for c, b, nb, t in covers if t[want - 1] <= budget and t[want - 1] > want), None)
     if chosen is None:
-        coarsest = int(block_ids(merged_hw, factors[-1]).max()) + 1
-        raise ValueError(
-            f"a budget of {budget} tokens is too small for a mixed-resolution view of this {h}x{w}-token image: the "
-            f"coarsest cover ({factors[-1]}x{factors[-1]} cells) alone needs {coarsest} tokens; raise the budget or "
-            "use detail=None or 'thumbnail'"
-        )
+        c, b, nb, t = covers[-1]
+        fits = int((t <= budget).sum())  # totals are non-decreasing: the largest k that fits
+        if fits < 1:
+            raise ValueError(
+                f"a budget of {budget} tokens is too small for a mixed-resolution view of this {h}x{w}-token image: "
+                f"the coarsest cover ({c}x{c} cells) alone needs {nb} tokens; raise the budget or use detail=None "
+                "or 'thumbnail'"
+            )
+        chosen = (c, b, nb, fits)
     c, blocks, n_blocks, k = chosen
 
     def spent(fine: torch.Tensor) -> int:
-        return int(fine.numel()) + n_blocks - int(blocks[fine.cpu()].unique().numel())
+        return int(fine.numel()) + n_blocks - int(blocks[fine].unique().numel())
 
     fine = select_k(k).cpu()
     while fine.numel() > 1 and spent(fine) > budget:  # word units touched more blocks than plain top-k
         k -= 1
         fine = select_k(k).cpu()
-    left = budget - spent(fine)
-    if left > 0:  # fill with the best tokens inside blocks already touched (each costs exactly one token)
-        touched = torch.zeros(n_blocks, dtype=torch.bool)
-        touched[blocks[fine]] = True
-        is_fine = torch.zeros(n, dtype=torch.bool)
-        is_fine[fine] = True
-        extra = [int(i) for i in order.tolist() if not is_fine[i] and touched[blocks[i]]][:left]
-        fine = torch.cat([fine, torch.tensor(extra, dtype=torch.long)]).sort().values
+    fine = _fill(fine, order, blocks, n_blocks, budget - spent(fine))
     touched_blocks = set(blocks[fine].tolist())
     coarse = [b for b in range(n_blocks) if b not in touched_blocks]
     bounds = [block_bounds(merged_hw, c, b) for b in coarse]
     anchors = torch.tensor([anchor_of(bd, w) for bd in bounds], dtype=torch.long)
-    plan = DetailPlan("mixed", fine, int(fine.numel()) + len(coarse), need, factor=c, anchors=anchors, blocks=bounds)
-    return plan
+    return DetailPlan("mixed", fine, int(fine.numel()) + len(coarse), need, factor=c, anchors=anchors, blocks=bounds)
 
 
-def coarse_rows(rows: torch.Tensor, grid_hw: tuple[int, int], plan: DetailPlan, patch: int, merge: int,
-                tps: int) -> torch.Tensor:
+def _fill(fine: torch.Tensor, order: torch.Tensor, blocks: torch.Tensor, n_blocks: int, left: int) -> torch.Tensor:
+    """Spend ``left`` more tokens on fine ones: first the most relevant tokens inside blocks that already hold a fine
+    token (each costs one), then down the relevance order (a token in a coarse block costs nothing on its own: it
+    replaces that block's coarse token, and the block's next tokens cost one each)."""
+    if left <= 0:
+        return fine
+    is_fine = torch.zeros(order.numel(), dtype=torch.bool)
+    is_fine[fine] = True
+    touched = torch.zeros(n_blocks, dtype=torch.bool)
+    touched[blocks[fine]] = True
+    ranked = order.tolist()
+    for first_pass in (True, False):
+        for i in ranked:
+            if left == 0:
+                break
+            if is_fine[i]:
+                continue
+            b = int(blocks[i])
+            if touched[b]:
+                is_fine[i] = True
+                left -= 1
+            elif not first_pass:
+                is_fine[i] = True
+                touched[b] = True
+    return is_fine.nonzero().flatten()
+
+
+def coarse_rows(
+    rows: torch.Tensor, grid_hw: tuple[int, int], plan: DetailPlan, patch: int, merge: int, tps: int
+) -> torch.Tensor:
     """A copy of one image's patch rows with each coarse block's anchor cell holding the block's downsampled pixels.
 
     Args:
@@ -449,15 +474,25 @@ def insert_thumbnails(
         new_types[b, dest[src == -2]] = 1
         new_mask[b, start:] = 1
     device = input_ids.device
-    return (new_ids.to(device), new_mask.to(device), new_types.to(mm_token_type_ids.device),
-            new_labels.to(labels.device) if new_labels is not None and labels is not None else None, origin.to(device))
+    return (
+        new_ids.to(device),
+        new_mask.to(device),
+        new_types.to(mm_token_type_ids.device),
+        new_labels.to(labels.device) if new_labels is not None and labels is not None else None,
+        origin.to(device),
+    )
 
 
 # ----- the composite the model is shown (for the second reader and the demo) ----------------------------------
 
 
-def composite(image: np.ndarray, merged_hw: tuple[int, int], plan: DetailPlan | None, keep: np.ndarray | None = None,
-              thumb_hw_px: tuple[int, int] | None = None) -> np.ndarray:
+def composite(
+    image: np.ndarray,
+    merged_hw: tuple[int, int],
+    plan: DetailPlan | None,
+    keep: np.ndarray | None = None,
+    thumb_hw_px: tuple[int, int] | None = None,
+) -> np.ndarray:
     """What the language model is shown, as one picture the size of ``image``: fine cells as they are, coarse cells
     (or the thumbnail) downsampled and upsampled back, everything else white.
 
@@ -477,7 +512,7 @@ def composite(image: np.ndarray, merged_hw: tuple[int, int], plan: DetailPlan | 
     height, width = image.shape[:2]
     h, w = merged_hw
     ys = np.minimum((np.arange(height) * h) // height, h - 1)
-    xs = np.minimum((np.arange(width) * w) // w, w - 1)
+    xs = np.minimum((np.arange(width) * w) // width, w - 1)
     cell = ys[:, None] * w + xs[None, :]  # (H, W) token of each pixel
     out = np.full_like(image, 255)
     fine = np.asarray(keep if plan is None else plan.fine.cpu().numpy(), dtype=np.int64)
@@ -485,7 +520,10 @@ def composite(image: np.ndarray, merged_hw: tuple[int, int], plan: DetailPlan | 
     fine_mask[fine] = True
     if plan is not None and plan.mode == "thumbnail" and plan.thumb_grid is not None:
         # the thumbnail's share of the page's side (merge size 2 in every Qwen-VL family)
-        th, tw = thumb_hw_px or (round(height * plan.thumb_grid[0] / (2 * h)), round(width * plan.thumb_grid[1] / (2 * w)))
+        th, tw = thumb_hw_px or (
+            round(height * plan.thumb_grid[0] / (2 * h)),
+            round(width * plan.thumb_grid[1] / (2 * w)),
+        )
         pil = Image.fromarray(image)
         small = pil.resize((max(1, tw), max(1, th)), Image.BICUBIC).resize((width, height), Image.BICUBIC)
         out = np.asarray(small).copy()
