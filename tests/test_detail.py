@@ -360,8 +360,16 @@ def test_wrapper_errors_and_videos():
     with pytest.raises(ValueError, match="deepstack_tiers cannot be combined"):
         compress(q3, detail="thumbnail", deepstack_tiers=[0.5])
     inputs = batch([Sample(model, PROMPT)])
-    with pytest.raises(ValueError, match="smallest thumbnail"):
-        compress(model, budget=3, scorer=position_scorer, detail="thumbnail")(**inputs)
+    with pytest.raises(ValueError, match="too small for detail='thumbnail'"):
+        compress(model, budget=3, scorer=position_scorer, detail="thumbnail")
+    with pytest.raises(ValueError, match="too small for detail='mixed'"):
+        compress(model, budget=[5, 1], detail="mixed")
+    # a fraction that resolves to too few tokens for one image: that image is pruned drop-only, with the reason
+    cm = compress(model, budget=0.05, scorer=position_scorer, detail="thumbnail")
+    with torch.no_grad():
+        assert cm(**inputs).logits.isfinite().all()
+    plan = cm.last_allocation[0][0].detail
+    assert plan.mode == "drop" and "smallest thumbnail" in plan.note and cm.last_allocation[0][0].budget == 4
     # a video beside an image: the image gets the coarse view, the video is pruned drop-only
     parts = [[9], ("image", (1, 8, 8)), [10], ("video", (2, 4, 4)), [11]]
     inputs = batch([Sample(model, parts)])

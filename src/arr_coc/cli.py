@@ -207,6 +207,9 @@ def build_parser() -> argparse.ArgumentParser:
                    "first token and where the time went (vision tower, scorer, LM prefill, decode)")  # fmt: skip
     k.add_argument("--foveate", action="store_true", help="choose the tokens before the vision tower and encode only "
                    "their patches (compress(..., foveate=True))")  # fmt: skip
+    k.add_argument("--detail", choices=["thumbnail", "mixed"], default=None, help="level of detail: spend part of the "
+                   "budget on a coarse view of the whole image (a thumbnail before it, or coarse cells in its grid) "
+                   "and the rest on the relevant tokens at full resolution (compress(..., detail=...))")  # fmt: skip
 
     d = sub.add_parser(
         "demo",

@@ -958,7 +958,7 @@ class CompressedModel:
         ``pixel_values`` and ``image_grid_thw`` and take the model's positions of that augmented prompt -> one
         foveated tower run per modality on what is kept -> repack. Videos are pruned drop-only.
         """
-        from .detail import coarse_rows, insert_thumbnails, plan_detail, thumbnail_rows
+        from .detail import DetailPlan, coarse_rows, insert_thumbnails, plan_detail, thumbnail_rows
 
         patch, merge, tps = self.adapter.geometry(self.model)
         original_ids = input_ids
@@ -982,7 +982,10 @@ class CompressedModel:
                 def select_k(k: int, scores=scores, features=features, units=units) -> torch.Tensor:
                     return allocate_tokens(scores, k, features, self.redundancy, units)
 
-                plan = plan_detail(self.detail, scores, merged[1:], total, select_k, patch=patch, merge=merge)  # type: ignore[arg-type]
+                try:
+                    plan = plan_detail(self.detail, scores, merged[1:], total, select_k, patch=patch, merge=merge)  # type: ignore[arg-type]
+                except ValueError as err:  # a small image: its budget holds no coarse view (documented clamp)
+                    plan = DetailPlan("drop", select_k(total), total, total, note=str(err))
                 keep = plan.kept if plan.mode != "thumbnail" else plan.fine
                 plans[(item.kind, item.index)] = plan
                 spent = plan.budget
@@ -1138,7 +1141,10 @@ def compress(
             downsampled block, at the block's anchor cell) in the image's own grid. The split follows how
             concentrated relevance is (``adaptive_k``); coarse + fine tokens = the budget; at a full budget the
             output is the unwrapped model's. Always foveated; images only (videos are pruned drop-only);
-            ``deepstack_tiers`` is not combined with it.
+            ``deepstack_tiers`` is not combined with it. An int budget too small for any coarse view is refused
+            here; an image whose resolved budget turns out too small (a tiny image) is pruned drop-only, its
+            ``VisualAllocation.detail.mode`` is ``"drop"`` and ``.note`` says why (one small image never stops a
+            batch).
 
     Returns:
         A :class:`CompressedModel`.
@@ -1163,9 +1169,16 @@ def compress(
             "scorer='cosine' needs the vision tower's features, but foveate=True scores before the tower runs; "
             "use scorer='auto' (pixels + query cues, text_prior=True for OCR) or a callable that reads pixel_values"
         )
-    from .detail import parse_detail
+    from .detail import MIN_THUMBNAIL_TOKENS, parse_detail
 
     detail = parse_detail(detail)
+    smallest = {"thumbnail": MIN_THUMBNAIL_TOKENS + 1, "mixed": 2}.get(detail or "", 1)
+    for b in budget if isinstance(budget, (list, tuple)) else [budget]:
+        if isinstance(parse_budget(b), int) and parse_budget(b) < smallest:
+            raise ValueError(
+                f"budget {b!r} is too small for detail={detail!r}: the coarse view and one full-resolution token need "
+                f"at least {smallest} tokens per image"
+            )
     if detail is not None and tiers is not None:
         raise ValueError("deepstack_tiers cannot be combined with detail=...; choose one level-of-detail knob")
     if detail is not None and (scorer == "cosine" or scorer is cosine_scorer):

@@ -231,7 +231,8 @@ class DetailPlan:
     """How one image's budget is spent (one entry's ``VisualAllocation.detail``).
 
     Attributes:
-        mode: ``"full"`` (B >= N: every token fine, no coarse view), ``"thumbnail"`` or ``"mixed"``.
+        mode: ``"full"`` (B >= N: every token fine, no coarse view), ``"thumbnail"``, ``"mixed"``, or ``"drop"``
+            (set by the wrapper when the image's budget holds no coarse view: drop-only, ``note`` says why).
         fine (torch.LongTensor of shape (k,)): full-resolution tokens kept, strictly increasing.
         budget: tokens spent on this image: fine + coarse (thumbnail tokens or coarse cells).
         fine_need: what the adaptive rule asked for (``adaptive_k``: the tier that holds the relevance mass).
@@ -240,6 +241,7 @@ class DetailPlan:
         blocks: mixed: (r0, c0, r1, c1) of each coarse block (end exclusive), in ``anchors``' order.
         thumb_grid: thumbnail: (th, tw) in PATCHES (``None`` otherwise).
         n_thumb: thumbnail: its merged tokens (th * tw / merge**2).
+        note: why a coarse view was not made (mode ``"drop"``).
     """
 
     mode: str
@@ -251,6 +253,7 @@ class DetailPlan:
     blocks: list[tuple[int, int, int, int]] = field(default_factory=list)
     thumb_grid: tuple[int, int] | None = None
     n_thumb: int = 0
+    note: str = ""
 
     @property
     def n_coarse(self) -> int:
@@ -409,6 +412,24 @@ def coarse_rows(
         token = patches_from_image(resample(region, (side, side)), patch, merge, tps)  # (m*m, C*tps*p*p)
         out[anchor * unit : (anchor + 1) * unit] = token.to(out.dtype)
     return out
+
+
+def describe_plan(plan: DetailPlan) -> str:
+    """One line for people: how the image's tokens were spent."""
+    if plan.mode == "drop":
+        return f"drop-only, {plan.budget} tokens: {plan.note}"
+    if plan.mode == "full":
+        return f"full budget: all {plan.budget} tokens at full resolution, no coarse view"
+    if plan.mode == "thumbnail":
+        th, tw = plan.thumb_grid or (0, 0)
+        return (
+            f"thumbnail of {plan.n_thumb} tokens ({th // 2}x{tw // 2}) + {plan.fine.numel()} full-resolution tokens "
+            f"= {plan.budget} (relevance asked for {plan.fine_need})"
+        )
+    return (
+        f"{plan.fine.numel()} full-resolution tokens + {plan.n_coarse} coarse cells of {plan.factor}x{plan.factor} "
+        f"tokens = {plan.budget} (relevance asked for {plan.fine_need})"
+    )
 
 
 # ----- thumbnail: the augmented prompt -------------------------------------------------------------------------
