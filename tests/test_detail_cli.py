@@ -1,4 +1,4 @@
-"""The level-of-detail modes and the downscale baseline through ``arr-coc ask`` / ``arr-coc eval`` (tiny checkpoints)."""
+"""Level-of-detail modes and the downscale baseline through ``arr-coc ask`` / ``arr-coc eval`` (tiny checkpoints)."""
 
 from __future__ import annotations
 

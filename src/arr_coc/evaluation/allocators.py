@@ -158,5 +158,5 @@ def compress_options(name: str, budget: Budget, seed: int = 0) -> dict[str, Any]
     if name == "uniform":
         return {"scorer": UniformScorer(budget)}
     if name == "downscale":
-        raise ValueError("the downscale allocator runs the unwrapped model on a smaller image; it has no compress options")
+        raise ValueError("the downscale allocator runs the unwrapped model on a smaller image: no compress options")
     raise ValueError(f"unknown allocator {name!r}; choose from: {', '.join(ALLOCATORS)}")
