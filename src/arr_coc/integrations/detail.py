@@ -41,10 +41,13 @@ view: every token is fine and the output is the unwrapped model's, bit for bit. 
 ``F = adaptive_k(scores)``, the seed's tier (64/100/160/256/400) that holds the relevance mass: concentrated relevance
 asks for few fine tokens and leaves more to the overview, diffuse relevance asks for many.
 
-* thumbnail: ``T_target = B - min(F, B - MIN_THUMBNAIL_TOKENS)``, capped at N/4 (half the side) and snapped DOWN to
-  a tier when it is at least the smallest tier; the thumbnail grid has ``T <= T_target`` tokens and the fine part
-  gets ``B - T`` (so thumbnail + fine = B exactly).
-* mixed: ``want = min(F, B - MIN_COARSE_TOKENS)`` fine tokens (the top ``want`` by relevance); the factor is the
+The coarse view is guaranteed a floor ``R = max(4, min(64, B // 2))`` (the smallest tier, or half of a small
+budget), so the fine part gets ``min(F, B - R)``:
+
+* thumbnail: ``T_target = B - min(F, B - R)``, capped at N/4 (half the side) and snapped DOWN to a tier when it is
+  at least the smallest tier; the thumbnail grid has ``T <= T_target`` tokens (``smart_resize`` keeps the aspect
+  ratio, so ``T`` may fall a little short) and the fine part gets ``B - T`` (so thumbnail + fine = B exactly).
+* mixed: ``want = min(F, B - R)`` fine tokens (the top ``want`` by relevance); the factor is the
   smallest c in 2, 4, 8 for which ``want + (blocks without a fine token) <= B`` with at least one coarse cell left
   (else the coarsest cover, with as many fine tokens as fit). What is left of ``B`` goes to more fine tokens: first
   the most relevant ones inside blocks that already hold a fine token (each costs one token), then down the
@@ -314,7 +317,8 @@ def plan_detail(
                 f"a budget of {budget} tokens cannot hold the smallest thumbnail ({MIN_THUMBNAIL_TOKENS} tokens) and "
                 f"one full-resolution token; give at least {MIN_THUMBNAIL_TOKENS + 1} tokens or use detail=None"
             )
-        target = budget - min(need, budget - MIN_THUMBNAIL_TOKENS)
+        reserve = max(MIN_THUMBNAIL_TOKENS, min(int(tiers[0]), budget // 2))  # the overview's floor
+        target = budget - min(need, budget - reserve)
         target = max(MIN_THUMBNAIL_TOKENS, min(target, n // 4))
         snapped = [t for t in tiers if t <= target]
         if snapped:
@@ -326,7 +330,7 @@ def plan_detail(
     order = torch.sort(
         torch.nan_to_num(scores.detach().float().cpu(), nan=-math.inf), descending=True, stable=True
     ).indices  # (N,)
-    want = max(1, min(need, budget - MIN_COARSE_TOKENS))
+    want = max(1, min(need, budget - max(MIN_COARSE_TOKENS, min(int(tiers[0]), budget // 2))))
     covers = []
     for c in factors:
         blocks = block_ids(merged_hw, c)
