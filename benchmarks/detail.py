@@ -281,8 +281,8 @@ def render(title: str, config: dict, summary: dict, kinds: Sequence[str], result
         "",
     ]
     for label, _ in BUDGETS:
-        lines += [f"## {label} of the tokens", "", "| method | tokens | recall (half rule) | full-res recall | reader |",
-                  "|---|---:|---:|---:|---:|"]  # fmt: skip
+        head = "| method | tokens | recall (half rule) | full-res recall | reader |"
+        lines += [f"## {label} of the tokens", "", head, "|---|---:|---:|---:|---:|"]
         for m in METHODS:
             s = summary[m][label]["overall"]
             reader = "–" if s["read"] is None else f"{s['read']:.2f}"

@@ -231,6 +231,8 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--device", default=None, help="with --model: torch device (default: cuda if available, else cpu)")
     d.add_argument("--dtype", default="auto", help="with --model: torch dtype of the weights")
     d.add_argument("--max-new-tokens", type=_positive_int, default=64, help="with --model: most tokens an answer has")
+    d.add_argument("--detail", choices=["thumbnail", "mixed"], default="mixed", help="the level-of-detail picture shown "
+                   "beside the heatmap (and, with --model, one more answer with compress(..., detail=...))")  # fmt: skip
 
     from .evaluation.runner import add_eval_arguments
 
@@ -259,7 +261,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "demo":
             from .demo import main as demo_main  # ImportError without the [demo] extra: one clear line below
 
-            return demo_main(args.model, args.host, args.port, args.device, args.dtype, args.max_new_tokens)
+            return demo_main(
+                args.model, args.host, args.port, args.device, args.dtype, args.max_new_tokens, args.detail
+            )
         if args.command == "eval":
             from .evaluation.runner import eval_main
 
