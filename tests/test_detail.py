@@ -383,3 +383,28 @@ def test_wrapper_errors_and_videos():
     image, video = cm.last_allocation[0]
     assert image.detail.mode == "thumbnail" and video.detail is None and video.budget == 4
     assert "detail='thumbnail'" in repr(cm)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_qwen3_deepstack_rows_follow_the_kept_tokens(mode):
+    """Qwen3-VL: every DeepStack level carries one row per token the language model receives (fine, coarse cells,
+    thumbnail), from the same foveated run as the main tokens; with every token kept they equal the full run's."""
+    model = build("qwen3_vl")
+    inputs = batch([Sample(model, PROMPT)])
+    cm = compress(model, budget=24, scorer=corner_scorer, detail=mode)
+    with torch.no_grad():
+        cm(**inputs)
+    out = cm.last_inputs.mm_encoder_outputs["image"]
+    n_images = 2 if mode == "thumbnail" else 1
+    assert len(out.pooler_output) == n_images and len(out.deepstack_features) == 3
+    per_image = [int(p.shape[0]) for p in out.pooler_output]
+    assert sum(per_image) == 24 == cm.last_allocation[0][0].budget
+    for level in out.deepstack_features:
+        assert [int(x.shape[0]) for x in level] == per_image
+    full = compress(model, budget=1.0, scorer=corner_scorer, detail=mode)
+    with torch.no_grad():
+        full(**inputs)
+        ref = model.model.get_image_features(inputs["pixel_values"], inputs["image_grid_thw"], return_dict=True)
+    got = full.last_inputs.mm_encoder_outputs["image"]
+    for a, b in zip(got.deepstack_features, ref.deepstack_features, strict=True):
+        assert torch.equal(a[0], b[0] if isinstance(b, (list, tuple)) else b)
