@@ -118,11 +118,11 @@ class Result:
 # --------------------------------------------------------------------------------------------------- data
 
 
-def docgen_items(split: str, n_per_kind: int, seed: int) -> list[Item]:
+def docgen_items(split: str, n_per_kind: int, seed: int, kinds: Sequence[str] = docgen.KINDS) -> list[Item]:
     """docgen's samples as items (one evidence box each)."""
     return [
         Item(s.id, s.kind, s.image, s.query, s.answer, [tuple(s.answer_box)])  # type: ignore[list-item]
-        for s in docgen.generate(split, n_per_kind, seed)
+        for s in docgen.generate(split, n_per_kind, seed, kinds=kinds)
     ]
 
 
@@ -323,12 +323,16 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--n-per-kind", type=int, default=4, help="docgen: samples per kind; realdocs: questions per type")
     p.add_argument("--realdocs", type=Path, default=REALDOCS, help="generated realdocs-dev folder")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--kinds", default=",".join(docgen.KINDS), help="docgen: comma-separated document kinds")
     p.add_argument("--no-reader", action="store_true", help="skip the Tesseract second reader")
     p.add_argument("--ocr-cache", type=Path, default=None, help="keep / reuse the allocator's OCR boxes here")
     p.add_argument("--out", default="results/detail.md", help="markdown report; JSON goes next to it")
     args = p.parse_args(argv)
     if args.n_per_kind < 1:
         p.error("--n-per-kind must be >= 1")
+    args.kinds = [k.strip() for k in args.kinds.split(",") if k.strip()]
+    if not args.kinds or any(k not in docgen.KINDS for k in args.kinds):
+        p.error(f"--kinds must be among {','.join(docgen.KINDS)}")
     return args
 
 
@@ -338,7 +342,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     command = "python benchmarks/detail.py " + " ".join(sys.argv[1:] if argv is None else argv)
     sources = []
     if args.source in ("docgen", "both"):
-        sources.append((f"docgen `{args.split}` split", docgen_items(args.split, args.n_per_kind, args.seed)))
+        sources.append(
+            (f"docgen `{args.split}` split", docgen_items(args.split, args.n_per_kind, args.seed, args.kinds))
+        )
     if args.source in ("realdocs", "both"):
         if not (args.realdocs / "questions.jsonl").exists():
             raise SystemExit(f"{args.realdocs}/questions.jsonl not found: generate realdocs-dev (make_dev.py --out)")
