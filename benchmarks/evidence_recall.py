@@ -37,6 +37,11 @@ pays for OCR in the s/sample column.
 Results are also grouped by DocVQA-style category (``docgen.CATEGORIES``: form, table/list, layout, running text,
 figure/chart, photo).
 
+``downscale`` is the baseline of a smaller image: no selection, the whole page through the processor's resize at the
+largest ``max_pixels`` that gives at most k tokens (``arr_coc.evaluation.allocators.downscale_max_pixels``). Every
+answer cell is then seen, but coarsely: its recall row uses the half-read rule of ``benchmarks/detail.py`` (0.5 for
+every cell, so 0.5 / full-hit 0); the second reader is its real test (it reads the downscaled page upsampled back).
+
 ``--second-reader tesseract`` adds an independent measure: Tesseract (Debian ``tesseract-ocr``, a different OCR
 engine from the allocator's PP-OCR) reads the answer's neighbourhood (the answer box padded by one grid cell) once on
 the whole page and once with every dropped cell painted white, for every allocator at ``--second-reader-budget``
@@ -81,9 +86,10 @@ MAX_PIXELS = 1280 * 28 * 28
 BUDGETS: tuple[tuple[str, float], ...] = (("11.1%", 1 / 9), ("22.2%", 2 / 9), ("33.3%", 1 / 3))
 CELL_SHARE = 0.20  # a cell counts if box∩cell >= 20% of the cell ...
 BOX_SHARE = 0.20  # ... or >= 20% of the box
-BASELINES = ("random", "stride", "centre", "oracle")
+BASELINES = ("random", "stride", "centre", "oracle", "downscale")
 LIBRARY = ("texture", "text")
-ALL_ALLOCATORS = ("random", "stride", "centre", "texture", "text", "oracle")
+ALL_ALLOCATORS = ("random", "stride", "centre", "texture", "text", "oracle", "downscale")
+DOWNSCALE_RECALL = 0.5  # downscale keeps every cell, each seen coarsely: half-read (benchmarks/detail.py's rule)
 ABLATION: tuple[tuple[str, str, dict[str, bool] | None], ...] = (  # (row, mode, text_options)
     ("texture-only", "texture", None),
     ("lexical", "text", {"lexical": True, "semantic": False, "layout": False}),
@@ -267,6 +273,18 @@ def mask_dropped(image: Image.Image, keep: Sequence[int] | np.ndarray, rows: int
     return Image.fromarray(arr)
 
 
+def downscale_page(image: Image.Image, k: int) -> Image.Image:
+    """The page as the downscale baseline shows it to the model (the processor's resize at the largest max_pixels
+    giving at most ``k`` tokens), upsampled back to the page's size for the reader."""
+    from arr_coc.evaluation.allocators import downscale_max_pixels
+    from arr_coc.grid import smart_resize
+
+    w, h = image.size
+    lo, hi = downscale_max_pixels(h, w, k, 28, 56 * 56)
+    rh, rw = smart_resize(h, w, 28, lo, hi)
+    return image.convert("RGB").resize((rw, rh), Image.BICUBIC).resize((w, h), Image.BICUBIC)
+
+
 def reader_region(box: tuple[float, float, float, float], width: int, height: int, rows: int,
                   cols: int) -> tuple[int, int, int, int]:
     """The answer box padded by one grid cell on every side, clipped to the image (what the second reader reads)."""
@@ -355,6 +373,8 @@ def evaluate_sample(sample: docgen.Sample, allocators: Sequence[str], seed: int,
             rankers[name] = (top_k(centre_scores(rows, cols)), 0.0)
         elif name == "oracle":
             rankers[name] = (top_k(oracle_scores(inter, cells)), 0.0)
+        elif name == "downscale":  # every cell, coarsely: the recall loop and the reader treat it apart
+            rankers[name] = (lambda k: np.arange(n), 0.0)
         elif name in LIBRARY:
             rankers[name] = library(name, None)
             rules[name] = rules.get(f"{name}|None")
@@ -372,6 +392,9 @@ def evaluate_sample(sample: docgen.Sample, allocators: Sequence[str], seed: int,
         for label, frac in BUDGETS:
             k = budget_k(frac, n)
             keep = ranker(k)
+            if name == "downscale":
+                recall[name][label] = DOWNSCALE_RECALL
+                continue
             if len(keep) != k or np.any(np.diff(keep) <= 0):
                 raise RuntimeError(f"{name} returned {len(keep)} cells for k={k} or not in raster order")
             recall[name][label] = evidence_recall(keep, cells)
@@ -381,7 +404,10 @@ def evaluate_sample(sample: docgen.Sample, allocators: Sequence[str], seed: int,
         second = {"page": answer_found(tesseract_text(sample.image.crop(region)), sample.answer)}
         k = budget_k(second_budget, n)
         for name in allocators:
-            masked = mask_dropped(sample.image, rankers[name][0](k), rows, cols)
+            if name == "downscale":
+                masked = downscale_page(sample.image, k)
+            else:
+                masked = mask_dropped(sample.image, rankers[name][0](k), rows, cols)
             second[name] = answer_found(tesseract_text(masked.crop(region)), sample.answer)
     return SampleResult(sample.id, sample.kind, n, int(cells.size), recall,
                         {name: secs for name, (_, secs) in rankers.items()}, category=sample.category, second=second,

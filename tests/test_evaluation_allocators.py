@@ -101,7 +101,7 @@ def test_checks_and_variants():
     else:
         check_allocators(["foveate"], [0.5])
         assert compress_options("foveate", 0.5)["foveate"] is True
-    assert set(ALLOCATORS) == {"text", "texture", "model", "foveate", "random", "uniform"}
+    assert set(ALLOCATORS) == {"text", "texture", "model", "foveate", "random", "uniform", "downscale"}
     assert [v.name for v in plan_variants(["100%"], ["model"])] == [UNPRUNED]  # 100% is the unpruned model
     variants = plan_variants(["1.0", "0.333", "64"], ["model", "random"])
     assert [v.name for v in variants] == [UNPRUNED, "model@0.333", "random@0.333", "model@64", "random@64"]

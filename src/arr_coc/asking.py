@@ -2,7 +2,7 @@
 
     arr-coc ask IMAGE --query TEXT --model ID_OR_PATH [--budget 0.25] [--mode auto|text|texture]
                 [--max-new-tokens 64] [--max-pixels N] [--device cuda|cpu] [--dtype auto|bfloat16|float32]
-                [--heatmap OUT.png] [--compare] [--foveate]
+                [--heatmap OUT.png] [--compare] [--foveate] [--detail thumbnail|mixed]
 
 The model and its processor are loaded by :func:`arr_coc.loading.load_model` (a local folder or a Hugging Face hub id
 already in the cache; an id that is neither fails at once with where it was looked for); the image and the question
@@ -167,7 +167,7 @@ def ask_main(args: argparse.Namespace) -> int:
     scorer = TimedScorer(resolve_scorer("auto"), device)
     cm = compress(
         model, budget=args.budget, processor=processor, scorer=scorer, text_prior=mode == "text",
-        foveate=bool(getattr(args, "foveate", False)),
+        foveate=bool(getattr(args, "foveate", False)), detail=getattr(args, "detail", None),
     )
     # The first call pays one-time set-up (the scorer's lazy imports, the OCR and text models in text mode,
     # CUDA/cuBLAS initialisation): pay it on a tiny image so that neither timed run includes it.
@@ -203,6 +203,10 @@ def ask_main(args: argparse.Namespace) -> int:
     print(f"peak memory: {_mib(pruned.peak_bytes)} ({mem_kind})")
     if cm.foveate:
         print(f"foveated: the vision tower encoded {alloc.budget} of {n_tokens} tokens' patches")
+    if alloc.detail is not None:
+        from .integrations.detail import describe_plan
+
+        print(f"level of detail: {describe_plan(alloc.detail)}")
     if args.compare:
         full = generate_timed(model, inputs, processor, args.max_new_tokens, device)
         print(f"answer (unpruned): {_shown(full.answer)}")

@@ -231,6 +231,9 @@ def build_parser() -> argparse.ArgumentParser:
                    "first token and where the time went (vision tower, scorer, LM prefill, decode)")  # fmt: skip
     k.add_argument("--foveate", action="store_true", help="choose the tokens before the vision tower and encode only "
                    "their patches (compress(..., foveate=True))")  # fmt: skip
+    k.add_argument("--detail", choices=["thumbnail", "mixed"], default=None, help="level of detail: spend part of the "
+                   "budget on a coarse view of the whole image (a thumbnail before it, or coarse cells in its grid) "
+                   "and the rest on the relevant tokens at full resolution (compress(..., detail=...))")  # fmt: skip
 
     d = sub.add_parser(
         "demo",
@@ -252,6 +255,8 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--device", default=None, help="with --model: torch device (default: cuda if available, else cpu)")
     d.add_argument("--dtype", default="auto", help="with --model: torch dtype of the weights")
     d.add_argument("--max-new-tokens", type=_positive_int, default=64, help="with --model: most tokens an answer has")
+    d.add_argument("--detail", choices=["thumbnail", "mixed"], default="mixed", help="the level-of-detail picture shown "
+                   "beside the heatmap (and, with --model, one more answer with compress(..., detail=...))")  # fmt: skip
 
     from .evaluation.runner import add_eval_arguments
 
@@ -280,7 +285,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "demo":
             from .demo import main as demo_main  # ImportError without the [demo] extra: one clear line below
 
-            return demo_main(args.model, args.host, args.port, args.device, args.dtype, args.max_new_tokens)
+            return demo_main(
+                args.model, args.host, args.port, args.device, args.dtype, args.max_new_tokens, args.detail
+            )
         if args.command == "eval":
             from .evaluation.runner import eval_main
 

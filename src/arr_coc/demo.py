@@ -9,6 +9,10 @@ Upload an image (or pick a shipped example), ask a question, choose the model fa
 * beside it the same budget spent by a query-blind baseline, a uniform stride over the tokens in raster order
   (``arr_coc.evaluation.allocators.stride_keep``: also ``eval``'s ``uniform`` and the benchmark's ``stride``), on
   the same relevance map, so what each keeps can be compared; for both, the share of the relevance mass they keep;
+* the level-of-detail picture (``--detail mixed`` by default, or ``thumbnail``): what the language model is shown
+  when the same budget is shared between a coarse view of the whole image and the relevant tokens at full
+  resolution (``compress(..., detail=...)``, :mod:`arr_coc.integrations.detail`): fine cells as they are, coarse
+  cells (or the thumbnail) downsampled and upsampled back, the rest white;
 * tokens before -> after, the time of every stage and which mode ran;
 * with ``--model``: the model's answer unpruned and pruned (and foveated, when ``arr_coc.compress`` accepts
   ``foveate=True``), with visual and prompt tokens, time to first token and where it went (vision tower, scoring,
@@ -139,8 +143,16 @@ class ModelRunner:
         max_new_tokens: answer length cap.
     """
 
-    def __init__(self, model_id: str, device: str | None = None, dtype: str = "auto", max_new_tokens: int = 64):
+    def __init__(
+        self,
+        model_id: str,
+        device: str | None = None,
+        dtype: str = "auto",
+        max_new_tokens: int = 64,
+        detail: str | None = None,
+    ):
         self.model_id = model_id
+        self.detail = detail  # also answer with compress(..., detail=...)
         self.device = device
         self.dtype = dtype
         self.max_new_tokens = max_new_tokens
@@ -177,7 +189,10 @@ class ModelRunner:
             merge = int(getattr(processor.image_processor, "merge_size", 2))
             n_visual = int(inputs["image_grid_thw"][0].prod()) // merge**2  # the unpruned model's visual tokens
             variants: list[tuple[str, Any, Any]] = [("unpruned", model, None)]
-            for name, extra in [("pruned", {})] + ([("foveated", {"foveate": True})] if foveate_supported() else []):
+            runs: list[tuple[str, dict[str, Any]]] = [("pruned", {})]
+            runs += [("foveated", {"foveate": True})] if foveate_supported() else []
+            runs += [(f"detail {self.detail}", {"detail": self.detail})] if self.detail else []
+            for name, extra in runs:
                 scorer = TimedScorer(resolve_scorer("auto"), self.device)
                 cm = compress(model, budget=budget, processor=processor, scorer=scorer, text_prior=text_prior, **extra)
                 variants.append((name, cm, scorer))
@@ -206,9 +221,14 @@ class DemoApp:
         max_image_pixels: larger images are refused with a message.
     """
 
-    def __init__(self, runner: ModelRunner | None = None, max_image_pixels: int = MAX_IMAGE_PIXELS):
+    def __init__(
+        self, runner: ModelRunner | None = None, max_image_pixels: int = MAX_IMAGE_PIXELS, detail: str = "mixed"
+    ):
+        from .integrations.detail import parse_detail
+
         self.runner = runner
         self.max_image_pixels = max_image_pixels
+        self.detail = parse_detail(detail) or "mixed"
 
     # ----- input checks: each failure is a gr.Error, which the page shows as a message ---------------------------
     def check_inputs(
@@ -290,6 +310,16 @@ class DemoApp:
         )
         return baseline, summary_markdown(alloc, base_keep)
 
+    def level_of_detail(self, state: dict[str, Any] | None) -> tuple[Image.Image | None, str]:
+        """What the model is shown with ``compress(..., detail=self.detail)`` at the same budget: the picture and one
+        line on how the budget was split."""
+        if not state:
+            return None, ""
+        picture, plan = detail_picture(state["image"], state["allocation"], self.detail)
+        from .integrations.detail import describe_plan
+
+        return picture, f"**level of detail ({self.detail})**: {describe_plan(plan)}"
+
     def answers(self, state: dict[str, Any] | None, progress: Progress = gr.Progress()) -> str:  # noqa: B008
         """The model's answers unpruned / pruned (/ foveated) as a markdown table ("" without ``--model``)."""
         if not state or self.runner is None:
@@ -305,6 +335,35 @@ class DemoApp:
                 raise _error(f"The model could not answer: {_user_message(err)}") from None
             raise
         return answers_markdown(rows)
+
+
+def detail_picture(image: Image.Image, alloc: Allocation, mode: str) -> tuple[Image.Image, Any]:
+    """The composite the model is shown when ``alloc``'s budget is spent with level of detail ``mode``.
+
+    The split is ``plan_detail`` on the allocation's own scores and word units (the selection ``compress`` makes),
+    drawn at the model's resized pixels (``alloc.resized``).
+
+    Returns:
+        (picture, the ``DetailPlan``).
+    """
+    import torch
+
+    from .attending import select
+    from .integrations.detail import DetailPlan, composite, plan_detail
+
+    rows, cols = alloc.grid
+    flat = torch.from_numpy(np.ascontiguousarray(alloc.scores, dtype=np.float32).ravel())  # (N,)
+
+    def select_k(k: int) -> torch.Tensor:
+        return select(flat, k, units=alloc.units)
+
+    try:
+        plan = plan_detail(mode, flat, (rows, cols), alloc.budget, select_k)
+    except ValueError as err:  # a budget too small for a coarse view: drop-only, as compress does
+        plan = DetailPlan("drop", select_k(alloc.budget), alloc.budget, alloc.budget, note=str(err))
+    view = np.asarray(image.convert("RGB").resize(tuple(alloc.resized), Image.BICUBIC))  # (H, W, 3)
+    shown = composite(view, (rows, cols), plan if plan.mode != "drop" else None, keep=plan.fine.numpy())
+    return Image.fromarray(shown), plan
 
 
 def _error(message: str) -> Exception:
@@ -407,6 +466,11 @@ def build_app(app: DemoApp | None = None, examples: list[list[str]] | None = Non
                 with gr.Row():
                     heat = gr.Image(label="ARR-COC: kept tokens", type="pil", format="png", elem_id="heatmap")
                     base = gr.Image(label="uniform stride, same budget", type="pil", format="png", elem_id="baseline")
+                    lod = gr.Image(
+                        label=f"level of detail ({app.detail}): what the model sees, same budget",
+                        type="pil", format="png", elem_id="level-of-detail",
+                    )  # fmt: skip
+                lod_note = gr.Markdown(elem_id="level-of-detail-note")
                 summary = gr.Markdown(elem_id="summary")
                 answers = gr.Markdown(elem_id="answers", visible=app.runner is not None)
                 with gr.Accordion("allocation JSON (as arr-coc allocate --json)", open=False):
@@ -419,6 +483,7 @@ def build_app(app: DemoApp | None = None, examples: list[list[str]] | None = Non
         # (not an image, too large, corrupt) become the page's message instead of an error inside Gradio.
         event = run.click(app.allocate, inputs, [heat, record, state], api_name="allocate", preprocess=False)
         event = event.success(app.details, [state], [base, summary], api_visibility="private")
+        event.success(app.level_of_detail, [state], [lod, lod_note], api_visibility="private")
         if app.runner is not None:
             event.success(app.answers, [state], [answers], api_visibility="private")
     return blocks
@@ -465,12 +530,13 @@ def main(
     device: str | None = None,
     dtype: str = "auto",
     max_new_tokens: int = 64,
+    detail: str = "mixed",
 ) -> int:
     """``arr-coc demo``: build the app and serve it until interrupted. Returns the exit code."""
-    runner = ModelRunner(model, device, dtype, max_new_tokens) if model else None
+    runner = ModelRunner(model, device, dtype, max_new_tokens, detail) if model else None
     if model:
         print(f"the model ({model}) is loaded when the first question is asked")
-    launch(build_app(DemoApp(runner)), host, port, block=True)
+    launch(build_app(DemoApp(runner, detail=detail)), host, port, block=True)
     return 0
 
 
@@ -478,6 +544,7 @@ __all__ = [
     "DemoApp",
     "ModelRunner",
     "build_app",
+    "detail_picture",
     "launch",
     "main",
     "relevance_share",

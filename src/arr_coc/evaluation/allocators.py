@@ -14,7 +14,14 @@ random      query-blind baseline: uniform random scores, seeded by the image's p
             sample gets the same tokens in every run and every batch)
 uniform     query-blind baseline: k tokens evenly spread in raster order, floor((i + 0.5) * N / k)
             (:func:`stride_keep`, the one stride baseline: the demo's and ``benchmarks/evidence_recall.py``'s too)
+downscale   the honest baseline of a smaller image: no pruning, the whole page through the processor's own resize
+            at the largest ``max_pixels`` that gives at most the same number of visual tokens
+            (:func:`downscale_max_pixels`), to the unwrapped model
 ==========  ========================================================================================================
+
+``arr-coc eval --detail thumbnail mixed`` adds, for every allocator that scores tokens (``model``, ``text``,
+``texture``, ``foveate``), the same allocator with each level-of-detail mode (``compress(..., detail=...)``); those
+rows are named ``<allocator>+<mode>``.
 """
 
 from __future__ import annotations
@@ -30,7 +37,38 @@ import torch
 from ..attending import Budget, TokenScores, parse_budget, resolve_budget
 from ..integrations.base import ImageContext
 
-ALLOCATORS: tuple[str, ...] = ("text", "texture", "model", "foveate", "random", "uniform")
+ALLOCATORS: tuple[str, ...] = ("text", "texture", "model", "foveate", "random", "uniform", "downscale")
+DETAIL_ALLOCATORS: tuple[str, ...] = ("text", "texture", "model", "foveate")  # those --detail applies to
+
+
+def downscale_max_pixels(height: int, width: int, tokens: int, factor: int, min_pixels: int) -> tuple[int, int]:
+    """(min_pixels, max_pixels) at which the processor's ``smart_resize`` gives the most visual tokens <= ``tokens``.
+
+    Args:
+        height, width: the original image size.
+        tokens: the budget in merged visual tokens (>= 1).
+        factor: patch_size * merge_size (28 for Qwen2/2.5-VL, 32 for Qwen3-VL).
+        min_pixels: the processor's lower bound; lowered when the budget is below it.
+
+    Returns:
+        (min_pixels, max_pixels) to pass as ``size={"shortest_edge": ..., "longest_edge": ...}``.
+    """
+    from ..grid import smart_resize
+
+    unit = factor * factor
+    if tokens < 1:
+        raise ValueError(f"the downscale baseline needs a budget of at least one token, got {tokens}")
+    lo = min(min_pixels, tokens * unit)
+
+    def count(max_pixels: int) -> int:
+        h, w = smart_resize(height, width, factor, lo, max_pixels)
+        return (h // factor) * (w // factor)
+
+    best = tokens * unit  # smart_resize floors to at most max_pixels / unit tokens here
+    ceiling = (round(height / factor) * factor) * (round(width / factor) * factor)  # the size without a cap
+    while best < ceiling and count(best + unit) <= tokens:
+        best += unit
+    return lo, best
 
 
 def texture_scorer(ctx: ImageContext) -> torch.Tensor | TokenScores:
@@ -116,6 +154,8 @@ def check_allocators(names: list[str] | tuple[str, ...], budgets: list[Budget]) 
         )
     if "uniform" in names and any(parse_budget(b) == "adaptive" for b in budgets):
         raise ValueError("the uniform allocator needs a count or a fraction, not an 'adaptive' budget")
+    if "downscale" in names and any(parse_budget(b) == "adaptive" for b in budgets):
+        raise ValueError("the downscale allocator needs a count or a fraction, not an 'adaptive' budget")
     if "text" in names:
         from ..realizing import resolve_mode
 
@@ -136,4 +176,6 @@ def compress_options(name: str, budget: Budget, seed: int = 0) -> dict[str, Any]
         return {"scorer": RandomScorer(seed)}
     if name == "uniform":
         return {"scorer": UniformScorer(budget)}
+    if name == "downscale":
+        raise ValueError("the downscale allocator runs the unwrapped model on a smaller image: no compress options")
     raise ValueError(f"unknown allocator {name!r}; choose from: {', '.join(ALLOCATORS)}")

@@ -104,6 +104,11 @@ class ArrCocQwenVL(lmms):
         )
         if self.variant.allocator is not None:
             check_allocators([allocator], [budget])
+        if allocator == "downscale":
+            raise ValueError(
+                "allocator=downscale is a baseline of arr-coc eval (a smaller image per sample); in lmms-eval run the "
+                "plain model with a smaller max_pixels instead"
+            )
         self._device = resolve_device(device)
         self.processor, self.model = load_model(str(pretrained), resolve_dtype(dtype), self._device)
         self.bounds = pixel_bounds(self.model.config.model_type, min_pixels, max_pixels)

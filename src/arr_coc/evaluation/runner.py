@@ -47,7 +47,7 @@ from pathlib import Path
 from typing import Any
 
 from ..attending import Budget, parse_budget
-from .allocators import check_allocators, compress_options
+from .allocators import DETAIL_ALLOCATORS, check_allocators, compress_options, downscale_max_pixels
 from .datasets import BadSample, LocalDataset, Sample, open_dataset
 from .metrics import METRICS
 from .tasks import PIXEL_BOUNDS, SYSTEM_PROMPT, TaskSpec, get_task
@@ -66,12 +66,21 @@ class Variant:
         allocator: the allocator, ``None`` for the unpruned model.
         budget: the budget as ``compress`` takes it (``None`` for the unpruned model).
         label: the budget as the user wrote it (``"0.222"``, ``"256"``).
+        detail: level-of-detail mode (``compress(..., detail=...)``), ``None`` for drop-only.
     """
 
     name: str
     allocator: str | None = None
     budget: Budget | None = None
     label: str = "1.0"
+    detail: str | None = None
+
+    @property
+    def shown(self) -> str:
+        """The allocator column: ``"unpruned"``, ``"<allocator>"`` or ``"<allocator>+<detail>"``."""
+        if self.allocator is None:
+            return UNPRUNED
+        return f"{self.allocator}+{self.detail}" if self.detail else self.allocator
 
 
 @dataclass
@@ -95,6 +104,7 @@ class EvalConfig:
         dtype: weights dtype (``auto`` = the checkpoint's).
         seed: seed of the random allocator.
         progress: show a progress bar on stderr.
+        details: level-of-detail modes (``"thumbnail"``, ``"mixed"``) added to every allocator that scores tokens.
     """
 
     model: str
@@ -114,6 +124,7 @@ class EvalConfig:
     dtype: str = "auto"
     seed: int = 0
     progress: bool = True
+    details: Sequence[str] = ()
 
 
 @dataclass
@@ -149,8 +160,9 @@ def is_full(budget: Budget) -> bool:
     return isinstance(budget, float) and budget >= 1.0
 
 
-def plan_variants(budgets: Sequence[str], allocators: Sequence[str]) -> list[Variant]:
-    """The unpruned model, then every allocator at every budget below the full one, budgets in the given order.
+def plan_variants(budgets: Sequence[str], allocators: Sequence[str], details: Sequence[str] = ()) -> list[Variant]:
+    """The unpruned model, then every allocator at every budget below the full one, budgets in the given order; with
+    ``details``, each allocator that scores tokens also once per level-of-detail mode (``<allocator>+<mode>``).
 
     Raises:
         ValueError: for a budget ``parse_budget`` refuses, or repeated allocators / budgets.
@@ -169,6 +181,9 @@ def plan_variants(budgets: Sequence[str], allocators: Sequence[str]) -> list[Var
             continue
         for allocator in allocators:
             variants.append(Variant(f"{allocator}@{label}", allocator, budget, label))
+            if allocator in DETAIL_ALLOCATORS:
+                for mode in details:
+                    variants.append(Variant(f"{allocator}+{mode}@{label}", allocator, budget, label, mode))
     return variants
 
 
@@ -322,6 +337,8 @@ def wrap_model(model: Any, processor: Any, variant: Variant, questions: list[str
     from ..integrations import compress
 
     options = compress_options(variant.allocator, variant.budget, seed)
+    if variant.detail is not None:
+        options["detail"] = variant.detail
     return compress(model, budget=variant.budget, processor=processor, query=list(questions), **options)
 
 
@@ -335,6 +352,8 @@ def _warm_up(loaded: Loaded, task: TaskSpec, variants: list[Variant], seed: int)
         if v.allocator in seen:
             continue
         seen.add(v.allocator)
+        if v.allocator == "downscale":  # the unwrapped model on a smaller image: the unpruned warm-up covers it
+            continue
         inputs = build_batch(loaded.processor, task, [blank], ["warm-up"], loaded.bounds).to(loaded.device)
         runner = wrap_model(loaded.model, loaded.processor, v, ["warm-up"], seed)
         generate_batch(runner, inputs, loaded.processor, 1, loaded.device)
@@ -372,7 +391,12 @@ def run_eval(cfg: EvalConfig, model: Any = None, processor: Any = None) -> EvalR
         raise ValueError(f"--batch-size must be >= 1, got {cfg.batch_size}")
     if cfg.limit is not None and cfg.limit < 1:
         raise ValueError(f"--limit must be >= 1, got {cfg.limit}")
-    variants = plan_variants(cfg.budgets, cfg.allocators)
+    from ..integrations.detail import parse_detail
+
+    for mode in cfg.details:
+        if parse_detail(mode) is None:
+            raise ValueError(f"--detail takes level-of-detail modes (thumbnail, mixed), got {mode!r}")
+    variants = plan_variants(cfg.budgets, cfg.allocators, tuple(cfg.details))
     check_allocators(list(cfg.allocators), [v.budget for v in variants if v.budget is not None])
     dataset = open_dataset(task, cfg.data, cfg.split, cfg.limit)
     if (model is None) != (processor is None):
@@ -524,18 +548,25 @@ def _run_batch(
             built = build_batch(loaded.processor, task, [images[i] for i in todo], questions, loaded.bounds)
             batches[tuple(todo)] = built.to(loaded.device)
         inputs = batches[tuple(todo)]
-        runner = wrap_model(loaded.model, loaded.processor, v, questions, seed)
-        answers, ttft, peak = generate_batch(runner, inputs, loaded.processor, max_new, loaded.device)
         grids = inputs["image_grid_thw"].tolist()  # (B, 3): one image a sample
+        if v.allocator == "downscale":
+            answers, ttft, peak, shown = _downscale_batch(loaded, task, v, [images[i] for i in todo], questions,
+                                                          grids, max_new)  # fmt: skip
+        else:
+            runner = wrap_model(loaded.model, loaded.processor, v, questions, seed)
+            answers, ttft, peak = generate_batch(runner, inputs, loaded.processor, max_new, loaded.device)
         for j, (s, answer) in enumerate(zip(subset, answers, strict=True)):
             prediction = cut_at_stops(answer, task.until)
             total = _tokens_total(grids[j], loaded.merge)
-            kept = total if v.allocator is None else sum(a.budget for a in runner.last_allocation[j])
+            if v.allocator == "downscale":
+                kept = shown[j]
+            else:
+                kept = total if v.allocator is None else sum(a.budget for a in runner.last_allocation[j])
             extra = {"dataset": s.meta.get("dataset")} if metric_name == "ocrbench_accuracy" else {}
             record = {
                 "id": s.id,
                 "variant": v.name,
-                "allocator": v.allocator or UNPRUNED,
+                "allocator": v.shown,
                 "budget": v.label,
                 "question": s.question,
                 "prediction": prediction,
@@ -552,6 +583,34 @@ def _run_batch(
             if meta:
                 record["meta"] = meta
             log.write(record)
+
+
+def _downscale_batch(
+    loaded: Loaded,
+    task: TaskSpec,
+    variant: Variant,
+    images: list[Any],
+    questions: list[str],
+    grids: list[list[int]],
+    max_new: int,
+) -> tuple[list[str], float, int, list[int]]:
+    """The downscale baseline: each image through the processor's own resize at the largest ``max_pixels`` that gives
+    at most the variant's token count (``downscale_max_pixels``), the unwrapped model, one sample a call (their
+    pixel bounds differ). Returns answers, mean time to first token, peak memory and the tokens each image got."""
+    from ..attending import resolve_budget
+
+    factor = int(loaded.model.config.vision_config.patch_size) * loaded.merge
+    answers, ttfts, peak, shown = [], [], 0, []
+    for image, question, grid in zip(images, questions, grids, strict=True):
+        budget = resolve_budget(variant.budget, _tokens_total(grid, loaded.merge))  # type: ignore[arg-type]
+        bounds = downscale_max_pixels(image.height, image.width, budget, factor, loaded.bounds[0])
+        inputs = build_batch(loaded.processor, task, [image], [question], bounds).to(loaded.device)
+        answer, ttft, mem = generate_batch(loaded.model, inputs, loaded.processor, max_new, loaded.device)
+        answers += answer
+        ttfts.append(ttft)
+        peak = max(peak, mem)
+        shown.append(_tokens_total(inputs["image_grid_thw"][0].tolist(), loaded.merge))
+    return answers, sum(ttfts) / len(ttfts), peak, shown
 
 
 def _jsonable(value: Any) -> bool:
@@ -587,7 +646,7 @@ def summarize(records: list[dict[str, Any]], variants: list[Variant], ids: Seque
         rows.append(
             Row(
                 v.name,
-                v.allocator or UNPRUNED,
+                v.shown,
                 v.label if v.allocator else "1.0",
                 len(scored),
                 _mean(r["score"] for r in scored),
@@ -688,6 +747,15 @@ def add_eval_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--dtype", default="auto", help="weights dtype: auto (the checkpoint's), bfloat16, float32...")
     p.add_argument("--seed", type=int, default=0, help="seed of the random allocator")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument(
+        "--detail",
+        nargs="+",
+        default=[],
+        choices=["thumbnail", "mixed"],
+        metavar="MODE",
+        help="also run every allocator that scores tokens (model, text, texture, foveate) with these level-of-detail "
+        "modes (thumbnail, mixed): rows <allocator>+<mode>, at the same budgets",
+    )
 
 
 def eval_main(args: argparse.Namespace) -> int:
@@ -713,6 +781,7 @@ def eval_main(args: argparse.Namespace) -> int:
         dtype=args.dtype,
         seed=args.seed,
         progress=not args.no_progress,
+        details=tuple(getattr(args, "detail", None) or ()),
     )
     from ..loading import ModelNotFoundError
 

@@ -115,6 +115,9 @@ class VisualAllocation:
         index: row of this item in ``image_grid_thw`` / ``video_grid_thw``.
         deepstack_levels (torch.LongTensor of shape (budget,) or None): Qwen3-VL only, with ``deepstack_tiers``: how
             many DeepStack levels each kept token receives (the first ``n`` levels); ``None`` means all levels.
+        detail: with ``compress(..., detail=...)``, the image's ``arr_coc.integrations.detail.DetailPlan`` (fine
+            tokens, coarse cells or thumbnail); then ``budget`` counts every token the image costs (fine + coarse)
+            and ``keep`` holds the kept placeholder positions of the image (fine tokens and mixed-mode anchors).
     """
 
     kind: Kind
@@ -124,6 +127,7 @@ class VisualAllocation:
     budget: int
     index: int = 0
     deepstack_levels: torch.Tensor | None = None
+    detail: Any = None
 
     @property
     def mask(self) -> torch.Tensor:

@@ -508,6 +508,7 @@ class CompressedModel:
         image_mean: tuple[float, ...] | None = None,
         image_std: tuple[float, ...] | None = None,
         foveate: bool = False,
+        detail: str | None = None,
     ) -> None:
         self.model = model
         self.adapter = adapter
@@ -521,7 +522,8 @@ class CompressedModel:
         self.scorer_config = scorer_config
         self.image_mean = image_mean if image_mean is not None else adapter.image_mean
         self.image_std = image_std if image_std is not None else adapter.image_std
-        self.foveate = foveate
+        self.foveate = foveate or detail is not None  # level of detail always runs foveated
+        self.detail = detail
         self.last_allocation: list[list[VisualAllocation]] = []
         self.last_inputs: PrunedInputs | None = None
         self.rope_deltas: torch.Tensor | None = None
@@ -534,6 +536,7 @@ class CompressedModel:
 
     def __repr__(self) -> str:
         fovea = ", foveate=True" if self.foveate else ""
+        fovea += f", detail={self.detail!r}" if self.detail else ""
         return (
             f"CompressedModel({type(self.model).__name__}, budget={self.budget!r}, family={self.adapter.name!r}{fovea})"
         )
@@ -860,6 +863,11 @@ class CompressedModel:
         full_pos, full_deltas = self.adapter.rope_index(
             self.model, input_ids, mm_types, visual["image"][1], visual["video"][1], mask, extras
         )  # (3, B, L), (B, 1)
+        if self.detail is not None:
+            return self._plan_detail(
+                input_ids, mask, visual, mm_types, labels, extras, kwargs, items, full_pos, full_deltas, budgets,
+                queries, ids, generation,
+            )  # fmt: skip
         kinds = [kind for kind, (pixels, _) in visual.items() if pixels is not None]
         # foveation encodes after selection, only the kept patches; otherwise the whole tower runs first
         encoded = {} if self.foveate else self._encode(visual)
@@ -936,6 +944,154 @@ class CompressedModel:
             out["position_ids"] = packed.position_ids
         return out, input_ids
 
+    def _plan_detail(
+        self,
+        input_ids: torch.Tensor,
+        mask: torch.Tensor | None,
+        visual: dict[str, tuple[torch.Tensor | None, torch.Tensor | None]],
+        mm_types: torch.Tensor,
+        labels: torch.Tensor | None,
+        extras: dict[str, Any],
+        kwargs: dict[str, Any],
+        items: list[VisualItem],
+        full_pos: torch.Tensor,
+        full_deltas: torch.Tensor,
+        budgets: list[Budget],
+        queries: list[str | None],
+        ids: dict[str, int],
+        generation: bool,
+    ) -> tuple[dict[str, Any], torch.Tensor]:
+        """``_plan`` for ``detail="thumbnail" | "mixed"`` (:mod:`arr_coc.integrations.detail`), always foveated.
+
+        Steps: score every item on the ORIGINAL sequence -> split each image's budget (:func:`plan_detail`) ->
+        mixed: anchor cells get their block's downsampled pixels; thumbnail: insert the thumbnails into the prompt,
+        ``pixel_values`` and ``image_grid_thw`` and take the model's positions of that augmented prompt -> one
+        foveated tower run per modality on what is kept -> repack. Videos are pruned drop-only.
+        """
+        from .detail import DetailPlan, coarse_rows, insert_thumbnails, plan_detail, thumbnail_rows
+
+        patch, merge, tps = self.adapter.geometry(self.model)
+        original_ids = input_ids
+        length = input_ids.shape[1]
+        rows = input_ids.tolist()
+        row_masks = mask.tolist() if mask is not None else [[1] * length for _ in range(len(rows))]
+        allocation: list[list[VisualAllocation]] = [[] for _ in range(len(rows))]
+        plans: dict[tuple[str, int], Any] = {}
+        keeps: dict[tuple[str, int], torch.Tensor] = {}
+        for item in items:
+            q_ids, q_text = self._question(item, queries[item.sample], rows[item.sample], row_masks[item.sample], ids)
+            pixels = visual[item.kind][0][item.patch_start : item.patch_start + item.n_patches]  # type: ignore[index]
+            positions = full_pos[:, item.sample, item.cols.to(full_pos.device)]  # (3, N)
+            scores, units = self._score_item(item, pixels, None, positions, q_ids, q_text)  # (N,)
+            features = pixels.reshape(scores.numel(), -1).detach() if self.redundancy > 0 else None
+            merged = item.merged_grid(merge)
+            plan = None
+            if item.kind == "image":
+                total = resolve_budget(budgets[item.sample], scores.numel(), scores)
+
+                def select_k(k: int, scores=scores, features=features, units=units) -> torch.Tensor:
+                    return allocate_tokens(scores, k, features, self.redundancy, units)
+
+                try:
+                    plan = plan_detail(self.detail, scores, merged[1:], total, select_k, patch=patch, merge=merge)  # type: ignore[arg-type]
+                except ValueError as err:  # a small image: its budget holds no coarse view (documented clamp)
+                    plan = DetailPlan("drop", select_k(total), total, total, note=str(err))
+                keep = plan.kept if plan.mode != "thumbnail" else plan.fine
+                plans[(item.kind, item.index)] = plan
+                spent = plan.budget
+            else:
+                keep = allocate_tokens(scores, budgets[item.sample], features, self.redundancy, units)
+                spent = int(keep.numel())
+            keep = keep.to(scores.device)
+            keeps[(item.kind, item.index)] = keep
+            allocation[item.sample].append(
+                VisualAllocation(item.kind, merged, keep, scores.view(merged), spent, item.index, None, detail=plan)
+            )
+
+        # ---- the coarse view: mixed -> anchor rows hold their block; thumbnail -> extra images in the prompt ----
+        image_px, image_grid = visual["image"]
+        thumbs = [it for it in items if it.kind == "image" and plans[("image", it.index)].mode == "thumbnail"]
+        if image_px is not None:
+            parts, grid_rows, roles = [], [], []
+            for it in (i for i in items if i.kind == "image"):
+                plan = plans[("image", it.index)]
+                rows_i = image_px[it.patch_start : it.patch_start + it.n_patches]  # (t*h*w, D)
+                grid_hw = it.grid_thw[1:]
+                if plan.mode == "mixed":
+                    rows_i = coarse_rows(rows_i, grid_hw, plan, patch, merge, tps)
+                if plan.mode == "thumbnail":
+                    parts.append(thumbnail_rows(rows_i, grid_hw, plan.thumb_grid, patch, merge, tps))
+                    grid_rows.append([1, *plan.thumb_grid])
+                    roles.append(("thumb", it.index))
+                parts.append(rows_i)
+                grid_rows.append(list(it.grid_thw))
+                roles.append(("image", it.index))
+            visual = dict(visual)
+            visual["image"] = (torch.cat(parts), image_grid.new_tensor(grid_rows))  # type: ignore[union-attr]
+        else:
+            roles = []
+        origin = None
+        if thumbs:
+            inserts: dict[int, list[tuple[int, int]]] = {}
+            for it in thumbs:
+                first = int(it.cols[0])
+                at = first - 1 if first > 0 and rows[it.sample][first - 1] == ids["vision_start"] else first
+                inserts.setdefault(it.sample, []).append((at, plans[("image", it.index)].n_thumb))
+            pad_id = getattr(self.model.config.get_text_config(), "pad_token_id", None)
+            aug = insert_thumbnails(
+                input_ids, mask, mm_types, labels, inserts, ids, 0 if pad_id is None else int(pad_id)
+            )
+            input_ids, mask, mm_types, labels, origin = aug
+            items = self._locate(input_ids, mask, visual, ids)
+            full_pos, full_deltas = self.adapter.rope_index(
+                self.model, input_ids, mm_types, visual["image"][1], visual["video"][1], mask, extras
+            )  # (3, B, L2), (B, 1): the model's own positions of the augmented prompt
+        # kept tokens per item of the (possibly augmented) prompt, in item order
+        item_keeps = []
+        for it in items:
+            if it.kind == "image" and roles and roles[it.index][0] == "thumb":
+                item_keeps.append(torch.arange(it.n_patches // (merge * merge)))
+            else:
+                original = roles[it.index][1] if it.kind == "image" and roles else it.index
+                item_keeps.append(keeps[(it.kind, original)])
+        kinds = [kind for kind, (pixels, _) in visual.items() if pixels is not None]
+        per_kind = {k: [kp for it, kp in zip(items, item_keeps, strict=True) if it.kind == k] for k in kinds}
+        encoded = self._encode_kept(visual, per_kind)
+        mm_outputs = {
+            kind: self.adapter.pruned_output(
+                encoded[kind], [torch.arange(f.shape[0]) for f in encoded[kind].features], [None] * len(per_kind[kind])
+            )
+            for kind in kinds
+        }
+        keep_col = kept_columns(input_ids, mask, items, item_keeps)  # (B, L2)
+        side = "left" if generation else padding_side(mask, self.padding_side)
+        pad_id = getattr(self.model.config.get_text_config(), "pad_token_id", None)
+        packed = repack(
+            input_ids, mask, keep_col, full_pos, full_deltas, side, 0 if pad_id is None else int(pad_id),
+            mm_token_type_ids=mm_types, labels=labels, always_mask=generation,
+        )  # fmt: skip
+        index_map = packed.index_map
+        if origin is not None:  # columns of the augmented prompt -> the caller's columns (-1: padding or thumbnail)
+            index_map = torch.where(index_map >= 0, origin.gather(1, index_map.clamp_min(0)), index_map)
+        self.rope_deltas = packed.rope_deltas
+        self.last_allocation = allocation
+        self.last_inputs = PrunedInputs(
+            packed.input_ids, packed.attention_mask, packed.position_ids, index_map, packed.rope_deltas, mm_outputs
+        )
+        out = dict(kwargs)
+        out.update(input_ids=packed.input_ids, mm_encoder_outputs=mm_outputs)
+        out["mm_token_type_ids"] = packed.mm_token_type_ids
+        if packed.attention_mask is not None:
+            out["attention_mask"] = packed.attention_mask
+        if packed.labels is not None:
+            out["labels"] = packed.labels
+        if generation:
+            assert packed.attention_mask is not None
+            out["position_ids"] = generation_position_ids(packed.attention_mask, packed.position_ids)  # (4, B, L')
+        else:
+            out["position_ids"] = packed.position_ids
+        return out, original_ids
+
 
 def compress(
     model: Any,
@@ -952,6 +1108,7 @@ def compress(
     scorer_config: Any = None,
     realizer: Any = None,
     foveate: bool = False,
+    detail: str | None = None,
 ) -> CompressedModel:
     """Wrap a Qwen-VL model so that only the visual tokens relevant to the question reach the language model.
 
@@ -988,6 +1145,16 @@ def compress(
             ``text_prior=True``, the OCR prior); ``redundancy`` compares the tokens' pixels. The language model gets
             the same pruned sequence and positions as without ``foveate``, but the kept features differ from the
             unpruned run's: each kept patch saw only the kept patches.
+        detail: level of detail (:mod:`arr_coc.integrations.detail`): ``None`` drops what is not kept;
+            ``"thumbnail"`` spends part of each image's budget on a low-resolution copy of the whole image inserted
+            as an extra image before it, ``"mixed"`` on coarse cells (one token per 2x2, 4x4 or 8x8 block, from the
+            downsampled block, at the block's anchor cell) in the image's own grid. The split follows how
+            concentrated relevance is (``adaptive_k``); coarse + fine tokens = the budget; at a full budget the
+            output is the unwrapped model's. Always foveated; images only (videos are pruned drop-only);
+            ``deepstack_tiers`` is not combined with it. An int budget too small for any coarse view is refused
+            here; an image whose resolved budget turns out too small (a tiny image) is pruned drop-only, its
+            ``VisualAllocation.detail.mode`` is ``"drop"`` and ``.note`` says why (one small image never stops a
+            batch).
 
     Returns:
         A :class:`CompressedModel`.
@@ -1011,6 +1178,23 @@ def compress(
         raise ValueError(
             "scorer='cosine' needs the vision tower's features, but foveate=True scores before the tower runs; "
             "use scorer='auto' (pixels + query cues, text_prior=True for OCR) or a callable that reads pixel_values"
+        )
+    from .detail import MIN_THUMBNAIL_TOKENS, parse_detail
+
+    detail = parse_detail(detail)
+    smallest = {"thumbnail": MIN_THUMBNAIL_TOKENS + 1, "mixed": 2}.get(detail or "", 1)
+    for b in budget if isinstance(budget, (list, tuple)) else [budget]:
+        if isinstance(parse_budget(b), int) and parse_budget(b) < smallest:
+            raise ValueError(
+                f"budget {b!r} is too small for detail={detail!r}: the coarse view and one full-resolution token need "
+                f"at least {smallest} tokens per image"
+            )
+    if detail is not None and tiers is not None:
+        raise ValueError("deepstack_tiers cannot be combined with detail=...; choose one level-of-detail knob")
+    if detail is not None and (scorer == "cosine" or scorer is cosine_scorer):
+        raise ValueError(
+            "scorer='cosine' needs the vision tower's features, but detail=... scores before the tower runs (it is "
+            "always foveated); use scorer='auto' or a callable that reads pixel_values"
         )
     if padding_side not in (None, "left", "right"):
         raise ValueError(f"padding_side must be None, 'left' or 'right', got {padding_side!r}")
@@ -1042,4 +1226,5 @@ def compress(
         mean,
         std,
         foveate,
+        detail,
     )

@@ -1,0 +1,568 @@
+"""Level of detail: one token budget shared between a coarse view of the whole image and full resolution where
+relevance is high (``compress(..., detail="thumbnail" | "mixed")``).
+
+Dropping a token loses its region entirely: the model never learns that the page has a second column or a logo. The
+two modes below spend part of the budget on a coarse view of everything and the rest on the relevant tokens at full
+resolution. Both run foveated (:mod:`arr_coc.integrations.foveation`): the vision tower encodes only what the
+language model receives.
+
+``"thumbnail"`` (thumbnail + foveated page)
+    A low-resolution copy of the whole image is inserted into the prompt as an extra image just before the original
+    (``<|vision_start|><|image_pad|>*T<|vision_end|>`` followed by the original image's own block), ordinary tokens
+    of the kind the model was trained on (two images in one turn). Its pixels are the item's resized image
+    resampled (bicubic, antialiased) to a ``(th*p, tw*p)`` grid chosen like the processor's ``smart_resize`` with
+    ``max_pixels = T_target * (p*m)**2``. The M-RoPE positions of the whole, augmented prompt come from the model's
+    own ``get_rope_index``; the full-resolution image's relevant tokens keep their positions in that sequence (the
+    thumbnail shifts the page and the text after it by the thumbnail's extent, exactly as a real second image would).
+
+``"mixed"`` (mixed resolution in one grid, the seed design's picture)
+    The merged-token grid (h, w) is cut into blocks of c x c tokens (c in :data:`COARSE_FACTORS`; edge blocks are
+    smaller). A block holding no fine token becomes ONE coarse token: the block's pixels are resampled (bicubic,
+    antialiased) to one merged token's ``m*p x m*p`` pixels, and that token is fed to the vision tower and to the
+    language model *as the block's anchor cell*: the cell at ``(r0 + (rows-1)//2, c0 + (cols-1)//2)`` of the block
+    (its centre, rounded towards the top-left; for a 2x2 block the top-left cell). Concretely the coarse token
+    replaces the anchor cell's patch rows in ``pixel_values``, and the anchor joins the kept set of the foveated
+    run, so it gets, by construction and with no new code per family:
+
+    * in the language model: the anchor cell's (t, h, w) M-RoPE position from ``get_rope_index`` (unique: the anchor
+      lies in its own block, which holds no fine token);
+    * in the vision tower: the rotary (h, w) angles of the anchor cell's m x m patches (neighbouring patches inside
+      the token stay 1 apart, as in training; scaling them by c would put the token's own patches c apart, a
+      geometry the tower never saw between adjacent patches);
+    * Qwen2.5-VL: the window of the ORIGINAL grid that holds the anchor cell;
+    * Qwen3-VL: the learned position embedding interpolated for the full grid at the anchor's patches, and
+      DeepStack features from the same reduced run (sliced with the same indices as the main tokens).
+
+    Tokens of a block that holds some fine tokens but are not fine themselves are dropped (the block is not covered
+    twice).
+
+The split (:func:`plan_detail`): ``B`` = the item's budget (``resolve_budget``). With ``B >= N`` there is no coarse
+view: every token is fine and the output is the unwrapped model's, bit for bit. Otherwise the fine part asks for
+``F = adaptive_k(scores)``, the seed's tier (64/100/160/256/400) that holds the relevance mass: concentrated relevance
+asks for few fine tokens and leaves more to the overview, diffuse relevance asks for many.
+
+The coarse view is guaranteed a floor ``R = max(4, min(64, B // 2))`` (the smallest tier, or half of a small
+budget), so the fine part gets ``min(F, B - R)``:
+
+* thumbnail: ``T_target = B - min(F, B - R)``, capped at N/4 (half the side) and snapped DOWN to a tier when it is
+  at least the smallest tier; the thumbnail grid has ``T <= T_target`` tokens (``smart_resize`` keeps the aspect
+  ratio, so ``T`` may fall a little short) and the fine part gets ``B - T`` (so thumbnail + fine = B exactly).
+* mixed: ``want = min(F, B - R)`` fine tokens (the top ``want`` by relevance); the factor is the
+  smallest c in 2, 4, 8 for which ``want + (blocks without a fine token) <= B`` with at least one coarse cell left
+  (else the coarsest cover, with as many fine tokens as fit). What is left of ``B`` goes to more fine tokens: first
+  the most relevant ones inside blocks that already hold a fine token (each costs one token), then down the
+  relevance order (a token in a coarse block costs nothing by itself: it replaces the block's coarse token). Each
+  step costs 0 or 1 and ``N`` fine tokens cost ``N >= B``, so the total is exactly ``B``.
+
+Everything here is pure (tensors in, tensors out); ``compress.py`` wires it into the wrapper.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+
+from arr_coc.attending import TIERS, adaptive_k
+
+DETAIL_MODES: tuple[str, ...] = ("thumbnail", "mixed")
+COARSE_FACTORS: tuple[int, ...] = (2, 4, 8)  # block side, in merged tokens, of the mixed mode's coarse cells
+MIN_THUMBNAIL_TOKENS = 4  # the smallest thumbnail: a 2x2 grid of merged tokens
+MIN_COARSE_TOKENS = 4  # the mixed mode leaves at least this much of the budget to coarse cells when it can
+
+
+def parse_detail(detail: str | None) -> str | None:
+    """``None`` / ``"off"`` / ``"none"`` -> None (drop-only), else one of :data:`DETAIL_MODES`.
+
+    Raises:
+        ValueError: naming the bad value and the allowed ones.
+    """
+    if detail is None:
+        return None
+    if isinstance(detail, str) and detail.strip().lower() in ("off", "none", "drop", ""):
+        return None
+    if isinstance(detail, str) and detail.strip().lower() in DETAIL_MODES:
+        return detail.strip().lower()
+    raise ValueError(f"detail must be None (drop-only), 'thumbnail' or 'mixed', got {detail!r}")
+
+
+# ----- pixels <-> patch rows ------------------------------------------------------------------------------------
+
+
+def image_from_patches(rows: torch.Tensor, grid_hw: tuple[int, int], patch: int, merge: int, tps: int) -> torch.Tensor:
+    """The resized image an item's patch rows were cut from (the first temporal slice; images repeat it).
+
+    Args:
+        rows (torch.Tensor of shape (h*w, C*tps*p*p)): one image's rows of ``pixel_values``, merge-block order.
+        grid_hw: (h, w) in patches.
+
+    Returns:
+        torch.Tensor of shape (C, h*p, w*p), the same dtype (normalised values, as the processor left them).
+    """
+    h, w = grid_hw
+    c = rows.shape[1] // (tps * patch * patch)
+    x = rows.reshape(h // merge, w // merge, merge, merge, c, tps, patch, patch)[
+        ..., 0, :, :
+    ]  # (H/m, W/m, m, m, C, p, p)
+    x = x.permute(4, 0, 2, 5, 1, 3, 6)  # (C, H/m, m, p, W/m, m, p)
+    return x.reshape(c, h * patch, w * patch)
+
+
+def patches_from_image(image: torch.Tensor, patch: int, merge: int, tps: int) -> torch.Tensor:
+    """Patch rows of an image, in the Qwen processors' layout (inverse of :func:`image_from_patches`).
+
+    Args:
+        image (torch.Tensor of shape (C, H, W)): H and W multiples of ``patch * merge``.
+
+    Returns:
+        torch.Tensor of shape ((H/p)*(W/p), C*tps*p*p): merge-block order, the frame repeated ``tps`` times.
+    """
+    c, height, width = image.shape
+    h, w = height // patch, width // patch
+    x = image.reshape(c, h // merge, merge, patch, w // merge, merge, patch)
+    x = x.permute(1, 4, 2, 5, 0, 3, 6)  # (H/m, W/m, m, m, C, p, p)
+    x = x.unsqueeze(5).expand(-1, -1, -1, -1, -1, tps, -1, -1)  # (H/m, W/m, m, m, C, tps, p, p)
+    return x.reshape(h * w, c * tps * patch * patch)
+
+
+def resample(image: torch.Tensor, size: tuple[int, int]) -> torch.Tensor:
+    """Bicubic, antialiased resize of a (C, H, W) image to ``size`` = (H', W'), computed in float32.
+
+    Resampling is linear with weights summing to one, so it commutes with the processor's per-channel normalisation:
+    resampling the normalised pixels equals normalising the resampled ones.
+    """
+    out = torch.nn.functional.interpolate(
+        image[None].float(), size=size, mode="bicubic", antialias=True, align_corners=False
+    )  # (1, C, H', W')
+    return out[0].to(image.dtype)
+
+
+def thumbnail_grid(grid_hw: tuple[int, int], patch: int, merge: int, max_tokens: int) -> tuple[int, int]:
+    """Patch grid (th, tw) of a thumbnail with at most ``max_tokens`` merged tokens, as ``smart_resize`` picks it.
+
+    Args:
+        grid_hw: the item's (h, w) in patches.
+        max_tokens: >= 1.
+    """
+    factor = patch * merge
+    height, width = grid_hw[0] * patch, grid_hw[1] * patch
+    max_pixels = max_tokens * factor * factor
+    h_bar, w_bar = round(height / factor) * factor, round(width / factor) * factor
+    if h_bar * w_bar > max_pixels:
+        beta = math.sqrt(height * width / max_pixels)
+        h_bar = max(factor, math.floor(height / beta / factor) * factor)
+        w_bar = max(factor, math.floor(width / beta / factor) * factor)
+    while (h_bar // factor) * (w_bar // factor) > max_tokens:  # an extreme aspect ratio: shrink the longer side
+        if h_bar >= w_bar:
+            h_bar -= factor
+        else:
+            w_bar -= factor
+    return h_bar // patch, w_bar // patch
+
+
+def thumbnail_rows(
+    rows: torch.Tensor, grid_hw: tuple[int, int], thumb_hw: tuple[int, int], patch: int, merge: int, tps: int
+) -> torch.Tensor:
+    """Patch rows of the thumbnail of one image.
+
+    Args:
+        rows (torch.Tensor of shape (h*w, C*tps*p*p)): the image's rows of ``pixel_values``.
+        thumb_hw: (th, tw) in patches (multiples of ``merge``).
+
+    Returns:
+        torch.Tensor of shape (th*tw, C*tps*p*p).
+    """
+    image = image_from_patches(rows, grid_hw, patch, merge, tps)  # (C, h*p, w*p)
+    small = resample(image, (thumb_hw[0] * patch, thumb_hw[1] * patch))  # (C, th*p, tw*p)
+    return patches_from_image(small, patch, merge, tps)
+
+
+# ----- mixed resolution: blocks, anchors, coarse pixels ---------------------------------------------------------
+
+
+def block_ids(merged_hw: tuple[int, int], factor: int) -> torch.Tensor:
+    """Block of every merged token (raster over (ceil(h/c), ceil(w/c)) blocks of c x c tokens).
+
+    Returns:
+        torch.LongTensor of shape (h*w,).
+    """
+    h, w = merged_hw
+    r = torch.arange(h).div(factor, rounding_mode="floor")  # (h,)
+    c = torch.arange(w).div(factor, rounding_mode="floor")  # (w,)
+    return (r[:, None] * math.ceil(w / factor) + c[None, :]).flatten()  # (h*w,)
+
+
+def block_bounds(merged_hw: tuple[int, int], factor: int, block: int) -> tuple[int, int, int, int]:
+    """(r0, c0, r1, c1), end exclusive, in merged tokens, of block ``block``."""
+    h, w = merged_hw
+    per_row = math.ceil(w / factor)
+    r0, c0 = (block // per_row) * factor, (block % per_row) * factor
+    return r0, c0, min(h, r0 + factor), min(w, c0 + factor)
+
+
+def anchor_of(bounds: tuple[int, int, int, int], merged_w: int) -> int:
+    """Merged-token index of a block's anchor cell: its centre, rounded towards the top-left."""
+    r0, c0, r1, c1 = bounds
+    return (r0 + (r1 - r0 - 1) // 2) * merged_w + (c0 + (c1 - c0 - 1) // 2)
+
+
+def mixed_total(order: torch.Tensor, blocks: torch.Tensor, n_blocks: int) -> torch.Tensor:
+    """Tokens spent when the first k of ``order`` are fine and every other block is one coarse token, for k = 1..N.
+
+    Args:
+        order (torch.LongTensor of shape (N,)): token indices, most relevant first.
+        blocks (torch.LongTensor of shape (N,)): block of each token (:func:`block_ids`).
+
+    Returns:
+        torch.LongTensor of shape (N,): entry k-1 is ``k + n_blocks - blocks touched by the first k``.
+    """
+    seen = torch.zeros(n_blocks, dtype=torch.bool)
+    first = torch.zeros(order.numel(), dtype=torch.long)
+    for i, b in enumerate(blocks[order].tolist()):  # (N,) loop of python ints: N is a few thousand at most
+        if not seen[b]:
+            seen[b] = True
+            first[i] = 1
+    k = torch.arange(1, order.numel() + 1)
+    return k + n_blocks - first.cumsum(0)
+
+
+@dataclass
+class DetailPlan:
+    """How one image's budget is spent (one entry's ``VisualAllocation.detail``).
+
+    Attributes:
+        mode: ``"full"`` (B >= N: every token fine, no coarse view), ``"thumbnail"``, ``"mixed"``, or ``"drop"``
+            (set by the wrapper when the image's budget holds no coarse view: drop-only, ``note`` says why).
+        fine (torch.LongTensor of shape (k,)): full-resolution tokens kept, strictly increasing.
+        budget: tokens spent on this image: fine + coarse (thumbnail tokens or coarse cells).
+        fine_need: what the adaptive rule asked for (``adaptive_k``: the tier that holds the relevance mass).
+        factor: mixed: block side c in merged tokens (0 otherwise).
+        anchors (torch.LongTensor of shape (n_coarse,)): mixed: anchor cell of each coarse block, increasing.
+        blocks: mixed: (r0, c0, r1, c1) of each coarse block (end exclusive), in ``anchors``' order.
+        thumb_grid: thumbnail: (th, tw) in PATCHES (``None`` otherwise).
+        n_thumb: thumbnail: its merged tokens (th * tw / merge**2).
+        note: why a coarse view was not made (mode ``"drop"``).
+    """
+
+    mode: str
+    fine: torch.Tensor
+    budget: int
+    fine_need: int
+    factor: int = 0
+    anchors: torch.Tensor = field(default_factory=lambda: torch.zeros(0, dtype=torch.long))
+    blocks: list[tuple[int, int, int, int]] = field(default_factory=list)
+    thumb_grid: tuple[int, int] | None = None
+    n_thumb: int = 0
+    note: str = ""
+
+    @property
+    def n_coarse(self) -> int:
+        """Tokens of the coarse view (thumbnail tokens or coarse cells)."""
+        return self.n_thumb if self.mode == "thumbnail" else int(self.anchors.numel())
+
+    @property
+    def kept(self) -> torch.Tensor:
+        """Placeholder columns of the ORIGINAL image kept in the prompt: fine tokens and (mixed) anchors, increasing."""
+        return torch.cat([self.fine, self.anchors.to(self.fine.device)]).sort().values
+
+
+Selector = Callable[[int], torch.Tensor]  # k -> kept indices (strictly increasing), e.g. top-k with word units
+
+
+def plan_detail(
+    mode: str,
+    scores: torch.Tensor,
+    merged_hw: tuple[int, int],
+    budget: int,
+    select_k: Selector,
+    *,
+    patch: int = 14,
+    merge: int = 2,
+    tiers: Sequence[int] = TIERS,
+    factors: Sequence[int] = COARSE_FACTORS,
+    fine_need: int | None = None,
+) -> DetailPlan:
+    """Split one image's budget between the coarse view and full-resolution tokens (see the module doc).
+
+    Args:
+        mode: ``"thumbnail"`` or ``"mixed"``.
+        scores (torch.Tensor of shape (N,)): relevance, raster order over the merged grid.
+        merged_hw: (h, w) in merged tokens (N = h*w; images only).
+        budget: B, tokens for this image (already resolved, in [1, N]).
+        select_k: the wrapper's selection at k (``allocate_tokens``: top-k, word units, redundancy).
+        patch, merge: the tower's patch side and merge size (thumbnail grid).
+        fine_need: override of ``adaptive_k(scores)`` (tests).
+
+    Returns:
+        A :class:`DetailPlan`; ``plan.budget <= budget`` and, without word units, ``== budget``.
+
+    Raises:
+        ValueError: the budget cannot hold the smallest coarse view plus one fine token.
+    """
+    h, w = merged_hw
+    n = h * w
+    if scores.numel() != n:
+        raise ValueError(f"{scores.numel()} scores for a {h}x{w} token grid")
+    if mode not in DETAIL_MODES:
+        raise ValueError(f"detail must be one of {DETAIL_MODES}, got {mode!r}")
+    need = int(fine_need) if fine_need is not None else adaptive_k(scores)
+    if budget >= n:
+        return DetailPlan("full", torch.arange(n), n, need)
+    if mode == "thumbnail":
+        if budget < MIN_THUMBNAIL_TOKENS + 1:
+            raise ValueError(
+                f"a budget of {budget} tokens cannot hold the smallest thumbnail ({MIN_THUMBNAIL_TOKENS} tokens) and "
+                f"one full-resolution token; give at least {MIN_THUMBNAIL_TOKENS + 1} tokens or use detail=None"
+            )
+        reserve = max(MIN_THUMBNAIL_TOKENS, min(int(tiers[0]), budget // 2))  # the overview's floor
+        target = budget - min(need, budget - reserve)
+        target = max(MIN_THUMBNAIL_TOKENS, min(target, n // 4))
+        snapped = [t for t in tiers if t <= target]
+        if snapped:
+            target = snapped[-1]
+        th, tw = thumbnail_grid((h * merge, w * merge), patch, merge, target)
+        n_thumb = th * tw // (merge * merge)
+        fine = select_k(budget - n_thumb)
+        return DetailPlan("thumbnail", fine, int(fine.numel()) + n_thumb, need, thumb_grid=(th, tw), n_thumb=n_thumb)
+    order = torch.sort(
+        torch.nan_to_num(scores.detach().float().cpu(), nan=-math.inf), descending=True, stable=True
+    ).indices  # (N,)
+    want = max(1, min(need, budget - max(MIN_COARSE_TOKENS, min(int(tiers[0]), budget // 2))))
+    covers = []
+    for c in factors:
+        blocks = block_ids(merged_hw, c)
+        n_blocks = int(blocks.max()) + 1
+        covers.append((c, blocks, n_blocks, mixed_total(order, blocks, n_blocks)))  # totals: (N,)
+    # the finest cover that holds `want` fine tokens and still has a coarse cell; else the coarsest that fits
+    chosen = next(((c, b, nb, want) for c, b, nb, t in covers if t[want - 1] <= budget and t[want - 1] > want), None)
+    if chosen is None:
+        c, b, nb, t = covers[-1]
+        fits = int((t <= budget).sum())  # totals are non-decreasing: the largest k that fits
+        if fits < 1:
+            raise ValueError(
+                f"a budget of {budget} tokens is too small for a mixed-resolution view of this {h}x{w}-token image: "
+                f"the coarsest cover ({c}x{c} cells) alone needs {nb} tokens; raise the budget or use detail=None "
+                "or 'thumbnail'"
+            )
+        chosen = (c, b, nb, fits)
+    c, blocks, n_blocks, k = chosen
+
+    def spent(fine: torch.Tensor) -> int:
+        return int(fine.numel()) + n_blocks - int(blocks[fine].unique().numel())
+
+    fine = select_k(k).cpu()
+    while fine.numel() > 1 and spent(fine) > budget:  # word units touched more blocks than plain top-k
+        k -= 1
+        fine = select_k(k).cpu()
+    fine = _fill(fine, order, blocks, n_blocks, budget - spent(fine))
+    touched_blocks = set(blocks[fine].tolist())
+    coarse = [b for b in range(n_blocks) if b not in touched_blocks]
+    bounds = [block_bounds(merged_hw, c, b) for b in coarse]
+    anchors = torch.tensor([anchor_of(bd, w) for bd in bounds], dtype=torch.long)
+    return DetailPlan("mixed", fine, int(fine.numel()) + len(coarse), need, factor=c, anchors=anchors, blocks=bounds)
+
+
+def _fill(fine: torch.Tensor, order: torch.Tensor, blocks: torch.Tensor, n_blocks: int, left: int) -> torch.Tensor:
+    """Spend ``left`` more tokens on fine ones: first the most relevant tokens inside blocks that already hold a fine
+    token (each costs one), then down the relevance order (a token in a coarse block costs nothing on its own: it
+    replaces that block's coarse token, and the block's next tokens cost one each)."""
+    if left <= 0:
+        return fine
+    is_fine = torch.zeros(order.numel(), dtype=torch.bool)
+    is_fine[fine] = True
+    touched = torch.zeros(n_blocks, dtype=torch.bool)
+    touched[blocks[fine]] = True
+    ranked = order.tolist()
+    for first_pass in (True, False):
+        for i in ranked:
+            if left == 0:
+                break
+            if is_fine[i]:
+                continue
+            b = int(blocks[i])
+            if touched[b]:
+                is_fine[i] = True
+                left -= 1
+            elif not first_pass:
+                is_fine[i] = True
+                touched[b] = True
+    return is_fine.nonzero().flatten()
+
+
+def coarse_rows(
+    rows: torch.Tensor, grid_hw: tuple[int, int], plan: DetailPlan, patch: int, merge: int, tps: int
+) -> torch.Tensor:
+    """A copy of one image's patch rows with each coarse block's anchor cell holding the block's downsampled pixels.
+
+    Args:
+        rows (torch.Tensor of shape (h*w, C*tps*p*p)): the image's rows of ``pixel_values`` (patch grid ``grid_hw``).
+        plan: a ``"mixed"`` plan.
+
+    Returns:
+        torch.Tensor of the same shape: rows of fine tokens unchanged, anchor rows replaced (others unchanged; they
+        are never encoded).
+    """
+    out = rows.clone()
+    if plan.mode != "mixed" or not plan.blocks:
+        return out
+    image = image_from_patches(rows, grid_hw, patch, merge, tps)  # (C, h*p, w*p)
+    side = merge * patch
+    unit = merge * merge
+    for anchor, (r0, c0, r1, c1) in zip(plan.anchors.tolist(), plan.blocks, strict=True):
+        region = image[:, r0 * side : r1 * side, c0 * side : c1 * side]  # (C, rows*m*p, cols*m*p)
+        token = patches_from_image(resample(region, (side, side)), patch, merge, tps)  # (m*m, C*tps*p*p)
+        out[anchor * unit : (anchor + 1) * unit] = token.to(out.dtype)
+    return out
+
+
+def describe_plan(plan: DetailPlan) -> str:
+    """One line for people: how the image's tokens were spent."""
+    if plan.mode == "drop":
+        return f"drop-only, {plan.budget} tokens: {plan.note}"
+    if plan.mode == "full":
+        return f"full budget: all {plan.budget} tokens at full resolution, no coarse view"
+    if plan.mode == "thumbnail":
+        th, tw = plan.thumb_grid or (0, 0)
+        return (
+            f"thumbnail of {plan.n_thumb} tokens ({th // 2}x{tw // 2}) + {plan.fine.numel()} full-resolution tokens "
+            f"= {plan.budget} (relevance asked for {plan.fine_need})"
+        )
+    return (
+        f"{plan.fine.numel()} full-resolution tokens + {plan.n_coarse} coarse cells of {plan.factor}x{plan.factor} "
+        f"tokens = {plan.budget} (relevance asked for {plan.fine_need})"
+    )
+
+
+# ----- thumbnail: the augmented prompt -------------------------------------------------------------------------
+
+
+def insert_thumbnails(
+    input_ids: torch.Tensor,
+    attention_mask: torch.Tensor | None,
+    mm_token_type_ids: torch.Tensor,
+    labels: torch.Tensor | None,
+    inserts: dict[int, list[tuple[int, int]]],
+    ids: dict[str, int],
+    pad_id: int,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor | None, torch.Tensor]:
+    """The prompt with a thumbnail image block inserted before some images.
+
+    Args:
+        input_ids (torch.LongTensor of shape (batch_size, L)): the caller's prompt.
+        attention_mask (torch.LongTensor of shape (batch_size, L) or None): 0 on padding (dropped, then re-padded).
+        mm_token_type_ids (torch.LongTensor of shape (batch_size, L)): 0 text, 1 image, 2 video.
+        labels (torch.LongTensor of shape (batch_size, L) or None): -100 on the inserted tokens.
+        inserts: sample -> [(column, n_tokens)]: before ``column`` insert
+            ``<|vision_start|> <|image_pad|> * n_tokens <|vision_end|>``.
+        ids: special token ids (``image``, ``vision_start``, ``vision_end``).
+        pad_id: id written on padding.
+
+    Returns:
+        input_ids, attention_mask, mm_token_type_ids, labels of shape (batch_size, L2), padded on the LEFT, and
+        origin (torch.LongTensor of shape (batch_size, L2)): the caller's column of each column, -1 for inserted
+        tokens and padding.
+    """
+    batch, length = input_ids.shape
+    mask = attention_mask if attention_mask is not None else torch.ones_like(input_ids)
+    out_rows = []
+    for b in range(batch):
+        at = {col: n for col, n in inserts.get(b, [])}
+        cols: list[int] = []
+        for j in range(length):
+            if j in at:
+                cols += [-3] + [-2] * at[j] + [-4]  # vision_start, thumbnail placeholders, vision_end
+            if int(mask[b, j]):
+                cols.append(j)
+        out_rows.append(cols)
+    new_len = max(len(c) for c in out_rows)
+    origin = torch.full((batch, new_len), -1, dtype=torch.long)
+    new_ids = torch.full((batch, new_len), pad_id, dtype=input_ids.dtype)
+    new_mask = torch.zeros((batch, new_len), dtype=mask.dtype)
+    new_types = torch.zeros((batch, new_len), dtype=mm_token_type_ids.dtype)
+    new_labels = torch.full((batch, new_len), -100, dtype=labels.dtype) if labels is not None else None
+    special = {-3: ids["vision_start"], -2: ids["image"], -4: ids["vision_end"]}
+    for b, cols in enumerate(out_rows):
+        start = new_len - len(cols)
+        src = torch.tensor(cols, dtype=torch.long)
+        real = src >= 0
+        dest = torch.arange(start, new_len)
+        origin[b, dest[real]] = src[real]
+        new_ids[b, dest[real]] = input_ids[b, src[real]].cpu()
+        new_types[b, dest[real]] = mm_token_type_ids[b, src[real]].cpu()
+        if new_labels is not None and labels is not None:
+            new_labels[b, dest[real]] = labels[b, src[real]].cpu()
+        for code, token in special.items():
+            new_ids[b, dest[src == code]] = token
+        new_types[b, dest[src == -2]] = 1
+        new_mask[b, start:] = 1
+    device = input_ids.device
+    return (
+        new_ids.to(device),
+        new_mask.to(device),
+        new_types.to(mm_token_type_ids.device),
+        new_labels.to(labels.device) if new_labels is not None and labels is not None else None,
+        origin.to(device),
+    )
+
+
+# ----- the composite the model is shown (for the second reader and the demo) ----------------------------------
+
+
+def composite(
+    image: np.ndarray,
+    merged_hw: tuple[int, int],
+    plan: DetailPlan | None,
+    keep: np.ndarray | None = None,
+    thumb_hw_px: tuple[int, int] | None = None,
+) -> np.ndarray:
+    """What the language model is shown, as one picture the size of ``image``: fine cells as they are, coarse cells
+    (or the thumbnail) downsampled and upsampled back, everything else white.
+
+    Args:
+        image (np.ndarray of shape (H, W, 3), uint8): the page at the resolution fine tokens see.
+        merged_hw: (h, w) merged-token grid laid over ``image`` (cell (r, c) covers rows r*H/h ... (r+1)*H/h).
+        plan: the image's :class:`DetailPlan` (``None``: drop-only with ``keep``).
+        keep: drop-only: kept token indices.
+        thumb_hw_px: thumbnail mode: its size in pixels (height, width); default: ``image`` scaled by the
+            thumbnail's share of the grid.
+
+    Returns:
+        np.ndarray of shape (H, W, 3), uint8.
+    """
+    from PIL import Image
+
+    height, width = image.shape[:2]
+    h, w = merged_hw
+    ys = np.minimum((np.arange(height) * h) // height, h - 1)
+    xs = np.minimum((np.arange(width) * w) // width, w - 1)
+    cell = ys[:, None] * w + xs[None, :]  # (H, W) token of each pixel
+    out = np.full_like(image, 255)
+    fine = np.asarray(keep if plan is None else plan.fine.cpu().numpy(), dtype=np.int64)
+    fine_mask = np.zeros(h * w, dtype=bool)
+    fine_mask[fine] = True
+    if plan is not None and plan.mode == "thumbnail" and plan.thumb_grid is not None:
+        # the thumbnail's share of the page's side (merge size 2 in every Qwen-VL family)
+        th, tw = thumb_hw_px or (
+            round(height * plan.thumb_grid[0] / (2 * h)),
+            round(width * plan.thumb_grid[1] / (2 * w)),
+        )
+        pil = Image.fromarray(image)
+        small = pil.resize((max(1, tw), max(1, th)), Image.BICUBIC).resize((width, height), Image.BICUBIC)
+        out = np.asarray(small).copy()
+    elif plan is not None and plan.mode == "mixed":
+        for r0, c0, r1, c1 in plan.blocks:
+            y0, y1 = (r0 * height) // h, (r1 * height) // h
+            x0, x1 = (c0 * width) // w, (c1 * width) // w
+            if y1 <= y0 or x1 <= x0:
+                continue
+            region = Image.fromarray(image[y0:y1, x0:x1])
+            # the coarse token holds the region at one token's resolution: (cell size) for the whole block
+            ch, cw = max(1, (y1 - y0) * 1 // max(1, r1 - r0)), max(1, (x1 - x0) * 1 // max(1, c1 - c0))
+            small = region.resize((cw, ch), Image.BICUBIC).resize((x1 - x0, y1 - y0), Image.BICUBIC)
+            out[y0:y1, x0:x1] = np.asarray(small)
+    pix = fine_mask[cell]  # (H, W)
+    out[pix] = image[pix]
+    return out
