@@ -346,6 +346,9 @@ class AnswerTrainer:
         mode: ``"texture"`` or ``"text"`` (adds the OCR text prior, the ``[ocr]`` extra; computed once a sample).
         max_pixels: cap on the resized image's area (``None``: the processor's default).
         log: where skip messages go.
+        cache_encoded: keep the processor inputs and the frozen vision tower's outputs of up to this many samples
+            (on the model's device: about N x D values per image, x (1 + DeepStack levels) for Qwen3-VL), so a sample
+            seen again skips the tower; 0 (default) recomputes them every step.
 
     Raises:
         ValueError: an unsupported model, a relevance model without trainable parameters, a bad budget / gate.
@@ -363,6 +366,7 @@ class AnswerTrainer:
         mode: str = "texture",
         max_pixels: int | None = None,
         log: Log = _stderr,
+        cache_encoded: int = 0,
     ) -> None:
         from ..integrations.compress import SUPPORTED_CLASSES, find_adapter
 
@@ -405,6 +409,10 @@ class AnswerTrainer:
         self.image_mean = tuple(float(v) for v in mean) if mean is not None else self.adapter.image_mean
         self.image_std = tuple(float(v) for v in std) if std is not None else self.adapter.image_std
         self._cache: dict[str, Prepared] = {}  # per sample id: texture, prior, evidence cells (small: 13 maps)
+        if isinstance(cache_encoded, bool) or not isinstance(cache_encoded, int) or cache_encoded < 0:
+            raise ValueError(f"cache_encoded must be an integer >= 0, got {cache_encoded!r}")
+        self.cache_encoded = cache_encoded
+        self._encoded: dict[str, tuple[Any, torch.Tensor, Prepared, Any]] = {}  # inputs + vision outputs, bounded
 
     # ----- one sample --------------------------------------------------------------------------------------------
     def inputs(self, sample: AnswerSample) -> tuple[Any, torch.Tensor, Prepared]:
@@ -479,8 +487,14 @@ class AnswerTrainer:
         """
         from ..integrations.gating import encode_images, gated_forward
 
-        inputs, answer_ids, prepared = self.inputs(sample)
-        encoded = encode_images(self.model, inputs, self.adapter)
+        hit = self._encoded.get(sample.id)
+        if hit is not None:
+            inputs, answer_ids, prepared, encoded = hit
+        else:
+            inputs, answer_ids, prepared = self.inputs(sample)
+            encoded = encode_images(self.model, inputs, self.adapter)  # the frozen tower: constant per sample
+            if len(self._encoded) < self.cache_encoded:
+                self._encoded[sample.id] = (inputs, answer_ids, prepared, encoded)
         feats = encoded.features[0]  # (N, D)
         scores = self.scores(prepared, feats, sample.query)  # (N,)
         n = scores.numel()
@@ -602,6 +616,7 @@ def train_answer(
     mode: str = "texture",
     max_pixels: int | None = None,
     log: Log = _stderr,
+    cache_encoded: int = 0,
 ) -> TrainResult:
     """Train ``realizer`` on the answer objective (see the module docstring); the model stays frozen.
 
@@ -611,7 +626,7 @@ def train_answer(
         :class:`TrainResult` (``realizer`` updated in place, in eval mode).
     """
     trainer = AnswerTrainer(
-        model, processor, realizer, budget, evidence_weight, gate, temperature, mode, max_pixels, log
+        model, processor, realizer, budget, evidence_weight, gate, temperature, mode, max_pixels, log, cache_encoded
     )
     return trainer.fit(samples, steps, lr, seed)
 
@@ -713,6 +728,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--mode", choices=("auto", "text", "texture"), default="texture", help="texture (default) or text")
     p.add_argument("--relevance", default=None, help="start from this relevance checkpoint folder")
     p.add_argument("--max-pixels", type=int, default=None, help="cap on the resized image's area")
+    p.add_argument("--cache-encoded", type=int, default=0, help="keep the vision outputs of N samples (memory)")
     p.add_argument("--limit", type=int, default=None, help="use the first N usable lines of --data")
     p.add_argument("--device", default=None, help="cuda, cpu, ... (default: cuda when available)")
     p.add_argument("--dtype", default="auto", help="auto (the checkpoint's), bfloat16, float16 or float32")
@@ -741,8 +757,9 @@ def main(argv: list[str] | None = None) -> int:
     print(f"training on {len(samples)} samples, {args.steps} steps, budget {budget}, mode {mode}, device {device}")
     try:
         trainer = AnswerTrainer(
-            model, processor, realizer, budget, args.evidence_weight, args.gate, args.temperature, mode, args.max_pixels
-        )
+            model, processor, realizer, budget, args.evidence_weight, args.gate, args.temperature, mode,
+            args.max_pixels, cache_encoded=args.cache_encoded,
+        )  # fmt: skip
         every = max(1, args.log_every)
 
         def on_step(r: StepResult) -> None:
