@@ -172,7 +172,6 @@ def test_a_few_steps_on_the_toy_task_lower_the_loss(family, tiny_checkpoint_fold
     result = fresh.fit([toy], steps=4, lr=lr)
     losses = [s.loss for s in result.steps]  # losses[i] is measured before step i's update
     assert losses[0] == pytest.approx(float(loss.detach()), abs=1e-6)
-    print(family, losses, predicted)
     assert losses[-1] <= losses[0] - 0.5 * predicted, (losses, predicted)
 
 
