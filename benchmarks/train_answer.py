@@ -19,6 +19,12 @@ memory (CUDA ``max_memory_allocated``, or the process's peak RSS on a CPU, weigh
 sequence length and the visual tokens kept, and the loss of the first and last step. ``--cache-encoded 0`` recomputes
 the frozen vision tower every step (what a pass over many samples does); the default 1 keeps this one sample's tower
 output (what a second epoch over a small set does): both are shown with ``--both``.
+
+``--toy`` runs the tests' toy task instead (tiny checkpoints of the three families, one sample whose answer depends
+on which half of the image is kept): how much of the gap between the starting keep set's loss and the ideal keep
+set's loss a short run closes, with ``--gate`` and ``--lr``:
+
+    python benchmarks/train_answer.py --toy --gate st --lr 0.1 --steps 12 --out results/train_answer_toy.md
 """
 
 from __future__ import annotations
@@ -160,6 +166,71 @@ def run(args: argparse.Namespace, cache_encoded: int) -> dict[str, Any]:
     }
 
 
+TOY_WORDS = ("yes", "no", "red", "blue", "cat", "dog", "seven", "left", "right", "paper", "white", "noise")
+
+
+def toy(args: argparse.Namespace) -> str:
+    """The tests' toy task with the straight-through gate, per family: does a short run reach the ideal keep set?
+
+    An 8 x 8-token image, left half blank paper, right half seeded noise; "What is on the left?"; budget half the
+    tokens. The answer is the word (of :data:`TOY_WORDS`) whose loss falls most from the initial keep set to keeping
+    exactly the left half ("ideal"). Reported: the loss at the start, at the ideal keep set and after the run, the
+    share of the start-to-ideal gap closed, and the kept share of the left half before and after.
+    """
+    import numpy as np
+    import transformers
+    from PIL import Image
+
+    from arr_coc.integrations.gating import gated_forward
+    from arr_coc.processing import load_processor
+    from arr_coc.realizing import Realizer
+    from arr_coc.testing import tiny_checkpoint
+    from arr_coc.training.answer import AnswerSample, AnswerTrainer, answer_loss
+
+    classes = {"qwen2-vl": "Qwen2VLForConditionalGeneration", "qwen2.5-vl": "Qwen2_5_VLForConditionalGeneration",
+               "qwen3-vl": "Qwen3VLForConditionalGeneration"}  # fmt: skip
+    lines = [
+        f"Toy task (tiny random-weight checkpoints, gate {args.gate}, Adam lr {args.lr}, {args.steps} steps):",
+        "",
+        "| family | answer | loss start | loss ideal | loss end | gap closed | left half kept start -> end |",
+        "|---|---|---:|---:|---:|---:|---|",
+    ]
+    for family, name in classes.items():
+        folder = tiny_checkpoint(family, Path(args.toy_dir) / family)
+        model = getattr(transformers, name).from_pretrained(folder).eval()
+        processor = load_processor(str(folder))
+        side = 8 * (32 if family == "qwen3-vl" else 28)
+        pixels = np.full((side, side, 3), 255, np.uint8)
+        pixels[:, side // 2 :] = np.random.default_rng(0).integers(0, 256, (side, side // 2, 3), dtype=np.uint8)
+        image, box = Image.fromarray(pixels), [(0.0, 0.0, side / 2, float(side))]
+        best = None
+        for word in TOY_WORDS:
+            sample = AnswerSample(word, image, "What is on the left?", word, box)
+            trainer = AnswerTrainer(model, processor, Realizer(), budget=0.5, gate=args.gate, cache_encoded=1)
+            with torch.no_grad():
+                start, _ = trainer.loss(sample)
+                inputs, answer_ids, prepared, encoded = trainer._encoded[word]
+                rows, cols = prepared.grid
+                left = torch.zeros(rows, cols)
+                left[:, : cols // 2] = 1
+                out = gated_forward(model, inputs, [left.flatten()], encoded, logits_to_keep=answer_ids.numel() + 1)
+                ideal = float(answer_loss(out.logits[0], answer_ids))
+            if best is None or float(start) - ideal > best[0]:
+                best = (float(start) - ideal, sample, float(start), ideal)
+        _, sample, start, ideal = best
+        trainer = AnswerTrainer(model, processor, Realizer(), budget=0.5, gate=args.gate, cache_encoded=1)
+        result = trainer.fit([sample], steps=args.steps, lr=args.lr, seed=0)
+        with torch.no_grad():
+            end_loss, last = trainer.loss(sample)
+            end = float(end_loss)
+        closed = (start - end) / (start - ideal) if start > ideal else float("nan")
+        lines.append(
+            f"| {family} | {sample.answer} | {start:.4f} | {ideal:.4f} | {end:.4f} | {closed:.0%} | "
+            f"{result.steps[0].recall:.2f} -> {last['recall']:.2f} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
 def render(rows: list[dict[str, Any]], args: argparse.Namespace, command: str) -> str:
     env = f"{platform.processor() or platform.machine()}, torch {torch.__version__}, threads {torch.get_num_threads()}"
     lines = [
@@ -198,6 +269,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--cache-encoded", type=int, default=1, choices=(0, 1))
     p.add_argument("--both", action="store_true", help="run with the tower cached and not")
     p.add_argument("--out", type=Path, default=None, help="markdown table (JSON alongside)")
+    p.add_argument("--toy", action="store_true", help="run the tests' toy task per family instead (tiny models)")
+    p.add_argument("--lr", type=float, default=0.1, help="--toy: Adam learning rate")
+    p.add_argument("--toy-dir", default="/tmp/arr-coc-toy", help="--toy: where the tiny checkpoints are written")
     args = p.parse_args(argv)
     if ALIASES.get(args.config, args.config) not in ALL:
         p.error(f"--config must be one of {', '.join([*ALIASES, *ALL])}")
@@ -207,6 +281,13 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     command = "python benchmarks/train_answer.py " + " ".join(argv if argv is not None else sys.argv[1:])
+    if args.toy:
+        text = f"`{command}`\n\n" + toy(args)
+        print(text)
+        if args.out is not None:
+            args.out.parent.mkdir(parents=True, exist_ok=True)
+            args.out.write_text(text, encoding="utf-8")
+        return 0
     rows = []
     for cache in (1, 0) if args.both else (args.cache_encoded,):
         t0 = time.perf_counter()
