@@ -268,13 +268,17 @@ def test_load_samples_skips_bad_lines_with_a_reason(tmp_path):
         {"id": "ok", "image": "toy.png", "query": QUERY, "answer": "cat", "boxes": [[0, 0, 112, 224]]},
         {"id": "no-answer", "image": "toy.png", "query": QUERY, "answer": "  "},
         {"id": "bad-box", "image": "toy.png", "query": QUERY, "answer": "x", "boxes": [[5, 5, 1, 1]]},
+        {"id": "ok", "image": "toy.png", "query": "Again?", "answer": "dog"},
+        {"image": "toy.png", "query": "No id?", "answer": "cow"},
     ]
     data = tmp_path / "data.jsonl"
     data.write_text("\n".join([*map(json.dumps, rows), "{not json"]) + "\n")
     lines: list[str] = []
     samples = load_samples(data, log=lines.append)
-    assert [s.id for s in samples] == ["ok"] and samples[0].image == tmp_path / "toy.png"
-    assert len(lines) == 3 and "answer" in lines[0] and "empty" in lines[1]
+    assert [s.id for s in samples] == ["ok", "data.jsonl:4", "data.jsonl:5"]  # ids are unique: a run caches per id
+    assert samples[0].image == tmp_path / "toy.png" and samples[0].boxes == [(0.0, 0.0, 112.0, 224.0)]
+    assert len(lines) == 4 and "answer" in lines[0] and "empty" in lines[1] and "seen before" in lines[2]
+    assert "data.jsonl:6" in lines[3]  # the line that is not JSON
 
 
 def test_main_trains_and_writes_a_checkpoint(tiny_checkpoint_folder, tmp_path, capsys):

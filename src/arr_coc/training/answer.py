@@ -106,8 +106,9 @@ def _stderr(line: str) -> None:
     print(line, file=sys.stderr, flush=True)
 
 
-def parse_sample(record: Any, base: Path) -> AnswerSample:
+def parse_sample(record: Any, base: Path, where: str = "") -> AnswerSample:
     """An :class:`AnswerSample` from one JSON record; ``image`` is resolved against ``base`` (the file's folder).
+    A record without ``id`` is named ``where`` (e.g. ``data.jsonl:12``): ids must be unique, as a run caches per id.
 
     Raises:
         ValueError: naming the missing or malformed field.
@@ -127,7 +128,7 @@ def parse_sample(record: Any, base: Path) -> AnswerSample:
         boxes.append((x0, y0, x1, y1))
     image = Path(record["image"]).expanduser()
     return AnswerSample(
-        id=str(record.get("id", record["image"])),
+        id=str(record["id"]) if record.get("id") is not None else where or record["image"],
         image=image if image.is_absolute() else base / image,
         query=record["query"].strip(),
         answer=record["answer"].strip(),
@@ -147,12 +148,18 @@ def load_samples(path: str | Path, log: Log = _stderr, limit: int | None = None)
     if not path.is_file():
         raise FileNotFoundError(f"--data {path} is not a file (a JSONL of {{id, image, query, answer[, boxes]}})")
     samples: list[AnswerSample] = []
+    seen: set[str] = set()
     with path.open(encoding="utf-8") as f:
         for n, line in enumerate(f, 1):
             if not line.strip():
                 continue
             try:
-                samples.append(parse_sample(json.loads(line), path.parent))
+                sample = parse_sample(json.loads(line), path.parent, f"{path.name}:{n}")
+                if sample.id in seen:
+                    log(f"{path.name}:{n}: id {sample.id!r} seen before; this line is named {path.name}:{n}")
+                    sample.id = f"{path.name}:{n}"
+                seen.add(sample.id)
+                samples.append(sample)
             except (ValueError, json.JSONDecodeError) as err:
                 log(f"skipped {path.name}:{n}: {err}")
             if limit is not None and len(samples) >= limit:
@@ -406,8 +413,8 @@ class AnswerTrainer:
         self.patch, self.merge, self.tps = self.adapter.geometry(model)
         image_processor = getattr(processor, "image_processor", None)
         mean, std = getattr(image_processor, "image_mean", None), getattr(image_processor, "image_std", None)
-        self.image_mean = tuple(float(v) for v in mean) if mean is not None else self.adapter.image_mean
-        self.image_std = tuple(float(v) for v in std) if std is not None else self.adapter.image_std
+        self.image_mean = _three(mean) if mean is not None else self.adapter.image_mean
+        self.image_std = _three(std) if std is not None else self.adapter.image_std
         self._cache: dict[str, Prepared] = {}  # per sample id: texture, prior, evidence cells (small: 13 maps)
         if isinstance(cache_encoded, bool) or not isinstance(cache_encoded, int) or cache_encoded < 0:
             raise ValueError(f"cache_encoded must be an integer >= 0, got {cache_encoded!r}")
@@ -591,6 +598,11 @@ class AnswerTrainer:
         self.realizer.eval()
         result.peak_memory = peak_memory(str(self.device))
         return result
+
+
+def _three(value: Any) -> tuple[float, ...]:
+    """A processor's ``image_mean`` / ``image_std`` (a number or 3 numbers) as 3 floats."""
+    return (float(value),) * 3 if isinstance(value, (int, float)) else tuple(float(v) for v in value)
 
 
 def _project(realizer: torch.nn.Module) -> None:
