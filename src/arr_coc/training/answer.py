@@ -763,7 +763,7 @@ def main(argv: list[str] | None = None) -> int:
         realizer = load_relevance(args.relevance) if args.relevance else Realizer(RelevanceConfig())
         device = resolve_device(args.device)
         processor, model = load_model(args.model, resolve_dtype(args.dtype), device)
-    except (ValueError, FileNotFoundError, ModelNotFoundError) as err:
+    except (ValueError, ImportError, OSError, ModelNotFoundError) as err:  # ImportError: a missing extra (--mode text)
         print(f"arr-coc train: {err}", file=sys.stderr)
         return 2
     print(f"training on {len(samples)} samples, {args.steps} steps, budget {budget}, mode {mode}, device {device}")
