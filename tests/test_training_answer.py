@@ -75,19 +75,76 @@ def vlm_state(model) -> dict[str, torch.Tensor]:
 
 
 # ----- the gate ----------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("mask", ["attention", "embedding"])
 @pytest.mark.parametrize("family", FAMILIES)
-def test_all_ones_gate_is_the_unmodified_model_exactly(family, tiny_checkpoint_folder):
-    """x * 1.0 == x in every float format, and the pass uses the model's own positions: logits bit for bit."""
+def test_all_ones_gate_is_the_unmodified_model_exactly(family, mask, tiny_checkpoint_folder):
+    """Gate 1: the key bias is log(f + (1 - f)) == log(1.0) == 0 exactly (f = 2**-24, 1 - f exact in float32), or
+    x * 1.0 == x; the pass uses the model's own positions: logits bit for bit."""
     model, processor = load(tiny_checkpoint_folder, family)
     inputs, _ = build_training_inputs(processor, toy_image(family), QUERY, "cat")
     with torch.no_grad():
         reference = model(**inputs).logits
         encoded = encode_images(model, inputs)
         n = encoded.features[0].shape[0]
-        gated = gated_forward(model, inputs, [torch.ones(n)], encoded).logits
-        blanked = gated_forward(model, inputs, [torch.zeros(n)], encoded).logits
+        gated = gated_forward(model, inputs, [torch.ones(n)], encoded, mask=mask).logits
+        blanked = gated_forward(model, inputs, [torch.zeros(n)], encoded, mask=mask).logits
     assert torch.equal(gated, reference)
     assert not torch.equal(blanked, reference)  # the gate does reach the language model
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_hard_attention_gate_is_the_pruned_model(family, tiny_checkpoint_folder):
+    """A 0/1 attention gate vs ``compress`` keeping the same tokens: every token but the dropped ones sees the same
+    keys, values and positions, except that a dropped key keeps f = 2**-24 of its weight. With 32 dropped keys and
+    attention logits of this model well under 5 in size, their share of any row is below 32 * 6e-8 * e**10 ~ 0.05%,
+    so logits (of size ~1) agree to 1e-3; float32 rounding of the different sums is far below that."""
+    from arr_coc.integrations import compress
+
+    model, processor = load(tiny_checkpoint_folder, family)
+    inputs, _ = build_training_inputs(processor, toy_image(family), QUERY, "cat")
+    encoded = encode_images(model, inputs)
+    n = encoded.features[0].shape[0]
+    scores = torch.linspace(0, 1, n).flip(0)  # keep the first half in raster order
+    gate = torch.zeros(n)
+    gate[: n // 2] = 1
+    cm = compress(model, budget=n // 2, scorer=lambda ctx: scores, processor=processor)
+    with torch.no_grad():
+        pruned = cm(**inputs).logits[0, -1]
+        gated = gated_forward(model, inputs, [gate], encoded).logits[0, -1]
+        full = model(**inputs).logits[0, -1]
+    assert cm.last_allocation[0][0].keep.tolist() == list(range(n // 2))
+    assert torch.allclose(gated, pruned, atol=1e-3, rtol=0)
+    assert (gated - full).abs().max() > 100 * (gated - pruned).abs().max()  # the check is not vacuous
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_gate_gradient_matches_finite_differences(family, tiny_checkpoint_folder):
+    """Autograd's d loss / d g along v = sign(grad) equals the central difference, at the interior gate 0.5.
+
+    The model runs in float64 but its RMSNorm computes in float32, so the loss (~12) carries rounding of ~1e-6; with
+    h = 0.05 that is ~2e-5 of error in the difference quotient, while the directional derivative here is 0.03-0.07
+    and the truncation error (h**2 / 6 x a third derivative of the same order) ~3e-5: they agree to 1% (0.2% seen).
+    The embedding gate's derivative near 0 would be off by orders of magnitude (see arr_coc.training.answer)."""
+    model, processor = load(tiny_checkpoint_folder, family)
+    model = model.double().requires_grad_(False)
+    inputs, answer_ids = build_training_inputs(processor, toy_image(family), QUERY, "cat")
+    inputs["pixel_values"] = inputs["pixel_values"].double()
+    encoded = encode_images(model, inputs)
+    n = encoded.features[0].shape[0]
+    keep = answer_ids.numel() + 1
+
+    def loss(g: torch.Tensor) -> torch.Tensor:
+        return answer_loss(gated_forward(model, inputs, [g], encoded, logits_to_keep=keep).logits[0], answer_ids)
+
+    g = torch.full((n,), 0.5, dtype=torch.float64, requires_grad=True)
+    loss(g).backward()
+    v = g.grad.sign()  # the steepest direction in the 1-norm: the derivative along it is ||grad||_1, no cancellation
+    h = 0.05
+    with torch.no_grad():
+        numeric = (float(loss(g.detach() + h * v)) - float(loss(g.detach() - h * v))) / (2 * h)
+    analytic = float(g.grad @ v)
+    assert abs(numeric) > 1e-2  # far above the error bounds: the comparison means something
+    assert analytic == pytest.approx(numeric, rel=0.01)
 
 
 def test_qwen3_gate_scales_deepstack_with_the_same_gate(tiny_checkpoint_folder):
@@ -98,7 +155,7 @@ def test_qwen3_gate_scales_deepstack_with_the_same_gate(tiny_checkpoint_folder):
     gate = torch.linspace(0, 1, n)
     from arr_coc.integrations.compress import find_adapter
 
-    out = find_adapter(model).gated_output(encoded, [gate])
+    out = find_adapter(model).gated_output(encoded, [gate])  # the embedding mask's DeepStack gating
     assert len(out.deepstack_features) == len(encoded.deepstack) == 2
     for level, original in zip(out.deepstack_features, encoded.deepstack, strict=True):
         assert torch.equal(level[0], original[0] * gate[:, None])

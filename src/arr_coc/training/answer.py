@@ -9,7 +9,7 @@ What one step does, for one (image, question, answer) sample:
     pixels ──► texture (13 channels) ─┐
     query ──► cues, embeddings ───────┼─► Realizer.forward (trainable) ─► scores (N,) ─► keep-gate g (N,)
     (text mode) OCR prior ────────────┘                                                        │
-    prompt + answer tokens ──► language model (frozen) on [tokens * g at their own M-RoPE positions] ─► loss
+    prompt + answer tokens ──► language model (frozen), every visual key's attention scaled by its gate ──► loss
 
 loss = cross-entropy of the answer tokens (+ ``evidence_weight`` x the evidence loss on the scores when the sample
 has answer boxes); its gradient reaches only the Realizer's parameters (every ``nn.Parameter`` of it that requires
@@ -17,18 +17,27 @@ grad: the scorers' channel weights, the participatory term weights and cue scale
 later version adds), which Adam updates. The VLM's parameters are frozen (``requires_grad_(False)``) and never in
 the optimiser.
 
-Why this gate. The keep-mask sits between the vision tower and the language model: the merger's output for token i
-is multiplied by a gate g_i (``arr_coc.integrations.gating``), and for Qwen3-VL every DeepStack level with it.
-Nothing leaves the sequence, so every visual token keeps its original M-RoPE (t, h, w) position, as ``compress``'s
-kept tokens do; at g = 1 the pass is the unmodified model exactly. The gate is a straight-through top-K (default,
-``gate="st"``): forward, g is the hard top-K mask of ``compress`` (K from the budget, ties to the lower index, as
-``arr_coc.attending.select``), so the loss trained on is the loss of the tokens inference keeps; backward, the
-gradient is that of the soft gate sigmoid((s - tau) / temperature), tau midway between the K-th and (K+1)-th
-scores. A plain soft gate (``gate="soft"``: forward = that sigmoid) gives a smooth objective but trains on
-half-kept tokens inference never sees; an attention-mask gate would match pruning exactly at 0/1 but cannot pass a
-gradient through a dropped token (its attention weight is 0) and needs a 4-D float mask every attention backend
-would have to accept. Known gap: a hard 0 blanks a token (zero embedding, no DeepStack) rather than removing it, so
-the step's loss is a surrogate of, not equal to, the pruned model's loss (blanked tokens are still attended to).
+Why this gate. The keep-mask sits between the vision tower and the language model and nothing leaves the sequence,
+so every visual token keeps its original M-RoPE (t, h, w) position, as ``compress``'s kept tokens do. Where it acts
+(``arr_coc.integrations.gating``):
+
+* ``mask="attention"`` (default): in every attention layer, visual token i's key gets the logit bias
+  log(f + (1 - f) g_i), f = 2**-24: its attention weight in every row is multiplied by about g_i. At g = 1 the
+  bias is exactly 0 (the unmodified model, bit for bit in the tests); at g = 0 the token keeps 6e-8 of its weight,
+  so the pass is the pruned model's up to that share (every other token sees the same keys, values and positions
+  as under ``compress``) and the gradient of a dropped token still exists. Needs ``sdpa`` or ``eager`` attention.
+* ``mask="embedding"``: the token's embedding (and, for Qwen3-VL, every DeepStack feature) is multiplied by g_i.
+  Exact at g = 1 too, but NOT a relaxation of pruning: the decoder's pre-norm (RMSNorm) is scale-invariant, so the
+  other tokens see the same layer-0 keys and values for any g > 0 and only g = 0 exactly blanks the token; the loss
+  is nearly a step function of g and its gradient at g = 0 is of order 1 / sqrt(eps). Measured on the tiny Qwen3-VL
+  (float64): the first-order prediction of the loss change from keeping the right half to keeping the left half was
+  +30.8 with this gate and -0.083 with the attention gate; the true change was -0.030. Kept for comparison.
+
+The gate values come from a straight-through top-K (default, ``gate="st"``): forward, g is the hard top-K mask of
+``compress`` (K from the budget, ties to the lower index, as ``arr_coc.attending.select``), so the loss trained on is
+that of the tokens inference keeps; backward, the gradient is that of the soft gate sigmoid((s - tau) / temperature),
+tau midway between the K-th and (K+1)-th scores. ``gate="soft"`` (forward = that sigmoid) gives a smooth objective
+but trains on half-kept tokens inference never sees.
 
 The evidence objective (``evidence_weight`` > 0, samples with ``boxes``): the answer boxes are mapped to their
 evidence cells on the token grid (the rule of ``benchmarks/evidence_recall.py``: a cell counts when the box covers
@@ -251,7 +260,8 @@ def answer_loss(logits: torch.Tensor, answer_ids: torch.Tensor) -> torch.Tensor:
             predicts the first answer token; the last position predicts nothing).
         answer_ids (torch.LongTensor of shape (A,)): the answer's tokens (with the turn's end token).
     """
-    return F.cross_entropy(logits[:-1].float(), answer_ids.to(logits.device))
+    wide = torch.promote_types(logits.dtype, torch.float32)  # bf16 logits in float32; float64 stays float64
+    return F.cross_entropy(logits[:-1].to(wide), answer_ids.to(logits.device))
 
 
 def build_training_inputs(processor: Any, image: Image.Image, query: str, answer: str, max_pixels: int | None = None):
@@ -356,6 +366,8 @@ class AnswerTrainer:
         cache_encoded: keep the processor inputs and the frozen vision tower's outputs of up to this many samples
             (on the model's device: about N x D values per image, x (1 + DeepStack levels) for Qwen3-VL), so a sample
             seen again skips the tower; 0 (default) recomputes them every step.
+        mask: where the gate acts (``arr_coc.integrations.gating.gated_forward``): ``"attention"`` (default, each
+            visual key's attention weight scaled by its gate) or ``"embedding"`` (its embedding scaled).
 
     Raises:
         ValueError: an unsupported model, a relevance model without trainable parameters, a bad budget / gate.
@@ -374,6 +386,7 @@ class AnswerTrainer:
         max_pixels: int | None = None,
         log: Log = _stderr,
         cache_encoded: int = 0,
+        mask: str = "attention",
     ) -> None:
         from ..integrations.compress import SUPPORTED_CLASSES, find_adapter
 
@@ -397,6 +410,9 @@ class AnswerTrainer:
             raise ValueError(f"temperature must be a number > 0, got {temperature!r}")
         if not (isinstance(evidence_weight, (int, float)) and evidence_weight >= 0 and math.isfinite(evidence_weight)):
             raise ValueError(f"evidence_weight must be a finite number >= 0, got {evidence_weight!r}")
+        if mask not in ("attention", "embedding"):
+            raise ValueError(f"mask must be 'attention' or 'embedding', got {mask!r}")
+        self.mask = mask
         if mode not in ("texture", "text"):
             raise ValueError(f"mode must be 'texture' or 'text', got {mode!r}")
         self.model = model.eval().requires_grad_(False)
@@ -507,9 +523,7 @@ class AnswerTrainer:
         n = scores.numel()
         k = resolve_budget(self.budget, n, scores.detach(), self.realizer.config)
         gate = keep_gate(scores, k, self.gate, self.temperature)  # (N,)
-        out = gated_forward(
-            self.model, inputs, [gate], encoded=encoded, adapter=self.adapter, logits_to_keep=answer_ids.numel() + 1
-        )
+        out = gated_forward(self.model, inputs, [gate], encoded, self.adapter, answer_ids.numel() + 1, self.mask)
         lm = answer_loss(out.logits[0], answer_ids)
         loss, ev, recall = lm, None, None
         if prepared.cells is not None:
@@ -629,6 +643,7 @@ def train_answer(
     max_pixels: int | None = None,
     log: Log = _stderr,
     cache_encoded: int = 0,
+    mask: str = "attention",
 ) -> TrainResult:
     """Train ``realizer`` on the answer objective (see the module docstring); the model stays frozen.
 
@@ -638,8 +653,9 @@ def train_answer(
         :class:`TrainResult` (``realizer`` updated in place, in eval mode).
     """
     trainer = AnswerTrainer(
-        model, processor, realizer, budget, evidence_weight, gate, temperature, mode, max_pixels, log, cache_encoded
-    )
+        model, processor, realizer, budget, evidence_weight, gate, temperature, mode, max_pixels, log, cache_encoded,
+        mask,
+    )  # fmt: skip
     return trainer.fit(samples, steps, lr, seed)
 
 
@@ -736,6 +752,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--evidence-weight", type=float, default=0.0, help="weight of the evidence loss (needs boxes)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--gate", choices=GATES, default="st", help="st: straight-through top-K (default); soft: sigmoid")
+    p.add_argument("--mask", choices=("attention", "embedding"), default="attention", help="where the gate acts")
     p.add_argument("--temperature", type=float, default=0.1, help="soft gate / evidence softmax temperature")
     p.add_argument("--mode", choices=("auto", "text", "texture"), default="texture", help="texture (default) or text")
     p.add_argument("--relevance", default=None, help="start from this relevance checkpoint folder")
@@ -770,7 +787,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         trainer = AnswerTrainer(
             model, processor, realizer, budget, args.evidence_weight, args.gate, args.temperature, mode,
-            args.max_pixels, cache_encoded=args.cache_encoded,
+            args.max_pixels, cache_encoded=args.cache_encoded, mask=args.mask,
         )  # fmt: skip
         every = max(1, args.log_every)
 
