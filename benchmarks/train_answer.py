@@ -142,7 +142,7 @@ def run(args: argparse.Namespace, cache_encoded: int) -> dict[str, Any]:
         torch.cuda.reset_peak_memory_stats(args.device)
     trainer = AnswerTrainer(
         model, processor, Realizer(), budget=args.budget, gate=args.gate, cache_encoded=cache_encoded,
-        log=lambda line: print(line, file=sys.stderr),
+        log=lambda line: print(line, file=sys.stderr), mask=args.mask,
     )  # fmt: skip
     result = trainer.fit([sample], steps=args.warmup + args.steps, lr=0.01, seed=0)
     timed = [s.ms for s in result.steps[args.warmup :]]
@@ -247,7 +247,7 @@ def render(rows: list[dict[str, Any]], args: argparse.Namespace, command: str) -
         f"`{command}`",
         "",
         f"Answer objective, one sample a step; device {args.device}, dtype {args.dtype}, budget {args.budget}, gate "
-        f"{args.gate}; median of {args.steps} steps after {args.warmup} warm-up steps; {env}.",
+        f"{args.gate}, mask {args.mask}; median of {args.steps} steps after {args.warmup} warm-up steps; {env}.",
         "",
         "| config | LM layers | vision blocks | tower cached | weights MiB | sequence | visual tokens (kept) | "
         "step ms (median / min) | peak MiB | loss first -> last |",
@@ -274,6 +274,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--max-tokens", type=int, default=1280, help="visual tokens at most (image processor max_pixels)")
     p.add_argument("--budget", default="0.25")
     p.add_argument("--gate", default="st", choices=("st", "soft"))
+    p.add_argument("--mask", default="attention", choices=("attention", "embedding"), help="where the gate acts")
     p.add_argument("--steps", type=int, default=10)
     p.add_argument("--warmup", type=int, default=2)
     p.add_argument("--cache-encoded", type=int, default=1, choices=(0, 1))
