@@ -191,8 +191,8 @@ def toy(args: argparse.Namespace) -> str:
     classes = {"qwen2-vl": "Qwen2VLForConditionalGeneration", "qwen2.5-vl": "Qwen2_5_VLForConditionalGeneration",
                "qwen3-vl": "Qwen3VLForConditionalGeneration"}  # fmt: skip
     lines = [
-        f"Toy task (tiny random-weight checkpoints), trained with gate {args.gate}, Adam lr {args.lr}, {args.steps} "
-        "steps; losses of the hard keep set:",
+        f"Toy task (tiny random-weight checkpoints), trained with gate {args.gate}, mask {args.mask}, Adam lr "
+        f"{args.lr}, {args.steps} steps; losses of the hard keep set:",
         "",
         "| family | noise seed | answer | loss start | loss ideal | loss end | gap closed | left half kept |",
         "|---|---:|---|---:|---:|---:|---:|---|",
@@ -211,7 +211,9 @@ def toy(args: argparse.Namespace) -> str:
             best = None
             for word in TOY_WORDS:
                 sample = AnswerSample(word, image, "What is on the left?", word, box)
-                hard = AnswerTrainer(model, processor, Realizer(), budget=0.5, gate="st", cache_encoded=1)
+                hard = AnswerTrainer(
+                    model, processor, Realizer(), budget=0.5, gate="st", cache_encoded=1, mask=args.mask
+                )
                 with torch.no_grad():
                     start, parts = hard.loss(sample)
                     inputs, answer_ids, prepared, encoded = hard._encoded[word]
@@ -219,16 +221,19 @@ def toy(args: argparse.Namespace) -> str:
                     left = torch.zeros(rows, cols)
                     left[:, : cols // 2] = 1
                     keep = answer_ids.numel() + 1
-                    out = gated_forward(model, inputs, [left.flatten()], encoded, logits_to_keep=keep)
+                    out = gated_forward(model, inputs, [left.flatten()], encoded, logits_to_keep=keep, mask=args.mask)
                     ideal = float(answer_loss(out.logits[0], answer_ids))
                 if best is None or float(start) - ideal > best[0]:
                     best = (float(start) - ideal, sample, float(start), ideal, parts["recall"])
             _, sample, start, ideal, recall0 = best
             realizer = Realizer()
-            trainer = AnswerTrainer(model, processor, realizer, budget=0.5, gate=args.gate, cache_encoded=1)
+            trainer = AnswerTrainer(
+                model, processor, realizer, budget=0.5, gate=args.gate, cache_encoded=1, mask=args.mask
+            )
             trainer.fit([sample], steps=args.steps, lr=args.lr, seed=0)
             with torch.no_grad():
-                end_loss, last = AnswerTrainer(model, processor, realizer, budget=0.5, gate="st").loss(sample)
+                hard = AnswerTrainer(model, processor, realizer, budget=0.5, gate="st", mask=args.mask)
+                end_loss, last = hard.loss(sample)
             end = float(end_loss)
             closed = (start - end) / (start - ideal) if start > ideal else float("nan")
             closed_all.append(closed)
