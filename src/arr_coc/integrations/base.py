@@ -320,6 +320,18 @@ class FamilyAdapter:
         pooled = tuple(f[k.to(f.device)] for f, k in zip(encoded.features, keeps, strict=True))  # each (k_i, D)
         return type(encoded.raw)(pooler_output=pooled)
 
+    def gated_output(self, encoded: EncodedVisual, gates: Sequence[torch.Tensor]) -> Any:
+        """A fresh encoder output with every token of each item scaled by its gate (the differentiable keep-mask of
+        ``arr_coc.integrations.gating``); nothing is dropped, so every token keeps its place and M-RoPE position.
+
+        Args:
+            encoded: output of :meth:`encode`.
+            gates: per item, a (N_i,) tensor (any float dtype, may require grad); 1 passes a token unchanged, 0
+                blanks it.
+        """
+        pooled = tuple(f * g.to(f.device, f.dtype).unsqueeze(1) for f, g in zip(encoded.features, gates, strict=True))
+        return type(encoded.raw)(pooler_output=pooled)  # each (N_i, D)
+
     def supports_deepstack(self) -> bool:
         """Whether this family injects DeepStack features (Qwen3-VL)."""
         return False

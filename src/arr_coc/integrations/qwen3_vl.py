@@ -97,6 +97,24 @@ class Qwen3Adapter(FamilyAdapter):
             deepstack.append(tuple(rows))
         return type(encoded.raw)(pooler_output=pooled, deepstack_features=deepstack)
 
+    def gated_output(self, encoded: EncodedVisual, gates: Sequence[torch.Tensor]) -> Any:
+        """Main tokens AND every DeepStack level scaled by the same gate per token (the differentiable keep-mask):
+        a blanked token receives no DeepStack feature either, as a pruned one does.
+
+        Args:
+            encoded: output of :meth:`encode`.
+            gates: per item, a (N_i,) tensor (may require grad).
+        """
+
+        def scale(feats: Sequence[torch.Tensor]) -> tuple[torch.Tensor, ...]:
+            return tuple(f * g.to(f.device, f.dtype).unsqueeze(1) for f, g in zip(feats, gates, strict=True))
+
+        pooled = scale(encoded.features)  # each (N_i, D)
+        if encoded.deepstack is None:
+            return type(encoded.raw)(pooler_output=pooled)
+        deepstack = [scale(level) for level in encoded.deepstack]  # per level, each (N_i, D)
+        return type(encoded.raw)(pooler_output=pooled, deepstack_features=deepstack)
+
 
 ADAPTER = Qwen3Adapter(
     name="qwen3-vl",

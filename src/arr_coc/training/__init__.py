@@ -1,0 +1,1 @@
+"""Training the relevance model (``arr-coc train``). ``answer``: the answer objective (the VLM frozen)."""
