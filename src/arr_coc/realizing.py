@@ -341,7 +341,7 @@ def text_prior_maps(
 
     Returns:
         torch.Tensor of shape (T, rows, cols) in [0, 1], float32 on the CPU (OCR runs on the CPU), the OCR boxes
-        of each picture, each picture's structural evidence (``arr_coc.structural_query.Evidence``: which budget
+        of each picture, each picture's structural evidence (``arr_coc.reading.structural_query.Evidence``: which budget
         rule fired) or None, and the words' cells (``QueryMatcher.units``) as indices into the (T * rows * cols)
         raster of all pictures, for a selection that keeps words whole.
     """

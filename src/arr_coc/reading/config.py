@@ -247,7 +247,7 @@ class LayoutConfig:
 
 @dataclass(frozen=True)
 class StructureConfig:
-    """Questions about the page's structure (``arr_coc.structure``, ``arr_coc.structural_query``).
+    """Questions about the page's structure (``arr_coc.reading.structure``, ``arr_coc.reading.structural_query``).
 
     A question about the title, the word after a phrase, the n-th section of a column or a chart's extremes is parsed,
     resolved on the page's layout, and its evidence is kept first (the budget rule): the evidence paints 1 and every

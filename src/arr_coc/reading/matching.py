@@ -9,8 +9,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ..structural_query import Evidence, parse, resolve
-from ..structure import Layout, analyse, flat_layout
+from .structural_query import Evidence, parse, resolve
+from .structure import Layout, analyse, flat_layout
 from .config import ReadingConfig
 from .layout import paint_boxes, propagate, word_units
 from .lexical import answer_types, has_type, lexical_scores
@@ -25,7 +25,7 @@ def continuations(layout: Layout, keys: Sequence[int]) -> list[tuple[int, int]]:
     links the two; the layout analysis' reading order does.
 
     Args:
-        layout: ``arr_coc.structure.analyse`` of the boxes.
+        layout: ``arr_coc.reading.structure.analyse`` of the boxes.
         keys: indices of the key boxes.
 
     Returns:
@@ -71,7 +71,7 @@ class QueryMatcher:
     4. Evidence chain: a key scores at least ``keys.link`` (0.9) times the best candidate it points to (times its
        share in that candidate's score), so the value is kept with the key that makes it the answer ("Amount due:"
        beside "$18,324.18"); a table cell among the best candidates (``keys.header_top``) keeps its row and column
-       headers (``arr_coc.structure.Layout.headers_of``) at ``keys.link`` times its score. A key in a row
+       headers (``arr_coc.reading.structure.Layout.headers_of``) at ``keys.link`` times its score. A key in a row
        (table header, "Label: value") reaches below/above only up to the first much wider box
        (``layout.cross_width``): fine print under a table is not the table's next cell. With layout analysis
        (``structure.enabled``), a key ending a paragraph at the foot of a column also reaches the first line of the
@@ -82,7 +82,7 @@ class QueryMatcher:
        of each word, which the selection keeps whole (``layout.whole_words``).
     6. Structure (``structure.query_parsing``): a question about the page's structure (title, the word after a quoted
        phrase, the last word of a named section, the n-th section of a column, a chart's extremes, "the third month")
-       is parsed (``arr_coc.structural_query``) and resolved on the page's layout (``arr_coc.structure``); the
+       is parsed (``arr_coc.reading.structural_query``) and resolved on the page's layout (``arr_coc.reading.structure``); the
        evidence it needs paints 1 and everything else is damped by ``structure.evidence_damp`` (the budget rule),
        and an implied label ("Mar") becomes a key for the layout rule. ``relevance_and_evidence`` also returns which
        rule fired.
@@ -153,12 +153,12 @@ class QueryMatcher:
 
     @property
     def structure(self) -> bool:
-        """Whether layout analysis is on (``arr_coc.structure``)."""
+        """Whether layout analysis is on (``arr_coc.reading.structure``)."""
         return self.config.structure.enabled
 
     @property
     def query_parsing(self) -> bool:
-        """Whether structural references in the question are parsed (``arr_coc.structural_query``)."""
+        """Whether structural references in the question are parsed (``arr_coc.reading.structural_query``)."""
         return self.config.structure.query_parsing
 
     @property
@@ -262,7 +262,7 @@ class QueryMatcher:
         return keys.astype(np.float32)
 
     def layout_of(self, boxes: Sequence[TextBox]) -> Layout:
-        """The page's layout: ``arr_coc.structure.analyse`` (``structure.enabled``) or, off, ``flat_layout`` (boxes
+        """The page's layout: ``arr_coc.reading.structure.analyse`` (``structure.enabled``) or, off, ``flat_layout`` (boxes
         in OCR order, no columns, tables or reading order).
 
         The last ``structure.layout_cache_items`` pages' layouts are kept (keyed on the boxes themselves), so a second
@@ -291,7 +291,7 @@ class QueryMatcher:
         """(N,) final per-box relevance in [0, 1] (key, answer candidates, other text).
 
         ``extra_keys``: indices of boxes that are keys whatever the query's words say (an implied label found by
-        ``arr_coc.structural_query``, e.g. "Mar" for "the third month"). ``layout``: the page's ``layout_of(boxes)``
+        ``arr_coc.reading.structural_query``, e.g. "Mar" for "the third month"). ``layout``: the page's ``layout_of(boxes)``
         when the caller has it already.
         """
         n = len(boxes)
@@ -392,7 +392,7 @@ class QueryMatcher:
         return word_units(boxes, rows, cols, original_size, cfg.word_pad) if cfg.whole_words else []
 
     def evidence(self, boxes: Sequence[TextBox], query: str, layout: Layout | None = None) -> Evidence | None:
-        """The structural evidence the query needs (``arr_coc.structural_query.Evidence``), or None (``layout``:
+        """The structural evidence the query needs (``arr_coc.reading.structural_query.Evidence``), or None (``layout``:
         the page's ``layout_of(boxes)`` when the caller has it)."""
         if not self.query_parsing or not boxes or not query:
             return None

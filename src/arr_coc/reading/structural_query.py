@@ -6,7 +6,7 @@ A question such as "Which word comes right after 'ability to'?", "What is the la
 that holds its answer. ``parse`` turns the wording into a ``StructuralQuery`` (ordinals in digits and words, month
 and weekday names as ordinals, left/right/top/bottom, "section/column/paragraph titled X", first/last word of,
 right after/before a quoted phrase, superlatives and comparisons). ``resolve`` finds the referent in a
-``arr_coc.structure.Layout`` and returns an ``Evidence``: regions to keep and, for implied labels, the key boxes the
+``arr_coc.reading.structure.Layout`` and returns an ``Evidence``: regions to keep and, for implied labels, the key boxes the
 reading path's layout rule should propagate from.
 
 The budget rule (``Evidence.rule``): evidence that is not a single box (a comparison needs every candidate value
@@ -348,7 +348,7 @@ def resolve(layout: Layout, sq: StructuralQuery) -> Evidence | None:
     """The evidence ``sq`` needs on ``layout``, or None when the query is not structural or nothing was found.
 
     Args:
-        layout: ``arr_coc.structure.analyse`` of the page's OCR boxes.
+        layout: ``arr_coc.reading.structure.analyse`` of the page's OCR boxes.
         sq: ``parse`` of the question.
     """
     if not layout.words:
