@@ -8,6 +8,7 @@
     arr-coc demo [--model ID_OR_PATH] [--host 127.0.0.1] [--port 7860]
     arr-coc eval --model PATH --task docvqa --data PATH --budgets 1.0,0.333,0.222,0.111 --out DIR
                  (answer accuracy of every allocator and budget vs the unpruned model; see evaluation/runner.py)
+    arr-coc train [--objective evidence|answer] --data DIR --out FOLDER [...]   (see arr-coc train --help)
     arr-coc --version
 
 ``allocate`` prints a one-line summary (tokens before -> after, mode, time) and writes the JSON contract
@@ -176,6 +177,8 @@ def build_parser() -> argparse.ArgumentParser:
     a.add_argument("--heatmap", type=Path, help="write a heatmap PNG here")
     a.add_argument("--batch", type=Path, help="JSONL of {id, image, query[, budget]} lines")
     a.add_argument("--out", type=Path, help="with --batch: output JSONL")
+    a.add_argument("--relevance", type=Path, default=None,
+                   help="a relevance checkpoint folder (arr-coc train): its learned box scorer and config")
 
     k = sub.add_parser(
         "ask",
@@ -245,10 +248,31 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=_HelpFormatter,
     )
     add_eval_arguments(e)
+
+    t = sub.add_parser(
+        "train",
+        help="train the relevance model (the text path's learned box scorer); see arr-coc train --help",
+        add_help=False,
+    )
+    t.add_argument("train_args", nargs=argparse.REMAINDER, help="arguments of arr_coc.training.main")
     return parser
 
 
+def load_relevance(folder: Path | str | None):
+    """The ``Realizer`` of a checkpoint folder (``--relevance``), or None for the default one."""
+    if folder is None:
+        return None
+    from .realizing import Realizer
+
+    return Realizer.from_pretrained(folder)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["train"]:  # its own parser (the objective's), so --help shows the training options
+        from .training import main as train_main
+
+        return train_main(argv[1:])
     args = build_parser().parse_args(argv)
     try:
         if args.command == "allocate":
@@ -305,6 +329,7 @@ def _allocate(args: argparse.Namespace) -> int:
         min_pixels=args.min_pixels,
         max_pixels=args.max_pixels,
         mode=args.mode,
+        realizer=load_relevance(args.relevance),
     )
     print(_summary(args.image, alloc))
     if alloc.evidence is not None:  # a question about the page's structure: its evidence was kept first
@@ -335,6 +360,7 @@ def _allocate_batch(args: argparse.Namespace) -> int:
     root = args.batch.parent
     args.out.parent.mkdir(parents=True, exist_ok=True)
     allocated = failed = blind = 0
+    realizer = load_relevance(args.relevance)
     modes: set[str] = set()
     with args.out.open("w", encoding="utf-8") as out:
         for n, line in enumerate(tqdm(lines, desc="allocate", unit="img", file=sys.stderr), 1):
@@ -356,6 +382,7 @@ def _allocate_batch(args: argparse.Namespace) -> int:
                     min_pixels=args.min_pixels,
                     max_pixels=args.max_pixels,
                     mode=args.mode,
+                    realizer=realizer,
                 )
                 record = alloc.to_json(id=record_id)
                 allocated += 1

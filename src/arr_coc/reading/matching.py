@@ -13,6 +13,7 @@ from .structural_query import Evidence, parse, resolve
 from .structure import Layout, analyse, flat_layout
 from .config import ReadingConfig
 from .layout import paint_boxes, propagate, word_units
+from .learned import BoxScorer, box_features
 from .lexical import answer_types, has_type, lexical_scores
 from .ocr import TextBox
 from .semantic import MiniLMEmbedder, semantic_scores, semantic_similarities
@@ -105,6 +106,8 @@ class QueryMatcher:
         whole_words: Override ``config.layout.whole_words`` (off, ``units`` is empty: plain top-k over cells).
         embedder: MiniLM embedder to use (shared between matchers by ``arr_coc.reading.Reading``); default: this
             matcher's own, created from ``config.semantic`` and loaded on the first semantic query.
+        scorer: a trained ``arr_coc.reading.learned.BoxScorer``: each box's final score is its output on
+            ``box_features`` instead of the rules' ``box_scores`` (None: the rules).
     """
 
     def __init__(
@@ -118,6 +121,7 @@ class QueryMatcher:
         query_parsing: bool | None = None,
         whole_words: bool | None = None,
         embedder: MiniLMEmbedder | None = None,
+        scorer: BoxScorer | None = None,
     ) -> None:
         config = config if config is not None else ReadingConfig()
         if not isinstance(config, ReadingConfig):
@@ -131,6 +135,7 @@ class QueryMatcher:
             whole_words=whole_words,
         )
         self._embedder = embedder
+        self.scorer = scorer
         self._layouts: OrderedDict[tuple[TextBox, ...], Layout] = OrderedDict()  # per page, bounded LRU
         self._layouts_lock = threading.Lock()
         if embedder is None and self.config.semantic.enabled:
@@ -273,7 +278,7 @@ class QueryMatcher:
             if key in self._layouts:
                 self._layouts.move_to_end(key)
                 return self._layouts[key]
-        layout = analyse(boxes) if self.structure else flat_layout(boxes)
+        layout = analyse(boxes, self.config.page) if self.structure else flat_layout(boxes, self.config.page)
         bound = self.config.structure.layout_cache_items
         with self._layouts_lock:
             self._layouts[key] = layout
@@ -291,19 +296,36 @@ class QueryMatcher:
         """(N,) final per-box relevance in [0, 1] (key, answer candidates, other text).
 
         ``extra_keys``: indices of boxes that are keys whatever the query's words say (an implied label found by
-        ``arr_coc.reading.structural_query``, e.g. "Mar" for "the third month"). ``layout``: the page's ``layout_of(boxes)``
-        when the caller has it already.
+        ``arr_coc.reading.structural_query``, e.g. "Mar" for "the third month"). ``layout``: the page's
+        ``layout_of(boxes)`` when the caller has it already.
         """
+        return self.box_parts(boxes, query, extra_keys, layout)["scores"]
+
+    def box_parts(
+        self,
+        boxes: Sequence[TextBox],
+        query: str,
+        extra_keys: Sequence[int] = (),
+        layout: Layout | None = None,
+    ) -> dict[str, np.ndarray]:
+        """The rule's per-box quantities, each (N,) float32: ``keys`` (key weights), ``prior`` (answer-type prior),
+        ``values`` (candidate scores from the layout rule, after the type prior), ``chain`` (evidence-chain score of
+        each key), ``headers`` (table headers of the best candidates) and ``scores`` (the final ``box_scores``).
+        The learned scorer (``arr_coc.reading.learned``) reads them as features."""
         n = len(boxes)
+        zeros = np.zeros(n, dtype=np.float32)
+        parts = {k: zeros.copy() for k in ("keys", "prior", "values", "chain", "headers", "scores")}
         if n == 0:
-            return np.zeros(0, dtype=np.float32)
+            return parts
         kc = self.config.keys
         keys = self.key_weights(boxes, query)  # (N,)
         if len(extra_keys):
             keys[np.asarray(extra_keys, dtype=np.int64)] = 1.0
         prior = self.type_prior(boxes, query)  # (N,)
+        parts["keys"], parts["prior"] = keys, prior
         if not keys.any():
-            return self._nothing_named(prior)
+            parts["scores"] = self._nothing_named(prior)
+            return parts
         if self.layout:
             # (N,) candidates, (K,) key indices, (K, N) what each key gave
             values, givers, contrib = propagate(boxes, keys, self.config.layout, contributions=True)
@@ -319,10 +341,15 @@ class QueryMatcher:
             # the question asks for a kind of value: candidates of that kind rank first, the rest are damped
             values = np.where(prior > 0, prior + (1.0 - prior) * values, kc.off_type_damp * values)
         scores = np.maximum.reduce([values, kc.key_score * keys, np.full(n, kc.other_text, dtype=np.float32)])
-        scores[givers] = np.maximum(scores[givers], self._chain(contrib, values))
+        chain = self._chain(contrib, values)
+        scores[givers] = np.maximum(scores[givers], chain)
+        parts["chain"][givers] = chain
         if self.layout and layout is not None and layout.tables:
-            scores = np.maximum(scores, self._headers(layout, values))
-        return np.clip(scores, 0.0, 1.0).astype(np.float32)
+            parts["headers"] = self._headers(layout, values).astype(np.float32)
+            scores = np.maximum(scores, parts["headers"])
+        parts["values"] = np.asarray(values, dtype=np.float32)
+        parts["scores"] = np.clip(scores, 0.0, 1.0).astype(np.float32)
+        return parts
 
     def _headers(self, layout: Layout, values: np.ndarray) -> np.ndarray:
         """(N,) a table cell's row and column headers (``Layout.headers_of``) score ``keys.link`` times the cell's
@@ -416,9 +443,15 @@ class QueryMatcher:
         comparison keeps what it asks for first) and every other box is damped by
         ``evidence_damp``, so the evidence is kept before anything else; ``Evidence.rule`` names the rule that fired.
         """
-        layout = self.layout_of(boxes) if boxes and (self.layout or self.query_parsing) else None
-        ev = self.evidence(boxes, query or "", layout)
-        scores = self.box_scores(boxes, query or "", extra_keys=ev.keys if ev is not None else (), layout=layout)
+        if self.scorer is not None:
+            layout = self.layout_of(boxes) if boxes else None
+            ev = self.evidence(boxes, query or "", layout)
+            feats = box_features(self, boxes, query or "", layout, ev, original_size)  # (N, F)
+            scores = self.scorer.box_scores(feats)
+        else:
+            layout = self.layout_of(boxes) if boxes and (self.layout or self.query_parsing) else None
+            ev = self.evidence(boxes, query or "", layout)
+            scores = self.box_scores(boxes, query or "", extra_keys=ev.keys if ev is not None else (), layout=layout)
         out = paint_boxes(boxes, scores, rows, cols, original_size)
         if ev is not None and ev.regions:
             regions = [TextBox("", r) for r in ev.regions]

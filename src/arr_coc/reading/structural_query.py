@@ -37,10 +37,10 @@ Example:
 from __future__ import annotations
 
 import re
-import unicodedata
 from dataclasses import dataclass, field
 
 from .structure import Box, Layout
+from .text import fold
 
 __all__ = ["StructuralQuery", "Evidence", "parse", "resolve", "ORDINALS", "RULES"]
 
@@ -116,8 +116,7 @@ class Evidence:
 
 
 def _norm(text: str) -> str:
-    s = unicodedata.normalize("NFKC", text).lower()
-    return re.sub(r"[’‘`´]", "'", s)
+    return fold(text)  # the text path's one normaliser (``arr_coc.reading.text``)
 
 
 def _words(text: str) -> list[str]:
