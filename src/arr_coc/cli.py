@@ -208,6 +208,8 @@ def build_parser() -> argparse.ArgumentParser:
     k.add_argument("--heatmap", type=Path, help="write a heatmap PNG of the kept tokens here")
     k.add_argument("--compare", action="store_true", help="also run the unpruned model: both answers, both times to "
                    "first token and where the time went (vision tower, scorer, LM prefill, decode)")  # fmt: skip
+    k.add_argument("--relevance", type=Path, default=None,
+                   help="a relevance checkpoint folder (arr-coc train): its learned box scorer and config")
     k.add_argument("--foveate", action="store_true", help="choose the tokens before the vision tower and encode only "
                    "their patches (compress(..., foveate=True))")  # fmt: skip
 

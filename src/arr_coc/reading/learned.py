@@ -47,6 +47,7 @@ from torch import nn
 
 from .lexical import _VALUE_PATTERNS, answer_types, has_type, tokens
 from .ocr import TextBox
+from .semantic import semantic_scores
 
 if TYPE_CHECKING:
     from .matching import QueryMatcher
@@ -111,15 +112,15 @@ def box_features(
 
     has_query = bool(query.strip())
     if has_query and matcher.lexical:
-        lex = matcher.lexical_scores(boxes, query)
+        lex = parts["lex"] if "lex" in parts else matcher.lexical_scores(boxes, query)
         best = float(lex.max())
         col["lex"][:] = lex
         col["lex_rel"][:] = lex / best if best > 0 else 0.0
         col["lex_best"][:] = best
     if has_query and matcher.semantic:
-        sim = matcher.semantic_similarities(boxes, query)
+        sim = parts["sim"] if "sim" in parts else matcher.semantic_similarities(boxes, query)
         col["sem_sim"][:] = sim
-        col["sem_rel"][:] = matcher.semantic_scores(boxes, query)
+        col["sem_rel"][:] = semantic_scores(sim, matcher.config.semantic)
         col["sem_best"][:] = float(sim.max())
     keys = parts["keys"]
     col["key"][:] = keys
@@ -129,6 +130,56 @@ def box_features(
     col["prior"][:] = parts["prior"]
     col["rule"][:] = parts["scores"]
 
+    page = matcher.page_cached(
+        f"learned page features {original_size}", boxes, lambda: page_features(boxes, layout, original_size)
+    )  # (N, F), 0 in query columns
+    out += page
+    xs0, ys0, xs1, ys1 = (np.array([b.box[k] for b in boxes], dtype=np.float64) for k in range(4))
+    hs = np.maximum(ys1 - ys0, 1.0)
+    # links on the box's own line (to its left) and directly above it: the layout rule's neighbourhood, read back
+    yc = (ys0 + ys1) / 2
+    if keys.any():  # (N targets, N sources) masks; only key sources matter
+        src = np.flatnonzero(keys > 0)  # (K,)
+        h = hs[:, None]  # (N, 1)
+        same = (np.abs(yc[src][None, :] - yc[:, None]) < 0.5 * h) & (xs1[src][None, :] <= xs0[:, None] + 0.25 * h)
+        above = (
+            (ys1[src][None, :] <= ys0[:, None] + 0.25 * h)
+            & (ys1[src][None, :] >= ys0[:, None] - 3.0 * h)
+            & (xs0[src][None, :] < xs1[:, None])
+            & (xs1[src][None, :] > xs0[:, None])
+        )
+        not_self = src[None, :] != np.arange(n)[:, None]  # (N, K)
+        kw = keys[src][None, :]  # (1, K)
+        col["left_key"][:] = np.where(same & not_self, kw, 0.0).max(1)
+        col["above_key"][:] = np.where(above & not_self, kw, 0.0).max(1)
+
+    if evidence is not None and evidence.regions:
+        col["ev_any"][:] = 1.0
+        weights = evidence.weights or [1.0] * len(evidence.regions)
+        cx, cy = (xs0 + xs1) / 2, (ys0 + ys1) / 2
+        for (rx0, ry0, rx1, ry1), w in zip(evidence.regions, weights, strict=False):
+            inside = (cx >= rx0) & (cx <= rx1) & (cy >= ry0) & (cy <= ry1)
+            col["ev_hit"][inside] = 1.0
+            col["ev_weight"][inside] = np.maximum(col["ev_weight"][inside], float(w))
+
+    kinds = answer_types(query) if has_query else ()
+    for kind in TYPES:
+        col[f"q_{kind}"][:] = float(kind in kinds)
+    col[f"wh_{_wh(query)}"][:] = 1.0
+    col["q_named"][:] = float(keys.max() > 0)
+    col["q_structural"][:] = float(evidence is not None)
+    col["q_len"][:] = math.log1p(len(query.split()))
+    return out
+
+
+def page_features(boxes: Sequence[TextBox], layout: Layout, original_size: tuple[int, int] | None) -> np.ndarray:
+    """(N, len(FEATURES)) float32 with only the columns that do not depend on the question filled (geometry, text,
+    value types, layout roles); ``box_features`` adds them, once per page (``QueryMatcher.page_cached``)."""
+    n = len(boxes)
+    out = np.zeros((n, len(FEATURES)), dtype=np.float32)
+    if n == 0:
+        return out
+    col = {f: out[:, i] for f, i in _INDEX.items()}
     xs0 = np.array([b.box[0] for b in boxes], dtype=np.float64)
     ys0 = np.array([b.box[1] for b in boxes], dtype=np.float64)
     xs1 = np.array([b.box[2] for b in boxes], dtype=np.float64)
@@ -143,18 +194,6 @@ def box_features(
     col["h"][:] = hs / height
     col["h_rel"][:] = np.log(hs / body)
     col["y_rank"][:] = np.argsort(np.argsort(ys0, kind="stable"), kind="stable") / max(n - 1, 1)
-
-    # links on the box's own line (to its left) and directly above it: the layout rule's neighbourhood, read back
-    yc = (ys0 + ys1) / 2
-    for j in range(n):
-        same = (np.abs(yc - yc[j]) < 0.5 * hs[j]) & (xs1 <= xs0[j] + 0.25 * hs[j])
-        same[j] = False
-        if same.any():
-            col["left_key"][j] = float(keys[same].max())
-        above = (ys1 <= ys0[j] + 0.25 * hs[j]) & (ys1 >= ys0[j] - 3.0 * hs[j]) & (xs0 < xs1[j]) & (xs1 > xs0[j])
-        above[j] = False
-        if above.any():
-            col["above_key"][j] = float(keys[above].max())
 
     texts = [b.text for b in boxes]
     norm = [" ".join(tokens(t)) for t in texts]
@@ -192,22 +231,6 @@ def box_features(
         if 0 <= i < n:
             col["chart_label"][i] = 1.0
 
-    if evidence is not None and evidence.regions:
-        col["ev_any"][:] = 1.0
-        weights = evidence.weights or [1.0] * len(evidence.regions)
-        cx, cy = (xs0 + xs1) / 2, (ys0 + ys1) / 2
-        for (rx0, ry0, rx1, ry1), w in zip(evidence.regions, weights, strict=False):
-            inside = (cx >= rx0) & (cx <= rx1) & (cy >= ry0) & (cy <= ry1)
-            col["ev_hit"][inside] = 1.0
-            col["ev_weight"][inside] = np.maximum(col["ev_weight"][inside], float(w))
-
-    kinds = answer_types(query) if has_query else ()
-    for kind in TYPES:
-        col[f"q_{kind}"][:] = float(kind in kinds)
-    col[f"wh_{_wh(query)}"][:] = 1.0
-    col["q_named"][:] = float(keys.max() > 0)
-    col["q_structural"][:] = float(evidence is not None)
-    col["q_len"][:] = math.log1p(len(query.split()))
     return out
 
 

@@ -9,14 +9,14 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from .structural_query import Evidence, parse, resolve
-from .structure import Layout, analyse, flat_layout
 from .config import ReadingConfig
 from .layout import paint_boxes, propagate, word_units
 from .learned import BoxScorer, box_features
 from .lexical import answer_types, has_type, lexical_scores
 from .ocr import TextBox
 from .semantic import MiniLMEmbedder, semantic_scores, semantic_similarities
+from .structural_query import Evidence, parse, resolve
+from .structure import Layout, analyse, flat_layout
 
 
 def continuations(layout: Layout, keys: Sequence[int]) -> list[tuple[int, int]]:
@@ -83,9 +83,9 @@ class QueryMatcher:
        of each word, which the selection keeps whole (``layout.whole_words``).
     6. Structure (``structure.query_parsing``): a question about the page's structure (title, the word after a quoted
        phrase, the last word of a named section, the n-th section of a column, a chart's extremes, "the third month")
-       is parsed (``arr_coc.reading.structural_query``) and resolved on the page's layout (``arr_coc.reading.structure``); the
-       evidence it needs paints 1 and everything else is damped by ``structure.evidence_damp`` (the budget rule),
-       and an implied label ("Mar") becomes a key for the layout rule. ``relevance_and_evidence`` also returns which
+       is parsed (``arr_coc.reading.structural_query``) and resolved on the page's layout
+       (``arr_coc.reading.structure``); the evidence it needs paints 1 and everything else is damped by
+       ``structure.evidence_damp`` (the budget rule), and an implied label ("Mar") becomes a key for the layout rule. ``relevance_and_evidence`` also returns which
        rule fired.
 
     Queries longer than ``lexical.max_query_chars`` (512) characters are truncated to that length before matching;
@@ -138,6 +138,7 @@ class QueryMatcher:
         self.scorer = scorer
         self._layouts: OrderedDict[tuple[TextBox, ...], Layout] = OrderedDict()  # per page, bounded LRU
         self._layouts_lock = threading.Lock()
+        self._page_cache: OrderedDict[tuple[str, tuple[TextBox, ...]], object] = OrderedDict()  # per page, bounded
         if embedder is None and self.config.semantic.enabled:
             self._embedder = MiniLMEmbedder.from_config(self.config.semantic)  # cheap: nothing loads until used
 
@@ -238,14 +239,17 @@ class QueryMatcher:
                 out[i] = self.config.keys.type_prior_score
         return out
 
-    def key_weights(self, boxes: Sequence[TextBox], query: str) -> np.ndarray:
+    def key_weights(
+        self, boxes: Sequence[TextBox], query: str, found: dict[str, np.ndarray] | None = None
+    ) -> np.ndarray:
         """(N,) soft key selection: which boxes the query names, 0 when nothing matches well enough.
 
         Lexical keys are the boxes whose lexical score is at least ``keys.relative`` of the page's best, weighted
         ``(score / best) ** keys.sharpness`` and scaled down when the best is below ``keys.full_at``. Semantic keys
         (``semantic_scores``) are already relative; they weigh ``semantic.weight``, times
         ``semantic.lexical_strong_factor`` when a strong lexical match (>= ``semantic.lexical_strong``) exists, since
-        then the question's own words locate the key.
+        then the question's own words locate the key. ``found``, when given, receives the lexical scores (``lex``)
+        and semantic similarities (``sim``) computed on the way.
         """
         n = len(boxes)
         keys = np.zeros(n, dtype=np.float32)
@@ -256,19 +260,24 @@ class QueryMatcher:
         lex_best = 0.0
         if self.lexical:
             lex = self.lexical_scores(boxes, query)  # (N,)
+            if found is not None:
+                found["lex"] = lex
             lex_best = float(lex.max())
             if lex_best >= kc.min_match:
                 rel = lex / lex_best  # (N,)
                 keys = np.where(rel >= kc.relative, rel**kc.sharpness, 0.0) * min(1.0, lex_best / kc.full_at)
         if self.semantic:
             w = sc.weight * (sc.lexical_strong_factor if lex_best >= sc.lexical_strong else 1.0)
-            sem = w * self.semantic_scores(boxes, query)  # (N,)
+            sim = self.semantic_similarities(boxes, query)  # (N,)
+            if found is not None:
+                found["sim"] = sim
+            sem = w * semantic_scores(sim, self.config.semantic)  # (N,)
             keys = np.maximum(keys, np.where(sem >= kc.semantic_min * kc.min_match, sem, 0.0))
         return keys.astype(np.float32)
 
     def layout_of(self, boxes: Sequence[TextBox]) -> Layout:
-        """The page's layout: ``arr_coc.reading.structure.analyse`` (``structure.enabled``) or, off, ``flat_layout`` (boxes
-        in OCR order, no columns, tables or reading order).
+        """The page's layout: ``arr_coc.reading.structure.analyse`` (``structure.enabled``) or, off, ``flat_layout``
+        (boxes in OCR order, no columns, tables or reading order).
 
         The last ``structure.layout_cache_items`` pages' layouts are kept (keyed on the boxes themselves), so a second
         question about a page does not analyse it again; the returned ``Layout`` is shared: do not modify it.
@@ -285,6 +294,21 @@ class QueryMatcher:
             while len(self._layouts) > bound:
                 self._layouts.popitem(last=False)
         return layout
+
+    def page_cached(self, name: str, boxes: Sequence[TextBox], compute):
+        """``compute()`` for this page, remembered for the last ``structure.layout_cache_items`` pages (keyed on
+        ``name`` and the boxes), so a second question about a page reuses what does not depend on the question."""
+        key = (name, tuple(boxes))
+        with self._layouts_lock:
+            if key in self._page_cache:
+                self._page_cache.move_to_end(key)
+                return self._page_cache[key]
+        value = compute()
+        with self._layouts_lock:
+            self._page_cache[key] = value
+            while len(self._page_cache) > self.config.structure.layout_cache_items:
+                self._page_cache.popitem(last=False)
+        return value
 
     def box_scores(
         self,
@@ -318,7 +342,9 @@ class QueryMatcher:
         if n == 0:
             return parts
         kc = self.config.keys
-        keys = self.key_weights(boxes, query)  # (N,)
+        found: dict[str, np.ndarray] = {}
+        keys = self.key_weights(boxes, query, found)  # (N,)
+        parts.update(found)  # "lex", "sim" when computed (the learned scorer's features)
         if len(extra_keys):
             keys[np.asarray(extra_keys, dtype=np.int64)] = 1.0
         prior = self.type_prior(boxes, query)  # (N,)

@@ -6,8 +6,8 @@ A question such as "Which word comes right after 'ability to'?", "What is the la
 that holds its answer. ``parse`` turns the wording into a ``StructuralQuery`` (ordinals in digits and words, month
 and weekday names as ordinals, left/right/top/bottom, "section/column/paragraph titled X", first/last word of,
 right after/before a quoted phrase, superlatives and comparisons). ``resolve`` finds the referent in a
-``arr_coc.reading.structure.Layout`` and returns an ``Evidence``: regions to keep and, for implied labels, the key boxes the
-reading path's layout rule should propagate from.
+``arr_coc.reading.structure.Layout`` and returns an ``Evidence``: regions to keep and, for implied labels, the key
+boxes the reading path's layout rule should propagate from.
 
 The budget rule (``Evidence.rule``): evidence that is not a single box (a comparison needs every candidate value
 and its label; a count needs every heading up to the one counted; a phrase needs the span that follows it across
