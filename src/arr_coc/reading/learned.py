@@ -4,7 +4,7 @@ The rules of ``QueryMatcher`` (keys, the layout rule, the answer-type prior, the
 structural evidence) each compute a number per box. ``box_features`` collects those numbers together with what the
 layout analysis and the page say about the box (role, position, size, line length, how often its text recurs on the
 page) and the question's intent (answer types, wh-word) into one row per box; ``BoxScorer`` maps each row to a logit
-and the box's relevance is its sigmoid. The map is painted exactly as the rules' scores are (``paint_boxes``), and
+and the box's relevance is ``exp(logit - max logit)`` over the page. The map is painted exactly as the rules' scores are (``paint_boxes``), and
 the structural budget rule (``structure.evidence_damp``) still applies on top.
 
 Feature groups (``FEATURE_GROUPS``; the ablation of ``arr-coc train`` trains without each):
@@ -293,12 +293,15 @@ class BoxScorer(nn.Module):
         return self.net(x).squeeze(-1)
 
     def box_scores(self, feats: np.ndarray) -> np.ndarray:
-        """(N,) relevance in (0, 1) of each box (sigmoid of the logit), float32, for ``box_features`` rows (N, F)."""
+        """(N,) relevance in (0, 1] of each box, float32, for ``box_features`` rows (N, F): ``exp(logit - max)``, the
+        model's listwise probability of each box relative to the page's best (the best box scores 1). The gaps stay
+        as wide as the model means them, so the text prior keeps its ranking when ``Realizer`` adds the other
+        scorers (a sigmoid squeezed them: measured on realdocs receipts, end to end)."""
         if len(feats) == 0:
             return np.zeros(0, dtype=np.float32)
         with torch.no_grad():
-            logits = self(torch.from_numpy(np.ascontiguousarray(feats, dtype=np.float32)))
-        return torch.sigmoid(logits.float()).numpy().astype(np.float32)
+            logits = self(torch.from_numpy(np.ascontiguousarray(feats, dtype=np.float32))).float()  # (N,)
+        return torch.exp(logits - logits.max()).numpy().astype(np.float32)
 
     # -- checkpoints ---------------------------------------------------------------------------------------------
 
