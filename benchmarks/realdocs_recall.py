@@ -143,7 +143,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if final is not None:
         lines.append(
             f"- learned: {args.relevance}; {held} of {len(questions)} questions scored by the scorer of "
-            "their held-out fold (document-level), the rest by the final scorer"
+            "their held-out fold (document-level); the others' pages are not in the checkpoint's training data "
+            "(folds.json) and are scored by its final scorer"
         )
     lines.append(f"- wall time {wall:.0f} s (2 shared CPU cores, under contention; OCR from cache where cached)")
     for by in ("doc_type", "wording", "template"):
