@@ -4,8 +4,8 @@ The rules of ``QueryMatcher`` (keys, the layout rule, the answer-type prior, the
 structural evidence) each compute a number per box. ``box_features`` collects those numbers together with what the
 layout analysis and the page say about the box (role, position, size, line length, how often its text recurs on the
 page) and the question's intent (answer types, wh-word) into one row per box; ``BoxScorer`` maps each row to a logit
-and the box's relevance is ``exp(logit - max logit)`` over the page. The map is painted exactly as the rules' scores are (``paint_boxes``), and
-the structural budget rule (``structure.evidence_damp``) still applies on top.
+and the box's relevance is ``exp(logit - max logit)`` over the page. The map is painted exactly as the rules' scores
+are (``paint_boxes``), and the structural budget rule (``structure.evidence_damp``) still applies on top.
 
 Feature groups (``FEATURE_GROUPS``; the ablation of ``arr-coc train`` trains without each):
     lexical    the box's lexical match to the query, relative to the page's best, and the best itself
