@@ -233,6 +233,8 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--device", default=None, help="with --model: torch device (default: cuda if available, else cpu)")
     d.add_argument("--dtype", default="auto", help="with --model: torch dtype of the weights")
     d.add_argument("--max-new-tokens", type=_positive_int, default=64, help="with --model: most tokens an answer has")
+    d.add_argument("--relevance", type=Path, default=None,
+                   help="a relevance checkpoint folder (arr-coc train) for the heatmap's allocation")
 
     from .evaluation.runner import add_eval_arguments
 
@@ -282,7 +284,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "demo":
             from .demo import main as demo_main  # ImportError without the [demo] extra: one clear line below
 
-            return demo_main(args.model, args.host, args.port, args.device, args.dtype, args.max_new_tokens)
+            return demo_main(args.model, args.host, args.port, args.device, args.dtype, args.max_new_tokens,
+                             relevance=args.relevance)
         if args.command == "eval":
             from .evaluation.runner import eval_main
 
