@@ -236,7 +236,8 @@ class PageReader:
 
 
 def library_scores(sample: docgen.Sample, grid: Grid, mode: str, text_options: dict[str, bool] | None,
-                   reader: PageReader | None = None) -> tuple[np.ndarray, str | None, list[np.ndarray]]:
+                   reader: PageReader | None = None,
+                   realizer: object | None = None) -> tuple[np.ndarray, str | None, list[np.ndarray]]:
     """``arr_coc.allocate(...).scores`` for one sample, checked to be on the expected grid, the structural rule
     that fired (``Allocation.evidence.rule``, None when none did) and the word units (``Allocation.units``)."""
     import arr_coc
@@ -248,7 +249,7 @@ def library_scores(sample: docgen.Sample, grid: Grid, mode: str, text_options: d
         )
     extra = {"reader": reader} if reader is not None and mode == "text" else {}
     alloc = allocate(sample.image, sample.query, BUDGETS[-1][1], family=FAMILY, max_pixels=MAX_PIXELS, mode=mode,
-                     text_options=text_options, **extra)
+                     text_options=text_options, realizer=realizer, **extra)
     scores = np.asarray(alloc.scores, dtype=np.float32)
     if tuple(alloc.grid) != (grid.rows, grid.cols) or scores.shape != (grid.rows, grid.cols):
         raise RuntimeError(f"{sample.id}: allocate returned grid {alloc.grid} / scores {scores.shape}, "
@@ -341,7 +342,7 @@ class SampleResult:
 
 def evaluate_sample(sample: docgen.Sample, allocators: Sequence[str], seed: int, ablation: bool = False,
                     second_reader: str | None = None, second_budget: float = BUDGETS[0][1],
-                    ocr_cache: Path | None = None) -> SampleResult:
+                    ocr_cache: Path | None = None, realizer: object | None = None) -> SampleResult:
     """Run every allocator (and the ablation rows) on one sample at every budget; with ``second_reader``, also
     whether Tesseract finds the answer on the whole page and in each allocator's kept cells at ``second_budget``."""
     w, h = sample.image.size
@@ -357,7 +358,7 @@ def evaluate_sample(sample: docgen.Sample, allocators: Sequence[str], seed: int,
         key = f"{mode}|{sorted(options.items()) if options else None}"
         if key not in cache:
             t0 = time.perf_counter()
-            scores, rule, units = library_scores(sample, grid, mode, options, page_reader)
+            scores, rule, units = library_scores(sample, grid, mode, options, page_reader, realizer)
             cache[key] = (top_k(scores, units), time.perf_counter() - t0)
             rules[key] = rule
         return cache[key]
@@ -545,6 +546,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--ocr-cache", type=Path, default=None,
                    help="keep each page's OCR boxes in this folder and reuse them on the next run (s/sample then "
                         "leaves OCR out)")
+    p.add_argument("--relevance", type=Path, default=None,
+                   help="score the library allocators with this checkpoint folder (arr-coc train) instead of the rules")
     args = p.parse_args(argv)
     args.allocators = [a.strip() for a in args.allocators.split(",") if a.strip()]
     unknown = [a for a in args.allocators if a not in ALL_ALLOCATORS]
@@ -574,9 +577,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     kinds = list(dict.fromkeys(s.kind for s in samples))
     t_gen = time.perf_counter() - t_start
     results: list[SampleResult] = []
+    realizer = None
+    if args.relevance is not None:
+        from arr_coc.realizing import Realizer
+
+        realizer = Realizer.from_pretrained(args.relevance)
     for i, sample in enumerate(samples):
         results.append(evaluate_sample(sample, args.allocators, args.seed, args.ablation, args.second_reader,
-                                       args.second_reader_budget, args.ocr_cache))
+                                       args.second_reader_budget, args.ocr_cache, realizer))
         if (i + 1) % 10 == 0 or i + 1 == len(samples):
             print(f"  {i + 1}/{len(samples)} samples, {time.perf_counter() - t_start:.0f} s", file=sys.stderr)
     wall = time.perf_counter() - t_start
@@ -592,7 +600,8 @@ def main(argv: Sequence[str] | None = None) -> int:
               "held_out_fonts_preferred": preferred, "command": command.strip(),
               "generation_s": round(t_gen, 2), "wall_s": round(wall, 2), "second_reader": args.second_reader,
               "second_reader_budget": f"{100 * args.second_reader_budget:.1f}%",
-              "ocr_cache": str(args.ocr_cache) if args.ocr_cache else None}
+              "ocr_cache": str(args.ocr_cache) if args.ocr_cache else None,
+              "relevance": str(args.relevance) if args.relevance else None}
     report = render_markdown(config, summary, kinds, results, wall, by_category, second)
     print(report)
     out = Path(args.out)

@@ -1,4 +1,4 @@
-"""OCR network time per page: rapidocr's onnxruntime sessions against the torch translation (``arr_coc.onnx_torch``).
+"""OCR network time per page: rapidocr's onnxruntime sessions against the torch translation (``arr_coc.reading.onnx_torch``).
 
 For each page, rapidocr runs once with the project's OCR settings (longer side 736 px, no angle classifier) while the
 detector's input and the recogniser's batches are recorded; then each backend runs exactly those tensors ``--repeat``

@@ -23,8 +23,8 @@ from arr_coc.reading.config import LayoutConfig
 from arr_coc.reading.layout import cell_span, propagate, word_units
 from arr_coc.reading.lexical import answer_types, has_type, lexical_scores, query_terms
 from arr_coc.reading.matching import continuations
-from arr_coc.structural_query import COMPARE_WEIGHTS, parse, resolve
-from arr_coc.structure import analyse
+from arr_coc.reading.structural_query import COMPARE_WEIGHTS, parse, resolve
+from arr_coc.reading.structure import analyse
 
 ROOT = Path(__file__).resolve().parents[1]
 HAS_OCR = importlib.util.find_spec("rapidocr") is not None and importlib.util.find_spec("onnxruntime") is not None

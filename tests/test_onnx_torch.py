@@ -33,7 +33,7 @@ rapidocr = pytest.importorskip("rapidocr")
 
 from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 
-from arr_coc.onnx_torch import SUPPORTED_OPS, OnnxModule, UnsupportedOnnxOp  # noqa: E402
+from arr_coc.reading.onnx_torch import SUPPORTED_OPS, OnnxModule, UnsupportedOnnxOp  # noqa: E402
 from arr_coc.reading import TextReader  # noqa: E402
 from arr_coc.reading.torch_backend import TorchOcrSession, TorchRapidOCR  # noqa: E402
 

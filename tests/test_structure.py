@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from arr_coc.structure import LayoutConfig, analyse, as_pairs, flat_layout
+from arr_coc.reading.structure import LayoutConfig, analyse, as_pairs, flat_layout
 
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:

@@ -131,6 +131,15 @@ def check_not_an_image(model: str) -> None:
         )
 
 
+def _relevance(folder):
+    """The ``Realizer`` of ``--relevance FOLDER`` (a checkpoint of ``arr-coc train``), None for the default."""
+    if folder is None:
+        return None
+    from .realizing import Realizer
+
+    return Realizer.from_pretrained(folder)
+
+
 def ask_main(args: argparse.Namespace) -> int:
     """Run ``arr-coc ask`` (see the module docstring). Returns the exit code: 0 done, 2 model or input error."""
     try:
@@ -168,6 +177,7 @@ def ask_main(args: argparse.Namespace) -> int:
     cm = compress(
         model, budget=args.budget, processor=processor, scorer=scorer, text_prior=mode == "text",
         foveate=bool(getattr(args, "foveate", False)), detail=getattr(args, "detail", None),
+        realizer=_relevance(getattr(args, "relevance", None)),
     )
     # The first call pays one-time set-up (the scorer's lazy imports, the OCR and text models in text mode,
     # CUDA/cuBLAS initialisation): pay it on a tiny image so that neither timed run includes it.

@@ -8,6 +8,7 @@
     arr-coc demo [--model ID_OR_PATH] [--host 127.0.0.1] [--port 7860]
     arr-coc eval --model PATH --task docvqa --data PATH --budgets 1.0,0.333,0.222,0.111 --out DIR
                  (answer accuracy of every allocator and budget vs the unpruned model; see evaluation/runner.py)
+    arr-coc train [--objective evidence|answer] --data DIR --out FOLDER [...]   (see arr-coc train --help)
     arr-coc --version
 
 ``allocate`` prints a one-line summary (tokens before -> after, mode, time) and writes the JSON contract
@@ -200,6 +201,8 @@ def build_parser() -> argparse.ArgumentParser:
         "ids must be unique (instead of IMAGE)",
     )
     a.add_argument("--out", type=Path, help="with --batch: output JSONL")
+    a.add_argument("--relevance", type=Path, default=None,
+                   help="a relevance checkpoint folder (arr-coc train): its learned box scorer and config")
 
     k = sub.add_parser(
         "ask",
@@ -229,6 +232,8 @@ def build_parser() -> argparse.ArgumentParser:
     k.add_argument("--heatmap", type=Path, help="write a heatmap PNG of the kept tokens here")
     k.add_argument("--compare", action="store_true", help="also run the unpruned model: both answers, both times to "
                    "first token and where the time went (vision tower, scorer, LM prefill, decode)")  # fmt: skip
+    k.add_argument("--relevance", type=Path, default=None,
+                   help="a relevance checkpoint folder (arr-coc train): its learned box scorer and config")
     k.add_argument("--foveate", action="store_true", help="choose the tokens before the vision tower and encode only "
                    "their patches (compress(..., foveate=True))")  # fmt: skip
     k.add_argument("--detail", choices=["thumbnail", "mixed"], default=None, help="level of detail: spend part of the "
@@ -257,6 +262,8 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--max-new-tokens", type=_positive_int, default=64, help="with --model: most tokens an answer has")
     d.add_argument("--detail", choices=["thumbnail", "mixed"], default="mixed", help="the level-of-detail picture shown "
                    "beside the heatmap (and, with --model, one more answer with compress(..., detail=...))")  # fmt: skip
+    d.add_argument("--relevance", type=Path, default=None,
+                   help="a relevance checkpoint folder (arr-coc train) for the heatmap's allocation")
 
     from .evaluation.runner import add_eval_arguments
 
@@ -274,10 +281,31 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=_HelpFormatter,
     )
     add_eval_arguments(e)
+
+    t = sub.add_parser(
+        "train",
+        help="train the relevance model (the text path's learned box scorer); see arr-coc train --help",
+        add_help=False,
+    )
+    t.add_argument("train_args", nargs=argparse.REMAINDER, help="arguments of arr_coc.training.main")
     return parser
 
 
+def load_relevance(folder: Path | str | None):
+    """The ``Realizer`` of a checkpoint folder (``--relevance``), or None for the default one."""
+    if folder is None:
+        return None
+    from .realizing import Realizer
+
+    return Realizer.from_pretrained(folder)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["train"]:  # its own parser (the objective's), so --help shows the training options
+        from .training import main as train_main
+
+        return train_main(argv[1:])
     args = build_parser().parse_args(argv)
     try:
         if args.command == "allocate":
@@ -286,7 +314,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             from .demo import main as demo_main  # ImportError without the [demo] extra: one clear line below
 
             return demo_main(
-                args.model, args.host, args.port, args.device, args.dtype, args.max_new_tokens, args.detail
+                args.model, args.host, args.port, args.device, args.dtype, args.max_new_tokens, args.detail,
+                relevance=args.relevance,
             )
         if args.command == "eval":
             from .evaluation.runner import eval_main
@@ -338,6 +367,7 @@ def _allocate(args: argparse.Namespace) -> int:
         min_pixels=args.min_pixels,
         max_pixels=args.max_pixels,
         mode=args.mode,
+        realizer=load_relevance(args.relevance),
     )
     print(_summary(args.image, alloc))
     for note in alloc.notes:
@@ -371,6 +401,7 @@ def _allocate_batch(args: argparse.Namespace) -> int:
     args.out.parent.mkdir(parents=True, exist_ok=True)
     allocated = failed = blind = 0
     seen: dict[str, int] = {}  # id -> the line that used it first
+    realizer = load_relevance(args.relevance)
     modes: set[str] = set()
     with args.out.open("w", encoding="utf-8") as out:
         for n, line in enumerate(tqdm(lines, desc="allocate", unit="img", file=sys.stderr), 1):
@@ -396,6 +427,7 @@ def _allocate_batch(args: argparse.Namespace) -> int:
                     min_pixels=args.min_pixels,
                     max_pixels=args.max_pixels,
                     mode=args.mode,
+                    realizer=realizer,
                 )
                 record = alloc.to_json(id=record_id)
                 for note in alloc.notes:

@@ -219,16 +219,22 @@ class DemoApp:
     Args:
         runner: optional ``ModelRunner`` for the answers panel.
         max_image_pixels: larger images are refused with a message.
+        realizer: the relevance model of the heatmap (``Realizer.from_pretrained``; None: the default rules).
     """
 
     def __init__(
-        self, runner: ModelRunner | None = None, max_image_pixels: int = MAX_IMAGE_PIXELS, detail: str = "mixed"
+        self,
+        runner: ModelRunner | None = None,
+        max_image_pixels: int = MAX_IMAGE_PIXELS,
+        detail: str = "mixed",
+        realizer: Any = None,
     ):
         from .integrations.detail import parse_detail
 
         self.runner = runner
         self.max_image_pixels = max_image_pixels
         self.detail = parse_detail(detail) or "mixed"
+        self.realizer = realizer
 
     # ----- input checks: each failure is a gr.Error, which the page shows as a message ---------------------------
     def check_inputs(
@@ -290,7 +296,8 @@ class DemoApp:
         else:
             progress(0.1, desc="allocating")
         try:  # a file is opened by allocate itself, exactly as `arr-coc allocate` does (same decode, same JSON)
-            alloc = allocate(source if isinstance(source, (str, Path)) else img, question, parsed, family, mode=mode)
+            alloc = allocate(source if isinstance(source, (str, Path)) else img, question, parsed, family, mode=mode,
+                             realizer=self.realizer)
         except (ValueError, ImportError) as err:
             raise _error(_user_message(err)) from None
         progress(0.9, desc="drawing the heatmap")
@@ -531,12 +538,20 @@ def main(
     dtype: str = "auto",
     max_new_tokens: int = 64,
     detail: str = "mixed",
+    relevance: str | Path | None = None,
 ) -> int:
-    """``arr-coc demo``: build the app and serve it until interrupted. Returns the exit code."""
+    """``arr-coc demo``: build the app and serve it until interrupted. Returns the exit code.
+
+    ``relevance``: a checkpoint folder of ``arr-coc train`` for the heatmap's allocation (None: the rules)."""
     runner = ModelRunner(model, device, dtype, max_new_tokens, detail) if model else None
     if model:
         print(f"the model ({model}) is loaded when the first question is asked")
-    launch(build_app(DemoApp(runner, detail=detail)), host, port, block=True)
+    realizer = None
+    if relevance is not None:
+        from .realizing import Realizer
+
+        realizer = Realizer.from_pretrained(relevance)
+    launch(build_app(DemoApp(runner, detail=detail, realizer=realizer)), host, port, block=True)
     return 0
 
 

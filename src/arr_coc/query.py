@@ -14,9 +14,10 @@ Example:
 from __future__ import annotations
 
 import re
-import unicodedata
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
+
+from .reading.text import clean, fold
 
 if TYPE_CHECKING:
     from .config import RelevanceConfig
@@ -66,13 +67,12 @@ class QueryCues:
 
 def normalize_text(text: str) -> str:
     """NFKC-normalise, collapse whitespace, cut to MAX_QUERY_CHARS characters."""
-    text = unicodedata.normalize("NFKC", str(text))
-    return " ".join(text.split())[:MAX_QUERY_CHARS]
+    return clean(text)[:MAX_QUERY_CHARS]  # the text path's one normaliser (``arr_coc.reading.text``)
 
 
 def words(text: str) -> list[str]:
     """Lower-case word tokens of ``text`` (letters/digits, keeping inner '.', ',', '-' and apostrophes)."""
-    return [w.lower() for w in _WORD.findall(text)]
+    return _WORD.findall(fold(text))  # the text path's one normaliser (``arr_coc.reading.text``)
 
 
 def parse_query(query: str | None, config: RelevanceConfig | None = None) -> QueryCues:

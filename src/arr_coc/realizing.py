@@ -31,6 +31,7 @@ import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -162,9 +163,12 @@ class Realizer(nn.Module):
         torch.Size([1, 2, 3])
     """
 
-    def __init__(self, config: RelevanceConfig | None = None):
+    def __init__(self, config: RelevanceConfig | None = None, box_scorer: nn.Module | None = None):
         super().__init__()
         self.config = config or RelevanceConfig()
+        # the text path's learned box scorer (``arr_coc.reading.learned.BoxScorer``; None: the rules). A submodule,
+        # so ``realizer.box_scorer.parameters()`` / ``realizer.state_dict()`` reach its tensors.
+        self.box_scorer = box_scorer
         self.information = InformationScorer(self.config)
         self.perspectival = PerspectivalScorer(self.config)
         self.participatory = ParticipatoryScorer(self.config)
@@ -179,12 +183,42 @@ class Realizer(nn.Module):
         owned by this realizer (its OCR cache and models with it)."""
         from .reading import Reading, ReadingConfig, default_reading
 
-        if self.config.reading is None:
+        if self.config.reading is None and self.box_scorer is None:
             return default_reading()
         with self._reading_lock:
             if self._reading is None:
-                self._reading = Reading(ReadingConfig.from_dict(self.config.reading))
+                cfg = ReadingConfig.from_dict(self.config.reading) if self.config.reading else ReadingConfig()
+                self._reading = Reading(cfg, scorer=self.box_scorer)
             return self._reading
+
+    @classmethod
+    def from_pretrained(cls, folder: str | Path) -> Realizer:
+        """A realizer from a checkpoint folder written by ``arr-coc train`` (or :meth:`save_pretrained`):
+        ``config.json`` (``RelevanceConfig``, the text path's ``ReadingConfig`` inside) and, when present,
+        ``scorer.json`` + ``model.safetensors`` (the learned box scorer). Frozen (``eval()``, no gradients).
+
+        Raises:
+            FileNotFoundError: if ``folder`` is not a folder holding ``config.json``.
+        """
+        folder = Path(folder)
+        if not (folder / "config.json").is_file():
+            raise FileNotFoundError(f"{folder} is not a relevance checkpoint folder (no config.json; write one with "
+                                    "arr-coc train)")
+        config = RelevanceConfig.from_json((folder / "config.json").read_text())
+        scorer = None
+        if (folder / "scorer.json").is_file():
+            from .reading.learned import BoxScorer
+
+            scorer = BoxScorer.load(folder)
+        return cls(config, box_scorer=scorer).eval().requires_grad_(False)
+
+    def save_pretrained(self, folder: str | Path) -> None:
+        """Write ``config.json`` and, with a box scorer, ``scorer.json`` + ``model.safetensors`` into ``folder``."""
+        folder = Path(folder)
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "config.json").write_text(self.config.to_json(indent=1) + "\n")
+        if self.box_scorer is not None:
+            self.box_scorer.save(folder)
 
     def cues(self, query: str | None) -> QueryCues:
         """The query's cues, with this config's weights."""
@@ -347,7 +381,7 @@ def text_prior_maps(
 
     Returns:
         torch.Tensor of shape (T, rows, cols) in [0, 1], float32 on the CPU (OCR runs on the CPU), the OCR boxes
-        of each picture, each picture's structural evidence (``arr_coc.structural_query.Evidence``: which budget
+        of each picture, each picture's structural evidence (``arr_coc.reading.structural_query.Evidence``: which budget
         rule fired) or None, and the words' cells (``QueryMatcher.units``) as indices into the (T * rows * cols)
         raster of all pictures, for a selection that keeps words whole.
     """

@@ -1,8 +1,10 @@
 """``ReadingConfig``: every weight and threshold of the text path, in one commented, serialisable place.
 
-The text path has five stages and one section each: ``ocr`` (what the OCR engine sees and how results are cached),
+The text path has its stages and one section each: ``ocr`` (what the OCR engine sees and how results are cached),
 ``lexical`` (fuzzy token matching), ``semantic`` (MiniLM similarity), ``keys`` (which boxes the question names and
-the final per-box scores) and ``layout`` (where an answer sits relative to its key). The defaults are the values the
+the final per-box scores), ``layout`` (where an answer sits relative to its key), ``structure`` (structural questions)
+and ``page`` (the page-layout analysis' thresholds, ``arr_coc.reading.structure.LayoutConfig``: lines, columns,
+blocks, roles, tables). The defaults are the values the
 project's evidence-recall benchmark was measured with (``benchmarks/evidence_recall.py``).
 
 The config is plain data: ``to_dict()`` gives JSON-ready nested dicts, ``from_dict`` rebuilds it (unknown keys are an
@@ -20,6 +22,8 @@ import dataclasses
 import json
 from dataclasses import dataclass, field
 from typing import Any
+
+from .structure import LayoutConfig as PageLayoutConfig  # the page-layout analysis' thresholds (section ``page``)
 
 
 def _check_unit(section: str, **values: float) -> None:
@@ -247,7 +251,7 @@ class LayoutConfig:
 
 @dataclass(frozen=True)
 class StructureConfig:
-    """Questions about the page's structure (``arr_coc.structure``, ``arr_coc.structural_query``).
+    """Questions about the page's structure (``arr_coc.reading.structure``, ``arr_coc.reading.structural_query``).
 
     A question about the title, the word after a phrase, the n-th section of a column or a chart's extremes is parsed,
     resolved on the page's layout, and its evidence is kept first (the budget rule): the evidence paints 1 and every
@@ -272,6 +276,7 @@ _SECTIONS: dict[str, type] = {
     "keys": KeyConfig,
     "layout": LayoutConfig,
     "structure": StructureConfig,
+    "page": PageLayoutConfig,
 }
 
 # ablation switches: name -> (section, field)
@@ -307,6 +312,7 @@ class ReadingConfig:
     keys: KeyConfig = field(default_factory=KeyConfig)  # key selection and final box scores
     layout: LayoutConfig = field(default_factory=LayoutConfig)  # where answers sit relative to keys
     structure: StructureConfig = field(default_factory=StructureConfig)  # structural questions, the budget rule
+    page: PageLayoutConfig = field(default_factory=PageLayoutConfig)  # layout analysis: lines, columns, tables
 
     def __post_init__(self) -> None:
         for name, cls in _SECTIONS.items():

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import functools
 import re
-import unicodedata
 from collections.abc import Sequence
 
 import numpy as np
 
 from .config import LexicalConfig
+from .text import clean, fold
 
 MAX_QUERY_CHARS = LexicalConfig.max_query_chars  # default truncation of long queries (``LexicalConfig``)
 MAX_QUERY_TOKENS = LexicalConfig.max_query_tokens  # default number of query content tokens matched
@@ -65,9 +65,7 @@ _TOKEN_RE = re.compile(r"\d+(?:\.\d+)?|[a-z0-9]+|#")
 
 
 def _normalise(text: str) -> str:
-    s = unicodedata.normalize("NFKC", text).lower()
-    s = re.sub(r"(?<=\d)[,\u2009\u202f'](?=\d{3}\b)", "", s)  # thousands separators: 1,234.00 -> 1234.00
-    return s
+    return fold(text)  # the text path's one normaliser (``arr_coc.reading.text``)
 
 
 def _canon_number(tok: str) -> str:
@@ -112,7 +110,7 @@ def query_terms(query: str, cfg: LexicalConfig) -> list[tuple[str, float]]:
     words describing the question rather than its content (``META_WORDS``) weigh ``cfg.meta_weight``, others 1.
     """
     query = query[: cfg.max_query_chars]
-    upper_single = {m.lower() for m in re.findall(r"\b[A-Z]\b", unicodedata.normalize("NFKC", query))}
+    upper_single = {m.lower() for m in re.findall(r"\b[A-Z]\b", clean(query))}
     terms: dict[str, float] = {}
     for tok in tokens(query):
         if tok in STOP_WORDS and not (len(tok) == 1 and tok in upper_single):

@@ -9,13 +9,14 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ..structural_query import Evidence, parse, resolve
-from ..structure import Layout, analyse, flat_layout
 from .config import ReadingConfig
 from .layout import paint_boxes, propagate, word_units
+from .learned import BoxScorer, box_features
 from .lexical import answer_types, has_type, lexical_scores
 from .ocr import TextBox
 from .semantic import MiniLMEmbedder, semantic_scores, semantic_similarities
+from .structural_query import Evidence, parse, resolve
+from .structure import Layout, analyse, flat_layout
 
 
 def continuations(layout: Layout, keys: Sequence[int]) -> list[tuple[int, int]]:
@@ -25,7 +26,7 @@ def continuations(layout: Layout, keys: Sequence[int]) -> list[tuple[int, int]]:
     links the two; the layout analysis' reading order does.
 
     Args:
-        layout: ``arr_coc.structure.analyse`` of the boxes.
+        layout: ``arr_coc.reading.structure.analyse`` of the boxes.
         keys: indices of the key boxes.
 
     Returns:
@@ -71,7 +72,7 @@ class QueryMatcher:
     4. Evidence chain: a key scores at least ``keys.link`` (0.9) times the best candidate it points to (times its
        share in that candidate's score), so the value is kept with the key that makes it the answer ("Amount due:"
        beside "$18,324.18"); a table cell among the best candidates (``keys.header_top``) keeps its row and column
-       headers (``arr_coc.structure.Layout.headers_of``) at ``keys.link`` times its score. A key in a row
+       headers (``arr_coc.reading.structure.Layout.headers_of``) at ``keys.link`` times its score. A key in a row
        (table header, "Label: value") reaches below/above only up to the first much wider box
        (``layout.cross_width``): fine print under a table is not the table's next cell. With layout analysis
        (``structure.enabled``), a key ending a paragraph at the foot of a column also reaches the first line of the
@@ -82,9 +83,9 @@ class QueryMatcher:
        of each word, which the selection keeps whole (``layout.whole_words``).
     6. Structure (``structure.query_parsing``): a question about the page's structure (title, the word after a quoted
        phrase, the last word of a named section, the n-th section of a column, a chart's extremes, "the third month")
-       is parsed (``arr_coc.structural_query``) and resolved on the page's layout (``arr_coc.structure``); the
-       evidence it needs paints 1 and everything else is damped by ``structure.evidence_damp`` (the budget rule),
-       and an implied label ("Mar") becomes a key for the layout rule. ``relevance_and_evidence`` also returns which
+       is parsed (``arr_coc.reading.structural_query``) and resolved on the page's layout
+       (``arr_coc.reading.structure``); the evidence it needs paints 1 and everything else is damped by
+       ``structure.evidence_damp`` (the budget rule), and an implied label ("Mar") becomes a key for the layout rule. ``relevance_and_evidence`` also returns which
        rule fired.
 
     Queries longer than ``lexical.max_query_chars`` (512) characters are truncated to that length before matching;
@@ -105,6 +106,8 @@ class QueryMatcher:
         whole_words: Override ``config.layout.whole_words`` (off, ``units`` is empty: plain top-k over cells).
         embedder: MiniLM embedder to use (shared between matchers by ``arr_coc.reading.Reading``); default: this
             matcher's own, created from ``config.semantic`` and loaded on the first semantic query.
+        scorer: a trained ``arr_coc.reading.learned.BoxScorer``: each box's final score is its output on
+            ``box_features`` instead of the rules' ``box_scores`` (None: the rules).
     """
 
     def __init__(
@@ -118,6 +121,7 @@ class QueryMatcher:
         query_parsing: bool | None = None,
         whole_words: bool | None = None,
         embedder: MiniLMEmbedder | None = None,
+        scorer: BoxScorer | None = None,
     ) -> None:
         config = config if config is not None else ReadingConfig()
         if not isinstance(config, ReadingConfig):
@@ -131,8 +135,10 @@ class QueryMatcher:
             whole_words=whole_words,
         )
         self._embedder = embedder
+        self.scorer = scorer
         self._layouts: OrderedDict[tuple[TextBox, ...], Layout] = OrderedDict()  # per page, bounded LRU
         self._layouts_lock = threading.Lock()
+        self._page_cache: OrderedDict[tuple[str, tuple[TextBox, ...]], object] = OrderedDict()  # per page, bounded
         if embedder is None and self.config.semantic.enabled:
             self._embedder = MiniLMEmbedder.from_config(self.config.semantic)  # cheap: nothing loads until used
 
@@ -153,12 +159,12 @@ class QueryMatcher:
 
     @property
     def structure(self) -> bool:
-        """Whether layout analysis is on (``arr_coc.structure``)."""
+        """Whether layout analysis is on (``arr_coc.reading.structure``)."""
         return self.config.structure.enabled
 
     @property
     def query_parsing(self) -> bool:
-        """Whether structural references in the question are parsed (``arr_coc.structural_query``)."""
+        """Whether structural references in the question are parsed (``arr_coc.reading.structural_query``)."""
         return self.config.structure.query_parsing
 
     @property
@@ -233,14 +239,17 @@ class QueryMatcher:
                 out[i] = self.config.keys.type_prior_score
         return out
 
-    def key_weights(self, boxes: Sequence[TextBox], query: str) -> np.ndarray:
+    def key_weights(
+        self, boxes: Sequence[TextBox], query: str, found: dict[str, np.ndarray] | None = None
+    ) -> np.ndarray:
         """(N,) soft key selection: which boxes the query names, 0 when nothing matches well enough.
 
         Lexical keys are the boxes whose lexical score is at least ``keys.relative`` of the page's best, weighted
         ``(score / best) ** keys.sharpness`` and scaled down when the best is below ``keys.full_at``. Semantic keys
         (``semantic_scores``) are already relative; they weigh ``semantic.weight``, times
         ``semantic.lexical_strong_factor`` when a strong lexical match (>= ``semantic.lexical_strong``) exists, since
-        then the question's own words locate the key.
+        then the question's own words locate the key. ``found``, when given, receives the lexical scores (``lex``)
+        and semantic similarities (``sim``) computed on the way.
         """
         n = len(boxes)
         keys = np.zeros(n, dtype=np.float32)
@@ -251,19 +260,24 @@ class QueryMatcher:
         lex_best = 0.0
         if self.lexical:
             lex = self.lexical_scores(boxes, query)  # (N,)
+            if found is not None:
+                found["lex"] = lex
             lex_best = float(lex.max())
             if lex_best >= kc.min_match:
                 rel = lex / lex_best  # (N,)
                 keys = np.where(rel >= kc.relative, rel**kc.sharpness, 0.0) * min(1.0, lex_best / kc.full_at)
         if self.semantic:
             w = sc.weight * (sc.lexical_strong_factor if lex_best >= sc.lexical_strong else 1.0)
-            sem = w * self.semantic_scores(boxes, query)  # (N,)
+            sim = self.semantic_similarities(boxes, query)  # (N,)
+            if found is not None:
+                found["sim"] = sim
+            sem = w * semantic_scores(sim, self.config.semantic)  # (N,)
             keys = np.maximum(keys, np.where(sem >= kc.semantic_min * kc.min_match, sem, 0.0))
         return keys.astype(np.float32)
 
     def layout_of(self, boxes: Sequence[TextBox]) -> Layout:
-        """The page's layout: ``arr_coc.structure.analyse`` (``structure.enabled``) or, off, ``flat_layout`` (boxes
-        in OCR order, no columns, tables or reading order).
+        """The page's layout: ``arr_coc.reading.structure.analyse`` (``structure.enabled``) or, off, ``flat_layout``
+        (boxes in OCR order, no columns, tables or reading order).
 
         The last ``structure.layout_cache_items`` pages' layouts are kept (keyed on the boxes themselves), so a second
         question about a page does not analyse it again; the returned ``Layout`` is shared: do not modify it.
@@ -273,13 +287,28 @@ class QueryMatcher:
             if key in self._layouts:
                 self._layouts.move_to_end(key)
                 return self._layouts[key]
-        layout = analyse(boxes) if self.structure else flat_layout(boxes)
+        layout = analyse(boxes, self.config.page) if self.structure else flat_layout(boxes, self.config.page)
         bound = self.config.structure.layout_cache_items
         with self._layouts_lock:
             self._layouts[key] = layout
             while len(self._layouts) > bound:
                 self._layouts.popitem(last=False)
         return layout
+
+    def page_cached(self, name: str, boxes: Sequence[TextBox], compute):
+        """``compute()`` for this page, remembered for the last ``structure.layout_cache_items`` pages (keyed on
+        ``name`` and the boxes), so a second question about a page reuses what does not depend on the question."""
+        key = (name, tuple(boxes))
+        with self._layouts_lock:
+            if key in self._page_cache:
+                self._page_cache.move_to_end(key)
+                return self._page_cache[key]
+        value = compute()
+        with self._layouts_lock:
+            self._page_cache[key] = value
+            while len(self._page_cache) > self.config.structure.layout_cache_items:
+                self._page_cache.popitem(last=False)
+        return value
 
     def box_scores(
         self,
@@ -291,19 +320,38 @@ class QueryMatcher:
         """(N,) final per-box relevance in [0, 1] (key, answer candidates, other text).
 
         ``extra_keys``: indices of boxes that are keys whatever the query's words say (an implied label found by
-        ``arr_coc.structural_query``, e.g. "Mar" for "the third month"). ``layout``: the page's ``layout_of(boxes)``
-        when the caller has it already.
+        ``arr_coc.reading.structural_query``, e.g. "Mar" for "the third month"). ``layout``: the page's
+        ``layout_of(boxes)`` when the caller has it already.
         """
+        return self.box_parts(boxes, query, extra_keys, layout)["scores"]
+
+    def box_parts(
+        self,
+        boxes: Sequence[TextBox],
+        query: str,
+        extra_keys: Sequence[int] = (),
+        layout: Layout | None = None,
+    ) -> dict[str, np.ndarray]:
+        """The rule's per-box quantities, each (N,) float32: ``keys`` (key weights), ``prior`` (answer-type prior),
+        ``values`` (candidate scores from the layout rule, after the type prior), ``chain`` (evidence-chain score of
+        each key), ``headers`` (table headers of the best candidates) and ``scores`` (the final ``box_scores``).
+        The learned scorer (``arr_coc.reading.learned``) reads them as features."""
         n = len(boxes)
+        zeros = np.zeros(n, dtype=np.float32)
+        parts = {k: zeros.copy() for k in ("keys", "prior", "values", "chain", "headers", "scores")}
         if n == 0:
-            return np.zeros(0, dtype=np.float32)
+            return parts
         kc = self.config.keys
-        keys = self.key_weights(boxes, query)  # (N,)
+        found: dict[str, np.ndarray] = {}
+        keys = self.key_weights(boxes, query, found)  # (N,)
+        parts.update(found)  # "lex", "sim" when computed (the learned scorer's features)
         if len(extra_keys):
             keys[np.asarray(extra_keys, dtype=np.int64)] = 1.0
         prior = self.type_prior(boxes, query)  # (N,)
+        parts["keys"], parts["prior"] = keys, prior
         if not keys.any():
-            return self._nothing_named(prior)
+            parts["scores"] = self._nothing_named(prior)
+            return parts
         if self.layout:
             # (N,) candidates, (K,) key indices, (K, N) what each key gave
             values, givers, contrib = propagate(boxes, keys, self.config.layout, contributions=True)
@@ -319,10 +367,15 @@ class QueryMatcher:
             # the question asks for a kind of value: candidates of that kind rank first, the rest are damped
             values = np.where(prior > 0, prior + (1.0 - prior) * values, kc.off_type_damp * values)
         scores = np.maximum.reduce([values, kc.key_score * keys, np.full(n, kc.other_text, dtype=np.float32)])
-        scores[givers] = np.maximum(scores[givers], self._chain(contrib, values))
+        chain = self._chain(contrib, values)
+        scores[givers] = np.maximum(scores[givers], chain)
+        parts["chain"][givers] = chain
         if self.layout and layout is not None and layout.tables:
-            scores = np.maximum(scores, self._headers(layout, values))
-        return np.clip(scores, 0.0, 1.0).astype(np.float32)
+            parts["headers"] = self._headers(layout, values).astype(np.float32)
+            scores = np.maximum(scores, parts["headers"])
+        parts["values"] = np.asarray(values, dtype=np.float32)
+        parts["scores"] = np.clip(scores, 0.0, 1.0).astype(np.float32)
+        return parts
 
     def _headers(self, layout: Layout, values: np.ndarray) -> np.ndarray:
         """(N,) a table cell's row and column headers (``Layout.headers_of``) score ``keys.link`` times the cell's
@@ -392,7 +445,7 @@ class QueryMatcher:
         return word_units(boxes, rows, cols, original_size, cfg.word_pad) if cfg.whole_words else []
 
     def evidence(self, boxes: Sequence[TextBox], query: str, layout: Layout | None = None) -> Evidence | None:
-        """The structural evidence the query needs (``arr_coc.structural_query.Evidence``), or None (``layout``:
+        """The structural evidence the query needs (``arr_coc.reading.structural_query.Evidence``), or None (``layout``:
         the page's ``layout_of(boxes)`` when the caller has it)."""
         if not self.query_parsing or not boxes or not query:
             return None
@@ -416,9 +469,15 @@ class QueryMatcher:
         comparison keeps what it asks for first) and every other box is damped by
         ``evidence_damp``, so the evidence is kept before anything else; ``Evidence.rule`` names the rule that fired.
         """
-        layout = self.layout_of(boxes) if boxes and (self.layout or self.query_parsing) else None
-        ev = self.evidence(boxes, query or "", layout)
-        scores = self.box_scores(boxes, query or "", extra_keys=ev.keys if ev is not None else (), layout=layout)
+        if self.scorer is not None:
+            layout = self.layout_of(boxes) if boxes else None
+            ev = self.evidence(boxes, query or "", layout)
+            feats = box_features(self, boxes, query or "", layout, ev, original_size)  # (N, F)
+            scores = self.scorer.box_scores(feats)
+        else:
+            layout = self.layout_of(boxes) if boxes and (self.layout or self.query_parsing) else None
+            ev = self.evidence(boxes, query or "", layout)
+            scores = self.box_scores(boxes, query or "", extra_keys=ev.keys if ev is not None else (), layout=layout)
         out = paint_boxes(boxes, scores, rows, cols, original_size)
         if ev is not None and ev.regions:
             regions = [TextBox("", r) for r in ev.regions]

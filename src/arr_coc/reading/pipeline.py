@@ -15,6 +15,7 @@ import numpy as np
 from PIL import Image
 
 from .config import ReadingConfig
+from .learned import BoxScorer
 from .matching import QueryMatcher
 from .ocr import TextBox, TextReader, _to_rgb_pil
 from .semantic import MiniLMEmbedder
@@ -26,6 +27,7 @@ class Reading:
 
     Args:
         config: Settings of the whole text path (default ``ReadingConfig()``).
+        scorer: a trained box scorer (``arr_coc.reading.learned.BoxScorer``) every matcher uses; None: the rules.
 
     Example:
         >>> reading = Reading()
@@ -33,12 +35,13 @@ class Reading:
         >>> relevance, boxes = reading.relevance(image, "Who is it for?", rows=36, cols=29)  # OCR from the cache
     """
 
-    def __init__(self, config: ReadingConfig | None = None) -> None:
+    def __init__(self, config: ReadingConfig | None = None, scorer: BoxScorer | None = None) -> None:
         self.config = config if config is not None else ReadingConfig()
         if not isinstance(self.config, ReadingConfig):
             raise TypeError(f"config must be a ReadingConfig, got {type(self.config).__name__}")
         self.reader = TextReader(self.config.ocr)
         self.embedder = MiniLMEmbedder.from_config(self.config.semantic)
+        self.scorer = scorer
         self._matchers: dict[tuple[tuple[str, bool | None], ...], QueryMatcher] = {}
         self._lock = threading.Lock()
 
@@ -48,7 +51,7 @@ class Reading:
         key = tuple(sorted(switches.items()))
         with self._lock:
             if key not in self._matchers:
-                self._matchers[key] = QueryMatcher(self.config, embedder=self.embedder, **switches)
+                self._matchers[key] = QueryMatcher(self.config, embedder=self.embedder, scorer=self.scorer, **switches)
             return self._matchers[key]
 
     def warmup(self, ocr: bool = True, semantic: bool = True) -> None:

@@ -1,0 +1,336 @@
+"""The learned box scorer: one small torch model over each recognised text box, trained on evidence boxes.
+
+The rules of ``QueryMatcher`` (keys, the layout rule, the answer-type prior, the evidence chain, table headers,
+structural evidence) each compute a number per box. ``box_features`` collects those numbers together with what the
+layout analysis and the page say about the box (role, position, size, line length, how often its text recurs on the
+page) and the question's intent (answer types, wh-word) into one row per box; ``BoxScorer`` maps each row to a logit
+and the box's relevance is ``exp(logit - max logit)`` over the page. The map is painted exactly as the rules' scores
+are (``paint_boxes``), and the structural budget rule (``structure.evidence_damp``) still applies on top.
+
+Feature groups (``FEATURE_GROUPS``; the ablation of ``arr-coc train`` trains without each):
+    lexical    the box's lexical match to the query, relative to the page's best, and the best itself
+    semantic   MiniLM similarity (raw and relative to the page's best)
+    links      the layout rule's key weight, candidate score, evidence chain, table headers; the best key weight on
+               the box's line to its left (a "Key: value" link) and the key weight directly above it
+    type       answer-type agreement: the rule's prior, which value types the box holds (date, money, count, phone,
+               e-mail, person, a bare 6-8 digit run such as "25032018")
+    structure  structural evidence: the box lies in a region the structural question needs (and its weight)
+    role       the layout analysis' role of the box's block (title, heading, paragraph, footnote, code), table cell,
+               table header, row label, chart value / label
+    geometry   centre x / y, width, height on the page, height relative to the page's body text, vertical rank
+    text       characters and words (log), digit / upper-case share, ends with ':', page frequency of its text
+    intent     the question's answer types and wh-word, whether it names a key, whether it is structural
+    rules      the rule's final score (so a learned model starts from the rules and learns what they miss)
+
+Intent features are the same for every box of a question: they act through the hidden layer (``hidden > 0``).
+
+Example:
+    >>> scorer = BoxScorer(hidden=16)
+    >>> feats = torch.zeros(5, len(FEATURES))
+    >>> scorer(feats).shape
+    torch.Size([5])
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections import Counter
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import torch
+from torch import nn
+
+from .lexical import _VALUE_PATTERNS, answer_types, has_type, tokens
+from .ocr import TextBox
+from .semantic import semantic_scores
+
+if TYPE_CHECKING:
+    from .matching import QueryMatcher
+    from .structural_query import Evidence
+    from .structure import Layout
+
+TYPES = ("date", "money", "count", "phone", "email", "person")
+ROLES = ("title", "heading", "paragraph", "footnote", "code")
+WH = ("what", "which", "who", "when", "where", "how", "is", "other")
+
+FEATURE_GROUPS: dict[str, tuple[str, ...]] = {
+    "lexical": ("lex", "lex_rel", "lex_best"),
+    "semantic": ("sem_sim", "sem_rel", "sem_best"),
+    "links": ("key", "value", "chain", "header", "left_key", "above_key"),
+    "type": ("prior", *(f"is_{t}" for t in TYPES), "digit_run"),
+    "structure": ("ev_hit", "ev_weight", "ev_any"),
+    "role": (*(f"role_{r}" for r in ROLES), "table_cell", "table_header", "row_label", "chart_value", "chart_label"),
+    "geometry": ("xc", "yc", "w", "h", "h_rel", "y_rank"),
+    "text": ("n_chars", "n_words", "digit_share", "upper_share", "colon_end", "page_freq"),
+    "intent": (*(f"q_{t}" for t in TYPES), *(f"wh_{w}" for w in WH), "q_named", "q_structural", "q_len"),
+    "rules": ("rule",),
+}
+FEATURES: tuple[str, ...] = tuple(f for group in FEATURE_GROUPS.values() for f in group)
+_INDEX = {f: i for i, f in enumerate(FEATURES)}
+_DIGIT_RUN = re.compile(r"\b\d{6,8}\b")
+
+
+def _wh(query: str) -> str:
+    words = re.findall(r"[a-z]+", query.lower())
+    for w in words[:3]:
+        if w in WH:
+            return w
+    return "other"
+
+
+def box_features(
+    matcher: QueryMatcher,
+    boxes: Sequence[TextBox],
+    query: str,
+    layout: Layout | None = None,
+    evidence: Evidence | None = None,
+    original_size: tuple[int, int] | None = None,
+) -> np.ndarray:
+    """(N, len(FEATURES)) float32 features of each box for ``query`` (see the module docstring).
+
+    Args:
+        matcher: the rule matcher whose quantities are read (its switches apply: a switched-off stage gives 0s).
+        boxes: recognised text, in original pixels.
+        query: the question (clipped as the matcher clips it).
+        layout: the page's ``matcher.layout_of(boxes)`` (computed when None).
+        evidence: the structural evidence (``matcher.evidence``), None when no rule fired.
+        original_size: ``(width, height)`` of the page (default: the boxes' extent).
+    """
+    n = len(boxes)
+    out = np.zeros((n, len(FEATURES)), dtype=np.float32)
+    if n == 0:
+        return out
+    query = matcher._clip(query or "")
+    layout = layout if layout is not None else matcher.layout_of(boxes)
+    parts = matcher.box_parts(boxes, query, extra_keys=evidence.keys if evidence is not None else (), layout=layout)
+    col = {f: out[:, i] for f, i in _INDEX.items()}  # column views (writes go to ``out``)
+
+    has_query = bool(query.strip())
+    if has_query and matcher.lexical:
+        lex = parts["lex"] if "lex" in parts else matcher.lexical_scores(boxes, query)
+        best = float(lex.max())
+        col["lex"][:] = lex
+        col["lex_rel"][:] = lex / best if best > 0 else 0.0
+        col["lex_best"][:] = best
+    if has_query and matcher.semantic:
+        sim = parts["sim"] if "sim" in parts else matcher.semantic_similarities(boxes, query)
+        col["sem_sim"][:] = sim
+        col["sem_rel"][:] = semantic_scores(sim, matcher.config.semantic)
+        col["sem_best"][:] = float(sim.max())
+    keys = parts["keys"]
+    col["key"][:] = keys
+    col["value"][:] = parts["values"]
+    col["chain"][:] = parts["chain"]
+    col["header"][:] = parts["headers"]
+    col["prior"][:] = parts["prior"]
+    col["rule"][:] = parts["scores"]
+
+    page = matcher.page_cached(
+        f"learned page features {original_size}", boxes, lambda: page_features(boxes, layout, original_size)
+    )  # (N, F), 0 in query columns
+    out += page
+    xs0, ys0, xs1, ys1 = (np.array([b.box[k] for b in boxes], dtype=np.float64) for k in range(4))
+    hs = np.maximum(ys1 - ys0, 1.0)
+    # links on the box's own line (to its left) and directly above it: the layout rule's neighbourhood, read back
+    yc = (ys0 + ys1) / 2
+    if keys.any():  # (N targets, N sources) masks; only key sources matter
+        src = np.flatnonzero(keys > 0)  # (K,)
+        h = hs[:, None]  # (N, 1)
+        same = (np.abs(yc[src][None, :] - yc[:, None]) < 0.5 * h) & (xs1[src][None, :] <= xs0[:, None] + 0.25 * h)
+        above = (
+            (ys1[src][None, :] <= ys0[:, None] + 0.25 * h)
+            & (ys1[src][None, :] >= ys0[:, None] - 3.0 * h)
+            & (xs0[src][None, :] < xs1[:, None])
+            & (xs1[src][None, :] > xs0[:, None])
+        )
+        not_self = src[None, :] != np.arange(n)[:, None]  # (N, K)
+        kw = keys[src][None, :]  # (1, K)
+        col["left_key"][:] = np.where(same & not_self, kw, 0.0).max(1)
+        col["above_key"][:] = np.where(above & not_self, kw, 0.0).max(1)
+
+    if evidence is not None and evidence.regions:
+        col["ev_any"][:] = 1.0
+        weights = evidence.weights or [1.0] * len(evidence.regions)
+        cx, cy = (xs0 + xs1) / 2, (ys0 + ys1) / 2
+        for (rx0, ry0, rx1, ry1), w in zip(evidence.regions, weights, strict=False):
+            inside = (cx >= rx0) & (cx <= rx1) & (cy >= ry0) & (cy <= ry1)
+            col["ev_hit"][inside] = 1.0
+            col["ev_weight"][inside] = np.maximum(col["ev_weight"][inside], float(w))
+
+    kinds = answer_types(query) if has_query else ()
+    for kind in TYPES:
+        col[f"q_{kind}"][:] = float(kind in kinds)
+    col[f"wh_{_wh(query)}"][:] = 1.0
+    col["q_named"][:] = float(keys.max() > 0)
+    col["q_structural"][:] = float(evidence is not None)
+    col["q_len"][:] = math.log1p(len(query.split()))
+    return out
+
+
+def page_features(boxes: Sequence[TextBox], layout: Layout, original_size: tuple[int, int] | None) -> np.ndarray:
+    """(N, len(FEATURES)) float32 with only the columns that do not depend on the question filled (geometry, text,
+    value types, layout roles); ``box_features`` adds them, once per page (``QueryMatcher.page_cached``)."""
+    n = len(boxes)
+    out = np.zeros((n, len(FEATURES)), dtype=np.float32)
+    if n == 0:
+        return out
+    col = {f: out[:, i] for f, i in _INDEX.items()}
+    xs0 = np.array([b.box[0] for b in boxes], dtype=np.float64)
+    ys0 = np.array([b.box[1] for b in boxes], dtype=np.float64)
+    xs1 = np.array([b.box[2] for b in boxes], dtype=np.float64)
+    ys1 = np.array([b.box[3] for b in boxes], dtype=np.float64)
+    width, height = original_size if original_size is not None else (float(xs1.max()), float(ys1.max()))
+    width, height = max(float(width), 1.0), max(float(height), 1.0)
+    hs = np.maximum(ys1 - ys0, 1.0)
+    body = max(float(layout.body_height), 1.0)
+    col["xc"][:] = (xs0 + xs1) / 2 / width
+    col["yc"][:] = (ys0 + ys1) / 2 / height
+    col["w"][:] = (xs1 - xs0) / width
+    col["h"][:] = hs / height
+    col["h_rel"][:] = np.log(hs / body)
+    col["y_rank"][:] = np.argsort(np.argsort(ys0, kind="stable"), kind="stable") / max(n - 1, 1)
+
+    texts = [b.text for b in boxes]
+    norm = [" ".join(tokens(t)) for t in texts]
+    freq = Counter(norm)
+    for j, t in enumerate(texts):
+        letters = [c for c in t if c.isalpha()]
+        col["n_chars"][j] = math.log1p(len(t))
+        col["n_words"][j] = math.log1p(len(t.split()))
+        col["digit_share"][j] = sum(c.isdigit() for c in t) / max(len(t), 1)
+        col["upper_share"][j] = sum(c.isupper() for c in letters) / max(len(letters), 1)
+        col["colon_end"][j] = float(t.rstrip().endswith((":", "=")))
+        col["page_freq"][j] = math.log(freq[norm[j]]) if norm[j] else 0.0
+        for kind in TYPES:
+            col[f"is_{kind}"][j] = float(has_type(t, kind))
+        col["digit_run"][j] = float(bool(_DIGIT_RUN.search(t)) and not _VALUE_PATTERNS["date"].search(t))
+
+    for b in layout.blocks:
+        if b.role in ROLES:
+            for li in b.lines:
+                for i in layout.lines[li].boxes:
+                    if 0 <= i < n:
+                        col[f"role_{b.role}"][i] = 1.0
+    for table in layout.tables:
+        for r, row in enumerate(table.cells):
+            for c in range(len(row)):
+                for i in table.cell_boxes(r, c):
+                    if 0 <= i < n:
+                        col["table_cell"][i] = 1.0
+                        col["table_header"][i] = float(r == table.header_row)
+                        col["row_label"][i] = float(c == table.header_col)
+    for i in layout.values:
+        if 0 <= i < n:
+            col["chart_value"][i] = 1.0
+    for i in layout.labels:
+        if 0 <= i < n:
+            col["chart_label"][i] = 1.0
+
+    return out
+
+
+class BoxScorer(nn.Module):
+    """Per-box relevance logits from ``box_features`` rows: standardise, then a linear map or a one-hidden-layer MLP.
+
+    Every number is a tensor of this module (weights, the standardisation's mean and scale, the feature mask), so a
+    checkpoint (``model.safetensors``) plus ``config`` restores it exactly.
+
+    Args:
+        hidden: hidden units (0: linear, logit = w . x + b).
+        features: the feature names the rows hold, in order (default ``FEATURES``).
+        drop_groups: feature groups masked to their mean (the ablation: the model never sees them).
+    """
+
+    def __init__(self, hidden: int = 32, features: Sequence[str] = FEATURES, drop_groups: Sequence[str] = ()) -> None:
+        super().__init__()
+        unknown = sorted(set(drop_groups) - set(FEATURE_GROUPS))
+        if unknown:
+            raise ValueError(f"unknown feature group(s) {unknown}; allowed: {', '.join(FEATURE_GROUPS)}")
+        if hidden < 0:
+            raise ValueError(f"hidden must be >= 0, got {hidden}")
+        self.hidden = int(hidden)
+        self.features = tuple(features)
+        self.drop_groups = tuple(drop_groups)
+        f = len(self.features)
+        dropped = {name for g in self.drop_groups for name in FEATURE_GROUPS[g]}
+        self.register_buffer("mean", torch.zeros(f))
+        self.register_buffer("scale", torch.ones(f))
+        self.register_buffer("mask", torch.tensor([0.0 if name in dropped else 1.0 for name in self.features]))
+        if self.hidden:
+            self.net: nn.Module = nn.Sequential(nn.Linear(f, self.hidden), nn.ReLU(), nn.Linear(self.hidden, 1))
+        else:
+            self.net = nn.Linear(f, 1)
+
+    @property
+    def config(self) -> dict[str, Any]:
+        """What rebuilds this module's shape: ``BoxScorer(**config)``."""
+        return {"hidden": self.hidden, "features": list(self.features), "drop_groups": list(self.drop_groups)}
+
+    def fit_standardisation(self, feats: torch.Tensor) -> None:
+        """Set mean / scale from training rows (N, F); constant features get scale 1."""
+        with torch.no_grad():
+            self.mean.copy_(feats.mean(0))
+            std = feats.std(0, unbiased=False)
+            self.scale.copy_(torch.where(std > 1e-6, std, torch.ones_like(std)))
+
+    def forward(self, feats: torch.Tensor) -> torch.Tensor:
+        """Logits.
+
+        Args:
+            feats (torch.Tensor of shape (..., F)): ``box_features`` rows.
+
+        Returns:
+            torch.Tensor of shape (...,): one logit per box (higher: keep first).
+        """
+        if feats.shape[-1] != len(self.features):
+            raise ValueError(f"expected {len(self.features)} features per box, got {feats.shape[-1]}")
+        x = (feats.to(self.mean) - self.mean) / self.scale * self.mask
+        return self.net(x).squeeze(-1)
+
+    def box_scores(self, feats: np.ndarray) -> np.ndarray:
+        """(N,) relevance in (0, 1] of each box, float32, for ``box_features`` rows (N, F): ``exp(logit - max)``, the
+        model's listwise probability of each box relative to the page's best (the best box scores 1). The gaps stay
+        as wide as the model means them, so the text prior keeps its ranking when ``Realizer`` adds the other
+        scorers (a sigmoid squeezed them: measured on realdocs receipts, end to end)."""
+        if len(feats) == 0:
+            return np.zeros(0, dtype=np.float32)
+        with torch.no_grad():
+            logits = self(torch.from_numpy(np.ascontiguousarray(feats, dtype=np.float32))).float()  # (N,)
+        return torch.exp(logits - logits.max()).numpy().astype(np.float32)
+
+    # -- checkpoints ---------------------------------------------------------------------------------------------
+
+    def save(self, folder: str | Path) -> None:
+        """Write ``scorer.json`` (shape) and ``model.safetensors`` (every tensor) into ``folder``."""
+        from safetensors.torch import save_file
+
+        folder = Path(folder)
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "scorer.json").write_text(json.dumps(self.config, indent=1) + "\n")
+        save_file(
+            {k: v.detach().cpu().contiguous() for k, v in self.state_dict().items()}, str(folder / "model.safetensors")
+        )
+
+    @classmethod
+    def load(cls, folder: str | Path) -> BoxScorer:
+        """Inverse of ``save``.
+
+        Raises:
+            FileNotFoundError: if ``folder`` lacks ``scorer.json`` or ``model.safetensors``.
+        """
+        from safetensors.torch import load_file
+
+        folder = Path(folder)
+        for name in ("scorer.json", "model.safetensors"):
+            if not (folder / name).is_file():
+                raise FileNotFoundError(f"{folder} is not a relevance checkpoint: {name} is missing")
+        cfg = json.loads((folder / "scorer.json").read_text())
+        scorer = cls(**cfg)
+        scorer.load_state_dict(load_file(str(folder / "model.safetensors")))
+        scorer.eval()
+        return scorer
