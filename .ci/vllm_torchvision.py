@@ -34,8 +34,13 @@ def main(argv: list[str]) -> int:
         stripped = line.lstrip()
         # the decorators that register the two fake kernels, e.g. @register_meta("nms") / @torch.library.register_fake(
         # "torchvision::nms"): guard them so they become no-ops without the compiled extension
-        if stripped.startswith("@") and ('"nms"' in stripped or "'nms'" in stripped or "::nms" in stripped
-                                         or '"qnms"' in stripped or "::qnms" in stripped):
+        if stripped.startswith("@") and (
+            '"nms"' in stripped
+            or "'nms'" in stripped
+            or "::nms" in stripped
+            or '"qnms"' in stripped
+            or "::qnms" in stripped
+        ):
             indent = line[: len(line) - len(stripped)]
             out.append(f"{indent}@(lambda f: f) if not _arr_coc_has_ops() else {stripped.rstrip()[1:]}  {MARK}\n")
             patched += 1

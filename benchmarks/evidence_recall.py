@@ -235,9 +235,14 @@ class PageReader:
         return list(self._boxes)
 
 
-def library_scores(sample: docgen.Sample, grid: Grid, mode: str, text_options: dict[str, bool] | None,
-                   reader: PageReader | None = None,
-                   realizer: object | None = None) -> tuple[np.ndarray, str | None, list[np.ndarray]]:
+def library_scores(
+    sample: docgen.Sample,
+    grid: Grid,
+    mode: str,
+    text_options: dict[str, bool] | None,
+    reader: PageReader | None = None,
+    realizer: object | None = None,
+) -> tuple[np.ndarray, str | None, list[np.ndarray]]:
     """``arr_coc.allocate(...).scores`` for one sample, checked to be on the expected grid, the structural rule
     that fired (``Allocation.evidence.rule``, None when none did) and the word units (``Allocation.units``)."""
     import arr_coc
@@ -248,12 +253,23 @@ def library_scores(sample: docgen.Sample, grid: Grid, mode: str, text_options: d
             "arr_coc.allocate is not available; run the baselines only: --allocators " + ",".join(BASELINES)
         )
     extra = {"reader": reader} if reader is not None and mode == "text" else {}
-    alloc = allocate(sample.image, sample.query, BUDGETS[-1][1], family=FAMILY, max_pixels=MAX_PIXELS, mode=mode,
-                     text_options=text_options, realizer=realizer, **extra)
+    alloc = allocate(
+        sample.image,
+        sample.query,
+        BUDGETS[-1][1],
+        family=FAMILY,
+        max_pixels=MAX_PIXELS,
+        mode=mode,
+        text_options=text_options,
+        realizer=realizer,
+        **extra,
+    )
     scores = np.asarray(alloc.scores, dtype=np.float32)
     if tuple(alloc.grid) != (grid.rows, grid.cols) or scores.shape != (grid.rows, grid.cols):
-        raise RuntimeError(f"{sample.id}: allocate returned grid {alloc.grid} / scores {scores.shape}, "
-                           f"expected {(grid.rows, grid.cols)}")
+        raise RuntimeError(
+            f"{sample.id}: allocate returned grid {alloc.grid} / scores {scores.shape}, "
+            f"expected {(grid.rows, grid.cols)}"
+        )
     evidence = getattr(alloc, "evidence", None)
     return scores, getattr(evidence, "rule", None), list(getattr(alloc, "units", []))
 
@@ -286,12 +302,17 @@ def downscale_page(image: Image.Image, k: int) -> Image.Image:
     return image.convert("RGB").resize((rw, rh), Image.BICUBIC).resize((w, h), Image.BICUBIC)
 
 
-def reader_region(box: tuple[float, float, float, float], width: int, height: int, rows: int,
-                  cols: int) -> tuple[int, int, int, int]:
+def reader_region(
+    box: tuple[float, float, float, float], width: int, height: int, rows: int, cols: int
+) -> tuple[int, int, int, int]:
     """The answer box padded by one grid cell on every side, clipped to the image (what the second reader reads)."""
     pw, ph = width / cols, height / rows
-    return (max(0, int(box[0] - pw)), max(0, int(box[1] - ph)), min(width, int(np.ceil(box[2] + pw))),
-            min(height, int(np.ceil(box[3] + ph))))
+    return (
+        max(0, int(box[0] - pw)),
+        max(0, int(box[1] - ph)),
+        min(width, int(np.ceil(box[2] + pw))),
+        min(height, int(np.ceil(box[3] + ph))),
+    )
 
 
 def _alnum(text: str) -> str:
@@ -317,8 +338,13 @@ def tesseract_text(image: Image.Image, timeout_s: float = 60.0) -> str:
         image = image.resize((image.width * 2, image.height * 2), Image.BICUBIC)
     buf = io.BytesIO()
     image.convert("L").save(buf, format="PNG")
-    out = subprocess.run([exe, "stdin", "stdout", "--psm", "6"], input=buf.getvalue(), capture_output=True,
-                         timeout=timeout_s, check=False)
+    out = subprocess.run(
+        [exe, "stdin", "stdout", "--psm", "6"],
+        input=buf.getvalue(),
+        capture_output=True,
+        timeout=timeout_s,
+        check=False,
+    )
     return out.stdout.decode("utf-8", errors="replace")
 
 
@@ -340,9 +366,16 @@ class SampleResult:
     rules: dict[str, str | None] | None = None  # library allocator -> structural rule that fired
 
 
-def evaluate_sample(sample: docgen.Sample, allocators: Sequence[str], seed: int, ablation: bool = False,
-                    second_reader: str | None = None, second_budget: float = BUDGETS[0][1],
-                    ocr_cache: Path | None = None, realizer: object | None = None) -> SampleResult:
+def evaluate_sample(
+    sample: docgen.Sample,
+    allocators: Sequence[str],
+    seed: int,
+    ablation: bool = False,
+    second_reader: str | None = None,
+    second_budget: float = BUDGETS[0][1],
+    ocr_cache: Path | None = None,
+    realizer: object | None = None,
+) -> SampleResult:
     """Run every allocator (and the ablation rows) on one sample at every budget; with ``second_reader``, also
     whether Tesseract finds the answer on the whole page and in each allocator's kept cells at ``second_budget``."""
     w, h = sample.image.size
@@ -410,13 +443,22 @@ def evaluate_sample(sample: docgen.Sample, allocators: Sequence[str], seed: int,
             else:
                 masked = mask_dropped(sample.image, rankers[name][0](k), rows, cols)
             second[name] = answer_found(tesseract_text(masked.crop(region)), sample.answer)
-    return SampleResult(sample.id, sample.kind, n, int(cells.size), recall,
-                        {name: secs for name, (_, secs) in rankers.items()}, category=sample.category, second=second,
-                        rules={a: rules[a] for a in LIBRARY if a in rules})
+    return SampleResult(
+        sample.id,
+        sample.kind,
+        n,
+        int(cells.size),
+        recall,
+        {name: secs for name, (_, secs) in rankers.items()},
+        category=sample.category,
+        second=second,
+        rules={a: rules[a] for a in LIBRARY if a in rules},
+    )
 
 
-def aggregate(results: Sequence[SampleResult], allocator: str, kinds: Sequence[str],
-              by: str = "kind") -> dict[str, dict[str, dict]]:
+def aggregate(
+    results: Sequence[SampleResult], allocator: str, kinds: Sequence[str], by: str = "kind"
+) -> dict[str, dict[str, dict]]:
     """budget label -> kind (or category, ``by="category"``) and "overall" -> {"recall", "full_hit", "n"} for one
     allocator."""
     out: dict[str, dict[str, dict]] = {}
@@ -433,8 +475,9 @@ def aggregate(results: Sequence[SampleResult], allocator: str, kinds: Sequence[s
     return out
 
 
-def second_reader_table(results: Sequence[SampleResult], allocators: Sequence[str],
-                        kinds: Sequence[str]) -> dict[str, dict[str, dict]]:
+def second_reader_table(
+    results: Sequence[SampleResult], allocators: Sequence[str], kinds: Sequence[str]
+) -> dict[str, dict[str, dict]]:
     """allocator -> kind (and "overall") -> {"share", "n"}: of the questions whose answer the second reader finds on
     the whole page, the share it still finds in the allocator's kept cells (``n``: how many it finds on the page)."""
     out: dict[str, dict[str, dict]] = {}
@@ -451,9 +494,15 @@ def _cell(stats: dict | None) -> str:
     return "–" if stats is None else f"{stats['recall']:.3f} / {stats['full_hit']:.2f}"
 
 
-def render_markdown(config: dict, summary: dict[str, dict], kinds: Sequence[str], results: Sequence[SampleResult],
-                    wall_s: float, by_category: dict[str, dict] | None = None,
-                    second: dict[str, dict] | None = None) -> str:
+def render_markdown(
+    config: dict,
+    summary: dict[str, dict],
+    kinds: Sequence[str],
+    results: Sequence[SampleResult],
+    wall_s: float,
+    by_category: dict[str, dict] | None = None,
+    second: dict[str, dict] | None = None,
+) -> str:
     """The report: a summary table, per-category and per-kind tables per budget, the ablation table and the second
     reader's table if they were run."""
     main = [a for a in summary if not a.startswith("ablation:")]
@@ -473,58 +522,109 @@ def render_markdown(config: dict, summary: dict[str, dict], kinds: Sequence[str]
         "",
         "## Overall",
         "",
-        "| allocator | " + " | ".join(f"recall @{b}" for b, _ in BUDGETS) + " | "
-        + " | ".join(f"full-hit @{b}" for b, _ in BUDGETS) + " | s/sample |",
+        "| allocator | "
+        + " | ".join(f"recall @{b}" for b, _ in BUDGETS)
+        + " | "
+        + " | ".join(f"full-hit @{b}" for b, _ in BUDGETS)
+        + " | s/sample |",
         "|---|" + "---:|" * (2 * len(BUDGETS) + 1),
     ]
     for a in main:
         secs = np.mean([r.seconds[a] for r in results])
-        lines.append(f"| {a} | " + " | ".join(f"{summary[a][b]['overall']['recall']:.3f}" for b, _ in BUDGETS)
-                     + " | " + " | ".join(f"{summary[a][b]['overall']['full_hit']:.2f}" for b, _ in BUDGETS)
-                     + f" | {secs:.2f} |")
+        lines.append(
+            f"| {a} | "
+            + " | ".join(f"{summary[a][b]['overall']['recall']:.3f}" for b, _ in BUDGETS)
+            + " | "
+            + " | ".join(f"{summary[a][b]['overall']['full_hit']:.2f}" for b, _ in BUDGETS)
+            + f" | {secs:.2f} |"
+        )
     cats = list(dict.fromkeys(r.category for r in results))
     if by_category:
         for label, _ in BUDGETS:
-            lines += ["", f"## By DocVQA-style category at {label} of tokens (recall / full-hit)", "",
-                      "| allocator | " + " | ".join(f"{c} (n={sum(r.category == c for r in results)})" for c in cats)
-                      + " | overall |", "|---|" + "---:|" * (len(cats) + 1)]
+            lines += [
+                "",
+                f"## By DocVQA-style category at {label} of tokens (recall / full-hit)",
+                "",
+                "| allocator | "
+                + " | ".join(f"{c} (n={sum(r.category == c for r in results)})" for c in cats)
+                + " | overall |",
+                "|---|" + "---:|" * (len(cats) + 1),
+            ]
             for a in by_category:
-                lines.append(f"| {a} | " + " | ".join(_cell(by_category[a][label].get(c)) for c in [*cats, "overall"])
-                             + " |")
+                lines.append(
+                    f"| {a} | " + " | ".join(_cell(by_category[a][label].get(c)) for c in [*cats, "overall"]) + " |"
+                )
     for label, _ in BUDGETS:
-        lines += ["", f"## By kind at {label} of tokens (recall / full-hit)", "",
-                  "| allocator | " + " | ".join(kinds) + " | overall |", "|---|" + "---:|" * (len(kinds) + 1)]
+        lines += [
+            "",
+            f"## By kind at {label} of tokens (recall / full-hit)",
+            "",
+            "| allocator | " + " | ".join(kinds) + " | overall |",
+            "|---|" + "---:|" * (len(kinds) + 1),
+        ]
         for a in main:
             lines.append(f"| {a} | " + " | ".join(_cell(summary[a][label].get(k)) for k in [*kinds, "overall"]) + " |")
     if abl:
         mid = BUDGETS[1][0]
-        lines += ["", "## Ablation of the text-aware path (overall recall / full-hit)", "",
-                  "| variant | " + " | ".join(f"@{b}" for b, _ in BUDGETS) + " | s/sample |",
-                  "|---|" + "---:|" * (len(BUDGETS) + 1)]
+        lines += [
+            "",
+            "## Ablation of the text-aware path (overall recall / full-hit)",
+            "",
+            "| variant | " + " | ".join(f"@{b}" for b, _ in BUDGETS) + " | s/sample |",
+            "|---|" + "---:|" * (len(BUDGETS) + 1),
+        ]
         for a in abl:
             secs = np.mean([r.seconds[a] for r in results])
-            lines.append(f"| {a.split(':', 1)[1]} | "
-                         + " | ".join(_cell(summary[a][b]["overall"]) for b, _ in BUDGETS) + f" | {secs:.2f} |")
-        lines += ["", f"### Ablation by kind at {mid}", "",
-                  "| variant | " + " | ".join(kinds) + " | overall |", "|---|" + "---:|" * (len(kinds) + 1)]
+            lines.append(
+                f"| {a.split(':', 1)[1]} | "
+                + " | ".join(_cell(summary[a][b]["overall"]) for b, _ in BUDGETS)
+                + f" | {secs:.2f} |"
+            )
+        lines += [
+            "",
+            f"### Ablation by kind at {mid}",
+            "",
+            "| variant | " + " | ".join(kinds) + " | overall |",
+            "|---|" + "---:|" * (len(kinds) + 1),
+        ]
         for a in abl:
-            lines.append(f"| {a.split(':', 1)[1]} | "
-                         + " | ".join(_cell(summary[a][mid].get(k)) for k in [*kinds, "overall"]) + " |")
+            lines.append(
+                f"| {a.split(':', 1)[1]} | "
+                + " | ".join(_cell(summary[a][mid].get(k)) for k in [*kinds, "overall"])
+                + " |"
+            )
         if by_category:
-            lines += ["", f"### Ablation by category at {BUDGETS[0][0]}", "",
-                      "| variant | " + " | ".join(cats) + " | overall |", "|---|" + "---:|" * (len(cats) + 1)]
+            lines += [
+                "",
+                f"### Ablation by category at {BUDGETS[0][0]}",
+                "",
+                "| variant | " + " | ".join(cats) + " | overall |",
+                "|---|" + "---:|" * (len(cats) + 1),
+            ]
             for a in abl:
-                lines.append(f"| {a.split(':', 1)[1]} | " + " | ".join(
-                    _cell(by_category[a][BUDGETS[0][0]].get(c)) for c in [*cats, "overall"]) + " |")
+                lines.append(
+                    f"| {a.split(':', 1)[1]} | "
+                    + " | ".join(_cell(by_category[a][BUDGETS[0][0]].get(c)) for c in [*cats, "overall"])
+                    + " |"
+                )
     if second:
         fired = [r for r in results if r.rules and r.rules.get("text")]
-        lines += ["", f"## Second reader (Tesseract) at {config['second_reader_budget']}: answer still found / found "
-                  "on the whole page", "",
-                  "| allocator | " + " | ".join(kinds) + " | overall |", "|---|" + "---:|" * (len(kinds) + 1)]
+        lines += [
+            "",
+            f"## Second reader (Tesseract) at {config['second_reader_budget']}: answer still found / found "
+            "on the whole page",
+            "",
+            "| allocator | " + " | ".join(kinds) + " | overall |",
+            "|---|" + "---:|" * (len(kinds) + 1),
+        ]
         for a, row in second.items():
-            lines.append(f"| {a} | " + " | ".join(
-                "–" if k not in row else f"{row[k]['share']:.2f} (n={row[k]['n']})" for k in [*kinds, "overall"])
-                + " |")
+            lines.append(
+                f"| {a} | "
+                + " | ".join(
+                    "–" if k not in row else f"{row[k]['share']:.2f} (n={row[k]['n']})" for k in [*kinds, "overall"]
+                )
+                + " |"
+            )
         lines += ["", f"Structural rule fired for the text allocator on {len(fired)} of {len(results)} samples."]
     return "\n".join(lines) + "\n"
 
@@ -534,20 +634,36 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--split", choices=docgen.SPLITS, default="test")
     p.add_argument("--n-per-kind", type=int, default=DEFAULT_N_PER_KIND, help="samples per document kind")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--allocators", default=",".join(ALL_ALLOCATORS),
-                   help=f"comma-separated subset of {','.join(ALL_ALLOCATORS)}")
+    p.add_argument(
+        "--allocators", default=",".join(ALL_ALLOCATORS), help=f"comma-separated subset of {','.join(ALL_ALLOCATORS)}"
+    )
     p.add_argument("--ablation", action="store_true", help="add the text path's lexical/semantic/layout ablation")
     p.add_argument("--kinds", default=",".join(docgen.KINDS), help="comma-separated document kinds")
-    p.add_argument("--second-reader", choices=("tesseract",), default=None,
-                   help="independent OCR reading only the kept cells (needs apt-get install tesseract-ocr)")
-    p.add_argument("--second-reader-budget", type=float, default=BUDGETS[0][1],
-                   help="budget fraction the second reader sees (default 1/9 = 11.1%%)")
+    p.add_argument(
+        "--second-reader",
+        choices=("tesseract",),
+        default=None,
+        help="independent OCR reading only the kept cells (needs apt-get install tesseract-ocr)",
+    )
+    p.add_argument(
+        "--second-reader-budget",
+        type=float,
+        default=BUDGETS[0][1],
+        help="budget fraction the second reader sees (default 1/9 = 11.1%%)",
+    )
     p.add_argument("--out", default="results/evidence_recall.md", help="markdown report; JSON goes next to it")
-    p.add_argument("--ocr-cache", type=Path, default=None,
-                   help="keep each page's OCR boxes in this folder and reuse them on the next run (s/sample then "
-                        "leaves OCR out)")
-    p.add_argument("--relevance", type=Path, default=None,
-                   help="score the library allocators with this checkpoint folder (arr-coc train) instead of the rules")
+    p.add_argument(
+        "--ocr-cache",
+        type=Path,
+        default=None,
+        help="keep each page's OCR boxes in this folder and reuse them on the next run (s/sample then leaves OCR out)",
+    )
+    p.add_argument(
+        "--relevance",
+        type=Path,
+        default=None,
+        help="score the library allocators with this checkpoint folder (arr-coc train) instead of the rules",
+    )
     args = p.parse_args(argv)
     args.allocators = [a.strip() for a in args.allocators.split(",") if a.strip()]
     unknown = [a for a in args.allocators if a not in ALL_ALLOCATORS]
@@ -583,8 +699,18 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         realizer = Realizer.from_pretrained(args.relevance)
     for i, sample in enumerate(samples):
-        results.append(evaluate_sample(sample, args.allocators, args.seed, args.ablation, args.second_reader,
-                                       args.second_reader_budget, args.ocr_cache, realizer))
+        results.append(
+            evaluate_sample(
+                sample,
+                args.allocators,
+                args.seed,
+                args.ablation,
+                args.second_reader,
+                args.second_reader_budget,
+                args.ocr_cache,
+                realizer,
+            )
+        )
         if (i + 1) % 10 == 0 or i + 1 == len(samples):
             print(f"  {i + 1}/{len(samples)} samples, {time.perf_counter() - t_start:.0f} s", file=sys.stderr)
     wall = time.perf_counter() - t_start
@@ -594,27 +720,56 @@ def main(argv: Sequence[str] | None = None) -> int:
     by_category = {a: aggregate(results, a, cats, by="category") for a in names}
     second = second_reader_table(results, args.allocators, kinds) if args.second_reader else None
     command = "python benchmarks/evidence_recall.py " + " ".join(sys.argv[1:] if argv is None else argv)
-    config = {"split": args.split, "n_per_kind": args.n_per_kind, "seed": args.seed, "allocators": args.allocators,
-              "ablation": args.ablation, "kinds": kinds, "family": FAMILY, "max_pixels": MAX_PIXELS,
-              "budgets": {label: frac for label, frac in BUDGETS}, "fonts": fonts,
-              "held_out_fonts_preferred": preferred, "command": command.strip(),
-              "generation_s": round(t_gen, 2), "wall_s": round(wall, 2), "second_reader": args.second_reader,
-              "second_reader_budget": f"{100 * args.second_reader_budget:.1f}%",
-              "ocr_cache": str(args.ocr_cache) if args.ocr_cache else None,
-              "relevance": str(args.relevance) if args.relevance else None}
+    config = {
+        "split": args.split,
+        "n_per_kind": args.n_per_kind,
+        "seed": args.seed,
+        "allocators": args.allocators,
+        "ablation": args.ablation,
+        "kinds": kinds,
+        "family": FAMILY,
+        "max_pixels": MAX_PIXELS,
+        "budgets": {label: frac for label, frac in BUDGETS},
+        "fonts": fonts,
+        "held_out_fonts_preferred": preferred,
+        "command": command.strip(),
+        "generation_s": round(t_gen, 2),
+        "wall_s": round(wall, 2),
+        "second_reader": args.second_reader,
+        "second_reader_budget": f"{100 * args.second_reader_budget:.1f}%",
+        "ocr_cache": str(args.ocr_cache) if args.ocr_cache else None,
+        "relevance": str(args.relevance) if args.relevance else None,
+    }
     report = render_markdown(config, summary, kinds, results, wall, by_category, second)
     print(report)
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(report)
-    payload = {"config": config, "summary": summary, "by_category": by_category, "second_reader": second,
-               "samples": [{"id": r.id, "kind": r.kind, "category": r.category, "n_tokens": r.n_tokens,
-                            "n_answer_cells": r.n_answer_cells, "recall": r.recall, "second": r.second,
-                            "rules": r.rules, "seconds": {k: round(v, 4) for k, v in r.seconds.items()}}
-                           for r in results]}
+    payload = {
+        "config": config,
+        "summary": summary,
+        "by_category": by_category,
+        "second_reader": second,
+        "samples": [
+            {
+                "id": r.id,
+                "kind": r.kind,
+                "category": r.category,
+                "n_tokens": r.n_tokens,
+                "n_answer_cells": r.n_answer_cells,
+                "recall": r.recall,
+                "second": r.second,
+                "rules": r.rules,
+                "seconds": {k: round(v, 4) for k, v in r.seconds.items()},
+            }
+            for r in results
+        ],
+    }
     out.with_suffix(".json").write_text(json.dumps(payload, indent=1))
-    print(f"wall time {wall:.1f} s (generation {t_gen:.1f} s); wrote {out} and {out.with_suffix('.json')}",
-          file=sys.stderr)
+    print(
+        f"wall time {wall:.1f} s (generation {t_gen:.1f} s); wrote {out} and {out.with_suffix('.json')}",
+        file=sys.stderr,
+    )
     return 0
 
 

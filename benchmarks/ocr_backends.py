@@ -1,4 +1,6 @@
-"""OCR network time per page: rapidocr's onnxruntime sessions against the torch translation (``arr_coc.reading.onnx_torch``).
+"""OCR network time per page: rapidocr's onnxruntime sessions against the torch translation.
+
+The translation is ``arr_coc.reading.onnx_torch``.
 
 For each page, rapidocr runs once with the project's OCR settings (longer side 736 px, no angle classifier) while the
 detector's input and the recogniser's batches are recorded; then each backend runs exactly those tensors ``--repeat``
@@ -28,8 +30,12 @@ import numpy as np
 from PIL import Image
 
 ROOT = Path(__file__).resolve().parents[1]
-OCR_PARAMS = {"Global.log_level": "critical", "Global.use_cls": False, "Det.limit_type": "max",
-              "Det.limit_side_len": 736}  # what TextReader uses by default
+OCR_PARAMS = {
+    "Global.log_level": "critical",
+    "Global.use_cls": False,
+    "Det.limit_type": "max",
+    "Det.limit_side_len": 736,
+}  # what TextReader uses by default
 
 
 class _Recorder:
@@ -95,8 +101,10 @@ def main(argv: list[str] | None = None) -> int:
     det_torch, rec_torch = torch_engine._load_det_model(), torch_engine._load_rec_model()
     assert isinstance(det_torch.session, TorchOcrSession) and isinstance(rec_torch.session, TorchOcrSession)
 
-    backends = [("onnxruntime", "cpu float32", ort_engine, det_ort.session, rec_ort.session),
-                ("torch", f"{args.device} {args.dtype}", torch_engine, det_torch.session, rec_torch.session)]
+    backends = [
+        ("onnxruntime", "cpu float32", ort_engine, det_ort.session, rec_ort.session),
+        ("torch", f"{args.device} {args.dtype}", torch_engine, det_torch.session, rec_torch.session),
+    ]
     rows = []
     for name, page in _pages():
         det_ort.session, rec_ort.session = _Recorder(det_ort.session), _Recorder(rec_ort.session)
@@ -116,14 +124,19 @@ def main(argv: list[str] | None = None) -> int:
                          "same_text": same_text})  # fmt: skip
             print(rows[-1], file=sys.stderr)
 
-    header = (f"OCR networks per page, median of {args.repeat}, {args.threads} CPU threads "
-              f"(torch {torch.__version__}, {torch.get_num_threads()} threads)\n\n"
-              "| page | det input | text lines (batches) | backend | device dtype | det ms | rec ms | page ms "
-              "| det / rec / page CPU ms | same text as onnxruntime |\n|---|---|---|---|---|---:|---:|---:|---:|---|")
-    lines = [f"| {r['page']} ({r['size']}) | {r['det_input']} | {r['lines']} ({r['batches']}) | {r['backend']} "
-             f"| {r['where']} | {r['det_ms']:.0f} | {r['rec_ms']:.0f} | {r['page_ms']:.0f} "
-             f"| {r['det_cpu_ms']:.0f} / {r['rec_cpu_ms']:.0f} / {r['page_cpu_ms']:.0f} "
-             f"| {'yes' if r['same_text'] else 'NO'} |" for r in rows]
+    header = (
+        f"OCR networks per page, median of {args.repeat}, {args.threads} CPU threads "
+        f"(torch {torch.__version__}, {torch.get_num_threads()} threads)\n\n"
+        "| page | det input | text lines (batches) | backend | device dtype | det ms | rec ms | page ms "
+        "| det / rec / page CPU ms | same text as onnxruntime |\n|---|---|---|---|---|---:|---:|---:|---:|---|"
+    )
+    lines = [
+        f"| {r['page']} ({r['size']}) | {r['det_input']} | {r['lines']} ({r['batches']}) | {r['backend']} "
+        f"| {r['where']} | {r['det_ms']:.0f} | {r['rec_ms']:.0f} | {r['page_ms']:.0f} "
+        f"| {r['det_cpu_ms']:.0f} / {r['rec_cpu_ms']:.0f} / {r['page_cpu_ms']:.0f} "
+        f"| {'yes' if r['same_text'] else 'NO'} |"
+        for r in rows
+    ]
     table = "\n".join([header, *lines])
     print(table)
     args.out.parent.mkdir(parents=True, exist_ok=True)

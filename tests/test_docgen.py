@@ -80,14 +80,14 @@ def test_box_is_tight_on_the_clean_render() -> None:
                 x0, y0, x1, y1 = built.box
                 assert _ink_share(img, built.box) > 0.03, (split, kind, i)
                 region = np.asarray(img.convert("L"), dtype=np.float32)
-                bg = np.median(region[y0:y1, max(0, x0 - 12):x0 - 2])
+                bg = np.median(region[y0:y1, max(0, x0 - 12) : x0 - 2])
                 if kind == "line_chart":
                     continue  # the plotted line may run right past a point's value label
                 strips = [(x0 - 3, x0 - 1)]
                 if kind not in ("text_page", "running_text"):  # in running text a full stop may follow directly
                     strips.append((x1 + 1, x1 + 3))
                 for xa, xb in strips:
-                    strip = region[y0:y1, max(0, xa):max(0, xb)]
+                    strip = region[y0:y1, max(0, xa) : max(0, xb)]
                     if strip.size:
                         assert (np.abs(strip - bg) > 60).mean() < 0.1, (split, kind, i, xa)
 
@@ -201,8 +201,20 @@ def test_oracle_gets_full_recall_and_random_is_near_the_budget(samples) -> None:
 
 def test_main_writes_markdown_and_json(tmp_path: Path) -> None:
     out = tmp_path / "er.md"
-    rc = er.main(["--split", "dev", "--n-per-kind", "1", "--allocators", "random,stride,centre,oracle",
-                  "--kinds", "receipt,table", "--out", str(out)])
+    rc = er.main(
+        [
+            "--split",
+            "dev",
+            "--n-per-kind",
+            "1",
+            "--allocators",
+            "random,stride,centre,oracle",
+            "--kinds",
+            "receipt,table",
+            "--out",
+            str(out),
+        ]
+    )
     assert rc == 0
     text = out.read_text()
     assert "| oracle | 1.000 | 1.000 | 1.000 |" in text and "receipt" in text
@@ -215,8 +227,14 @@ def test_every_kind_has_a_docvqa_category_and_structural_kinds_ask_structure() -
     from arr_coc.reading.structural_query import parse
 
     assert set(docgen.KINDS) | {docgen.REAL_SCAN_KIND} <= set(docgen.CATEGORIES)
-    assert {docgen.CATEGORIES[k] for k in docgen.KINDS} == {"form", "table/list", "figure/chart", "running text",
-                                                           "layout", "photo"}
+    assert {docgen.CATEGORIES[k] for k in docgen.KINDS} == {
+        "form",
+        "table/list",
+        "figure/chart",
+        "running text",
+        "layout",
+        "photo",
+    }
     for split in docgen.SPLITS:
         for kind in ("page_layout", "running_text", "line_chart"):
             for i in range(3):

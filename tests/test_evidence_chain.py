@@ -150,8 +150,10 @@ INVOICE = [  # a table with a header row, totals with their labels, and a paragr
     TextBox("1,719.92", (975, 540, 1100, 575)),
     TextBox("Amount due:", (680, 640, 865, 680)),
     TextBox("$11,596.64", (935, 640, 1090, 680)),
-    TextBox("Claims must be made in writing and will be reviewed by our office. All prices include charges.",
-            (50, 880, 1080, 920)),
+    TextBox(
+        "Claims must be made in writing and will be reviewed by our office. All prices include charges.",
+        (50, 880, 1080, 920),
+    ),
     TextBox("Personal data is processed in accordance with the privacy notice of the company.", (50, 925, 1080, 965)),
 ]
 
@@ -177,7 +179,7 @@ def test_a_table_header_does_not_reach_the_fine_print_below() -> None:
 
 
 def test_the_key_is_kept_with_its_value() -> None:
-    """"What is the amount?" names the header "Amount" best and "Amount due:" only weakly, yet "$11,596.64" (the
+    """ "What is the amount?" names the header "Amount" best and "Amount due:" only weakly, yet "$11,596.64" (the
     money value right of "Amount due:") ranks first: the evidence chain lifts "Amount due:" with it."""
     query = "What is the amount?"
     chained = QueryMatcher(semantic=False)
@@ -193,7 +195,7 @@ def test_the_key_is_kept_with_its_value() -> None:
 
 
 def test_a_table_cell_keeps_its_row_and_column_headers() -> None:
-    """"How much is the annual licence?" names the row, not the column: the answer cell's column header "Amount"
+    """ "How much is the annual licence?" names the row, not the column: the answer cell's column header "Amount"
     (found by the layout analysis' table, ``Layout.headers_of``) is kept with it; without layout analysis it is not."""
     assert analyse(INVOICE).headers_of(8) == (6, 2)
     query = "How much is the annual licence?"
@@ -333,8 +335,13 @@ def test_shipped_invoice_keeps_amount_due_with_its_value_and_whole_words() -> No
     assert a.units and len(cut) <= 1
     assert torch.equal(a.select(a.budget), a.keep)
     # the switch: without whole words the same scores give plain top-k
-    plain = arr_coc.allocate(ROOT / "examples" / "invoice.jpg", "How much must be paid?", budget=0.11, mode="text",
-                             text_options={"whole_words": False})
+    plain = arr_coc.allocate(
+        ROOT / "examples" / "invoice.jpg",
+        "How much must be paid?",
+        budget=0.11,
+        mode="text",
+        text_options={"whole_words": False},
+    )
     assert plain.units == [] and np.array_equal(plain.scores, a.scores)
     assert torch.equal(plain.keep, select(torch.from_numpy(a.scores).flatten(), a.budget))
 
@@ -352,11 +359,30 @@ def test_compress_keeps_words_whole_like_allocate(form_image) -> None:
     pix = proc(images=form_image, return_tensors="pt")
     grid = tuple(pix["image_grid_thw"][0].tolist())
     query = "How much must be paid?"
-    out = score_visual_tokens(pix["pixel_values"], grid, 14, 2, 2, query_text=query, text_prior=True,
-                              image_mean=proc.image_mean, image_std=proc.image_std, return_units=True)
+    out = score_visual_tokens(
+        pix["pixel_values"],
+        grid,
+        14,
+        2,
+        2,
+        query_text=query,
+        text_prior=True,
+        image_mean=proc.image_mean,
+        image_std=proc.image_std,
+        return_units=True,
+    )
     assert isinstance(out, TokenScores) and len(out.units) >= 7  # "ACME Supplies Ltd." ... "$1,234.00"
-    plain = score_visual_tokens(pix["pixel_values"], grid, 14, 2, 2, query_text=query, text_prior=True,
-                                image_mean=proc.image_mean, image_std=proc.image_std)
+    plain = score_visual_tokens(
+        pix["pixel_values"],
+        grid,
+        14,
+        2,
+        2,
+        query_text=query,
+        text_prior=True,
+        image_mean=proc.image_mean,
+        image_std=proc.image_std,
+    )
     assert torch.equal(plain, out.scores)
     keep = set(allocate_tokens(out.scores, 0.2, units=out.units).tolist())
     k = len(keep)

@@ -33,8 +33,8 @@ rapidocr = pytest.importorskip("rapidocr")
 
 from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 
-from arr_coc.reading.onnx_torch import SUPPORTED_OPS, OnnxModule, UnsupportedOnnxOp  # noqa: E402
 from arr_coc.reading import TextReader  # noqa: E402
+from arr_coc.reading.onnx_torch import SUPPORTED_OPS, OnnxModule, UnsupportedOnnxOp  # noqa: E402
 from arr_coc.reading.torch_backend import TorchOcrSession, TorchRapidOCR  # noqa: E402
 
 MODELS = Path(rapidocr.__file__).parent / "models"
@@ -42,10 +42,24 @@ DET = MODELS / "PP-OCRv6_det_small.onnx"
 REC = MODELS / "PP-OCRv6_rec_small.onnx"
 FONT = "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf"
 U32 = 2.0**-24  # float32 unit roundoff
-NOT_ARITHMETIC = {"Identity", "Shape", "Slice", "Squeeze", "Unsqueeze", "Concat", "Reshape", "Transpose", "Cast",
-                  "Constant"}
-OCR_PARAMS = {"Global.log_level": "critical", "Global.use_cls": False, "Det.limit_type": "max",
-              "Det.limit_side_len": 736}
+NOT_ARITHMETIC = {
+    "Identity",
+    "Shape",
+    "Slice",
+    "Squeeze",
+    "Unsqueeze",
+    "Concat",
+    "Reshape",
+    "Transpose",
+    "Cast",
+    "Constant",
+}
+OCR_PARAMS = {
+    "Global.log_level": "critical",
+    "Global.use_cls": False,
+    "Det.limit_type": "max",
+    "Det.limit_side_len": 736,
+}
 
 pytestmark = pytest.mark.skipif(not (DET.exists() and REC.exists()), reason="rapidocr's PP-OCRv6 models not found")
 
@@ -201,8 +215,11 @@ def test_tolerance_catches_wrong_same_padding(det_proto: onnx.ModelProto) -> Non
 
 def one_node_model(node: onnx.NodeProto, x_shape: tuple[int, ...], inits: list, opset: int = 11) -> onnx.ModelProto:
     graph = helper.make_graph(
-        [node], "t", [helper.make_tensor_value_info("x", TensorProto.FLOAT, x_shape)],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], initializer=inits,
+        [node],
+        "t",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, x_shape)],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        initializer=inits,
     )
     # IR version 10: what the PP-OCR files use and what onnxruntime 1.17+ reads
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)], ir_version=10)
@@ -220,12 +237,14 @@ def test_conv_and_maxpool_auto_pad(auto_pad: str, kernel: int, stride: int, hw: 
     rng = np.random.default_rng(kernel * 10 + stride)
     x = rng.standard_normal((1, 3, *hw)).astype(np.float32)
     w = numpy_helper.from_array(rng.standard_normal((4, 3, kernel, kernel)).astype(np.float32), "w")
-    conv = helper.make_node("Conv", ["x", "w"], ["y"], kernel_shape=[kernel, kernel], strides=[stride, stride],
-                            auto_pad=auto_pad)
+    conv = helper.make_node(
+        "Conv", ["x", "w"], ["y"], kernel_shape=[kernel, kernel], strides=[stride, stride], auto_pad=auto_pad
+    )
     got, ref = ort_vs_torch(one_node_model(conv, x.shape, [w]), x)
     np.testing.assert_allclose(got, ref, rtol=0, atol=3 * 27 * U32 * np.abs(x).max() * 4)  # K = 27 terms of |w| < 4
-    pool = helper.make_node("MaxPool", ["x"], ["y"], kernel_shape=[kernel, kernel], strides=[stride, stride],
-                            auto_pad=auto_pad)
+    pool = helper.make_node(
+        "MaxPool", ["x"], ["y"], kernel_shape=[kernel, kernel], strides=[stride, stride], auto_pad=auto_pad
+    )
     got, ref = ort_vs_torch(one_node_model(pool, x.shape, []), x)
     np.testing.assert_array_equal(got, ref)  # a max is exact
 
@@ -241,10 +260,18 @@ def test_softmax_axis_follows_the_opset(opset: int) -> None:
 
 def test_resize_nearest_of_odd_maps() -> None:
     x = np.random.default_rng(0).standard_normal((1, 2, 3, 5)).astype(np.float32)
-    inits = [numpy_helper.from_array(np.array([], np.float32), "roi"),
-             numpy_helper.from_array(np.array([1, 1, 4, 2], np.float32), "scales")]
-    node = helper.make_node("Resize", ["x", "roi", "scales"], ["y"], mode="nearest",
-                            coordinate_transformation_mode="asymmetric", nearest_mode="floor")
+    inits = [
+        numpy_helper.from_array(np.array([], np.float32), "roi"),
+        numpy_helper.from_array(np.array([1, 1, 4, 2], np.float32), "scales"),
+    ]
+    node = helper.make_node(
+        "Resize",
+        ["x", "roi", "scales"],
+        ["y"],
+        mode="nearest",
+        coordinate_transformation_mode="asymmetric",
+        nearest_mode="floor",
+    )
     got, ref = ort_vs_torch(one_node_model(node, x.shape, inits), x)
     np.testing.assert_array_equal(got, ref)  # a copy is exact
 
@@ -314,8 +341,7 @@ def test_full_ocr_reads_the_same_as_onnxruntime(ort_result) -> None:
     assert list(got.txts) == list(ort_result.txts)
     np.testing.assert_allclose(np.asarray(got.boxes), np.asarray(ort_result.boxes), atol=1.0)  # pixels
     np.testing.assert_allclose(got.scores, ort_result.scores, atol=1e-3)
-    assert isinstance(engine.text_det.session, TorchOcrSession) and isinstance(engine.text_rec.session,
-                                                                              TorchOcrSession)
+    assert isinstance(engine.text_det.session, TorchOcrSession) and isinstance(engine.text_rec.session, TorchOcrSession)
 
 
 def test_bfloat16_reads_the_same_text(ort_result, det_pair) -> None:

@@ -16,16 +16,24 @@ from tests.test_structure import CW, PAGE, _b
     [
         ("Which word comes right after 'ability to'?", {"after": "ability to", "rule": "after-phrase"}),
         ("What word follows the phrase \u201cstone bridge\u201d?", {"after": "stone bridge"}),
-        ("Which word is printed just before \"the flood\"?", {"before": "the flood", "rule": "after-phrase"}),
-        ("What is the last word of the section titled 'Ferries'?",
-         {"word_of": "last", "unit": "section", "named": "ferries", "rule": "word-of-unit"}),
+        ('Which word is printed just before "the flood"?', {"before": "the flood", "rule": "after-phrase"}),
+        (
+            "What is the last word of the section titled 'Ferries'?",
+            {"word_of": "last", "unit": "section", "named": "ferries", "rule": "word-of-unit"},
+        ),
         ("What is the first word of the section titled Mills?", {"word_of": "first", "named": "mills"}),
-        ("What is mentioned at the end of the paragraph that begins with 'Boats crossed'?",
-         {"word_of": "last", "unit": "paragraph", "starts_with": "boats crossed"}),
-        ("What is the heading of the second section in the left column?",
-         {"ordinal": 2, "unit": "section", "column": "left", "rule": "ordinal-unit"}),
-        ("Which heading opens the 3rd part of the right-hand column?",
-         {"ordinal": 3, "unit": "section", "column": "right"}),
+        (
+            "What is mentioned at the end of the paragraph that begins with 'Boats crossed'?",
+            {"word_of": "last", "unit": "paragraph", "starts_with": "boats crossed"},
+        ),
+        (
+            "What is the heading of the second section in the left column?",
+            {"ordinal": 2, "unit": "section", "column": "left", "rule": "ordinal-unit"},
+        ),
+        (
+            "Which heading opens the 3rd part of the right-hand column?",
+            {"ordinal": 3, "unit": "section", "column": "right"},
+        ),
         ("What does the last paragraph say?", {"ordinal": -1, "unit": "paragraph"}),
         ("What is in the second column?", {"column": 2, "unit": None, "ordinal": None}),
         ("What is the title of this page?", {"title": True, "rule": "title"}),
@@ -34,8 +42,10 @@ from tests.test_structure import CW, PAGE, _b
         ("In which month did the line peak?", {"compare": "max"}),
         ("Which products sold more than 500 units?", {"compare": "more"}),
         ("What is written at the top of the page?", {"compare": None}),
-        ("What is the value for the third month of the year?", {"implied_labels": ("march", "mar"),
-                                                                 "rule": "implied-label"}),
+        (
+            "What is the value for the third month of the year?",
+            {"implied_labels": ("march", "mar"), "rule": "implied-label"},
+        ),
         ("What value is shown for the second day of the week?", {"implied_labels": ("tuesday", "tue")}),
         ("What is the invoice number?", {"rule": None}),
     ],
@@ -52,8 +62,9 @@ def test_existing_key_questions_fire_no_rule_but_implied_labels() -> None:
     for concept in docgen.CONCEPTS.values():
         for split in docgen.SPLITS:
             questions += list(concept.paraphrases.get(split, ()))
-            questions += [t.format(key=k, doc="invoice") for t in docgen.KEY_QUESTIONS[split] for k in
-                          concept.keys[split]]
+            questions += [
+                t.format(key=k, doc="invoice") for t in docgen.KEY_QUESTIONS[split] for k in concept.keys[split]
+            ]
     for split in docgen.SPLITS:
         for fact in docgen.FACTS[split]:
             questions += [fact.question.format(e="Lyon"), fact.paraphrase.format(e="Lyon")]
@@ -74,8 +85,9 @@ def test_resolve_on_a_two_column_page() -> None:
     # the last word of a named section: its heading and its last line
     ev = resolve(layout, parse("What is the last word of the section titled 'Ferries'?"))
     assert ev.rule == "word-of-unit"
-    assert sorted(ev.regions) == sorted([_b("Ferries", 60, 300, cw=16, h=40)[1], _b("and returned each night.", 60,
-                                                                                    372)[1]])
+    assert sorted(ev.regions) == sorted(
+        [_b("Ferries", 60, 300, cw=16, h=40)[1], _b("and returned each night.", 60, 372)[1]]
+    )
     # counting sections needs every heading up to the counted one
     ev = resolve(layout, parse("What is the heading of the second section in the right column?"))
     assert ev.rule == "ordinal-unit"
@@ -122,8 +134,9 @@ def test_budget_rule_in_the_text_path() -> None:
     query = "What is the heading of the second section in the right column?"
     rel, ev = m.relevance_and_evidence(boxes, query, rows, cols, size)
     assert ev.rule == "ordinal-unit"
-    plain, none = QueryMatcher(semantic=False, query_parsing=False).relevance_and_evidence(boxes, query, rows, cols,
-                                                                                           size)
+    plain, none = QueryMatcher(semantic=False, query_parsing=False).relevance_and_evidence(
+        boxes, query, rows, cols, size
+    )
     assert none is None
     from arr_coc.reading import paint_boxes
 
@@ -133,8 +146,12 @@ def test_budget_rule_in_the_text_path() -> None:
     assert rel[ev_map == 0].max() < 1.0  # evidence first
     np.testing.assert_array_equal(m.relevance(boxes, query, rows, cols, size), rel)
     # an implied label becomes a key: the value above "Mar" outranks the other values
-    chart = [TextBox("Mar", (300, 500, 330, 520)), TextBox("151", (300, 400, 330, 420)),
-             TextBox("Jan", (100, 500, 130, 520)), TextBox("139", (100, 400, 130, 420))]
+    chart = [
+        TextBox("Mar", (300, 500, 330, 520)),
+        TextBox("151", (300, 400, 330, 420)),
+        TextBox("Jan", (100, 500, 130, 520)),
+        TextBox("139", (100, 400, 130, 420)),
+    ]
     scores = m.box_scores(chart, "What is the value for the third month of the year?", extra_keys=[0])
     assert scores[1] > scores[3]
 
@@ -151,8 +168,9 @@ def test_ocr_allocate_reports_the_rule_and_keeps_the_whole_title() -> None:
     image, (title, box) = built.canvas.image, built.canvas.items[0]  # the title is drawn first
     assert title in docgen.PROSE["dev"]["titles"]
     query = "What is the title of this page?"
-    alloc = allocate(image, query, 1 / 9, family=er.FAMILY, max_pixels=er.MAX_PIXELS, mode="text",
-                     text_options={"semantic": False})
+    alloc = allocate(
+        image, query, 1 / 9, family=er.FAMILY, max_pixels=er.MAX_PIXELS, mode="text", text_options={"semantic": False}
+    )
     assert alloc.evidence is not None and alloc.evidence.rule == "title"
     w, h = image.size
     cells = er.answer_cells(box, w, h, *alloc.grid)

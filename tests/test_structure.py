@@ -79,7 +79,7 @@ def test_reading_order_words_cross_line_breaks_and_columns() -> None:
     words = [w.text for w in layout.words]
     assert words[:4] == ["Notes", "on", "Rivers", "Origins"]
     i = words.index("ability")
-    assert words[i:i + 4] == ["ability", "to", "trade", "goods"]  # "trade" ends a line, "goods" starts the next
+    assert words[i : i + 4] == ["ability", "to", "trade", "goods"]  # "trade" ends a line, "goods" starts the next
     assert words.index("Mills") > words.index("night.")  # the left column is read before the right one
     # word boxes are interpolated by character position inside their OCR box
     trade = layout.words[i + 2]
@@ -99,13 +99,21 @@ def test_key_value_lines_stay_apart_from_the_next_column() -> None:
     boxes = [_b("Total:", 60, 100), _b("$12.00", 130, 100), _b("Date:", 700, 100), _b("2024-01-03", 760, 100)]
     layout = analyse(boxes)
     assert sorted(ln.text for ln in layout.lines) == ["2024-01-03", "Date:", "Total: $12.00"] or sorted(
-        ln.text for ln in layout.lines) == ["Date: 2024-01-03", "Total: $12.00"]
+        ln.text for ln in layout.lines
+    ) == ["Date: 2024-01-03", "Total: $12.00"]
     assert not any("Total" in ln.text and "Date" in ln.text for ln in layout.lines)
 
 
 def test_chart_values_and_labels() -> None:
-    boxes = [_b("Monthly visitors", 300, 20, cw=20, h=40), _b("139", 100, 300), _b("314", 200, 150),
-             _b("Jan", 100, 500), _b("Feb", 200, 500), _b("$1,250.00", 300, 300), _b("Series A", 400, 60)]
+    boxes = [
+        _b("Monthly visitors", 300, 20, cw=20, h=40),
+        _b("139", 100, 300),
+        _b("314", 200, 150),
+        _b("Jan", 100, 500),
+        _b("Feb", 200, 500),
+        _b("$1,250.00", 300, 300),
+        _b("Series A", 400, 60),
+    ]
     layout = analyse(boxes)
     assert [layout.boxes[i][0] for i in layout.values] == ["139", "314", "$1,250.00"]
     assert [layout.boxes[i][0] for i in layout.labels] == ["Jan", "Feb", "Series A"]  # the title is not a label
@@ -136,10 +144,18 @@ def test_config_is_used() -> None:
 
 # A 4x3 table: a header row ("Region", "Q1", "Q2") and row labels; numbers right-aligned under left-aligned heads.
 TABLE = [
-    _b("Region", 60, 100), _b("Q1", 260, 100), _b("Q2", 400, 100),
-    _b("North", 60, 140), _b("1,200", 250, 140), _b("980", 400, 140),
-    _b("South", 60, 180), _b("860", 260, 180), _b("1,410", 390, 180),
-    _b("West", 60, 220), _b("455", 260, 220), _b("37", 400, 220),
+    _b("Region", 60, 100),
+    _b("Q1", 260, 100),
+    _b("Q2", 400, 100),
+    _b("North", 60, 140),
+    _b("1,200", 250, 140),
+    _b("980", 400, 140),
+    _b("South", 60, 180),
+    _b("860", 260, 180),
+    _b("1,410", 390, 180),
+    _b("West", 60, 220),
+    _b("455", 260, 220),
+    _b("37", 400, 220),
 ]
 
 
@@ -166,10 +182,16 @@ def test_table_grid_header_row_and_row_labels() -> None:
 def test_table_with_empty_cells_and_a_shorter_header_row() -> None:
     """No corner label, headers centred above right-aligned numbers (they overlap no number), one empty cell."""
     boxes = [
-        _b("Mass", 285, 100), _b("Price", 430, 100),  # centred over columns ending at 340 and 480
-        _b("Bolt", 60, 140), _b("0.5", 310, 140), _b("12.0", 440, 140),
-        _b("Nut", 60, 180), _b("4.25", 440, 180),  # no mass
-        _b("Washer", 60, 220), _b("0.1", 310, 220), _b("3.75", 440, 220),
+        _b("Mass", 285, 100),
+        _b("Price", 430, 100),  # centred over columns ending at 340 and 480
+        _b("Bolt", 60, 140),
+        _b("0.5", 310, 140),
+        _b("12.0", 440, 140),
+        _b("Nut", 60, 180),
+        _b("4.25", 440, 180),  # no mass
+        _b("Washer", 60, 220),
+        _b("0.1", 310, 220),
+        _b("3.75", 440, 220),
     ]
     layout = analyse(boxes)
     assert len(layout.tables) == 1
@@ -181,16 +203,31 @@ def test_table_with_empty_cells_and_a_shorter_header_row() -> None:
 
 
 def _invoice() -> list[tuple[str, tuple[float, float, float, float]]]:
-    rows = [("Server rental", "2", "120.00", "240.00"), ("Design review", "1", "80.50", "80.50"),
-            ("Cable set", "12", "3.10", "37.20"), ("Support plan", "3", "45.00", "135.00")]
-    boxes = [_b("Invoice 2231", 60, 20, cw=20, h=50),
-             _b("Description", 60, 120), _b("Qty", 400, 120), _b("Unit", 500, 120), _b("price", 545, 120),
-             _b("Amount", 700, 120)]  # the OCR split "Unit price" into words
+    rows = [
+        ("Server rental", "2", "120.00", "240.00"),
+        ("Design review", "1", "80.50", "80.50"),
+        ("Cable set", "12", "3.10", "37.20"),
+        ("Support plan", "3", "45.00", "135.00"),
+    ]
+    boxes = [
+        _b("Invoice 2231", 60, 20, cw=20, h=50),
+        _b("Description", 60, 120),
+        _b("Qty", 400, 120),
+        _b("Unit", 500, 120),
+        _b("price", 545, 120),
+        _b("Amount", 700, 120),
+    ]  # the OCR split "Unit price" into words
     for k, (d, q, u, a) in enumerate(rows):
         y = 160 + 30 * k
         boxes += [_b(d, 60, y), _b(q, 400, y), _b(u, 500, y), _b(a, 760 - CW * len(a), y)]  # amounts right-aligned
-    boxes += [_b("Subtotal:", 500, 300), _b("$492.70", 700, 300), _b("Tax:", 500, 330), _b("$49.27", 700, 330),
-              _b("Total:", 500, 360), _b("$541.97", 700, 360)]
+    boxes += [
+        _b("Subtotal:", 500, 300),
+        _b("$492.70", 700, 300),
+        _b("Tax:", 500, 330),
+        _b("$49.27", 700, 330),
+        _b("Total:", 500, 360),
+        _b("$541.97", 700, 360),
+    ]
     y = 420
     for _ in range(4):  # fine print, one box a word (word-level OCR), small text across the table's columns
         x = 60
@@ -206,17 +243,26 @@ def test_invoice_table_totals_and_fine_print() -> None:
     layout = analyse(boxes)
     assert len(layout.tables) == 2
     items, totals = layout.tables
-    grid = [[None if i is None else " ".join(_texts(layout, items.cell_boxes(r, c))) for c, i in enumerate(row)]
-            for r, row in enumerate(items.cells)]
-    assert grid == [["Description", "Qty", "Unit price", "Amount"],
-                    ["Server rental", "2", "120.00", "240.00"], ["Design review", "1", "80.50", "80.50"],
-                    ["Cable set", "12", "3.10", "37.20"], ["Support plan", "3", "45.00", "135.00"]]
+    grid = [
+        [None if i is None else " ".join(_texts(layout, items.cell_boxes(r, c))) for c, i in enumerate(row)]
+        for r, row in enumerate(items.cells)
+    ]
+    assert grid == [
+        ["Description", "Qty", "Unit price", "Amount"],
+        ["Server rental", "2", "120.00", "240.00"],
+        ["Design review", "1", "80.50", "80.50"],
+        ["Cable set", "12", "3.10", "37.20"],
+        ["Support plan", "3", "45.00", "135.00"],
+    ]
     assert (items.header_row, items.header_col) == (0, 0)
     unit = boxes.index(_b("3.10", 500, 220))
     assert _texts(layout, layout.headers_of(unit)) == ["Cable set", "Unit", "price"]  # the whole header cell
     assert layout.cell_of(boxes.index(_b("price", 545, 120))) == (0, 0, 2)  # every word of a cell maps to it
     assert [[layout.boxes[i][0] for i in row] for row in totals.cells] == [
-        ["Subtotal:", "$492.70"], ["Tax:", "$49.27"], ["Total:", "$541.97"]]
+        ["Subtotal:", "$492.70"],
+        ["Tax:", "$49.27"],
+        ["Total:", "$541.97"],
+    ]
     assert (totals.header_row, totals.header_col) == (None, 0)  # a key/value stack: the key is the row header
     assert _texts(layout, layout.headers_of(boxes.index(_b("$541.97", 700, 360)))) == ["Total:"]
     fine = [i for i, (_, b) in enumerate(boxes) if b[1] >= 420]
@@ -230,8 +276,7 @@ def test_cramped_header_words_split_at_the_body_columns() -> None:
         y = 140 + 30 * k
         boxes += [_b(item, 60, y), _b(unit, 300, y), _b(amount, 480 - CW * len(amount), y)]
     layout = analyse(boxes)
-    assert [(t.cells, t.header_row, t.header_col) for t in layout.tables] == [
-        (((0, 1, 3), (4, 5, 6), (7, 8, 9)), 0, 0)]
+    assert [(t.cells, t.header_row, t.header_col) for t in layout.tables] == [(((0, 1, 3), (4, 5, 6), (7, 8, 9)), 0, 0)]
     assert layout.tables[0].cell_boxes(0, 1) == (1, 2)  # "Unit price"
     assert _texts(layout, layout.headers_of(6)) == ["Bolts", "Amount"]
     assert _texts(layout, layout.headers_of(8)) == ["Nuts", "Unit", "price"]
@@ -245,15 +290,25 @@ def test_prose_and_a_lone_key_value_line_are_not_tables() -> None:
 
 def test_aligned_words_of_two_text_columns_are_not_a_table() -> None:
     """A paragraph's last word in each column, then a heading in each: two rows of two short cells, no header."""
-    boxes = [_b("workshop.", 60, 100), _b("museum.", 420, 100), _b("The Harbour", 60, 140, cw=14, h=40),
-             _b("Farming", 420, 140, cw=14, h=40)]
+    boxes = [
+        _b("workshop.", 60, 100),
+        _b("museum.", 420, 100),
+        _b("The Harbour", 60, 140, cw=14, h=40),
+        _b("Farming", 420, 140, cw=14, h=40),
+    ]
     assert analyse(boxes).tables == []
 
 
 def test_capital_labels_above_values_are_column_headers() -> None:
     """A form's fields: labels in capitals on one line, the values below them."""
-    boxes = [_b("APPLICANT", 60, 100, cw=8, h=24), _b("CITY", 300, 100, cw=8, h=24), _b("BORN", 500, 100, cw=8, h=24),
-             _b("Jonas Schmidt", 60, 130), _b("Tampere", 300, 130), _b("15 Feb 1983", 500, 130)]
+    boxes = [
+        _b("APPLICANT", 60, 100, cw=8, h=24),
+        _b("CITY", 300, 100, cw=8, h=24),
+        _b("BORN", 500, 100, cw=8, h=24),
+        _b("Jonas Schmidt", 60, 130),
+        _b("Tampere", 300, 130),
+        _b("15 Feb 1983", 500, 130),
+    ]
     layout = analyse(boxes)
     assert [(t.cells, t.header_row, t.header_col) for t in layout.tables] == [(((0, 1, 2), (3, 4, 5)), 0, None)]
     assert layout.headers_of(3) == (0,) and layout.headers_of(5) == (2,)  # a single body row has no row labels
@@ -263,9 +318,15 @@ def test_capital_labels_above_values_are_column_headers() -> None:
 def test_a_header_set_apart_heads_a_text_table_and_jitter_does_not(seed: int) -> None:
     """Text only, one font: the first row is a header when it stands 1.7 pitches above the body, not when the
     rows are evenly spaced and merely jittered by +-3 px (up to 1.25 pitches: (30 + 6) / (30 - 1.2))."""
+
     def page(first_gap: float):
-        rows = [("Owner", "Room"), ("Ada Byron", "North hall"), ("Alan Kay", "South wing"), ("Grace Hopper", "Lab"),
-                ("Edsger Dijkstra", "Attic")]
+        rows = [
+            ("Owner", "Room"),
+            ("Ada Byron", "North hall"),
+            ("Alan Kay", "South wing"),
+            ("Grace Hopper", "Lab"),
+            ("Edsger Dijkstra", "Attic"),
+        ]
         boxes, y = [], 100.0
         for k, (a, b) in enumerate(rows):
             boxes += [_b(a, 60, y), _b(b, 300, y)]
@@ -278,8 +339,14 @@ def test_a_header_set_apart_heads_a_text_table_and_jitter_does_not(seed: int) ->
 
 
 def test_key_value_stack_is_a_two_column_table_with_row_labels() -> None:
-    boxes = [_b("Name:", 60, 100), _b("Ada Byron", 200, 100), _b("City:", 60, 140), _b("London", 200, 140),
-             _b("Born:", 60, 180), _b("1815", 200, 180)]
+    boxes = [
+        _b("Name:", 60, 100),
+        _b("Ada Byron", 200, 100),
+        _b("City:", 60, 140),
+        _b("London", 200, 140),
+        _b("Born:", 60, 180),
+        _b("1815", 200, 180),
+    ]
     layout = analyse(boxes)
     assert len(layout.tables) == 1
     t = layout.tables[0]
@@ -290,9 +357,14 @@ def test_key_value_stack_is_a_two_column_table_with_row_labels() -> None:
 def test_ocr_key_value_boxes_that_touch_or_overlap() -> None:
     """The OCR cuts a line after "Key:" at an interpolated x, so a key's box may reach into its value's by a few px;
     the keys vary in length, the values start where their key ends. Still a key column and a value column."""
-    boxes = [_b("PO ref:", 60, 100), ("R429655", (128, 100, 198, 136)),
-             _b("Doc. number:", 60, 134), ("290/6093", (176, 134, 256, 170)),  # overlaps its key by 4 px
-             _b("Dated:", 60, 168), ("August 9, 2020", (121, 168, 261, 204))]  # touches its key
+    boxes = [
+        _b("PO ref:", 60, 100),
+        ("R429655", (128, 100, 198, 136)),
+        _b("Doc. number:", 60, 134),
+        ("290/6093", (176, 134, 256, 170)),  # overlaps its key by 4 px
+        _b("Dated:", 60, 168),
+        ("August 9, 2020", (121, 168, 261, 204)),
+    ]  # touches its key
     layout = analyse(boxes)
     assert [(t.cells, t.header_row, t.header_col) for t in layout.tables] == [(((0, 1), (2, 3), (4, 5)), None, 0)]
     assert layout.headers_of(3) == (2,) and layout.headers_of(5) == (4,)
@@ -317,8 +389,9 @@ def _distort(boxes, seed: int, angle_deg: float = 0.0, jitter: float = 3.0):
 def test_tables_survive_jitter_and_slight_rotation(seed: int, angle: float) -> None:
     for boxes in (TABLE, _invoice()):
         clean, noisy = analyse(boxes), analyse(_distort(boxes, seed, angle))
-        assert [(t.cells, t.header_row, t.header_col) for t in noisy.tables] == \
-            [(t.cells, t.header_row, t.header_col) for t in clean.tables]
+        assert [(t.cells, t.header_row, t.header_col) for t in noisy.tables] == [
+            (t.cells, t.header_row, t.header_col) for t in clean.tables
+        ]
 
 
 def _docgen_built(split: str, kind: str, index: int):
@@ -352,8 +425,9 @@ def test_docgen_invoice_line_items(split: str, index: int) -> None:
     column's header; the totals' keys label their values; fine print joins no table."""
     items = _docgen_built(split, "invoice", index).canvas.items
     layout = analyse(items)
-    heads = ["Description", "Qty", "Unit price", "Amount"] if split == "dev" else ["Item", "Units", "Rate",
-                                                                                   "Line total"]
+    heads = (
+        ["Description", "Qty", "Unit price", "Amount"] if split == "dev" else ["Item", "Units", "Rate", "Line total"]
+    )
     table = next(t for t in layout.tables if _texts(layout, t.cells[0]) == heads)
     assert (table.header_row, table.header_col) == (0, 0) and len(table.cells) >= 4
     for row in table.cells[1:]:
@@ -380,16 +454,23 @@ def test_tables_do_not_depend_on_input_order(data) -> None:
             if r > 0 and c > 1 and data.draw(st.booleans()) and data.draw(st.booleans()):
                 continue  # an empty cell now and then (a row keeps two cells: a table row has two or more)
             text = f"Row{r}" if c == 0 else (f"Col{c}" if r == 0 else str(data.draw(st.integers(0, 99999))))
-            boxes.append(_b(text, 60 + 150 * c + data.draw(st.integers(-3, 3)), 100 + 30 * r + data.draw(
-                st.integers(-3, 3))))
+            boxes.append(
+                _b(text, 60 + 150 * c + data.draw(st.integers(-3, 3)), 100 + 30 * r + data.draw(st.integers(-3, 3)))
+            )
     boxes.append(_b("A closing sentence below the table, long enough to be prose.", 60, 140 + 30 * n_rows))
     perm = data.draw(st.permutations(range(len(boxes))))
     shuffled = [boxes[k] for k in perm]  # shuffled[j] = boxes[perm[j]]
     a, b = analyse(boxes), analyse(shuffled)
 
     def mapped(layout, to_orig):
-        return [(tuple(tuple(None if i is None else to_orig(i) for i in row) for row in t.cells), t.header_row,
-                 t.header_col) for t in layout.tables]
+        return [
+            (
+                tuple(tuple(None if i is None else to_orig(i) for i in row) for row in t.cells),
+                t.header_row,
+                t.header_col,
+            )
+            for t in layout.tables
+        ]
 
     assert mapped(a, lambda i: i) == mapped(b, lambda j: perm[j])
     assert len(a.tables) == 1 and a.tables[0].header_row == 0  # the grid, whole; row labels need two body rows

@@ -1,9 +1,9 @@
 """ARR-COC-VIS: query-aware visual token allocation and pruning for Qwen-VL models.
 
-    >>> import arr_coc
-    >>> a = arr_coc.allocate("examples/invoice.jpg", "How much must be paid?", budget=0.11)   # which tokens matter
-    >>> processor = arr_coc.load_processor(checkpoint)      # AutoProcessor, or the images-only stand-in
-    >>> cm = arr_coc.compress(model, budget=0.22, processor=processor)       # prune inside the model
+>>> import arr_coc
+>>> a = arr_coc.allocate("examples/invoice.jpg", "How much must be paid?", budget=0.11)   # which tokens matter
+>>> processor = arr_coc.load_processor(checkpoint)      # AutoProcessor, or the images-only stand-in
+>>> cm = arr_coc.compress(model, budget=0.22, processor=processor)       # prune inside the model
 """
 
 from .attending import TIERS, TokenScores, resolve_budget, select

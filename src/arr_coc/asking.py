@@ -175,8 +175,13 @@ def ask_main(args: argparse.Namespace) -> int:
     inputs = build_inputs(processor, image, args.query, args.max_pixels).to(device)
     scorer = TimedScorer(resolve_scorer("auto"), device)
     cm = compress(
-        model, budget=args.budget, processor=processor, scorer=scorer, text_prior=mode == "text",
-        foveate=bool(getattr(args, "foveate", False)), detail=getattr(args, "detail", None),
+        model,
+        budget=args.budget,
+        processor=processor,
+        scorer=scorer,
+        text_prior=mode == "text",
+        foveate=bool(getattr(args, "foveate", False)),
+        detail=getattr(args, "detail", None),
         realizer=_relevance(getattr(args, "relevance", None)),
     )
     # The first call pays one-time set-up (the scorer's lazy imports, the OCR and text models in text mode,

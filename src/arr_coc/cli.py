@@ -188,7 +188,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--query",
         "-q",
         default=None,
-        help="the question (required for a single image; \"\" is allowed and makes the allocation query-blind)",
+        help='the question (required for a single image; "" is allowed and makes the allocation query-blind)',
     )
     _add_grid_options(a)
     _add_mode_option(a)
@@ -201,8 +201,12 @@ def build_parser() -> argparse.ArgumentParser:
         "ids must be unique (instead of IMAGE)",
     )
     a.add_argument("--out", type=Path, help="with --batch: output JSONL")
-    a.add_argument("--relevance", type=Path, default=None,
-                   help="a relevance checkpoint folder (arr-coc train): its learned box scorer and config")
+    a.add_argument(
+        "--relevance",
+        type=Path,
+        default=None,
+        help="a relevance checkpoint folder (arr-coc train): its learned box scorer and config",
+    )
 
     k = sub.add_parser(
         "ask",
@@ -232,8 +236,12 @@ def build_parser() -> argparse.ArgumentParser:
     k.add_argument("--heatmap", type=Path, help="write a heatmap PNG of the kept tokens here")
     k.add_argument("--compare", action="store_true", help="also run the unpruned model: both answers, both times to "
                    "first token and where the time went (vision tower, scorer, LM prefill, decode)")  # fmt: skip
-    k.add_argument("--relevance", type=Path, default=None,
-                   help="a relevance checkpoint folder (arr-coc train): its learned box scorer and config")
+    k.add_argument(
+        "--relevance",
+        type=Path,
+        default=None,
+        help="a relevance checkpoint folder (arr-coc train): its learned box scorer and config",
+    )
     k.add_argument("--foveate", action="store_true", help="choose the tokens before the vision tower and encode only "
                    "their patches (compress(..., foveate=True))")  # fmt: skip
     k.add_argument("--detail", choices=["thumbnail", "mixed"], default=None, help="level of detail: spend part of the "
@@ -260,10 +268,19 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--device", default=None, help="with --model: torch device (default: cuda if available, else cpu)")
     d.add_argument("--dtype", default="auto", help="with --model: torch dtype of the weights")
     d.add_argument("--max-new-tokens", type=_positive_int, default=64, help="with --model: most tokens an answer has")
-    d.add_argument("--detail", choices=["thumbnail", "mixed"], default="mixed", help="the level-of-detail picture shown "
-                   "beside the heatmap (and, with --model, one more answer with compress(..., detail=...))")  # fmt: skip
-    d.add_argument("--relevance", type=Path, default=None,
-                   help="a relevance checkpoint folder (arr-coc train) for the heatmap's allocation")
+    d.add_argument(
+        "--detail",
+        choices=["thumbnail", "mixed"],
+        default="mixed",
+        help="the level-of-detail picture shown beside the heatmap (and, with --model, one more answer with "
+        "compress(..., detail=...))",
+    )
+    d.add_argument(
+        "--relevance",
+        type=Path,
+        default=None,
+        help="a relevance checkpoint folder (arr-coc train) for the heatmap's allocation",
+    )
 
     from .evaluation.runner import add_eval_arguments
 
@@ -314,7 +331,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             from .demo import main as demo_main  # ImportError without the [demo] extra: one clear line below
 
             return demo_main(
-                args.model, args.host, args.port, args.device, args.dtype, args.max_new_tokens, args.detail,
+                args.model,
+                args.host,
+                args.port,
+                args.device,
+                args.dtype,
+                args.max_new_tokens,
+                args.detail,
                 relevance=args.relevance,
             )
         if args.command == "eval":

@@ -150,5 +150,3 @@ class RelevanceConfig:
     def replace(self, **changes: Any) -> RelevanceConfig:
         """A copy with some fields changed (``dataclasses.replace``)."""
         return dataclasses.replace(self, **changes)
-
-

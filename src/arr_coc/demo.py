@@ -206,8 +206,15 @@ class ModelRunner:
                 st = run.stages
                 rows.append(
                     AnswerRow(
-                        name, run.answer, kept, run.prompt_tokens, run.ttft_ms,
-                        st.vision_ms, st.scorer_ms, st.prefill_ms, run.new_tokens,
+                        name,
+                        run.answer,
+                        kept,
+                        run.prompt_tokens,
+                        run.ttft_ms,
+                        st.vision_ms,
+                        st.scorer_ms,
+                        st.prefill_ms,
+                        run.new_tokens,
                     )  # fmt: skip
                 )
             return rows
@@ -296,8 +303,14 @@ class DemoApp:
         else:
             progress(0.1, desc="allocating")
         try:  # a file is opened by allocate itself, exactly as `arr-coc allocate` does (same decode, same JSON)
-            alloc = allocate(source if isinstance(source, (str, Path)) else img, question, parsed, family, mode=mode,
-                             realizer=self.realizer)
+            alloc = allocate(
+                source if isinstance(source, (str, Path)) else img,
+                question,
+                parsed,
+                family,
+                mode=mode,
+                realizer=self.realizer,
+            )
         except (ValueError, ImportError) as err:
             raise _error(_user_message(err)) from None
         progress(0.9, desc="drawing the heatmap")

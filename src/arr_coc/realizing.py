@@ -202,8 +202,9 @@ class Realizer(nn.Module):
         """
         folder = Path(folder)
         if not (folder / "config.json").is_file():
-            raise FileNotFoundError(f"{folder} is not a relevance checkpoint folder (no config.json; write one with "
-                                    "arr-coc train)")
+            raise FileNotFoundError(
+                f"{folder} is not a relevance checkpoint folder (no config.json; write one with arr-coc train)"
+            )
         config = RelevanceConfig.from_json((folder / "config.json").read_text())
         scorer = None
         if (folder / "scorer.json").is_file():

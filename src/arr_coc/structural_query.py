@@ -1,4 +1,7 @@
-"""Moved to ``arr_coc.reading.structural_query`` (the text path lives in one package); this name stays an alias of that module."""
+"""Moved to ``arr_coc.reading.structural_query`` (the text path lives in one package).
+
+This name stays an alias of that module for code that imports it from here.
+"""
 
 import sys
 

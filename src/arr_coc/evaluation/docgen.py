@@ -43,12 +43,30 @@ from PIL import Image, ImageDraw, ImageFilter, ImageFont
 
 Box = tuple[int, int, int, int]  # (x0, y0, x1, y1) in original image pixels, x1/y1 exclusive
 
-KINDS: tuple[str, ...] = ("receipt", "invoice", "form", "table", "bar_chart", "text_page", "photo_text", "page_layout",
-                          "running_text", "line_chart")
+KINDS: tuple[str, ...] = (
+    "receipt",
+    "invoice",
+    "form",
+    "table",
+    "bar_chart",
+    "text_page",
+    "photo_text",
+    "page_layout",
+    "running_text",
+    "line_chart",
+)
 CATEGORIES: dict[str, str] = {  # DocVQA-style question category of each kind
-    "receipt": "form", "invoice": "form", "form": "form", "table": "table/list", "bar_chart": "figure/chart",
-    "line_chart": "figure/chart", "text_page": "running text", "running_text": "running text",
-    "page_layout": "layout", "photo_text": "photo", "real_scan": "running text",
+    "receipt": "form",
+    "invoice": "form",
+    "form": "form",
+    "table": "table/list",
+    "bar_chart": "figure/chart",
+    "line_chart": "figure/chart",
+    "text_page": "running text",
+    "running_text": "running text",
+    "page_layout": "layout",
+    "photo_text": "photo",
+    "real_scan": "running text",
 }
 REAL_SCAN_KIND = "real_scan"
 SPLITS: tuple[str, ...] = ("dev", "test")
@@ -383,38 +401,147 @@ KEY_QUESTIONS = {  # non-paraphrased question templates per split
 }
 
 FIRST = (
-    "Anna", "Boris", "Carla", "David", "Elena", "Felix", "Greta", "Hugo", "Ines", "Jonas", "Kira", "Lukas",
-    "Maya", "Nils", "Olga", "Pablo", "Rosa", "Stefan", "Tara", "Viktor", "Wanda", "Yusuf", "Zoe", "Omar",
+    "Anna",
+    "Boris",
+    "Carla",
+    "David",
+    "Elena",
+    "Felix",
+    "Greta",
+    "Hugo",
+    "Ines",
+    "Jonas",
+    "Kira",
+    "Lukas",
+    "Maya",
+    "Nils",
+    "Olga",
+    "Pablo",
+    "Rosa",
+    "Stefan",
+    "Tara",
+    "Viktor",
+    "Wanda",
+    "Yusuf",
+    "Zoe",
+    "Omar",
 )
 LAST = (
-    "Albers", "Brandt", "Castillo", "Dubois", "Eklund", "Fischer", "Garcia", "Horvath", "Ivanova", "Jensen",
-    "Kowalski", "Lindqvist", "Moreau", "Novak", "Okafor", "Petrov", "Quinn", "Rossi", "Schmidt", "Tanaka",
-    "Ueda", "Varga", "Weber", "Yilmaz",
+    "Albers",
+    "Brandt",
+    "Castillo",
+    "Dubois",
+    "Eklund",
+    "Fischer",
+    "Garcia",
+    "Horvath",
+    "Ivanova",
+    "Jensen",
+    "Kowalski",
+    "Lindqvist",
+    "Moreau",
+    "Novak",
+    "Okafor",
+    "Petrov",
+    "Quinn",
+    "Rossi",
+    "Schmidt",
+    "Tanaka",
+    "Ueda",
+    "Varga",
+    "Weber",
+    "Yilmaz",
 )
 CITIES = (
-    "Bergen", "Lyon", "Porto", "Graz", "Tampere", "Utrecht", "Gdansk", "Bilbao", "Malmo", "Ghent", "Brno",
-    "Cork", "Leipzig", "Turin", "Aarhus", "Split", "Basel", "Krakow", "Seville", "Linz",
+    "Bergen",
+    "Lyon",
+    "Porto",
+    "Graz",
+    "Tampere",
+    "Utrecht",
+    "Gdansk",
+    "Bilbao",
+    "Malmo",
+    "Ghent",
+    "Brno",
+    "Cork",
+    "Leipzig",
+    "Turin",
+    "Aarhus",
+    "Split",
+    "Basel",
+    "Krakow",
+    "Seville",
+    "Linz",
 )
 STREETS = ("Oak", "Maple", "Birch", "Cedar", "Willow", "Elm", "Aspen", "Linden", "Harbor", "Mill", "Station")
 STORES = (
-    "FRESH MART", "CORNER GROCER", "GREEN BASKET", "DAILY GOODS", "SUNRISE MARKET", "CITY PANTRY",
-    "HILLTOP FOODS", "BLUE DOOR DELI",
+    "FRESH MART",
+    "CORNER GROCER",
+    "GREEN BASKET",
+    "DAILY GOODS",
+    "SUNRISE MARKET",
+    "CITY PANTRY",
+    "HILLTOP FOODS",
+    "BLUE DOOR DELI",
 )
 COMPANIES = (
-    "Nordlicht Systems", "Brightwave Ltd", "Atlas Components", "Cobalt & Finch", "Helix Supplies",
-    "Meridian Works", "Orchid Analytics", "Kestrel Tooling",
+    "Nordlicht Systems",
+    "Brightwave Ltd",
+    "Atlas Components",
+    "Cobalt & Finch",
+    "Helix Supplies",
+    "Meridian Works",
+    "Orchid Analytics",
+    "Kestrel Tooling",
 )
 ITEMS = (
-    "Milk 1L", "Bread", "Eggs x12", "Butter", "Apples", "Coffee beans", "Rice 2kg", "Olive oil", "Tomatoes",
-    "Cheese", "Yogurt", "Bananas", "Pasta", "Orange juice", "Chocolate", "Tea bags", "Onions", "Soap",
+    "Milk 1L",
+    "Bread",
+    "Eggs x12",
+    "Butter",
+    "Apples",
+    "Coffee beans",
+    "Rice 2kg",
+    "Olive oil",
+    "Tomatoes",
+    "Cheese",
+    "Yogurt",
+    "Bananas",
+    "Pasta",
+    "Orange juice",
+    "Chocolate",
+    "Tea bags",
+    "Onions",
+    "Soap",
 )
 SERVICES = (
-    "Consulting hours", "Server rental", "Design review", "Annual licence", "Support plan", "Cable set",
-    "Sensor kit", "Training day", "Firmware update", "Maintenance visit",
+    "Consulting hours",
+    "Server rental",
+    "Design review",
+    "Annual licence",
+    "Support plan",
+    "Cable set",
+    "Sensor kit",
+    "Training day",
+    "Firmware update",
+    "Maintenance visit",
 )
 JOBS = ("nurse", "carpenter", "chemist", "teacher", "pilot", "architect", "baker", "librarian", "surveyor")
-MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August", "September", "October",
-          "November", "December")
+MONTHS = (
+    "January",
+    "February",
+    "March",
+    "April",
+    "May",
+    "June",
+    "July",
+    "August",
+    "September",
+    "October",
+    "November",
+    "December",
+)
 
 
 def _person(rng: random.Random) -> str:
@@ -481,8 +608,9 @@ FINE_PRINT = {
 }
 
 
-def _fine_print(cv: _Canvas, rng: random.Random, split: str, font, ink, x0: float, y0: float, x1: float,
-                y1: float) -> float:
+def _fine_print(
+    cv: _Canvas, rng: random.Random, split: str, font, ink, x0: float, y0: float, x1: float, y1: float
+) -> float:
     """Fill the rectangle with small flowing filler text (terms, notes); returns the y below the last line."""
     line_h = font.size * 1.35 if hasattr(font, "size") else 14
     space = font.getlength(" ")
@@ -590,8 +718,13 @@ def _receipt(rng: random.Random, split: str, para: bool) -> _Built:
         y += fs * 1.4
         cv.text((m, y), f"Time {time} / Register {rng.randint(1, 9)}", reg, ink)
         y += fs * 1.6
-    cv.text((w / 2, y), rng.choice(("THANK YOU FOR SHOPPING!", "Thank you - see you soon", "Keep this receipt")),
-            reg, ink, "ma")
+    cv.text(
+        (w / 2, y),
+        rng.choice(("THANK YOU FOR SHOPPING!", "Thank you - see you soon", "Keep this receipt")),
+        reg,
+        ink,
+        "ma",
+    )
     y += fs * 2.0
     if rng.random() < 0.8:
         y = _fine_print(cv, rng, split, fonts.reg(fs * 0.7), ink, m, y, w - m, h - m - 80) + fs
@@ -603,8 +736,7 @@ def _receipt(rng: random.Random, split: str, para: bool) -> _Built:
 
     if rng.random() < 0.25 and not para:
         item = rng.choice(names)
-        q = (f"How much did the {item.lower()} cost?" if split == "dev"
-             else f"What amount is listed for {item.lower()}?")
+        q = f"How much did the {item.lower()} cost?" if split == "dev" else f"What amount is listed for {item.lower()}?"
         box = item_boxes[item]
         answer = next(s for s, b in cv.items if b == box)
         return _Built(cv, q, answer, box, False)
@@ -632,8 +764,9 @@ def _invoice(rng: random.Random, split: str, para: bool) -> _Built:
         ship_name = _person(rng)
     date = _date(rng, split)
     due = _date(rng, split)
-    inv_no = f"INV-{rng.randint(10000, 99999)}" if split == "dev"\
-        else f"{rng.randint(100, 999)}/{rng.randint(1000, 9999)}"
+    inv_no = (
+        f"INV-{rng.randint(10000, 99999)}" if split == "dev" else f"{rng.randint(100, 999)}/{rng.randint(1000, 9999)}"
+    )
     order_no = f"PO-{rng.randint(1000, 9999)}" if split == "dev" else f"R{rng.randint(100000, 999999)}"
 
     def key_of(concept: str) -> str:
@@ -678,8 +811,9 @@ def _invoice(rng: random.Random, split: str, para: bool) -> _Built:
         cv.draw.line((m, y, w - m, y), fill=ink, width=3)
         y += fs
         top = y
-        y2 = meta_block(m + 15, y + 15, [("order_no", order_no), ("invoice_no", inv_no), ("due_date", due),
-                                         ("date", date)])
+        y2 = meta_block(
+            m + 15, y + 15, [("order_no", order_no), ("invoice_no", inv_no), ("due_date", due), ("date", date)]
+        )
         cv.draw.rectangle((m, top, w * 0.45, y2 + 5), outline=ink, width=2)
         party(w * 0.52, top + 15, "ship_to", ship_name)
         y1 = party(w * 0.76, top + 15, "bill_to", bill_name)
@@ -688,8 +822,9 @@ def _invoice(rng: random.Random, split: str, para: bool) -> _Built:
         y += fs * 2.5
 
     cols = [m, w * 0.55, w * 0.68, w - m]
-    heads = ("Description", "Qty", "Unit price", "Amount") if split == "dev" \
-        else ("Item", "Units", "Rate", "Line total")
+    heads = (
+        ("Description", "Qty", "Unit price", "Amount") if split == "dev" else ("Item", "Units", "Rate", "Line total")
+    )
     if split == "dev":
         cv.draw.rectangle((m - 8, y - 8, w - m + 8, y + fs * 1.4), fill=(215, 215, 215))
     for i, head in enumerate(heads):
@@ -718,8 +853,9 @@ def _invoice(rng: random.Random, split: str, para: bool) -> _Built:
         y += fs * 1.6
     y += fs
     if y + fs * 3 < h:
-        cv.text((m, y), rng.choice(("Payment terms: 30 days net.", "Please quote the reference with payment.")),
-                reg, ink)
+        cv.text(
+            (m, y), rng.choice(("Payment terms: 30 days net.", "Please quote the reference with payment.")), reg, ink
+        )
         cv.text((m, y + fs * 1.5), "Thank you for your business.", reg, ink)
         y += fs * 3.5
     if rng.random() < 0.85:
@@ -736,8 +872,11 @@ def _invoice(rng: random.Random, split: str, para: bool) -> _Built:
 def _form(rng: random.Random, split: str, para: bool) -> _Built:
     fonts = _Fonts(rng, split)
     landscape = rng.random() < 0.3
-    w, h = (rng.randint(1300, 1700), rng.randint(900, 1150)) if landscape else (rng.randint(950, 1250),
-                                                                               rng.randint(1250, 1650))
+    w, h = (
+        (rng.randint(1300, 1700), rng.randint(900, 1150))
+        if landscape
+        else (rng.randint(950, 1250), rng.randint(1250, 1650))
+    )
     cv = _Canvas.blank(w, h, _paper(rng))
     ink = _ink(rng)
     fs = rng.randint(20, 26)
@@ -780,12 +919,16 @@ def _form(rng: random.Random, split: str, para: bool) -> _Built:
     rng.shuffle(order)
     fields: dict[str, tuple[str, Box]] = {}
     y = m
-    title = (rng.choice(("Registration Form", "Patient Intake Form", "Club Enrolment Form")) if split == "dev"
-             else rng.choice(("MEMBERSHIP APPLICATION", "Tenant Information Sheet", "Volunteer Sign-up")))
+    title = (
+        rng.choice(("Registration Form", "Patient Intake Form", "Club Enrolment Form"))
+        if split == "dev"
+        else rng.choice(("MEMBERSHIP APPLICATION", "Tenant Information Sheet", "Volunteer Sign-up"))
+    )
     cv.text((w / 2, y), title, fonts.bold(fs * 1.6), ink, "ma")
     y += fs * 3
-    cv.text((m, y), rng.choice(("Please complete all fields in block letters.", "Fields marked * are required.")),
-            reg, ink)
+    cv.text(
+        (m, y), rng.choice(("Please complete all fields in block letters.", "Fields marked * are required.")), reg, ink
+    )
     y += fs * 2.5
     ncol = 2
     if split == "dev":  # "Key: value____" in two columns
@@ -824,21 +967,52 @@ def _form(rng: random.Random, split: str, para: bool) -> _Built:
 
 TABLE_COLUMNS = {  # (header, paraphrase) pairs
     "dev": (
-        ("Q1", "the first quarter"), ("Q2", "the second quarter"), ("Q3", "the third quarter"),
-        ("Q4", "the fourth quarter"), ("Units", "the number of items sold"), ("Revenue", "the money earned"),
-        ("Returns", "the goods sent back"), ("Staff", "the headcount"),
+        ("Q1", "the first quarter"),
+        ("Q2", "the second quarter"),
+        ("Q3", "the third quarter"),
+        ("Q4", "the fourth quarter"),
+        ("Units", "the number of items sold"),
+        ("Revenue", "the money earned"),
+        ("Returns", "the goods sent back"),
+        ("Staff", "the headcount"),
     ),
     "test": (
-        ("H1", "the first half-year"), ("H2", "the second half-year"), ("Price", "the cost"),
-        ("Weight", "the mass"), ("Stock", "the inventory on hand"), ("Rating", "the score it received"),
+        ("H1", "the first half-year"),
+        ("H2", "the second half-year"),
+        ("Price", "the cost"),
+        ("Weight", "the mass"),
+        ("Stock", "the inventory on hand"),
+        ("Rating", "the score it received"),
         ("Share", "the fraction of the market"),
     ),
 }
 TABLE_ROWS = {
-    "dev": ("Norway", "Chile", "Kenya", "Japan", "Canada", "Peru", "Greece", "Vietnam", "Morocco", "Finland",
-            "Austria", "Ireland"),
-    "test": ("Model A-12", "Model B-7", "Model C-30", "Model D-4", "Unit K9", "Unit M2", "Series X", "Series Z",
-             "Type 110", "Type 220"),
+    "dev": (
+        "Norway",
+        "Chile",
+        "Kenya",
+        "Japan",
+        "Canada",
+        "Peru",
+        "Greece",
+        "Vietnam",
+        "Morocco",
+        "Finland",
+        "Austria",
+        "Ireland",
+    ),
+    "test": (
+        "Model A-12",
+        "Model B-7",
+        "Model C-30",
+        "Model D-4",
+        "Unit K9",
+        "Unit M2",
+        "Series X",
+        "Series Z",
+        "Type 110",
+        "Type 220",
+    ),
 }
 
 
@@ -850,8 +1024,11 @@ def _table(rng: random.Random, split: str, para: bool) -> _Built:
     m = rng.randint(50, 90)
     cols = rng.sample(TABLE_COLUMNS[split], rng.randint(3, min(6, len(TABLE_COLUMNS[split]))))
     rows = rng.sample(TABLE_ROWS[split], rng.randint(4, 10))
-    title = rng.choice(("Regional summary", "Annual figures by country", "Sales overview")) if split == "dev" \
+    title = (
+        rng.choice(("Regional summary", "Annual figures by country", "Sales overview"))
+        if split == "dev"
         else rng.choice(("PRODUCT SHEET", "Inventory report", "Catalogue extract"))
+    )
     fs_title = rng.randint(30, 40)
     cv.text((m, m), title, fonts.bold(fs_title), ink)
     top = m + fs_title * 2
@@ -903,8 +1080,11 @@ def _table(rng: random.Random, split: str, para: bool) -> _Built:
     if split == "dev":
         q = f"What is {phrase} value for {rows[i]}?" if para else f"What is the {head} value for {rows[i]}?"
     else:
-        q = f"What does the table give as {phrase} of {rows[i]}?" if para else \
-            f"In the row {rows[i]}, what does the {head} column say?"
+        q = (
+            f"What does the table give as {phrase} of {rows[i]}?"
+            if para
+            else f"In the row {rows[i]}, what does the {head} column say?"
+        )
     v, box = cells[(i, j)]
     return _Built(cv, q, v, box, para)
 
@@ -913,16 +1093,43 @@ def _table(rng: random.Random, split: str, para: bool) -> _Built:
 
 BAR_CATEGORIES = {  # (label, paraphrase) pairs; paraphrases name the category without its label
     "dev": (
-        tuple((m[:3], f"the {o} month") for m, o in zip(MONTHS, (
-            "first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth", "tenth",
-            "eleventh", "twelfth"), strict=True)),
-        (("Mon", "the first working day of the week"), ("Tue", "the day after Monday"),
-         ("Wed", "the middle of the week"), ("Thu", "the day before Friday"), ("Fri", "the last working day"),
-         ("Sat", "the first day of the weekend"), ("Sun", "the last day of the weekend")),
+        tuple(
+            (m[:3], f"the {o} month")
+            for m, o in zip(
+                MONTHS,
+                (
+                    "first",
+                    "second",
+                    "third",
+                    "fourth",
+                    "fifth",
+                    "sixth",
+                    "seventh",
+                    "eighth",
+                    "ninth",
+                    "tenth",
+                    "eleventh",
+                    "twelfth",
+                ),
+                strict=True,
+            )
+        ),
+        (
+            ("Mon", "the first working day of the week"),
+            ("Tue", "the day after Monday"),
+            ("Wed", "the middle of the week"),
+            ("Thu", "the day before Friday"),
+            ("Fri", "the last working day"),
+            ("Sat", "the first day of the weekend"),
+            ("Sun", "the last day of the weekend"),
+        ),
     ),
     "test": (
-        tuple((f"Q{q} {y}", f"the {o} quarter of {y}") for y in (2022, 2023) for q, o in
-              zip((1, 2, 3, 4), ("first", "second", "third", "fourth"), strict=True)),
+        tuple(
+            (f"Q{q} {y}", f"the {o} quarter of {y}")
+            for y in (2022, 2023)
+            for q, o in zip((1, 2, 3, 4), ("first", "second", "third", "fourth"), strict=True)
+        ),
         tuple((str(y), f"the year {y - 2000} years into the millennium") for y in range(2015, 2024)),
     ),
 }
@@ -938,7 +1145,7 @@ def _bar_chart(rng: random.Random, split: str, para: bool) -> _Built:
     seq = rng.choice(BAR_CATEGORIES[split])
     n = rng.randint(5, min(10, len(seq)))
     start = rng.randrange(len(seq) - n + 1)
-    cats = seq[start:start + n]
+    cats = seq[start : start + n]
     vmax = rng.choice((100, 500, 1000, 5000))
     values: list[int] = []
     while len(values) < n:
@@ -948,8 +1155,11 @@ def _bar_chart(rng: random.Random, split: str, para: bool) -> _Built:
     fs = rng.randint(18, 26)
     reg, bold = fonts.reg(fs), fonts.bold(fs)
     m = rng.randint(50, 80)
-    title = rng.choice(("Monthly sales (units)", "Visitors per day", "Orders received")) if split == "dev" \
+    title = (
+        rng.choice(("Monthly sales (units)", "Visitors per day", "Orders received"))
+        if split == "dev"
         else rng.choice(("Revenue by period, kCHF", "Shipments per period", "Energy use (MWh)"))
+    )
     cv.text((w / 2, m), title, fonts.bold(fs * 1.4), ink, "ma")
     boxes: list[Box] = []
     if split == "dev":  # vertical bars, category under, value above
@@ -1019,47 +1229,98 @@ def _town(rng: random.Random) -> str:
 
 FACTS = {
     "dev": (
-        _Fact("The bridge in {e} is {v} long.", "How long is the bridge in {e}?",
-              "What is the length of the {e} crossing over the water?", _town,
-              lambda r: f"{r.randint(40, 2400):,} metres"),
-        _Fact("{e} was born in {v}.", "Where was {e} born?", "What is the birthplace of {e}?", _person,
-              lambda r: r.choice(CITIES)),
-        _Fact("The library of {e} holds {v} books.", "How many books does the library of {e} hold?",
-              "How large is the collection of the {e} reading room?", _town,
-              lambda r: f"{r.randint(2000, 900000):,}"),
-        _Fact("The annual fair in {e} opens on {v}.", "When does the annual fair in {e} open?",
-              "On what day does the yearly market of {e} begin?", _town,
-              lambda r: f"{r.randint(1, 28)} {r.choice(MONTHS)}"),
-        _Fact("{e} works as a {v}.", "What does {e} work as?", "What is the occupation of {e}?", _person,
-              lambda r: r.choice(JOBS)),
+        _Fact(
+            "The bridge in {e} is {v} long.",
+            "How long is the bridge in {e}?",
+            "What is the length of the {e} crossing over the water?",
+            _town,
+            lambda r: f"{r.randint(40, 2400):,} metres",
+        ),
+        _Fact(
+            "{e} was born in {v}.",
+            "Where was {e} born?",
+            "What is the birthplace of {e}?",
+            _person,
+            lambda r: r.choice(CITIES),
+        ),
+        _Fact(
+            "The library of {e} holds {v} books.",
+            "How many books does the library of {e} hold?",
+            "How large is the collection of the {e} reading room?",
+            _town,
+            lambda r: f"{r.randint(2000, 900000):,}",
+        ),
+        _Fact(
+            "The annual fair in {e} opens on {v}.",
+            "When does the annual fair in {e} open?",
+            "On what day does the yearly market of {e} begin?",
+            _town,
+            lambda r: f"{r.randint(1, 28)} {r.choice(MONTHS)}",
+        ),
+        _Fact(
+            "{e} works as a {v}.",
+            "What does {e} work as?",
+            "What is the occupation of {e}?",
+            _person,
+            lambda r: r.choice(JOBS),
+        ),
     ),
     "test": (
-        _Fact("{e} founded the company in {v}.", "In which year did {e} found the company?",
-              "When did {e} establish the firm?", _person, lambda r: str(r.randint(1850, 2015))),
-        _Fact("The summit of Mount {e} rises to {v}.", "How high does the summit of Mount {e} rise?",
-              "What is the elevation of Mount {e}?", lambda r: r.choice(LAST),
-              lambda r: f"{r.randint(900, 6500):,} m"),
-        _Fact("The river near {e} flows into {v}.", "Into what does the river near {e} flow?",
-              "Where does the {e} waterway end?", _town,
-              lambda r: r.choice(("Lake Arlen", "the North Sea", "the Baltic", "Lake Moor", "the Adriatic",
-                                  "Lake Veld", "the Atlantic"))),
-        _Fact("Last year the museum in {e} welcomed {v} visitors.", "How many visitors did the museum in {e} "
-              "welcome last year?", "What was the attendance at the {e} gallery in the previous year?", _town,
-              lambda r: f"{r.randint(1000, 500000):,}"),
-        _Fact("{e} moved abroad at the age of {v}.", "At what age did {e} move abroad?",
-              "How old was {e} when emigrating?", _person, lambda r: str(r.randint(16, 70))),
+        _Fact(
+            "{e} founded the company in {v}.",
+            "In which year did {e} found the company?",
+            "When did {e} establish the firm?",
+            _person,
+            lambda r: str(r.randint(1850, 2015)),
+        ),
+        _Fact(
+            "The summit of Mount {e} rises to {v}.",
+            "How high does the summit of Mount {e} rise?",
+            "What is the elevation of Mount {e}?",
+            lambda r: r.choice(LAST),
+            lambda r: f"{r.randint(900, 6500):,} m",
+        ),
+        _Fact(
+            "The river near {e} flows into {v}.",
+            "Into what does the river near {e} flow?",
+            "Where does the {e} waterway end?",
+            _town,
+            lambda r: r.choice(
+                ("Lake Arlen", "the North Sea", "the Baltic", "Lake Moor", "the Adriatic", "Lake Veld", "the Atlantic")
+            ),
+        ),
+        _Fact(
+            "Last year the museum in {e} welcomed {v} visitors.",
+            "How many visitors did the museum in {e} welcome last year?",
+            "What was the attendance at the {e} gallery in the previous year?",
+            _town,
+            lambda r: f"{r.randint(1000, 500000):,}",
+        ),
+        _Fact(
+            "{e} moved abroad at the age of {v}.",
+            "At what age did {e} move abroad?",
+            "How old was {e} when emigrating?",
+            _person,
+            lambda r: str(r.randint(16, 70)),
+        ),
     ),
 }
 FILLER = {
     "dev": (
-        "Records from that period are incomplete.", "Several local historians have written about this.",
-        "The region has changed a great deal since then.", "Most visitors arrive in the summer months.",
-        "Further details can be found in the appendix.", "The figures were checked by an independent office.",
+        "Records from that period are incomplete.",
+        "Several local historians have written about this.",
+        "The region has changed a great deal since then.",
+        "Most visitors arrive in the summer months.",
+        "Further details can be found in the appendix.",
+        "The figures were checked by an independent office.",
     ),
     "test": (
-        "Archival sources disagree on some of the details.", "This account follows the municipal chronicle.",
-        "Weather conditions often made travel difficult.", "Later surveys confirmed the earlier estimate.",
-        "A short summary appears at the end of the chapter.", "The original documents are kept in a vault.",
+        "Archival sources disagree on some of the details.",
+        "This account follows the municipal chronicle.",
+        "Weather conditions often made travel difficult.",
+        "Later surveys confirmed the earlier estimate.",
+        "A short summary appears at the end of the chapter.",
+        "The original documents are kept in a vault.",
     ),
 }
 
@@ -1076,8 +1337,11 @@ def _text_page(rng: random.Random, split: str, para: bool) -> _Built:
     font = fonts.reg(fs)
     m = rng.randint(60, 100)
     gutter = rng.randint(30, 60)
-    title = rng.choice(("Notes on the Region", "A Short Gazetteer", "Local Chronicle")) if split == "dev" \
+    title = (
+        rng.choice(("Notes on the Region", "A Short Gazetteer", "Local Chronicle"))
+        if split == "dev"
         else rng.choice(("FIELD REPORT", "Travel Almanac, Vol. II", "Municipal Yearbook"))
+    )
     cv.text((m, m), title, fonts.bold(fs * 2), ink)
     top = m + fs * 4
     col_w = (w - 2 * m - gutter * (ncol - 1)) / ncol
@@ -1153,12 +1417,18 @@ def _text_page(rng: random.Random, split: str, para: bool) -> _Built:
 
 PHOTOS = {"dev": ("astronaut", "coffee"), "test": ("chelsea", "rocket")}
 SIGNS = {  # kind -> split -> (question, paraphrase)
-    "street": {"dev": ("What does the street sign say?", "Which road is this?"),
-               "test": ("What is written on the road sign?", "What is the name of this thoroughfare?")},
-    "shop": {"dev": ("What does the shop sign say?", "What is the store called?"),
-             "test": ("Read the storefront board.", "What business is advertised here?")},
-    "caption": {"dev": ("What does the caption say?", "How is this picture titled?"),
-                "test": ("What text is in the caption strip?", "What title was given to this photograph?")},
+    "street": {
+        "dev": ("What does the street sign say?", "Which road is this?"),
+        "test": ("What is written on the road sign?", "What is the name of this thoroughfare?"),
+    },
+    "shop": {
+        "dev": ("What does the shop sign say?", "What is the store called?"),
+        "test": ("Read the storefront board.", "What business is advertised here?"),
+    },
+    "caption": {
+        "dev": ("What does the caption say?", "How is this picture titled?"),
+        "test": ("What text is in the caption strip?", "What title was given to this photograph?"),
+    },
 }
 
 
@@ -1186,8 +1456,14 @@ def _photo_text(rng: random.Random, split: str, para: bool) -> _Built:
     if kind == "street":
         text = f"{rng.choice(STREETS)} {rng.choice(('St', 'Avenue', 'Road', 'Lane'))}"
     elif kind == "shop":
-        text = rng.choice((f"{rng.choice(FIRST)}'s Bakery", f"Cafe {rng.choice(CITIES)}",
-                           f"{rng.choice(LAST)} Books", f"{rng.choice(STREETS)} Pharmacy"))
+        text = rng.choice(
+            (
+                f"{rng.choice(FIRST)}'s Bakery",
+                f"Cafe {rng.choice(CITIES)}",
+                f"{rng.choice(LAST)} Books",
+                f"{rng.choice(STREETS)} Pharmacy",
+            )
+        )
     else:
         season = rng.choice(("Summer", "Winter", "Spring", "Autumn"))
         text = f"{season} in {rng.choice(CITIES)}, {rng.randint(1990, 2023)}"
@@ -1226,62 +1502,213 @@ def _photo_text(rng: random.Random, split: str, para: bool) -> _Built:
 # and footnotes. Their questions name no key printed next to the answer; they refer to the page's structure.
 PROSE = {
     "dev": {
-        "noun": ("river", "valley", "harbour", "market", "council", "farmer", "bridge", "village", "road", "school",
-                 "mill", "forest", "museum", "station", "garden", "tower", "chapel", "archive", "festival", "orchard",
-                 "quarry", "workshop", "ferry", "canal"),
-        "adj": ("old", "quiet", "narrow", "busy", "northern", "eastern", "small", "ancient", "wooden", "modern",
-                "famous", "distant"),
-        "verb": ("supplies", "crosses", "follows", "shelters", "records", "connects", "overlooks", "borders",
-                 "feeds", "serves"),
-        "templates": ("The {a} {n} {v} the {n} near the {n}.", "Over time the {n} {v} a {a} {n}.",
-                      "Visitors say the {n} {v} the {a} {n} every year.", "In winter the {n} of the {n} {v} the {n}.",
-                      "Its {a} {n} gave the {n} the ability to grow.", "Many believe the {a} {n} {v} each {n}."),
-        "headings": ("Early History", "The Harbour", "Trade Routes", "Local Crafts", "Festivals", "Water Supply",
-                     "Farming", "Schools", "Transport", "Later Years", "Architecture", "Population"),
+        "noun": (
+            "river",
+            "valley",
+            "harbour",
+            "market",
+            "council",
+            "farmer",
+            "bridge",
+            "village",
+            "road",
+            "school",
+            "mill",
+            "forest",
+            "museum",
+            "station",
+            "garden",
+            "tower",
+            "chapel",
+            "archive",
+            "festival",
+            "orchard",
+            "quarry",
+            "workshop",
+            "ferry",
+            "canal",
+        ),
+        "adj": (
+            "old",
+            "quiet",
+            "narrow",
+            "busy",
+            "northern",
+            "eastern",
+            "small",
+            "ancient",
+            "wooden",
+            "modern",
+            "famous",
+            "distant",
+        ),
+        "verb": (
+            "supplies",
+            "crosses",
+            "follows",
+            "shelters",
+            "records",
+            "connects",
+            "overlooks",
+            "borders",
+            "feeds",
+            "serves",
+        ),
+        "templates": (
+            "The {a} {n} {v} the {n} near the {n}.",
+            "Over time the {n} {v} a {a} {n}.",
+            "Visitors say the {n} {v} the {a} {n} every year.",
+            "In winter the {n} of the {n} {v} the {n}.",
+            "Its {a} {n} gave the {n} the ability to grow.",
+            "Many believe the {a} {n} {v} each {n}.",
+        ),
+        "headings": (
+            "Early History",
+            "The Harbour",
+            "Trade Routes",
+            "Local Crafts",
+            "Festivals",
+            "Water Supply",
+            "Farming",
+            "Schools",
+            "Transport",
+            "Later Years",
+            "Architecture",
+            "Population",
+        ),
         "titles": ("Notes on the Old Valley", "A Guide to the Northern Towns", "Village Life in Winter"),
         "code": (("rate", "compute(total, 3)"), ("count", "len(records)"), ("path", "join(root, name)")),
         "foot": ("Figures from the parish register.", "See the appendix for sources.", "Estimated by the council."),
     },
     "test": {
-        "noun": ("glacier", "lighthouse", "plateau", "brewery", "observatory", "tramway", "monastery", "vineyard",
-                 "foundry", "reservoir", "estuary", "aqueduct", "citadel", "granary", "pier", "boulevard",
-                 "tannery", "cannery", "signal", "dune"),
-        "adj": ("windswept", "coastal", "remote", "restored", "crowded", "southern", "western", "steep",
-                "medieval", "sunny", "rocky", "humble"),
-        "verb": ("guards", "drains", "faces", "links", "powers", "dominates", "protects", "hosts", "irrigates",
-                 "frames"),
-        "templates": ("Beyond the {a} {n} lies a {n} that {v} the {n}.", "Each spring the {n} {v} the {a} {n}.",
-                      "Engineers claim the {n} still {v} the {n} of the {n}.",
-                      "A {a} {n} now {v} what was once a {n}.", "Locals recall how the {n} {v} their {a} {n}."),
-        "headings": ("ORIGINS", "THE COASTLINE", "INDUSTRY", "PILGRIMS", "MARKETS", "CLIMATE", "RAILWAYS",
-                     "HARVESTS", "DEFENCES", "TOURISM", "GEOLOGY", "GOVERNANCE"),
+        "noun": (
+            "glacier",
+            "lighthouse",
+            "plateau",
+            "brewery",
+            "observatory",
+            "tramway",
+            "monastery",
+            "vineyard",
+            "foundry",
+            "reservoir",
+            "estuary",
+            "aqueduct",
+            "citadel",
+            "granary",
+            "pier",
+            "boulevard",
+            "tannery",
+            "cannery",
+            "signal",
+            "dune",
+        ),
+        "adj": (
+            "windswept",
+            "coastal",
+            "remote",
+            "restored",
+            "crowded",
+            "southern",
+            "western",
+            "steep",
+            "medieval",
+            "sunny",
+            "rocky",
+            "humble",
+        ),
+        "verb": (
+            "guards",
+            "drains",
+            "faces",
+            "links",
+            "powers",
+            "dominates",
+            "protects",
+            "hosts",
+            "irrigates",
+            "frames",
+        ),
+        "templates": (
+            "Beyond the {a} {n} lies a {n} that {v} the {n}.",
+            "Each spring the {n} {v} the {a} {n}.",
+            "Engineers claim the {n} still {v} the {n} of the {n}.",
+            "A {a} {n} now {v} what was once a {n}.",
+            "Locals recall how the {n} {v} their {a} {n}.",
+        ),
+        "headings": (
+            "ORIGINS",
+            "THE COASTLINE",
+            "INDUSTRY",
+            "PILGRIMS",
+            "MARKETS",
+            "CLIMATE",
+            "RAILWAYS",
+            "HARVESTS",
+            "DEFENCES",
+            "TOURISM",
+            "GEOLOGY",
+            "GOVERNANCE",
+        ),
         "titles": ("Coastal Survey Bulletin", "Report on the Southern Plateau", "Chronicle of the Estuary"),
         "code": (("flux", "integrate(area, dt)"), ("total_len", "sum(segments)"), ("cfg", "load_config(path)")),
         "foot": ("Measured during the 2019 survey.", "Source: harbour authority records.", "Rounded to whole units."),
     },
 }
-ORDINAL_WORDS = ("first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth", "tenth",
-                 "eleventh", "twelfth")
+ORDINAL_WORDS = (
+    "first",
+    "second",
+    "third",
+    "fourth",
+    "fifth",
+    "sixth",
+    "seventh",
+    "eighth",
+    "ninth",
+    "tenth",
+    "eleventh",
+    "twelfth",
+)
 ARTICLE_QUESTIONS = {  # question kind -> split -> (literal, paraphrase)
-    "title": {"dev": ("What is the title of this page?", "How is this article titled?"),
-              "test": ("What headline does this document carry?", "Read the main heading of the report.")},
-    "section": {"dev": ("What is the heading of the {o} section in the {s} column?",
-                        "Which heading does the {o} section of the {s} column have?"),
-                "test": ("Which heading opens the {o} part of the {s}-hand column?",
-                         "Name the {o} chapter heading in the {s}-hand column.")},
-    "after": {"dev": ("Which word comes right after '{p}'?", "What is the next word after '{p}'?"),
-              "test": ("What word follows the phrase \u201c{p}\u201d?",
-                       "Which word is printed just after \u201c{p}\u201d?")},
-    "last_word": {"dev": ("What is the last word of the section titled '{h}'?",
-                          "How does the section titled '{h}' end?"),
-                  "test": ("What is the final word in the section headed \u201c{h}\u201d?",
-                           "With which word does the part headed \u201c{h}\u201d close?")},
-    "para_end": {"dev": ("What is mentioned at the end of the paragraph that begins with '{f}'?",
-                         "What is the last word of the paragraph starting with '{f}'?"),
-                 "test": ("Which word ends the paragraph opening with \u201c{f}\u201d?",
-                          "What is the closing word of the passage beginning \u201c{f}\u201d?")},
-    "code": {"dev": ("In the code line, what is assigned to {v}?", "What value does the code give {v}?"),
-             "test": ("According to the code snippet, what does {v} receive?", "What expression is stored in {v}?")},
+    "title": {
+        "dev": ("What is the title of this page?", "How is this article titled?"),
+        "test": ("What headline does this document carry?", "Read the main heading of the report."),
+    },
+    "section": {
+        "dev": (
+            "What is the heading of the {o} section in the {s} column?",
+            "Which heading does the {o} section of the {s} column have?",
+        ),
+        "test": (
+            "Which heading opens the {o} part of the {s}-hand column?",
+            "Name the {o} chapter heading in the {s}-hand column.",
+        ),
+    },
+    "after": {
+        "dev": ("Which word comes right after '{p}'?", "What is the next word after '{p}'?"),
+        "test": ("What word follows the phrase \u201c{p}\u201d?", "Which word is printed just after \u201c{p}\u201d?"),
+    },
+    "last_word": {
+        "dev": ("What is the last word of the section titled '{h}'?", "How does the section titled '{h}' end?"),
+        "test": (
+            "What is the final word in the section headed \u201c{h}\u201d?",
+            "With which word does the part headed \u201c{h}\u201d close?",
+        ),
+    },
+    "para_end": {
+        "dev": (
+            "What is mentioned at the end of the paragraph that begins with '{f}'?",
+            "What is the last word of the paragraph starting with '{f}'?",
+        ),
+        "test": (
+            "Which word ends the paragraph opening with \u201c{f}\u201d?",
+            "What is the closing word of the passage beginning \u201c{f}\u201d?",
+        ),
+    },
+    "code": {
+        "dev": ("In the code line, what is assigned to {v}?", "What value does the code give {v}?"),
+        "test": ("According to the code snippet, what does {v} receive?", "What expression is stored in {v}?"),
+    },
 }
 LAYOUT_QUESTIONS = ("title", "section")
 TEXT_QUESTIONS = ("after", "last_word", "para_end", "code")
@@ -1309,8 +1736,9 @@ def _article(rng: random.Random, split: str, para: bool, questions: tuple[str, .
     ncol = 2 if split == "dev" or w < 1250 else rng.choice((2, 3))
     gutter = rng.randint(40, 70)
     title = rng.choice(vocab["titles"])
-    title_box = cv.text((m if split == "dev" else w / 2, m), title, fonts.bold(int(fs * 2.1)), ink,
-                        "la" if split == "dev" else "ma")
+    title_box = cv.text(
+        (m if split == "dev" else w / 2, m), title, fonts.bold(int(fs * 2.1)), ink, "la" if split == "dev" else "ma"
+    )
     top = title_box[3] + fs * 2.5
     cv.draw.line((m, top - fs, w - m, top - fs), fill=ink, width=2)
     foot_top = h - m - fs * 3
@@ -1408,8 +1836,14 @@ def _article(rng: random.Random, split: str, para: bool, questions: tuple[str, .
     if kind == "last_word":
         s = rng.choice(sections[:-1] or sections)
         last = s["words"][-1]
-        return _Built(cv, template.format(h=s["heading"].title() if split == "dev" else s["heading"].title()),
-                      words[last][0], words[last][1], para, unique=False)
+        return _Built(
+            cv,
+            template.format(h=s["heading"].title() if split == "dev" else s["heading"].title()),
+            words[last][0],
+            words[last][1],
+            para,
+            unique=False,
+        )
     if kind == "para_end":
         p = rng.choice(paragraphs)
         starts = [[text_norm[i] for i in q] for q in paragraphs if q is not p]
@@ -1424,8 +1858,8 @@ def _article(rng: random.Random, split: str, para: bool, questions: tuple[str, .
         for n in (2, 3):
             if words[i + n][3] != words[i][3]:
                 continue  # phrase and answer in one paragraph
-            phrase = text_norm[i:i + n]
-            hits = sum(text_norm[j:j + n] == phrase for j in range(len(words) - n + 1))
+            phrase = text_norm[i : i + n]
+            hits = sum(text_norm[j : j + n] == phrase for j in range(len(words) - n + 1))
             if hits == 1 and all(phrase):
                 crosses = words[i][2] != words[i + n][2] or words[i][2] != words[i + n - 1][2]
                 cands.append((i, n, crosses))
@@ -1451,12 +1885,18 @@ LINE_SERIES = {
     "test": (MONTHS, ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"), CITIES[:10]),
 }
 LINE_QUESTIONS = {  # question kind -> split -> (literal, paraphrase); {u}: the category noun
-    "max": {"dev": ("Which {u} has the highest value?", "In which {u} did the line peak?"),
-            "test": ("Where is the largest figure recorded, by {u}?", "Which {u} tops the chart?")},
-    "min": {"dev": ("Which {u} has the lowest value?", "Which {u} shows the smallest number?"),
-            "test": ("Which {u} has the least?", "In which {u} is the figure lowest?")},
-    "ordinal": {"dev": ("What is the value for the {o} {u} of the {p}?", "What number is shown for the {o} {u}?"),
-                "test": ("What figure is given for the {o} {u} of the {p}?", "Read the value of the {o} {u}.")},
+    "max": {
+        "dev": ("Which {u} has the highest value?", "In which {u} did the line peak?"),
+        "test": ("Where is the largest figure recorded, by {u}?", "Which {u} tops the chart?"),
+    },
+    "min": {
+        "dev": ("Which {u} has the lowest value?", "Which {u} shows the smallest number?"),
+        "test": ("Which {u} has the least?", "In which {u} is the figure lowest?"),
+    },
+    "ordinal": {
+        "dev": ("What is the value for the {o} {u} of the {p}?", "What number is shown for the {o} {u}?"),
+        "test": ("What figure is given for the {o} {u} of the {p}?", "Read the value of the {o} {u}."),
+    },
 }
 
 
@@ -1481,8 +1921,11 @@ def _line_chart(rng: random.Random, split: str, para: bool) -> _Built:
     fs = rng.randint(17, 23)
     reg, bold, small = fonts.reg(fs), fonts.bold(fs), fonts.reg(int(fs * 0.85))
     m = rng.randint(50, 80)
-    title = rng.choice(("Monthly visitors", "Orders per period", "Rainfall (mm)")) if split == "dev" \
+    title = (
+        rng.choice(("Monthly visitors", "Orders per period", "Rainfall (mm)"))
+        if split == "dev"
         else rng.choice(("Deliveries by site", "Energy demand, MWh", "Passenger counts"))
+    )
     cv.text((w / 2, m), title, fonts.bold(int(fs * 1.4)), ink, "ma")
     x0, x1 = m + 80, w - m - 40
     y_top, y_base = m + fs * 5, h - m - fs * 4
@@ -1564,8 +2007,7 @@ def real_scan_sample() -> Sample:
     import skimage.data
 
     image = Image.fromarray(skimage.data.page()).convert("RGB")
-    return Sample("test/real_scan/0", REAL_SCAN_KIND, image, REAL_SCAN_QUESTION, REAL_SCAN_ANSWER, REAL_SCAN_BOX,
-                  False)
+    return Sample("test/real_scan/0", REAL_SCAN_KIND, image, REAL_SCAN_QUESTION, REAL_SCAN_ANSWER, REAL_SCAN_BOX, False)
 
 
 def generate(split: str, n: int, seed: int = 0, kinds: Sequence[str] = KINDS) -> list[Sample]:

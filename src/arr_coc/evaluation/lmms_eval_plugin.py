@@ -131,9 +131,7 @@ class ArrCocQwenVL(lmms):
         return getattr(self.processor, "tokenizer", self.processor)
 
     def loglikelihood(self, requests: list[Instance]) -> list[tuple[float, bool]]:
-        raise NotImplementedError(
-            f"{MODEL_NAME} answers generate_until requests only (no loglikelihood tasks)"
-        )
+        raise NotImplementedError(f"{MODEL_NAME} answers generate_until requests only (no loglikelihood tasks)")
 
     def generate_until_multi_round(self, requests: list[Instance]) -> list[str]:
         raise NotImplementedError(f"{MODEL_NAME} implements generate_until only (multi-round tasks are not supported)")

@@ -105,8 +105,9 @@ def word_units(
     for tb in boxes:
         x0, y0, x1, y1 = tb.box
         step = (x1 - x0) / max(1, len(tb.text))  # width of one character
-        spans.extend((x0 + step * (m.start() - pad), y0, x0 + step * (m.end() + pad), y1)
-                     for m in re.finditer(r"\S+", tb.text))
+        spans.extend(
+            (x0 + step * (m.start() - pad), y0, x0 + step * (m.end() + pad), y1) for m in re.finditer(r"\S+", tb.text)
+        )
     if not spans:
         return []
     width, height = float(original_size[0]), float(original_size[1])

@@ -138,11 +138,23 @@ _ANSWER_TYPE_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
             re.I,
         ),
     ),
-    ("phone", re.compile(r"\b(?:tele)?phone\b|\bcall(?:ed)?\b|\bring\b|\brung\b|\bdial(?:led)?\b|\bmobile\b|"
-                         r"\bfax\b", re.I)),
+    (
+        "phone",
+        re.compile(
+            r"\b(?:tele)?phone\b|\bcall(?:ed)?\b|\bring\b|\brung\b|\bdial(?:led)?\b|\bmobile\b|"
+            r"\bfax\b",
+            re.I,
+        ),
+    ),
     ("email", re.compile(r"\be-?mail(?:ed)?\b|\bonline\b|\belectronically\b", re.I)),
-    ("person", re.compile(r"\bwho(?:m|se)?\b|\b(?:which|what) (?:person|customer|client|patient|member|applicant)\b|"
-                          r"\bname\b", re.I)),
+    (
+        "person",
+        re.compile(
+            r"\bwho(?:m|se)?\b|\b(?:which|what) (?:person|customer|client|patient|member|applicant)\b|"
+            r"\bname\b",
+            re.I,
+        ),
+    ),
 )
 _MONTHS = r"jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec"
 _VALUE_PATTERNS: dict[str, re.Pattern[str]] = {

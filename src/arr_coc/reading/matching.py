@@ -85,8 +85,8 @@ class QueryMatcher:
        phrase, the last word of a named section, the n-th section of a column, a chart's extremes, "the third month")
        is parsed (``arr_coc.reading.structural_query``) and resolved on the page's layout
        (``arr_coc.reading.structure``); the evidence it needs paints 1 and everything else is damped by
-       ``structure.evidence_damp`` (the budget rule), and an implied label ("Mar") becomes a key for the layout rule. ``relevance_and_evidence`` also returns which
-       rule fired.
+       ``structure.evidence_damp`` (the budget rule), and an implied label ("Mar") becomes a key for the layout rule.
+       ``relevance_and_evidence`` also returns which rule fired.
 
     Queries longer than ``lexical.max_query_chars`` (512) characters are truncated to that length before matching;
     at most ``lexical.max_query_tokens`` (48) content tokens are used lexically and the embedding sees at most
@@ -436,9 +436,7 @@ class QueryMatcher:
         """
         return self.relevance_and_evidence(boxes, query, rows, cols, original_size)[0]
 
-    def units(
-        self, boxes: Sequence[TextBox], rows: int, cols: int, original_size: tuple[int, int]
-    ) -> list[np.ndarray]:
+    def units(self, boxes: Sequence[TextBox], rows: int, cols: int, original_size: tuple[int, int]) -> list[np.ndarray]:
         """The cells of each recognised word (``arr_coc.reading.layout.word_units``), for a selection that keeps
         words whole (``arr_coc.attending.select``); empty when ``layout.whole_words`` is off."""
         cfg = self.config.layout

@@ -72,8 +72,9 @@ def _as_tuple(v: Value) -> tuple:
     return v if isinstance(v, tuple) else (v,)
 
 
-def _same_pads(in_sizes: Sequence[int], kernel: Sequence[int], strides: Sequence[int], dilations: Sequence[int],
-               upper: bool) -> list[int]:
+def _same_pads(
+    in_sizes: Sequence[int], kernel: Sequence[int], strides: Sequence[int], dilations: Sequence[int], upper: bool
+) -> list[int]:
     """F.pad list (last dim first: [w_begin, w_end, h_begin, h_end]) for ONNX auto_pad SAME_UPPER/SAME_LOWER."""
     pads: list[int] = []
     for size, k, s, d in zip(in_sizes, kernel, strides, dilations, strict=True):
@@ -94,8 +95,12 @@ def _explicit_pads(pads: Sequence[int]) -> list[int]:
     return out
 
 
-def _padding(attrs: dict[str, Any], kernel: Sequence[int], strides: Sequence[int], dilations: Sequence[int],
-             ) -> Callable[[torch.Tensor], tuple[list[int] | None, int | list[int]]]:
+def _padding(
+    attrs: dict[str, Any],
+    kernel: Sequence[int],
+    strides: Sequence[int],
+    dilations: Sequence[int],
+) -> Callable[[torch.Tensor], tuple[list[int] | None, int | list[int]]]:
     """Returns fn(x) -> (F.pad list or None, symmetric padding for the torch op)."""
     auto = attrs.get("auto_pad", "NOTSET")
     n = len(kernel)
@@ -152,7 +157,7 @@ def _matmul(attrs: dict, static: list, opset: int) -> OpFn:
 
 
 def _unary(fn: Callable[[torch.Tensor], torch.Tensor]) -> Callable[..., OpFn]:
-    return lambda attrs, static, opset: (lambda v: [fn(v[0])])
+    return lambda attrs, static, opset: lambda v: [fn(v[0])]
 
 
 def _conv(attrs: dict, static: list, opset: int) -> OpFn:
@@ -191,8 +196,9 @@ def _conv_transpose(attrs: dict, static: list, opset: int) -> OpFn:
 
     def run(v: list[Value]) -> list[Value]:
         b = v[2] if len(v) > 2 else None
-        y = F.conv_transpose2d(v[0], v[1], b, stride=strides, padding=pads[:n], output_padding=out_pad,
-                               groups=group, dilation=dilations)
+        y = F.conv_transpose2d(
+            v[0], v[1], b, stride=strides, padding=pads[:n], output_padding=out_pad, groups=group, dilation=dilations
+        )
         return [y]
 
     return run
@@ -289,7 +295,7 @@ def _slice(attrs: dict, static: list, opset: int) -> OpFn:
         if any(_is_tensor(s) for s in (*starts, *ends, *axes, *steps)):
             raise UnsupportedOnnxOp("Slice with tensor-valued starts/ends (only constants and shapes)")
         if isinstance(data, tuple):  # slicing a shape
-            (s, e, st), = zip(starts, ends, steps, strict=True)
+            ((s, e, st),) = zip(starts, ends, steps, strict=True)
             return [data[slice(s, e, st)]]
         if any(st != 1 for st in steps):
             raise UnsupportedOnnxOp(f"Slice with steps {steps} on a tensor (only 1)")

@@ -47,16 +47,40 @@ __all__ = ["StructuralQuery", "Evidence", "parse", "resolve", "ORDINALS", "RULES
 RULES = ("title", "after-phrase", "word-of-unit", "ordinal-unit", "compare", "implied-label")
 
 ORDINALS: dict[str, int] = {
-    w: i + 1 for i, w in enumerate(
+    w: i + 1
+    for i, w in enumerate(
         "first second third fourth fifth sixth seventh eighth ninth tenth eleventh twelfth thirteenth fourteenth "
-        "fifteenth sixteenth seventeenth eighteenth nineteenth twentieth".split())
+        "fifteenth sixteenth seventeenth eighteenth nineteenth twentieth".split()
+    )
 }
 ORDINALS.update({"last": -1, "final": -1, "penultimate": -2, "next-to-last": -2, "second-to-last": -2})
-MONTHS = ("january", "february", "march", "april", "may", "june", "july", "august", "september", "october",
-          "november", "december")
+MONTHS = (
+    "january",
+    "february",
+    "march",
+    "april",
+    "may",
+    "june",
+    "july",
+    "august",
+    "september",
+    "october",
+    "november",
+    "december",
+)
 WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
-UNITS = {"section": "section", "chapter": "section", "part": "section", "heading": "section", "paragraph": "paragraph",
-         "passage": "paragraph", "column": "column", "row": "row", "line": "line", "block": "paragraph"}
+UNITS = {
+    "section": "section",
+    "chapter": "section",
+    "part": "section",
+    "heading": "section",
+    "paragraph": "paragraph",
+    "passage": "paragraph",
+    "column": "column",
+    "row": "row",
+    "line": "line",
+    "block": "paragraph",
+}
 AFTER_PHRASE_WORDS = 3  # words kept after the phrase ("the span that follows it")
 # A comparison's evidence, in the order the budget keeps it: what the question asks for (the category labels for
 # "which city ...", the values for "what is the highest value"), then what the comparison needs besides (the other
@@ -153,8 +177,11 @@ def parse(query: str) -> StructuralQuery:
     elif re.search(r"\b(?:at the (?:start|beginning) of|opens with)\b", q):
         f["word_of"] = "first"
     # named unit: titled / headed / called 'X'; begins with 'X'
-    m = re.search(rf"\b(?:titled|entitled|headed|called|named|under the heading|with the heading|heading)\s+"
-                  rf"(?:{_Q}(.+?){_Q}|([a-z0-9][^?.,;:]*))", q)
+    m = re.search(
+        rf"\b(?:titled|entitled|headed|called|named|under the heading|with the heading|heading)\s+"
+        rf"(?:{_Q}(.+?){_Q}|([a-z0-9][^?.,;:]*))",
+        q,
+    )
     if m:
         f["named"] = (m.group(1) or m.group(2)).strip()
     m = re.search(rf"\b(?:begins?|starts?|beginning|starting|opens?|opening)\s+(?:with\s+)?{_Q}(.+?){_Q}", q)
@@ -181,10 +208,13 @@ def parse(query: str) -> StructuralQuery:
         f.pop("unit")
         f.pop("ordinal", None)
     # the page's title
-    if re.search(r"\b(?:title|headline|main heading|name) of (?:this|the) (?:page|document|article|report|sheet|text)"
-                 r"|\b(?:page|document|article|report|text) (?:is )?(?:called|titled|entitled)\b"
-                 r"|\bwhat is (?:this|the) (?:page|document|article|report)'?s? (?:title|headline)\b"
-                 r"|\bheadline\b|\bpage title\b|\bdocument title\b", q):
+    if re.search(
+        r"\b(?:title|headline|main heading|name) of (?:this|the) (?:page|document|article|report|sheet|text)"
+        r"|\b(?:page|document|article|report|text) (?:is )?(?:called|titled|entitled)\b"
+        r"|\bwhat is (?:this|the) (?:page|document|article|report)'?s? (?:title|headline)\b"
+        r"|\bheadline\b|\bpage title\b|\bdocument title\b",
+        q,
+    ):
         f["title"] = True
     # superlatives and comparisons
     if re.search(r"\b(?:highest|largest|biggest|greatest|most|maximum|max|peak|peaked|top|best|tallest|longest)\b", q):
@@ -197,10 +227,21 @@ def parse(query: str) -> StructuralQuery:
         f["compare"] = "less"
     if f.get("compare") in ("max", "min") and re.search(r"\b(?:top|bottom)\s+(?:of|row|line|left|right)\b", q):
         f.pop("compare")  # "top of the page", "bottom row" are positions, not superlatives
-    if f.get("compare") and (re.search(r"\bhow (?:much|many|high|low)\b", q) or (
-            re.search(r"\b(?:what|which) (?:is|was|are|were) (?:the )?(?:\w+ )?(?:value|number|amount|figure|count|"
-                      r"total|score|level|reading)s?\b", q) and not re.search(r"\b(?:which|what) \w+ (?:has|had|have|"
-                                                                            r"shows?|showed|reached|reaches)\b", q))):
+    if f.get("compare") and (
+        re.search(r"\bhow (?:much|many|high|low)\b", q)
+        or (
+            re.search(
+                r"\b(?:what|which) (?:is|was|are|were) (?:the )?(?:\w+ )?(?:value|number|amount|figure|count|"
+                r"total|score|level|reading)s?\b",
+                q,
+            )
+            and not re.search(
+                r"\b(?:which|what) \w+ (?:has|had|have|"
+                r"shows?|showed|reached|reaches)\b",
+                q,
+            )
+        )
+    ):
         f["wants_value"] = True
     # ordinal month / weekday ("the third month of the year", "the second day of the week")
     m = re.search(rf"\b({_ORD_RE})\s+month\b", q)
@@ -223,13 +264,12 @@ def _match_words(layout: Layout, phrase: str, start: int = 0, end: int | None = 
     target = _words(phrase)
     if not target:
         return None
-    toks = [(_words(w.text) or [""])[0] if len(_words(w.text)) <= 1 else " ".join(_words(w.text))
-            for w in layout.words]
+    toks = [(_words(w.text) or [""])[0] if len(_words(w.text)) <= 1 else " ".join(_words(w.text)) for w in layout.words]
     end = len(toks) if end is None else end
     best, best_at = 0.0, None
     n = len(target)
     for i in range(start, max(start, end - n + 1)):
-        window = toks[i:i + n]
+        window = toks[i : i + n]
         score = sum(_tok_eq(a, b) for a, b in zip(window, target, strict=False)) / n
         if score > best + 1e-9:
             best, best_at = score, i
@@ -278,15 +318,21 @@ def _column_index(layout: Layout, col: str | int) -> int | None:
 def _unit_blocks(layout: Layout, sq: StructuralQuery) -> tuple[list[int], str] | None:
     """Blocks of the unit the query names (section by heading, paragraph by first words, or by ordinal)."""
     if sq.named:
-        scored = [(_text_score(layout.block_text(s.heading), sq.named), k) for k, s in enumerate(layout.sections)
-                  if s.heading is not None]
+        scored = [
+            (_text_score(layout.block_text(s.heading), sq.named), k)
+            for k, s in enumerate(layout.sections)
+            if s.heading is not None
+        ]
         if scored and (best := max(scored))[0] >= 0.6:
             sec = layout.sections[best[1]]
             return list(sec.blocks), f"section {layout.block_text(sec.heading)!r}"
     if sq.starts_with:
         n = len(_words(sq.starts_with))
-        scored = [(_text_score(" ".join(_words(layout.block_text(b))[: n + 1]), sq.starts_with), b)
-                  for b in range(len(layout.blocks)) if layout.blocks[b].role != "title"]
+        scored = [
+            (_text_score(" ".join(_words(layout.block_text(b))[: n + 1]), sq.starts_with), b)
+            for b in range(len(layout.blocks))
+            if layout.blocks[b].role != "title"
+        ]
         if scored and (best := max(scored))[0] >= 0.6:
             return [best[1]], f"paragraph starting {sq.starts_with!r}"
     if sq.ordinal is not None and sq.unit in ("section", "paragraph"):
@@ -313,10 +359,16 @@ def _label_band(layout: Layout, i: int) -> Box:
     value is kept even where OCR missed it (a small number on the plotted line)."""
     x0, y0, x1, y1 = layout.boxes[i][1]
     h = y1 - y0
-    side_by_side = sum(1 for j in layout.labels if j != i and min(y1, layout.boxes[j][1][3])
-                       - max(y0, layout.boxes[j][1][1]) >= 0.5 * h)
-    stacked = sum(1 for j in layout.labels if j != i and min(x1, layout.boxes[j][1][2])
-                  - max(x0, layout.boxes[j][1][0]) >= 0.5 * (x1 - x0))
+    side_by_side = sum(
+        1
+        for j in layout.labels
+        if j != i and min(y1, layout.boxes[j][1][3]) - max(y0, layout.boxes[j][1][1]) >= 0.5 * h
+    )
+    stacked = sum(
+        1
+        for j in layout.labels
+        if j != i and min(x1, layout.boxes[j][1][2]) - max(x0, layout.boxes[j][1][0]) >= 0.5 * (x1 - x0)
+    )
     nums = [layout.boxes[j][1] for j in layout.values] or [layout.boxes[i][1]]
     if side_by_side >= stacked:
         pad = 0.5 * (x1 - x0)
@@ -359,8 +411,11 @@ def resolve(layout: Layout, sq: StructuralQuery) -> Evidence | None:
             glued = w.text.endswith("=")
             nxt = layout.words[i + 1].text if i + 1 < len(layout.words) else ""
             if name == sq.assigned and (glued or nxt.startswith("=")):
-                return Evidence("after-phrase", _word_regions(layout, range(i, i + 2 + AFTER_PHRASE_WORDS)),
-                                detail=f"assignment to {sq.assigned!r} at word {i}")
+                return Evidence(
+                    "after-phrase",
+                    _word_regions(layout, range(i, i + 2 + AFTER_PHRASE_WORDS)),
+                    detail=f"assignment to {sq.assigned!r} at word {i}",
+                )
     if sq.after or sq.before:
         phrase = sq.after or sq.before
         span = _match_words(layout, phrase)
@@ -378,8 +433,9 @@ def resolve(layout: Layout, sq: StructuralQuery) -> Evidence | None:
             target = last_line if sq.word_of == "last" else first_line
             # the evidence chain: the unit's name (heading or first words) and the line holding the word
             head = [layout.blocks[blocks[0]].lines[0]] if layout.blocks[blocks[0]].role == "heading" else [first_line]
-            return Evidence("word-of-unit", _line_boxes(layout, sorted({target, *head})),
-                            detail=f"{what}, {sq.word_of} word")
+            return Evidence(
+                "word-of-unit", _line_boxes(layout, sorted({target, *head})), detail=f"{what}, {sq.word_of} word"
+            )
     if sq.ordinal is not None and sq.unit in ("section", "paragraph"):
         units = _ordinal_units(layout, sq)
         k = None
@@ -391,21 +447,32 @@ def resolve(layout: Layout, sq: StructuralQuery) -> Evidence | None:
             heads = [layout.blocks[u[0]].lines[0] for u in units[: k + 1]] if k >= 0 else []
             target = units[k]
             body = [layout.blocks[b].lines[0] for b in target[:2]]
-            return Evidence("ordinal-unit", _line_boxes(layout, sorted({*heads, *body})),
-                            detail=f"{sq.unit} {k + 1} of {len(units)}")
+            return Evidence(
+                "ordinal-unit",
+                _line_boxes(layout, sorted({*heads, *body})),
+                detail=f"{sq.unit} {k + 1} of {len(units)}",
+            )
     if sq.title and layout.title:
-        return Evidence("title", _line_boxes(layout, layout.title), detail=" ".join(layout.line_text(i) for i in
-                                                                                      layout.title))
+        return Evidence(
+            "title", _line_boxes(layout, layout.title), detail=" ".join(layout.line_text(i) for i in layout.title)
+        )
     if sq.compare and len(layout.values) >= 2:
         categories = set(_aligned(layout, layout.labels))
         others = [i for i in layout.labels if i not in categories]
         w = COMPARE_WEIGHTS
-        groups = [(layout.values, w["asked"] if sq.wants_value else w["needed"]),
-                  (sorted(categories), w["needed"] if sq.wants_value else w["asked"]), (others, w["other"])]
+        groups = [
+            (layout.values, w["asked"] if sq.wants_value else w["needed"]),
+            (sorted(categories), w["needed"] if sq.wants_value else w["asked"]),
+            (others, w["other"]),
+        ]
         regions = [layout.boxes[i][1] for idx, _ in groups for i in idx]
         weights = [wt for idx, wt in groups for _ in idx]
-        return Evidence("compare", regions, weights=weights, detail=f"{len(layout.values)} values, "
-                        f"{len(categories)} category labels, {len(others)} other labels")
+        return Evidence(
+            "compare",
+            regions,
+            weights=weights,
+            detail=f"{len(layout.values)} values, {len(categories)} category labels, {len(others)} other labels",
+        )
     if sq.implied_labels:
         keys = [i for i, (t, _) in enumerate(layout.boxes) if any(w in sq.implied_labels for w in _words(t))]
         if keys:

@@ -39,8 +39,19 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["Box", "LayoutConfig", "Word", "Line", "Block", "Section", "Table", "Layout", "analyse", "flat_layout",
-           "as_pairs"]
+__all__ = [
+    "Box",
+    "LayoutConfig",
+    "Word",
+    "Line",
+    "Block",
+    "Section",
+    "Table",
+    "Layout",
+    "analyse",
+    "flat_layout",
+    "as_pairs",
+]
 
 Box = tuple[float, float, float, float]  # (x0, y0, x1, y1) pixels, x right, y down
 
@@ -218,14 +229,32 @@ class Layout:
         return {
             "columns": [list(c) for c in self.columns],
             "title": [self.line_text(i) for i in self.title],
-            "blocks": [{"role": b.role, "column": b.column, "text": self.block_text(k)[:60]}
-                       for k, b in enumerate(self.blocks)],
-            "sections": [{"heading": None if s.heading is None else self.block_text(s.heading), "column": s.column,
-                          "blocks": len(s.blocks)} for s in self.sections],
-            "tables": [{"columns": [list(c) for c in t.columns], "header_row": t.header_row, "header_col": t.header_col,
-                        "cells": [[None if i is None else " ".join(self.boxes[j][0] for j in t.cell_boxes(r, c))
-                                   for c, i in enumerate(row)] for r, row in enumerate(t.cells)]}
-                       for t in self.tables],
+            "blocks": [
+                {"role": b.role, "column": b.column, "text": self.block_text(k)[:60]} for k, b in enumerate(self.blocks)
+            ],
+            "sections": [
+                {
+                    "heading": None if s.heading is None else self.block_text(s.heading),
+                    "column": s.column,
+                    "blocks": len(s.blocks),
+                }
+                for s in self.sections
+            ],
+            "tables": [
+                {
+                    "columns": [list(c) for c in t.columns],
+                    "header_row": t.header_row,
+                    "header_col": t.header_col,
+                    "cells": [
+                        [
+                            None if i is None else " ".join(self.boxes[j][0] for j in t.cell_boxes(r, c))
+                            for c, i in enumerate(row)
+                        ]
+                        for r, row in enumerate(t.cells)
+                    ],
+                }
+                for t in self.tables
+            ],
             "config": asdict(LayoutConfig()),
         }
 
@@ -295,8 +324,11 @@ def analyse(boxes: Sequence[Any], config: LayoutConfig | None = None) -> Layout:
     words = [w for b in blocks for i in b.lines for w in _words(pairs, lines, i)]
     values = tuple(i for i, (t, _) in enumerate(pairs) if _NUMBER_RE.match(t))
     title_boxes = {j for i in title for j in lines[i].boxes}
-    labels = tuple(i for i, (t, _) in enumerate(pairs)
-                   if i not in values and i not in title_boxes and 0 < len(t.split()) <= cfg.label_max_words)
+    labels = tuple(
+        i
+        for i, (t, _) in enumerate(pairs)
+        if i not in values and i not in title_boxes and 0 < len(t.split()) <= cfg.label_max_words
+    )
     tables = _tables(pairs, cw, cfg)
     return Layout(pairs, body_h, lines, columns, blocks, sections, title, words, values, labels, tables)
 
@@ -314,11 +346,20 @@ def flat_layout(boxes: Sequence[Any], config: LayoutConfig | None = None) -> Lay
     x1 = max(b[2] for _, b in pairs)
     words = [w for i in range(len(lines)) for w in _words(pairs, lines, i)]
     values = tuple(i for i, (t, _) in enumerate(pairs) if _NUMBER_RE.match(t))
-    labels = tuple(i for i, (t, _) in enumerate(pairs)
-                   if i not in values and 0 < len(t.split()) <= cfg.label_max_words)
+    labels = tuple(i for i, (t, _) in enumerate(pairs) if i not in values and 0 < len(t.split()) <= cfg.label_max_words)
     body_h = float(np.median([_height(b) for _, b in pairs]))
-    return Layout(pairs, body_h, lines, [(x0, x1)], blocks, [Section(None, tuple(range(len(blocks))), 0)], (), words,
-                  values, labels)
+    return Layout(
+        pairs,
+        body_h,
+        lines,
+        [(x0, x1)],
+        blocks,
+        [Section(None, tuple(range(len(blocks))), 0)],
+        (),
+        words,
+        values,
+        labels,
+    )
 
 
 def _lines(pairs: list[tuple[str, Box]], h: float, cfg: LayoutConfig) -> list[Line]:
@@ -370,7 +411,7 @@ def _columns(lines: list[Line], h: float, cfg: LayoutConfig) -> list[tuple[float
     width = int(np.ceil(x1 - x0)) + 1
     cover = np.zeros(width, dtype=np.int32)
     for ln in lines:
-        cover[int(ln.box[0] - x0): int(np.ceil(ln.box[2] - x0)) + 1] += 1
+        cover[int(ln.box[0] - x0) : int(np.ceil(ln.box[2] - x0)) + 1] += 1
     free = cover <= max(1, int(cfg.gutter_max_share * len(lines)))
     cuts: list[float] = []
     x = 0
@@ -433,8 +474,7 @@ def _blocks(lines: list[Line], cw: float, cfg: LayoutConfig) -> list[Block]:
     return blocks
 
 
-def _roles(blocks: list[Block], lines: list[Line], cw: float,
-           cfg: LayoutConfig) -> tuple[list[Block], tuple[int, ...]]:
+def _roles(blocks: list[Block], lines: list[Line], cw: float, cfg: LayoutConfig) -> tuple[list[Block], tuple[int, ...]]:
     """Title, headings, code, footnotes; returns the re-labelled blocks and the title's line indices."""
     top = min(b.box[1] for b in blocks)
     bottom = max(b.box[3] for b in blocks)
@@ -444,9 +484,11 @@ def _roles(blocks: list[Block], lines: list[Line], cw: float,
         return float(np.median([_line_cw(lines[i]) for i in b.lines])) / cw
 
     title_block: int | None = None
-    cands = [k for k, b in enumerate(blocks)
-             if text_h(b) >= cfg.title_size and b.box[1] - top <= cfg.title_top_share * extent
-             and len(b.lines) <= 3]
+    cands = [
+        k
+        for k, b in enumerate(blocks)
+        if text_h(b) >= cfg.title_size and b.box[1] - top <= cfg.title_top_share * extent and len(b.lines) <= 3
+    ]
     if cands:
         title_block = max(cands, key=lambda k: (text_h(blocks[k]), -blocks[k].box[1]))
     out: list[Block] = []
@@ -458,9 +500,15 @@ def _roles(blocks: list[Block], lines: list[Line], cw: float,
             role = "title"
         elif th >= cfg.heading_size and len(b.lines) <= 2 and _heading_like(text, cfg):
             role = "heading"
-        elif (len(b.lines) == 1 and 0 < n_words <= cfg.plain_heading_max_words and text[-1] not in _END_PUNCT
-              and not _CODE_RE.search(text) and not _NUMBER_RE.match(text) and text[:1].isupper()
-              and _has_block_below(blocks, k)):
+        elif (
+            len(b.lines) == 1
+            and 0 < n_words <= cfg.plain_heading_max_words
+            and text[-1] not in _END_PUNCT
+            and not _CODE_RE.search(text)
+            and not _NUMBER_RE.match(text)
+            and text[:1].isupper()
+            and _has_block_below(blocks, k)
+        ):
             role = "heading"
         elif th <= cfg.footnote_size and b.box[1] - top >= 0.75 * extent:
             role = "footnote"
@@ -476,8 +524,11 @@ def _roles(blocks: list[Block], lines: list[Line], cw: float,
 def _heading_like(text: str, cfg: LayoutConfig) -> bool:
     """Short, starting with a capital or digit, not ending like a sentence or a clause."""
     text = text.strip()
-    return (0 < len(text.split()) <= cfg.heading_max_words and text[-1] not in _END_PUNCT
-            and (text[0].isupper() or text[0].isdigit()))
+    return (
+        0 < len(text.split()) <= cfg.heading_max_words
+        and text[-1] not in _END_PUNCT
+        and (text[0].isupper() or text[0].isdigit())
+    )
 
 
 def _has_block_below(blocks: list[Block], k: int) -> bool:
@@ -618,7 +669,7 @@ def _baseline_rows(pairs: list[tuple[str, Box]], cw: float, cfg: LayoutConfig) -
         for g in active:
             pos = bisect.bisect_left(lefts[g], x0)
             ov = 0.0
-            for j in groups[g][max(0, pos - 1): pos + 1]:  # the neighbours in x: the only boxes it may overlap
+            for j in groups[g][max(0, pos - 1) : pos + 1]:  # the neighbours in x: the only boxes it may overlap
                 o = bx[j]
                 if min(x1, o[2]) - max(x0, o[0]) > cfg.line_overlap * min(x1 - x0, o[2] - o[0]):  # one above the other
                     ov = 0.0
@@ -657,8 +708,13 @@ def _cell(boxes: Sequence[int], parts: Sequence[tuple[str, Box]]) -> _Cell:
 
 
 def _row(cells: Sequence[_Cell]) -> _Row:
-    return _Row(tuple(cells), _median([(c.box[1] + c.box[3]) / 2 for c in cells]),
-                _median([_height(c.box) for c in cells]), cells[0].box[0], max(c.box[2] for c in cells))
+    return _Row(
+        tuple(cells),
+        _median([(c.box[1] + c.box[3]) / 2 for c in cells]),
+        _median([_height(c.box) for c in cells]),
+        cells[0].box[0],
+        max(c.box[2] for c in cells),
+    )
 
 
 def _fits(run: list[_Row], row: _Row, pad: float, cfg: LayoutConfig) -> bool:
@@ -667,16 +723,17 @@ def _fits(run: list[_Row], row: _Row, pad: float, cfg: LayoutConfig) -> bool:
     cells in distinct columns). Only the first row and the ``table_window`` rows above ``row`` are looked at, so
     that a long table costs linear time; ``_table`` checks the whole run once at the end."""
     step = row.cy - run[-1].cy
-    recent = run[-cfg.table_window:]
+    recent = run[-cfg.table_window :]
     if len(run) == 1:
         if step > cfg.table_first_gap * max(row.height, run[0].height):
             return False
-    elif step > cfg.table_row_gap * _median([b.cy - a.cy for a, b in zip(recent, recent[1:], strict=False)]
-                                            or [run[1].cy - run[0].cy]):
+    elif step > cfg.table_row_gap * _median(
+        [b.cy - a.cy for a, b in zip(recent, recent[1:], strict=False)] or [run[1].cy - run[0].cy]
+    ):
         return False
     if len(run) >= 2 and _keyed(row) != _keyed(run[-1]):  # "Subtotal:  $x" under line items: another structure
         return False
-    rows = _split_first([run[0], *run[1:][-cfg.table_window:], row], pad)
+    rows = _split_first([run[0], *run[1:][-cfg.table_window :], row], pad)
     return _assign(rows, _table_columns(rows, pad)) is not None
 
 
@@ -790,11 +847,12 @@ def _table(run: list[_Row], pad: float, cfg: LayoutConfig) -> list[Table]:
     assign = _assign(run, cols)
     if assign is None:  # rows that each fit their window but not the whole table: cut at the longest good prefix
         k = len(whole) - 1
-        while k > cfg.table_min_rows and _assign(_split_first(whole[:k], pad),
-                                                 _table_columns(_split_first(whole[:k], pad), pad)) is None:
+        while (
+            k > cfg.table_min_rows
+            and _assign(_split_first(whole[:k], pad), _table_columns(_split_first(whole[:k], pad), pad)) is None
+        ):
             k -= 1
-        return [t for part in (whole[:k], whole[k:]) if len(part) >= cfg.table_min_rows
-                for t in _table(part, pad, cfg)]
+        return [t for part in (whole[:k], whole[k:]) if len(part) >= cfg.table_min_rows for t in _table(part, pad, cfg)]
     grid: list[list[_Cell | None]] = [[None] * len(cols) for _ in run]
     for r, (row, ks) in enumerate(zip(run, assign, strict=True)):
         for c, k in zip(row.cells, ks, strict=True):
@@ -828,16 +886,25 @@ def _grid_tables(grid: list[list[_Cell | None]], cys: list[float], cfg: LayoutCo
     keep = [r for r, row in enumerate(grid) if any(c is not None for c in row)]
     grid, cys = [grid[r] for r in keep], [cys[r] for r in keep]
     n, m = len(grid), len(grid[0]) if grid else 0
-    if n < cfg.table_min_rows or sum(sum(grid[r][k] is not None for r in range(n)) >= 2
-                                     for k in range(m)) < cfg.table_min_cols:
+    if (
+        n < cfg.table_min_rows
+        or sum(sum(grid[r][k] is not None for r in range(n)) >= 2 for k in range(m)) < cfg.table_min_cols
+    ):
         return []
     body = range(1, n)
     filled = [[grid[r][k] for r in body if grid[r][k] is not None] for k in range(m)]
     is_num = [bool(f) and sum(map(_numeric, f)) > cfg.table_numeric_share * len(f) for f in filled]
     colon = [sum(c.text.rstrip().endswith(":") for c in f) > len(f) / 2 if f else False for f in filled]
-    header_col = next((k for k in range(m)
-                       if len(filled[k]) >= cfg.table_label_fill * len(body) and not any(map(_numeric, filled[k]))
-                       and (colon[k] or (len(body) >= 2 and any(is_num[k + 1:])))), None)
+    header_col = next(
+        (
+            k
+            for k in range(m)
+            if len(filled[k]) >= cfg.table_label_fill * len(body)
+            and not any(map(_numeric, filled[k]))
+            and (colon[k] or (len(body) >= 2 and any(is_num[k + 1 :])))
+        ),
+        None,
+    )
     if header_col is not None and colon[header_col] and m > 2:
         parts = [(0, header_col), (header_col, header_col + 2), (header_col + 2, m)]
         return [t for a, b in parts if b > a for t in _grid_tables([row[a:b] for row in grid], cys, cfg)]
@@ -846,8 +913,10 @@ def _grid_tables(grid: list[list[_Cell | None]], cys: list[float], cfg: LayoutCo
     if top and not any(map(_numeric, top)) and not (header_col is not None and colon[header_col]):  # (key/value)
         rest = [grid[r][k] for r in body for k in range(m) if k != header_col and grid[r][k] is not None]
         by_numbers = any(is_num[k] for k in range(m) if k != header_col)
-        larger = bool(rest) and (np.median([_cw(c.text, c.box) for c in top])
-                                 >= cfg.table_header_size * np.median([_cw(c.text, c.box) for c in rest]))
+        larger = bool(rest) and (
+            np.median([_cw(c.text, c.box) for c in top])
+            >= cfg.table_header_size * np.median([_cw(c.text, c.box) for c in rest])
+        )
         steps = [b - a for a, b in zip(cys[1:], cys[2:], strict=False)]
         separated = bool(steps) and cys[1] - cys[0] >= cfg.table_header_gap * float(np.median(steps))
         colons = all(c.text.rstrip().endswith(":") for c in top) and not any(colon)  # "Bill to:  Ship to:"
@@ -857,8 +926,10 @@ def _grid_tables(grid: list[list[_Cell | None]], cys: list[float], cfg: LayoutCo
     if header_row is None and header_col is None:  # nothing names its cells: words that happen to align
         return []
     cells = tuple(tuple(None if c is None else c.boxes[0] for c in row) for row in grid)
-    extents = tuple((min(c.box[0] for c in col), max(c.box[2] for c in col))
-                    for col in ([grid[r][k] for r in range(n) if grid[r][k] is not None] for k in range(m)))
+    extents = tuple(
+        (min(c.box[0] for c in col), max(c.box[2] for c in col))
+        for col in ([grid[r][k] for r in range(n) if grid[r][k] is not None] for k in range(m))
+    )
     parts = tuple(c.boxes for row in grid for c in row if c is not None and len(c.boxes) > 1)
     box = _union([c.box for row in grid for c in row if c is not None])
     return [Table(cells, extents, header_row, header_col, box, parts)]
