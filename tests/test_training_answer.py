@@ -354,3 +354,17 @@ def test_main_trains_and_writes_a_checkpoint(tiny_checkpoint_folder, tmp_path, c
     (tmp_path / "empty.jsonl").write_text("\n")
     assert main(["--model", "x", "--data", str(tmp_path / "empty.jsonl"), "--out", str(out)]) == 2
     assert "no usable sample" in capsys.readouterr().err
+
+
+def test_arr_coc_train_dispatches_the_answer_objective(tiny_checkpoint_folder, tmp_path, capsys):
+    """``arr-coc train --objective answer ...`` reaches this objective with its flags (``--objective`` included)."""
+    from arr_coc.cli import main as cli_main
+
+    toy_image("qwen2.5-vl").save(tmp_path / "toy.png")
+    row = {"id": "t", "image": "toy.png", "query": QUERY, "answer": "cat"}
+    (tmp_path / "data.jsonl").write_text(json.dumps(row) + "\n")
+    out = tmp_path / "run"
+    argv = ["train", "--objective", "answer", "--model", str(tiny_checkpoint_folder("qwen2.5-vl"))]
+    argv += ["--data", str(tmp_path / "data.jsonl"), "--out", str(out), "--steps", "1", "--budget", "0.5"]
+    assert cli_main(argv + ["--device", "cpu"]) == 0
+    assert len(json.loads((out / "training.json").read_text())["steps"]) == 1

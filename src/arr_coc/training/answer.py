@@ -743,6 +743,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         prog="arr-coc train --objective answer",
         description="Train the relevance model on the language-model loss of reference answers, the VLM frozen.",
     )
+    p.add_argument("--objective", choices=["answer"], default="answer", help="this parser: answer (arr-coc train)")
     p.add_argument("--model", required=True, help="Qwen2-VL / Qwen2.5-VL / Qwen3-VL folder or cached hub id")
     p.add_argument("--data", required=True, help='JSONL: {"id", "image", "query", "answer"[, "boxes"]} a line')
     p.add_argument("--out", required=True, help="checkpoint folder to write")
