@@ -296,3 +296,38 @@ def test_bad_options_get_one_clear_line(checkpoint, tmp_path, capsys):
     assert "does not exist" in capsys.readouterr().err
     assert run(*base[:2], "--task", "docvqa", "--data", str(tmp_path / "nope"), "--out", str(tmp_path / "o")) == 2
     assert "does not exist" in capsys.readouterr().err
+
+
+def test_relevance_checkpoint_reaches_compress_of_the_scoring_allocators(loaded, checkpoint, tmp_path, monkeypatch,
+                                                                         capsys):  # fmt: skip
+    """``arr-coc eval --relevance FOLDER``: the checkpoint's Realizer goes to ``compress(..., realizer=...)`` of the
+    allocators that score with the default scorer (here ``model``), never to the others (``random``)."""
+    import arr_coc.integrations as integrations
+    from arr_coc.reading.learned import BoxScorer
+    from arr_coc.realizing import Realizer
+
+    folder = tmp_path / "relevance"
+    torch.manual_seed(0)
+    Realizer(box_scorer=BoxScorer(hidden=4)).save_pretrained(folder)  # an untrained scorer is enough for the wiring
+    real_compress = integrations.compress
+    seen: list[tuple[object, object]] = []
+
+    def spy(model, **kwargs):
+        seen.append((kwargs.get("scorer"), kwargs.get("realizer")))
+        return real_compress(model, **kwargs)
+
+    monkeypatch.setattr(integrations, "compress", spy)
+    out = tmp_path / "eval"
+    run_loaded(loaded, task="docgen", split="dev", limit=1, out=out, budgets=("1.0", "0.2"),
+               allocators=("model", "random"), relevance=folder)  # fmt: skip
+    by_scorer = {scorer == "auto": realizer for scorer, realizer in seen}
+    assert by_scorer[True] is not None and isinstance(by_scorer[True].box_scorer, BoxScorer)
+    expected = BoxScorer.load(folder).state_dict()
+    assert all(torch.equal(v, expected[k]) for k, v in by_scorer[True].box_scorer.state_dict().items())
+    assert by_scorer[False] is None  # random scores without the realizer
+    assert [r["variant"] for r in records(out)] == ["unpruned", "model@0.2", "random@0.2"]
+    assert json.loads((out / "results.json").read_text())["config"]["relevance"] == str(folder)
+    # the command line: a folder that is not a checkpoint is one clear line, before the model loads
+    base = ["--model", str(checkpoint), "--task", "docgen", "--out", str(tmp_path / "o"), "--budgets", "0.5"]
+    assert run(*base, "--relevance", str(tmp_path / "no-such-checkpoint")) == 2
+    assert "config.json" in capsys.readouterr().err

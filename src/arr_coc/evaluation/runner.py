@@ -105,6 +105,9 @@ class EvalConfig:
         seed: seed of the random allocator.
         progress: show a progress bar on stderr.
         details: level-of-detail modes (``"thumbnail"``, ``"mixed"``) added to every allocator that scores tokens.
+        relevance: a relevance checkpoint folder (``arr-coc train``): its ``Realizer`` goes to
+            ``compress(..., realizer=...)`` of the allocators that score with the default scorer (model, text,
+            foveate); ``None``: the default rules.
     """
 
     model: str
@@ -125,6 +128,7 @@ class EvalConfig:
     seed: int = 0
     progress: bool = True
     details: Sequence[str] = ()
+    relevance: Path | None = None
 
 
 @dataclass
@@ -330,19 +334,24 @@ def _tokens_total(grid_row: Sequence[int], merge: int) -> int:
     return t * h * w // (merge * merge)
 
 
-def wrap_model(model: Any, processor: Any, variant: Variant, questions: list[str], seed: int) -> Any:
-    """``model`` itself for the unpruned variant, else ``compress(model, ...)`` scoring with the bare questions."""
+def wrap_model(
+    model: Any, processor: Any, variant: Variant, questions: list[str], seed: int, realizer: Any = None
+) -> Any:
+    """``model`` itself for the unpruned variant, else ``compress(model, ...)`` scoring with the bare questions;
+    ``realizer`` (``--relevance``) goes to the allocators that score with the default scorer."""
     if variant.allocator is None:
         return model
     from ..integrations import compress
 
     options = compress_options(variant.allocator, variant.budget, seed)
+    if realizer is not None and options.get("scorer") == "auto":
+        options["realizer"] = realizer
     if variant.detail is not None:
         options["detail"] = variant.detail
     return compress(model, budget=variant.budget, processor=processor, query=list(questions), **options)
 
 
-def _warm_up(loaded: Loaded, task: TaskSpec, variants: list[Variant], seed: int) -> None:
+def _warm_up(loaded: Loaded, task: TaskSpec, variants: list[Variant], seed: int, realizer: Any = None) -> None:
     """One 1-token generation per allocator on a blank image, so one-time set-up is not timed."""
     from PIL import Image
 
@@ -355,7 +364,7 @@ def _warm_up(loaded: Loaded, task: TaskSpec, variants: list[Variant], seed: int)
         if v.allocator == "downscale":  # the unwrapped model on a smaller image: the unpruned warm-up covers it
             continue
         inputs = build_batch(loaded.processor, task, [blank], ["warm-up"], loaded.bounds).to(loaded.device)
-        runner = wrap_model(loaded.model, loaded.processor, v, ["warm-up"], seed)
+        runner = wrap_model(loaded.model, loaded.processor, v, ["warm-up"], seed, realizer)
         generate_batch(runner, inputs, loaded.processor, 1, loaded.device)
 
 
@@ -423,7 +432,8 @@ def run_eval(cfg: EvalConfig, model: Any = None, processor: Any = None) -> EvalR
                     log.write({"id": s.id, "error": str(err)})
             bar.update(len(batch) - len(good))
             if good:
-                _run_batch(loaded.get(), task, variants, good, images, log, metric_name, max_new, cfg.seed)
+                _run_batch(loaded.get(), task, variants, good, images, log, metric_name, max_new, cfg.seed,
+                           loaded.realizer)  # fmt: skip
             bar.update(len(good))
     finally:
         bar.close()
@@ -491,6 +501,11 @@ class _LazyModel:
         self.model, self.processor = model, processor
         self.device = str(model.device) if model is not None else resolve_device(cfg.device)
         self.loaded: Loaded | None = None
+        self.realizer = None  # --relevance: loaded before the model, so a bad folder fails first
+        if cfg.relevance is not None:
+            from ..realizing import Realizer
+
+            self.realizer = Realizer.from_pretrained(cfg.relevance)
 
     def get(self) -> Loaded:
         if self.loaded is None:
@@ -501,7 +516,7 @@ class _LazyModel:
                 processor, model = load_model(self.cfg.model, resolve_dtype(self.cfg.dtype), self.device)
             merge = int(model.config.vision_config.spatial_merge_size)
             self.loaded = Loaded(processor, model, self.device, self.bounds, merge)
-            _warm_up(self.loaded, self.task, self.variants, self.cfg.seed)
+            _warm_up(self.loaded, self.task, self.variants, self.cfg.seed, self.realizer)
         return self.loaded
 
 
@@ -534,6 +549,7 @@ def _run_batch(
     metric_name: str,
     max_new: int,
     seed: int,
+    realizer: Any = None,
 ) -> None:
     """Every variant still missing for some of ``samples``, on those samples as one batch."""
     metric = METRICS[metric_name]
@@ -553,7 +569,7 @@ def _run_batch(
             answers, ttft, peak, shown = _downscale_batch(loaded, task, v, [images[i] for i in todo], questions,
                                                           grids, max_new)  # fmt: skip
         else:
-            runner = wrap_model(loaded.model, loaded.processor, v, questions, seed)
+            runner = wrap_model(loaded.model, loaded.processor, v, questions, seed, realizer)
             answers, ttft, peak = generate_batch(runner, inputs, loaded.processor, max_new, loaded.device)
         for j, (s, answer) in enumerate(zip(subset, answers, strict=True)):
             prediction = cut_at_stops(answer, task.until)
@@ -756,6 +772,13 @@ def add_eval_arguments(p: argparse.ArgumentParser) -> None:
         help="also run every allocator that scores tokens (model, text, texture, foveate) with these level-of-detail "
         "modes (thumbnail, mixed): rows <allocator>+<mode>, at the same budgets",
     )
+    p.add_argument(
+        "--relevance",
+        type=Path,
+        default=None,
+        help="a relevance checkpoint folder (arr-coc train) for the allocators that use the default scorer (model, "
+        "text, foveate); default: the rules",
+    )
 
 
 def eval_main(args: argparse.Namespace) -> int:
@@ -782,6 +805,7 @@ def eval_main(args: argparse.Namespace) -> int:
         seed=args.seed,
         progress=not args.no_progress,
         details=tuple(getattr(args, "detail", None) or ()),
+        relevance=getattr(args, "relevance", None),
     )
     from ..loading import ModelNotFoundError
 
