@@ -4,7 +4,7 @@ docgen``) and the demo's example images, so a non-editable install can run both.
 The wheel is built from a copy of ``pyproject.toml``, ``README.md`` and ``src/`` (the checkout itself is left
 untouched) with ``pip wheel --no-deps --no-build-isolation``: no network, no dependency is installed, a few seconds.
 The full check, ``pip install .`` into a fresh virtual environment then ``arr-coc eval --task docgen --limit 2`` and
-the demo's examples, takes minutes and is described in docs/readme/i16-hardening.md.
+the demo's examples, takes minutes and is described in results/install_check.md.
 """
 
 from __future__ import annotations

@@ -1,8 +1,7 @@
 """The README's "Serve with vLLM" example runs as written (in the vLLM environment, as a script: spawn included).
 
 The example is fenced as ```py (not ```python) so that tests/test_readme.py, which runs in the main environment
-without vLLM, leaves it to this test. It is read from README.md once the section is there, else from
-docs/readme/i18-vllm.md (where it is written until it is folded into the README).
+without vLLM, leaves it to this test. It is read from README.md's "Serve with vLLM" section.
 """
 
 from __future__ import annotations
@@ -21,7 +20,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 
 def vllm_example() -> str:
-    for path in (ROOT / "README.md", ROOT / "docs" / "readme" / "i18-vllm.md"):
+    for path in (ROOT / "README.md",):
         if not path.exists():
             continue
         text = path.read_text(encoding="utf-8")
@@ -31,7 +30,7 @@ def vllm_example() -> str:
         found = re.search(r"^```py\n(.*?)^```", text[start:], flags=re.S | re.M)
         if found:
             return found.group(1)
-    pytest.fail("no ```py block under '## Serve with vLLM' in README.md or docs/readme/i18-vllm.md")
+    pytest.fail("no ```py block under '## Serve with vLLM' in README.md")
 
 
 def test_readme_vllm_example_runs_as_written(tmp_path):
