@@ -115,17 +115,27 @@ def processor_keeps(llm, prompt: str, images: list, options: dict) -> tuple[list
 
 
 def transformers_path(
-    folder: pathlib.Path, family: str, prompt: str, images: list, budget, question=None, text_prior: bool = False
+    folder: pathlib.Path,
+    family: str,
+    prompt: str,
+    images: list,
+    budget,
+    question=None,
+    text_prior: bool = False,
+    realizer=None,
 ):
     """``compress(model, budget, foveate=True)`` on the same checkpoint and prompt: kept indices per image, the pruned
-    prompt's ids and the log-probability of each of its tokens (nan for the first)."""
+    prompt's ids and the log-probability of each of its tokens (nan for the first). ``realizer``: compress's
+    relevance model (None: the default one)."""
     from arr_coc import compress, load_processor
     from arr_coc.testing import _model_class
 
     model = _model_class(family).from_pretrained(str(folder), dtype=torch.float32).eval()
     processor = load_processor(str(folder))
     inputs = processor(text=[prompt], images=images, return_tensors="pt")
-    cm = compress(model, budget, processor=processor, foveate=True, query=question, text_prior=text_prior)
+    cm = compress(
+        model, budget, processor=processor, foveate=True, query=question, text_prior=text_prior, realizer=realizer
+    )
     with torch.no_grad():
         logits = cm(**inputs).logits[0].float()  # (L', V)
     ids = cm.last_inputs.input_ids[0]  # (L',)

@@ -82,6 +82,38 @@ def test_text_mode_matches_compress_with_the_ocr_prior(engine):
     assert keeps[0].tolist() != texture[0].tolist()  # the OCR prior did change the decision
 
 
+@pytest.mark.parametrize("budget", [0.22, "adaptive"])
+def test_relevance_checkpoint_matches_compress_with_that_realizer(engine, tmp_path, budget):
+    """{"relevance": folder}: the plugin keeps what compress(text_prior=True, realizer=from_pretrained(folder)) keeps,
+    and not what the default realizer keeps. The checkpoint's box scorer is a seeded random linear map (unlike the
+    rules) and its adaptive tiers (8/16/32/64) are not the default ones, so "adaptive" also checks that the
+    checkpoint's config resolves the budget, as in compress."""
+    pytest.importorskip("rapidocr", reason="the [ocr] extra is not installed")
+    import torch
+
+    from arr_coc.config import RelevanceConfig
+    from arr_coc.reading.learned import BoxScorer
+    from arr_coc.realizing import Realizer
+
+    torch.manual_seed(0)
+    scorer = BoxScorer(hidden=0)
+    with torch.no_grad():
+        scorer.net.weight.copy_(torch.randn_like(scorer.net.weight))
+    Realizer(RelevanceConfig(adaptive_tiers=(8, 16, 32, 64)), box_scorer=scorer).save_pretrained(tmp_path)
+    llm, folder = engine
+    img = image("invoice.jpg")
+    prompt = chat_prompt(folder, [img], QUESTION)
+    options = {"relevance": str(tmp_path), "budget": budget, "mode": "text"}
+    keeps, _ = processor_keeps(llm, prompt, [img], options)
+    learned = Realizer.from_pretrained(tmp_path)
+    hf_keeps, hf_ids, _ = transformers_path(folder, FAMILY, prompt, [img], budget, text_prior=True, realizer=learned)
+    assert [k.tolist() for k in keeps] == [k.tolist() for k in hf_keeps]
+    (got,) = generate(llm, [request(prompt, [img], options)])
+    assert got["prompt_ids"] == hf_ids  # the engine's request: k placeholders, the same pruned prompt
+    rules, _ = processor_keeps(llm, prompt, [img], {"budget": budget, "mode": "text"})
+    assert keeps[0].tolist() != rules[0].tolist()  # the checkpoint did change the decision
+
+
 def test_question_from_the_turn_equals_explicit_query(engine):
     llm, folder = engine
     img = image("receipt.jpg")

@@ -212,7 +212,8 @@ def decide(
     """Which merged tokens of one image to keep: ``compress(..., foveate=True)``'s decision.
 
     The same :func:`arr_coc.realizing.score_visual_tokens` (pixels + question, no token features: they do not exist
-    before the tower runs) and the same selection (``resolve_budget`` + ``select``, words kept whole in text mode).
+    before the tower runs) and the same selection (``resolve_budget`` with the realizer's config, as ``compress``'s
+    ``allocate_tokens``, + ``select``, words kept whole in text mode).
 
     Args:
         pixel_values (torch.Tensor of shape (t*h*w, C*temporal_patch_size*patch_size**2)): the image's patches.
@@ -224,6 +225,7 @@ def decide(
     """
     from arr_coc.realizing import score_visual_tokens
 
+    realizer = realizer_for(options.relevance)
     out = score_visual_tokens(
         pixel_values,
         tuple(int(v) for v in grid_thw),
@@ -233,14 +235,14 @@ def decide(
         query_text=question,
         text_prior=options.mode == "text",
         text_options=dict(options.text_options) if options.text_options is not None else None,
-        realizer=realizer_for(options.relevance),
+        realizer=realizer,
         image_mean=geometry.image_mean,
         image_std=geometry.image_std,
         return_units=True,
     )
     assert isinstance(out, TokenScores)
     scores = out.scores.detach().float().flatten()  # (N,)
-    k = resolve_budget(options.budget, scores.numel(), scores)
+    k = resolve_budget(options.budget, scores.numel(), scores, realizer.config)  # "adaptive": the checkpoint's tiers
     return select(scores, k, None, 0.0, out.units).long().cpu()  # (k,)
 
 
