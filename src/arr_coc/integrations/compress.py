@@ -930,19 +930,7 @@ class CompressedModel:
             mm_outputs,
         )  # fmt: skip
 
-        out = dict(kwargs)
-        out.update(input_ids=packed.input_ids, mm_encoder_outputs=mm_outputs)
-        out["mm_token_type_ids"] = packed.mm_token_type_ids
-        if packed.attention_mask is not None:
-            out["attention_mask"] = packed.attention_mask
-        if packed.labels is not None:
-            out["labels"] = packed.labels
-        if generation:
-            assert packed.attention_mask is not None  # always_mask=generation
-            out["position_ids"] = generation_position_ids(packed.attention_mask, packed.position_ids)  # (4, B, L')
-        else:
-            out["position_ids"] = packed.position_ids
-        return out, input_ids
+        return model_inputs(kwargs, packed, mm_outputs, generation), input_ids
 
     def _plan_detail(
         self,
@@ -1078,19 +1066,26 @@ class CompressedModel:
         self.last_inputs = PrunedInputs(
             packed.input_ids, packed.attention_mask, packed.position_ids, index_map, packed.rope_deltas, mm_outputs
         )
-        out = dict(kwargs)
-        out.update(input_ids=packed.input_ids, mm_encoder_outputs=mm_outputs)
-        out["mm_token_type_ids"] = packed.mm_token_type_ids
-        if packed.attention_mask is not None:
-            out["attention_mask"] = packed.attention_mask
-        if packed.labels is not None:
-            out["labels"] = packed.labels
-        if generation:
-            assert packed.attention_mask is not None
-            out["position_ids"] = generation_position_ids(packed.attention_mask, packed.position_ids)  # (4, B, L')
-        else:
-            out["position_ids"] = packed.position_ids
-        return out, original_ids
+        return model_inputs(kwargs, packed, mm_outputs, generation), original_ids
+
+
+def model_inputs(kwargs: dict[str, Any], packed: Any, mm_outputs: Any, generation: bool) -> dict[str, Any]:
+    """The model's keyword arguments for a packed (pruned) batch: the caller's others, the shorter ids, mask, labels
+    and token types, the pruned ``mm_encoder_outputs`` and the packed M-RoPE positions (for generation in the
+    ``(4, B, L')`` form that decoding continues from)."""
+    out = dict(kwargs)
+    out.update(input_ids=packed.input_ids, mm_encoder_outputs=mm_outputs)
+    out["mm_token_type_ids"] = packed.mm_token_type_ids
+    if packed.attention_mask is not None:
+        out["attention_mask"] = packed.attention_mask
+    if packed.labels is not None:
+        out["labels"] = packed.labels
+    if generation:
+        assert packed.attention_mask is not None  # the packing always builds a mask for generation
+        out["position_ids"] = generation_position_ids(packed.attention_mask, packed.position_ids)  # (4, B, L')
+    else:
+        out["position_ids"] = packed.position_ids
+    return out
 
 
 def compress(

@@ -438,11 +438,10 @@ def split_keeps(keep: Any, counts: Any) -> list[torch.Tensor]:
 class ModelMixin:
     """Mixed in before a family's vLLM ``...ForConditionalGeneration``: the foveated encoder and pruned positions.
 
-    The family class implements :meth:`encode_kept` (its tower's metadata for the kept patches).
+    Each family class (``qwen2_vl.py``, ``qwen2_5_vl.py``, ``qwen3_vl.py``) defines
+    ``encode_kept(pixel_values, grids, keeps)``: its tower run on the kept patches only, with that tower's metadata
+    (rotary positions, windows, position embeddings) for the full grid.
     """
-
-    def encode_kept(self, pixel_values: torch.Tensor, grids: list[tuple[int, int, int]], keeps: list[torch.Tensor]):
-        raise NotImplementedError
 
     def embed_multimodal(self, **kwargs: object) -> Any:
         keep = kwargs.pop(KEEP_FIELD, None)
