@@ -35,7 +35,6 @@ import time
 from .loading import (  # noqa: F401  (the loading and timing names stay importable from here)
     EXAMPLE_FOLDER,
     HUB_PROBE_TIMEOUT_S,
-    MODEL_CLASSES,
     FirstTokenTimer,
     ModelNotFoundError,
     RunResult,
