@@ -145,7 +145,10 @@ def ask_main(args: argparse.Namespace) -> int:
         import torch  # noqa: F401
         import transformers  # noqa: F401
     except ImportError as err:
-        print(f"arr-coc: error: `ask` needs transformers ({err}); pip install 'arr-coc-vis[hf]'", file=sys.stderr)
+        print(
+            f"arr-coc: error: `ask` needs transformers ({err}); pip install -e '.[hf]' in the arr-coc-vis clone",
+            file=sys.stderr,
+        )
         return 2
     from .integrations import compress
     from .integrations.base import resolve_scorer

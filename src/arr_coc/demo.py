@@ -61,7 +61,7 @@ try:
     import gradio as gr
 except ImportError as err:  # the CLI turns this into one clear line
     raise ImportError(
-        f"`arr-coc demo` needs the [demo] extra (gradio): pip install 'arr-coc-vis[demo]' ({err})"
+        f"`arr-coc demo` needs the [demo] extra (gradio): pip install -e '.[demo]' in the arr-coc-vis clone ({err})"
     ) from err
 
 # The example images ship inside the package (arr_coc/examples/, package data; the repository's examples/*.jpg are

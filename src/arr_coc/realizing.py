@@ -347,8 +347,8 @@ def resolve_mode(mode: str) -> str:
         from .reading import MissingExtraError
 
         raise MissingExtraError(
-            "mode='text' needs the OCR extra: pip install 'arr-coc-vis[ocr]' (rapidocr, onnxruntime); "
-            "or use mode='texture'"
+            "mode='text' needs the OCR extra: pip install -e '.[ocr]' in the arr-coc-vis clone (rapidocr, "
+            "onnxruntime); or use mode='texture'"
         )
     return mode
 

