@@ -36,8 +36,8 @@ from arr_coc.reading import (
     paint_boxes,
     text_relevance,
 )
-from arr_coc.reading.ocr import split_after_colons
-from arr_coc.reading.recognition import LineRecognizer, LineText, latin_classes
+from arr_coc.reading.ocr.reader import split_after_colons
+from arr_coc.reading.ocr.recognition import LineRecognizer, LineText, latin_classes
 
 FONT = "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf"
 HAS_OCR = importlib.util.find_spec("rapidocr") is not None and importlib.util.find_spec("onnxruntime") is not None
