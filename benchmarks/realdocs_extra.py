@@ -130,7 +130,8 @@ def copy(git_dir: str, collection: str, src: Path) -> int:
 
 
 def page_questions(pg, scale: float, rng: random.Random, max_per: int) -> list[dict]:
-    """Unambiguous table-cell questions of one pdfplumber page (header row 0, label column 0)."""
+    """Unambiguous table-cell questions of one pdfplumber page (header row 0, label column 0; header and label hold
+    words, not only numbers)."""
     words = pg.extract_words()
     page_text = " " + " ".join(w["text"] for w in words) + " "
 
@@ -159,11 +160,17 @@ def page_questions(pg, scale: float, rng: random.Random, max_per: int) -> list[d
         headers = {c: text(rows[0].cells[c]) for c in range(ncol)}
         labels = {r: text(rows[r].cells[0]) for r in range(1, len(rows)) if len(rows[r].cells) == ncol}
         for r, lab in labels.items():
-            if not lab or len(lab.split()) > MAX_WORDS or list(labels.values()).count(lab) != 1:
+            if (
+                not re.search(r"[A-Za-z]{2}", lab)
+                or len(lab.split()) > MAX_WORDS
+                or list(labels.values()).count(lab) != 1
+            ):
                 continue
             for c in range(1, ncol):
                 hd, cell = headers[c], rows[r].cells[c]
-                if not hd or not cell or list(headers.values()).count(hd) != 1 or len(hd.split()) > 2 * MAX_WORDS:
+                if not re.search(r"[A-Za-z]{2}", hd) or not cell or list(headers.values()).count(hd) != 1:
+                    continue
+                if len(hd.split()) > 2 * MAX_WORDS:
                     continue
                 ws = cell_words(cell)
                 ans = clean(" ".join(w["text"] for w in ws))

@@ -19,7 +19,7 @@ import torch
 from PIL import Image
 
 from arr_coc.reading import QueryMatcher, ReadingConfig, TextBox
-from arr_coc.reading.learned import FEATURES, BoxScorer
+from arr_coc.reading.matching.learned import FEATURES, BoxScorer
 from arr_coc.training.data import Question, derive_sources, folds, load_jsonl, source_folds
 from arr_coc.training.evidence import (
     CANDIDATES,
