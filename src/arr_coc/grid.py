@@ -23,18 +23,10 @@ FAMILIES: dict[str, tuple[int, int]] = {
     "qwen2.5-vl": (14, 2),
     "qwen3-vl": (16, 2),
 }
-ALIASES = {
-    "qwen2vl": "qwen2-vl",
-    "qwen2_vl": "qwen2-vl",
-    "qwen2.5vl": "qwen2.5-vl",
-    "qwen2_5_vl": "qwen2.5-vl",
-    "qwen25-vl": "qwen2.5-vl",
-    "qwen3vl": "qwen3-vl",
-    "qwen3_vl": "qwen3-vl",
-    "qwen3_vl_moe": "qwen3-vl",
-    "qwen3-vl-moe": "qwen3-vl",
-    "qwen3vlmoe": "qwen3-vl",
-}
+# The spelling rule: a family name is read in any case, with or without "-", "_", "." or spaces between its parts
+# ("Qwen2.5-VL", "qwen2_5_vl", "qwen2.5_vl", "qwen25-vl", "QWEN3 VL MOE"); SPELLINGS maps the squeezed form (lower
+# case, those separators removed) to the family. qwen3-vl-moe has the grid of qwen3-vl.
+SPELLINGS = {"qwen2vl": "qwen2-vl", "qwen25vl": "qwen2.5-vl", "qwen3vl": "qwen3-vl", "qwen3vlmoe": "qwen3-vl"}
 MAX_ASPECT_RATIO = 200  # the processors refuse anything more elongated than this
 DEFAULT_MAX_TOKENS = 1280  # default max_pixels = 1280 merged cells, the setting Qwen's model cards recommend
 # The largest resized image any Qwen-VL processor is configured for: Qwen2-VL's and Qwen2.5-VL's max_pixels is
@@ -50,11 +42,20 @@ def normalize_family(family: str) -> str:
     Raises:
         ValueError: if the family is unknown; the message lists the supported ones.
     """
-    key = str(family).strip().lower()
-    key = ALIASES.get(key, key)
-    if key not in FAMILIES:
-        raise ValueError(f"unknown model family {family!r}; supported: {', '.join(FAMILIES)}")
+    if not isinstance(family, str):
+        raise ValueError(f"model family must be a string such as 'qwen2.5-vl', got {type(family).__name__}")
+    key = SPELLINGS.get(squeeze_family(family))
+    if key is None:
+        raise ValueError(
+            f"unknown model family {family!r}; supported: {', '.join(FAMILIES)}, qwen3-vl-moe (any case, with '-', "
+            "'_', '.' or nothing between the parts)"
+        )
     return key
+
+
+def squeeze_family(family: str) -> str:
+    """``family`` in lower case without ``-``, ``_``, ``.`` and spaces: the form ``SPELLINGS`` is keyed on."""
+    return "".join(ch for ch in family.strip().lower() if ch not in "-_. ")
 
 
 def smart_resize(height: int, width: int, factor: int, min_pixels: int, max_pixels: int) -> tuple[int, int]:
@@ -85,6 +86,25 @@ def smart_resize(height: int, width: int, factor: int, min_pixels: int, max_pixe
         h_bar = math.ceil(height * beta / factor) * factor
         w_bar = math.ceil(width * beta / factor) * factor
     return h_bar, w_bar
+
+
+def pixel_count(value: object, name: str) -> int:
+    """``value`` as a whole number of pixels (an ``int``, or a float or string that holds a whole number).
+
+    Raises:
+        ValueError: naming ``name`` for NaN, infinities, fractions, booleans and anything that is not a number.
+    """
+    if isinstance(value, bool):
+        raise ValueError(f"{name} must be a whole number of pixels, got {value!r}")
+    if isinstance(value, int):
+        return value
+    try:
+        number = float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be a whole number of pixels, got {value!r}") from None
+    if not math.isfinite(number) or not number.is_integer():
+        raise ValueError(f"{name} must be a whole number of pixels, got {value!r}")
+    return int(number)
 
 
 @dataclass(frozen=True)
@@ -130,8 +150,8 @@ class GridSpec:
         family = normalize_family(family)
         patch, merge = FAMILIES[family]
         factor = patch * merge
-        lo = (56 * 56 if factor == 28 else 256 * 256) if min_pixels is None else int(min_pixels)
-        hi = DEFAULT_MAX_TOKENS * factor * factor if max_pixels is None else int(max_pixels)
+        lo = (56 * 56 if factor == 28 else 256 * 256) if min_pixels is None else pixel_count(min_pixels, "min_pixels")
+        hi = DEFAULT_MAX_TOKENS * factor * factor if max_pixels is None else pixel_count(max_pixels, "max_pixels")
         limit = MAX_TOKENS_LIMIT * factor * factor
         if lo > limit or hi > limit:
             raise ValueError(
