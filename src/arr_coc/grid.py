@@ -17,16 +17,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-# Family name -> (patch_size, merge_size). Aliases map the names users type to the three families.
-FAMILIES: dict[str, tuple[int, int]] = {
-    "qwen2-vl": (14, 2),
-    "qwen2.5-vl": (14, 2),
-    "qwen3-vl": (16, 2),
-}
-# The spelling rule: a family name is read in any case, with or without "-", "_", "." or spaces between its parts
-# ("Qwen2.5-VL", "qwen2_5_vl", "qwen2.5_vl", "qwen25-vl", "QWEN3 VL MOE"); SPELLINGS maps the squeezed form (lower
-# case, those separators removed) to the family. qwen3-vl-moe has the grid of qwen3-vl.
-SPELLINGS = {"qwen2vl": "qwen2-vl", "qwen25vl": "qwen2.5-vl", "qwen3vl": "qwen3-vl", "qwen3vlmoe": "qwen3-vl"}
+from .families import get_family
+
 MAX_ASPECT_RATIO = 200  # the processors refuse anything more elongated than this
 DEFAULT_MAX_TOKENS = 1280  # default max_pixels = 1280 merged cells, the setting Qwen's model cards recommend
 # The largest resized image any Qwen-VL processor is configured for: Qwen2-VL's and Qwen2.5-VL's max_pixels is
@@ -37,25 +29,14 @@ MAX_TOKENS_LIMIT = 16384
 
 
 def normalize_family(family: str) -> str:
-    """Return the canonical family name for ``family`` (case-insensitive, common aliases accepted).
+    """Return the canonical family name for ``family``: any case, ``-`` / ``_`` / ``.`` optional, a
+    ``config.model_type`` too (``Qwen2.5_VL``, ``qwen2_5_vl``, ``qwen25-vl``, ``qwen3_vl_moe``); the rule lives in
+    :func:`arr_coc.families.get_family`.
 
     Raises:
         ValueError: if the family is unknown; the message lists the supported ones.
     """
-    if not isinstance(family, str):
-        raise ValueError(f"model family must be a string such as 'qwen2.5-vl', got {type(family).__name__}")
-    key = SPELLINGS.get(squeeze_family(family))
-    if key is None:
-        raise ValueError(
-            f"unknown model family {family!r}; supported: {', '.join(FAMILIES)}, qwen3-vl-moe (any case, with '-', "
-            "'_', '.' or nothing between the parts)"
-        )
-    return key
-
-
-def squeeze_family(family: str) -> str:
-    """``family`` in lower case without ``-``, ``_``, ``.`` and spaces: the form ``SPELLINGS`` is keyed on."""
-    return "".join(ch for ch in family.strip().lower() if ch not in "-_. ")
+    return get_family(family).name
 
 
 def smart_resize(height: int, width: int, factor: int, min_pixels: int, max_pixels: int) -> tuple[int, int]:
@@ -129,7 +110,7 @@ class Grid:
 class GridSpec:
     """How a model family turns an image size into a grid."""
 
-    family: str  # canonical family name, one of FAMILIES
+    family: str  # canonical family name (arr_coc.families)
     patch_size: int  # vision patch side in pixels (14 or 16)
     merge_size: int  # patches merged per token side (2)
     min_pixels: int  # smallest resized area the processor allows
@@ -147,10 +128,10 @@ class GridSpec:
         ``max_pixels`` is 1280 merged cells (1280*28*28 or 1280*32*32). Either above ``MAX_TOKENS_LIMIT`` (16384)
         cells is a ``ValueError``.
         """
-        family = normalize_family(family)
-        patch, merge = FAMILIES[family]
+        row = get_family(family)
+        family, patch, merge = row.name, row.patch_size, row.merge_size
         factor = patch * merge
-        lo = (56 * 56 if factor == 28 else 256 * 256) if min_pixels is None else pixel_count(min_pixels, "min_pixels")
+        lo = row.min_pixels if min_pixels is None else pixel_count(min_pixels, "min_pixels")
         hi = DEFAULT_MAX_TOKENS * factor * factor if max_pixels is None else pixel_count(max_pixels, "max_pixels")
         limit = MAX_TOKENS_LIMIT * factor * factor
         if lo > limit or hi > limit:
