@@ -13,9 +13,12 @@ def test_counts_ops_and_item() -> None:
         x = torch.arange(4.0) * 2  # arange, mul
         y = x.sum()  # sum
         assert y.item() == 12.0  # _local_scalar_dense
-    assert c.n_ops == 4
+    assert c.n_ops == 4 and c.n_views == 0
     assert c.ops["mul"] == 1 and c.ops["sum"] == 1
     assert dict(c.syncs) == {"_local_scalar_dense": 1}
+    with OpCounter() as c:
+        x[1:].view(3, 1).expand(3, 2).exp()  # slice, view, expand: views; exp: one op
+    assert (c.n_ops, c.n_views, c.n_syncs) == (1, 3, 0)
 
 
 def test_every_kind_of_sync_is_counted() -> None:
