@@ -110,3 +110,37 @@ def test_constant_cache_is_bounded_and_builds_once() -> None:
     with torch.inference_mode():  # built inside inference mode, usable outside it (training)
         x = ConstantCache().get("x", lambda: torch.ones(2))
     assert not x.is_inference()
+
+
+def _adaptive_k_reference(scores: torch.Tensor, mass: float = 0.5, tiers=(64, 100, 160, 256, 400)) -> int:
+    """The one-map algorithm as it was written before the batched version (a Python branch and one sync)."""
+    s = torch.nan_to_num(scores.float().flatten(), nan=0.0)
+    excess = (s - s.median()).clamp_min(0)
+    total = excess.sum()
+    if total <= 0:
+        k = tiers[-1]
+    else:
+        cum = torch.cumsum(torch.sort(excess, descending=True).values, 0) / total
+        k = int(torch.searchsorted(cum, torch.tensor([mass])).item()) + 1
+        k = next(t for t in tiers if t >= max(tiers[0], min(tiers[-1], k)))
+    return max(1, min(s.numel(), k))
+
+
+@pytest.mark.parametrize("n", [7, 64, 1248, 1249])
+def test_batched_budget_and_top_k_equal_the_one_map_versions(n: int) -> None:
+    """adaptive_ks and top_k_mask give, row by row, what the one-map code gives, with no host sync."""
+    from arr_coc.attending import adaptive_ks, select, top_k_mask
+
+    g = torch.Generator().manual_seed(n)
+    peaked = torch.rand(n, generator=g) ** 8
+    rows = [peaked, torch.rand(n, generator=g), torch.zeros(n), (torch.rand(n, generator=g) * 4).round() / 4]
+    rows.append(torch.where(torch.rand(n, generator=g) < 0.1, float("nan"), torch.rand(n, generator=g)))
+    scores = torch.stack(rows)  # (5, n): peaked, uniform, flat, heavy ties, NaNs
+    top_k_mask(scores, adaptive_ks(scores))  # the first call builds the cached constants
+    with OpCounter() as counter:
+        ks = adaptive_ks(scores)
+        mask = top_k_mask(scores, ks)
+    assert counter.n_syncs == 0, counter.syncs
+    for b in range(scores.shape[0]):
+        assert int(ks[b]) == _adaptive_k_reference(scores[b]), b
+        assert torch.equal(mask[b].nonzero()[:, 0], select(scores[b], int(ks[b]))), b

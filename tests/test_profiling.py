@@ -38,6 +38,7 @@ def test_every_kind_of_sync_is_counted() -> None:
         torch.nonzero(x)
         torch.unique(x)
         x.to(torch.float64)  # a dtype change on the same device: no sync
+        x.to(x.device)  # following another tensor's device: an upload on an accelerator, no sync
         x[torch.tensor([0, 2])]  # integer index: no sync
     assert dict(c.syncs) == {
         "Tensor.tolist": 1, "Tensor.numpy": 1, "Tensor.__array__": 1, "Tensor.cpu": 1, "Tensor.to": 1,

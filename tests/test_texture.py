@@ -70,9 +70,10 @@ def test_patches_give_the_same_texture(family: str) -> None:
 
 @pytest.mark.parametrize("band", [0, 300])  # whole frames at once, and CPU bands of a few cell rows
 def test_batch_invariance_and_bad_shapes(band: int) -> None:
-    """Batch-invariant BY CONSTRUCTION, so compared bit for bit: each frame is computed on its own (a loop over
-    frames; the blur is a sum of shifted slices, not a grouped conv2d whose kernel choice depended on the batch and
-    differed by 1e-5 on an AMD EPYC). No tolerance is needed on any CPU."""
+    """Batch-invariant BY CONSTRUCTION, so compared bit for bit: all frames go through the same ops at once, each op
+    working within a frame (element-wise or a reduction over one frame's values; the blur is a weighted sum over a
+    window view, not a grouped conv2d whose kernel choice depended on the batch and differed by 1e-5 on an AMD EPYC).
+    No tolerance is needed on any CPU."""
     cfg = RelevanceConfig(cpu_band_elements=band)
     gen = torch.Generator().manual_seed(0)
     a, b = torch.rand(1, 3, 70, 98, generator=gen), torch.rand(1, 3, 70, 98, generator=gen) * 0.2

@@ -72,7 +72,7 @@ def _stack(tensors: list[torch.Tensor]) -> torch.Tensor:
     return tensors[0].unsqueeze(1) if len(tensors) == 1 else torch.stack(tensors, 1)
 
 
-def _index(channels: tuple[int, ...], like: torch.Tensor) -> torch.Tensor:
+def channel_index(channels: tuple[int, ...], like: torch.Tensor) -> torch.Tensor:
     """The channel indices as a LongTensor on ``like``'s device, cached."""
     return CONSTANTS.get(
         ("knowing.index", channels, like.device), lambda: torch.tensor(channels, dtype=torch.long).to(like.device)
@@ -90,7 +90,7 @@ class _ChannelMix(nn.Module):
 
     def forward(self, texture: torch.Tensor) -> torch.Tensor:
         """texture (B, 13, H, W) -> scores (B, H, W) in [0, 1]."""
-        feats = unit_last(texture.index_select(1, _index(tuple(self.index), texture)), 2)  # (B, C, H, W)
+        feats = unit_last(texture.index_select(1, channel_index(tuple(self.index), texture)), 2)  # (B, C, H, W)
         return unit(self.mix(feats))
 
     def mix(self, feats: torch.Tensor) -> torch.Tensor:

@@ -22,9 +22,11 @@ What counts (:class:`OpCounter`):
   - a copy from a non-CPU device to the CPU (``.cpu()``, ``.to("cpu")``, ``.tolist()``, ``.numpy()`` of a device
     tensor: the dispatch mode sees the ``_to_copy`` / ``copy_``);
   - on the CPU, where no copy happens, the calls that WOULD copy a device tensor to the host: ``Tensor.tolist``,
-    ``Tensor.numpy``, ``np.asarray(t)`` (``__array__``), ``Tensor.cpu`` and ``Tensor.to`` with a CPU device, seen
-    by a ``TorchFunctionMode`` (they reach no aten op on a CPU tensor). This assumes the tensor would live on the
-    accelerator, so a CPU count is an upper bound for code that also moves genuinely host-side tensors.
+    ``Tensor.numpy``, ``np.asarray(t)`` (``__array__``), ``Tensor.cpu`` and ``Tensor.to("cpu")`` (the device named
+    by the string ``"cpu"``), seen by a ``TorchFunctionMode`` (they reach no aten op on a CPU tensor). This assumes
+    the tensor would live on the accelerator, so a CPU count is an upper bound for code that also moves genuinely
+    host-side tensors. ``Tensor.to(other.device)`` is taken for what it is on an accelerator, a move to the
+    device, and not counted.
 
   Host-to-device uploads (``torch.tensor(...)`` then ``.to(device)``) do not wait for the device and are not syncs.
 
@@ -131,7 +133,7 @@ class _FunctionCounter(TorchFunctionMode):
             to_host = name in _HOST_METHODS
             if name == "to":
                 target = kwargs.get("device", args[1] if len(args) > 1 else None)
-                to_host = isinstance(target, (str, torch.device)) and torch.device(target).type == "cpu"
+                to_host = isinstance(target, str) and torch.device(target).type == "cpu"
             if to_host:
                 self.owner.syncs[f"Tensor.{name}"] += 1
         return func(*args, **kwargs)

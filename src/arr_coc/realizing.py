@@ -41,12 +41,10 @@ from torch import nn
 
 from .attending import Budget, TokenScores, parse_budget, resolve_budget, select
 from .balancing import SCORERS, TensionBalancer
-from .config import RelevanceConfig
+from .config import CHANNELS, RelevanceConfig
 from .grid import GridSpec
 from .io import load_image_with_size
-from .config import CHANNELS
-from .knowing import InformationScorer, ParticipatoryScorer, PerspectivalScorer, unit_last
-from .knowing import _index as _channel_index
+from .knowing import InformationScorer, ParticipatoryScorer, PerspectivalScorer, channel_index, unit_last
 from .query import MAX_QUERY_CHARS, QueryCues, normalize_text, parse_query
 from .texture import frames_from_image, frames_from_patches, texture_from_frames
 
@@ -311,7 +309,7 @@ class Realizer(nn.Module):
         # the participatory scorer's textness; then the three maps that are rescaled next, in one pass too
         ci, cp = len(self.information.index), len(self.perspectival.index)
         channels = (*self.information.index, *self.perspectival.index, _EDGE_DENSITY)
-        units = unit_last(texture.index_select(1, _channel_index(channels, texture)), 2)  # (B, ci + cp + 1, H, W)
+        units = unit_last(texture.index_select(1, channel_index(channels, texture)), 2)  # (B, ci + cp + 1, H, W)
         raw = torch.stack(
             [
                 self.information.mix(units[:, :ci]),

@@ -17,13 +17,16 @@ quantised to the 256 levels of a uint8 image first, so the two paths see identic
 textures. The frames are then analysed at half resolution (14 px a cell for Qwen2/2.5-VL, 16 px for Qwen3-VL),
 covering exactly the model's cells at a quarter of the cost.
 
-Device and dtype: everything runs on the frames' device with no constant tensors of its own; statistics are
+Device and dtype: everything runs on the frames' device; the few constants (grey weights, cell positions, histogram
+indices, blur weights) are built once per size, device and dtype (``arr_coc.tensors.CONSTANTS``); statistics are
 computed in float32 (float64 if given float64: histograms and FFTs need more than bfloat16's 8 bits).
 
-Batch invariance by construction: each frame is computed on its own (a loop over frames), so a frame's texture
-does not depend on the other frames of the batch, bit for bit. On a CPU the pixel-level work also runs in bands of
-cell rows small enough that no op is split over intra-op threads (``RelevanceConfig.cpu_band_elements``): on a
-busy machine each split op waits for a descheduled thread, which made the texture path 10-20x slower.
+All frames in one pass: every op takes the whole (T, ...) batch, so T frames cost the ops of one (about 80 aten ops,
+``benchmarks/decision_ops.py``), and each op works within a frame (element-wise, or a reduction over one frame's
+values), so a frame's texture does not depend on the other frames of the batch, bit for bit (tested). On a CPU the
+pixel-level work also runs in bands of cell rows small enough that no op is split over intra-op threads
+(``RelevanceConfig.cpu_band_elements``; 0 turns the bands off and runs exactly the ops a GPU runs): on a busy machine
+each split op waits for a descheduled thread, which made the texture path 10-20x slower.
 
 Example:
     >>> from PIL import Image
@@ -141,7 +144,8 @@ def texture_from_frames(
     parts = []
     # chunks of frame rows, each op below the CPU's intra-op split size (see _band_rows); one chunk elsewhere
     step = height
-    if frames.device.type == "cpu" and cfg.cpu_band_elements > 0:
+    banded = frames.device.type == "cpu" and cfg.cpu_band_elements > 0
+    if banded:
         step = min(height, max(f, cfg.cpu_band_elements // (3 * t * width * f) * f))
     for y0 in range(0, height, step):
         part = frames[:, :, y0 : y0 + step].to(dtype)  # (T, 3, h, W)
@@ -149,10 +153,19 @@ def texture_from_frames(
             part = part / 255.0
         else:
             part = (part.clamp(0.0, 1.0) * 255.0).round() / 255.0  # the 256 levels of a uint8 image
-        if f > 1:
+        if f > 1 and not banded:
             # f x f mean: one pooling op, summing the f*f pixels in raster order and dividing by f*f (a power of two
-            # here, so bit for bit the sum of strided views times 1 / f**2 it replaces)
+            # here, so bit for bit the CPU's sum of strided views times 1 / f**2 below)
             part = F.avg_pool2d(part, f)  # (T, 3, h / f, W / f)
+        elif f > 1:
+            # the same mean as a sum of f*f strided views: element-wise adds stay below the intra-op split size, and
+            # the CPU's pooling kernel is several times slower
+            acc = part[:, :, 0::f, 0::f]
+            for dy in range(f):
+                for dx in range(f):
+                    if dy or dx:
+                        acc = acc + part[:, :, dy::f, dx::f]
+            part = acc * (1.0 / (f * f))  # (T, 3, h / f, W / f)
         parts.append(part)
     return texture_from_pixels(_join(parts, 2), rows, cols, cfg)  # (T, 3, H / f, W / f)
 
