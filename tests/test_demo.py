@@ -126,7 +126,7 @@ def test_oversized_image_is_refused(form_png):
 
 def test_text_mode_without_the_ocr_extra(form_png, monkeypatch):
     monkeypatch.setattr("arr_coc.realizing.ocr_available", lambda: False)
-    with pytest.raises(gr.Error, match=r"pip install 'arr-coc-vis\[ocr\]'"):
+    with pytest.raises(gr.Error, match=r"pip install -e '\.\[ocr\]' in the arr-coc-vis clone"):
         demo.DemoApp().allocate(form_png, "q?", "0.11", "qwen2.5-vl", "text")
 
 
@@ -181,7 +181,7 @@ def test_cli_demo_without_the_extra_says_how_to_install(monkeypatch, capsys):
     monkeypatch.setitem(sys.modules, "gradio", None)  # import gradio -> ImportError
     monkeypatch.delitem(sys.modules, "arr_coc.demo")
     assert main(["demo", "--port", "7999"]) == 2
-    assert "pip install 'arr-coc-vis[demo]'" in capsys.readouterr().err
+    assert "pip install -e '.[demo]' in the arr-coc-vis clone" in capsys.readouterr().err
 
 
 def test_cli_demo_options():

@@ -23,7 +23,7 @@ from PIL import Image
 from arr_coc import allocate
 from arr_coc.cli import build_parser, main
 from arr_coc.grid import MAX_TOKENS_LIMIT, GridSpec, normalize_family
-from arr_coc.reading.ocr import OcrCache
+from arr_coc.reading.ocr.reader import OcrCache
 
 CHINESE = "需要支付多少钱？"  # "How much must be paid?"
 
@@ -372,7 +372,7 @@ def test_a_failed_read_is_retried_by_a_waiting_thread() -> None:
 
 
 def test_text_reader_threads_on_one_new_page_run_one_ocr(monkeypatch, form_image) -> None:
-    from arr_coc.reading.ocr import TextReader
+    from arr_coc.reading.ocr.reader import TextReader
 
     reader = TextReader(cache=OcrCache())
     calls: list[int] = []

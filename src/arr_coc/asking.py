@@ -35,7 +35,6 @@ import time
 from .loading import (  # noqa: F401  (the loading and timing names stay importable from here)
     EXAMPLE_FOLDER,
     HUB_PROBE_TIMEOUT_S,
-    MODEL_CLASSES,
     FirstTokenTimer,
     ModelNotFoundError,
     RunResult,
@@ -146,7 +145,10 @@ def ask_main(args: argparse.Namespace) -> int:
         import torch  # noqa: F401
         import transformers  # noqa: F401
     except ImportError as err:
-        print(f"arr-coc: error: `ask` needs transformers ({err}); pip install 'arr-coc-vis[hf]'", file=sys.stderr)
+        print(
+            f"arr-coc: error: `ask` needs transformers ({err}); pip install -e '.[hf]' in the arr-coc-vis clone",
+            file=sys.stderr,
+        )
         return 2
     from .integrations import compress
     from .integrations.base import resolve_scorer

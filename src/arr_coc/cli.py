@@ -34,7 +34,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from .attending import parse_budget
-from .grid import DEFAULT_MAX_TOKENS, FAMILIES, normalize_family
+from .families import family_names
+from .grid import DEFAULT_MAX_TOKENS, normalize_family
 from .realizing import MODES
 
 ALLOCATE_EXAMPLES = """examples:
@@ -137,7 +138,7 @@ def _add_grid_options(p: argparse.ArgumentParser) -> None:
         "--family",
         type=_family,
         default="qwen2.5-vl",
-        metavar="{" + ",".join(sorted(FAMILIES)) + "}",
+        metavar="{" + ",".join(family_names()) + "}",
         help="whose token grid (any case; qwen3-vl-moe = qwen3-vl)",
     )
     p.add_argument("--max-pixels", type=_positive_int, default=None, help=_pixels_help("largest resized image area"))

@@ -51,7 +51,8 @@ from PIL import Image
 
 from .attending import parse_budget
 from .evaluation.allocators import stride_keep  # the one stride baseline (also eval's uniform allocator)
-from .grid import FAMILIES, normalize_family
+from .families import family_names
+from .grid import normalize_family
 from .heatmap import render_heatmap
 from .io import load_image_with_size
 from .realizing import MODES, Allocation, allocate, resolve_mode
@@ -60,7 +61,7 @@ try:
     import gradio as gr
 except ImportError as err:  # the CLI turns this into one clear line
     raise ImportError(
-        f"`arr-coc demo` needs the [demo] extra (gradio): pip install 'arr-coc-vis[demo]' ({err})"
+        f"`arr-coc demo` needs the [demo] extra (gradio): pip install -e '.[demo]' in the arr-coc-vis clone ({err})"
     ) from err
 
 # The example images ship inside the package (arr_coc/examples/, package data; the repository's examples/*.jpg are
@@ -260,7 +261,7 @@ class DemoApp:
         try:
             normalize_family(family)  # the API's spellings too (Qwen2.5-VL, qwen3-vl-moe)
         except ValueError:
-            raise _error(f"Unknown model family {family!r}; choose one of {', '.join(sorted(FAMILIES))}.") from None
+            raise _error(f"Unknown model family {family!r}; choose one of {', '.join(family_names())}.") from None
         if mode not in MODES:
             raise _error(f"Unknown mode {mode!r}; choose one of {', '.join(MODES)}.")
         try:
@@ -479,7 +480,9 @@ def build_app(app: DemoApp | None = None, examples: list[list[str]] | None = Non
                 budget = gr.Textbox(
                     label="budget: fraction (0.11), token count (256) or adaptive", value=DEFAULT_BUDGET
                 )
-                family = gr.Dropdown(choices=sorted(FAMILIES), value="qwen2.5-vl", label="model family (token grid)")
+                family = gr.Dropdown(
+                    choices=list(family_names()), value="qwen2.5-vl", label="model family (token grid)"
+                )
                 mode = gr.Radio(choices=list(MODES), value="auto", label="mode (text: OCR-aware; texture: no OCR)")
                 run = gr.Button("Allocate", variant="primary", elem_id="allocate-button")
             with gr.Column(scale=2):

@@ -1,4 +1,4 @@
-"""The evidence objective: train the learned box scorer (``arr_coc.reading.learned.BoxScorer``) on answer boxes.
+"""The evidence objective: train the learned box scorer (``arr_coc.reading.matching.BoxScorer``) on answer boxes.
 
 Steps (each a function taking data and returning data):
     extract     OCR (cached on disk per page) + the rule matcher's per-box features, labels (OCR boxes that overlap an
@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from ..reading.learned import FEATURE_GROUPS, FEATURES, BoxScorer, box_features
+from ..reading.matching.learned import FEATURE_GROUPS, FEATURES, BoxScorer, box_features
 from .data import Question, box_labels, docgen_questions, folds, grid_of, load_jsonl, question_cells
 
 BUDGETS: tuple[tuple[str, float], ...] = (("11.1%", 1 / 9), ("22.2%", 2 / 9), ("33.3%", 1 / 3))
