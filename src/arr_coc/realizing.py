@@ -45,7 +45,7 @@ from .config import CHANNELS, RelevanceConfig
 from .grid import GridSpec
 from .io import load_image_with_size
 from .knowing import InformationScorer, ParticipatoryScorer, PerspectivalScorer, channel_index, unit_last
-from .query import MAX_QUERY_CHARS, QueryCues, normalize_text, parse_query
+from .query import MAX_QUERY_CHARS, QueryCues, broken_text_notes, normalize_text, parse_query
 from .texture import frames_from_image, frames_from_patches, texture_from_frames
 
 MODES = ("auto", "text", "texture")
@@ -429,6 +429,11 @@ def query_notes(query: str) -> list[str]:
     text = str(query or "").strip()
     if not text:
         return []
+    return broken_text_notes(text) + _script_notes(text)
+
+
+def _script_notes(text: str) -> list[str]:
+    """``query_notes`` for words the pipeline cannot read (other scripts, no letters or digits)."""
     readable = [ch for ch in text if _readable(ch)]
     foreign = sorted({w for w in text.split() if any(ch.isalpha() and not _readable(ch) for ch in w)})
     if not readable:
