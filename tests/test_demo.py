@@ -165,8 +165,9 @@ def test_model_answers_unpruned_and_pruned(tmp_path, form_png):
     assert full.prompt_tokens - pruned.prompt_tokens == n - 8  # only visual tokens were dropped
     assert 1 <= pruned.new_tokens <= 3 and full.scorer_ms == 0.0 and pruned.scorer_ms > 0.0
     assert pruned.vision_ms + pruned.scorer_ms + pruned.prefill_ms <= pruned.ttft_ms  # stages inside the TTFT
-    table = app.answers(state)
+    table, note = app.answers(state).split("\n\n")
     assert table.count("\n") == 1 + len(rows) and "| unpruned |" in table and "| pruned |" in table
+    assert f"Why the model has {n} visual tokens, not {state['allocation'].n_tokens}" in note  # its 64-token cap
 
 
 def test_model_not_found_is_a_message(tmp_path, form_png):

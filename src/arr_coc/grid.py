@@ -69,6 +69,25 @@ def smart_resize(height: int, width: int, factor: int, min_pixels: int, max_pixe
     return h_bar, w_bar
 
 
+def pixel_count(value: object, name: str) -> int:
+    """``value`` as a whole number of pixels (an ``int``, or a float or string that holds a whole number).
+
+    Raises:
+        ValueError: naming ``name`` for NaN, infinities, fractions, booleans and anything that is not a number.
+    """
+    if isinstance(value, bool):
+        raise ValueError(f"{name} must be a whole number of pixels, got {value!r}")
+    if isinstance(value, int):
+        return value
+    try:
+        number = float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be a whole number of pixels, got {value!r}") from None
+    if not math.isfinite(number) or not number.is_integer():
+        raise ValueError(f"{name} must be a whole number of pixels, got {value!r}")
+    return int(number)
+
+
 @dataclass(frozen=True)
 class Grid:
     """A merged-patch grid: ``rows x cols`` visual tokens, each covering ``cell x cell`` resized pixels."""
@@ -112,8 +131,8 @@ class GridSpec:
         row = get_family(family)
         family, patch, merge = row.name, row.patch_size, row.merge_size
         factor = patch * merge
-        lo = row.min_pixels if min_pixels is None else int(min_pixels)
-        hi = DEFAULT_MAX_TOKENS * factor * factor if max_pixels is None else int(max_pixels)
+        lo = row.min_pixels if min_pixels is None else pixel_count(min_pixels, "min_pixels")
+        hi = DEFAULT_MAX_TOKENS * factor * factor if max_pixels is None else pixel_count(max_pixels, "max_pixels")
         limit = MAX_TOKENS_LIMIT * factor * factor
         if lo > limit or hi > limit:
             raise ValueError(

@@ -43,6 +43,7 @@ import torch
 
 from arr_coc.attending import Budget, TokenScores, parse_budget, resolve_budget, select
 from arr_coc.families import check_transformers, get_family, load_object, match_model, supported_classes
+from arr_coc.reading.text import valid_text
 
 from .base import (
     EncodedVisual,
@@ -757,6 +758,7 @@ class CompressedModel:
     ) -> tuple[list[int], str | None]:
         """Token ids and text of the question for ``item``: ``query=`` if given, else its user turn's text."""
         if isinstance(query, str):
+            query = valid_text(query)  # a lone surrogate (undecodable terminal byte, JSON escape) is not text
             return self._encode_text(query), query
         q_ids = turn_query_ids(row, row_mask, int(item.cols[0]), int(item.cols[-1]), ids)
         return q_ids, self._decode_text(q_ids)
@@ -814,6 +816,11 @@ class CompressedModel:
         n = math.prod(item.merged_grid(merge))
         if scores.numel() != n:
             raise ValueError(f"the scorer returned {scores.numel()} scores for {n} visual tokens")
+        if not bool(torch.isfinite(scores).any()):  # one host sync; nothing to rank would keep the top-left tokens
+            raise ValueError(
+                f"the scorer returned no finite score for the {n} visual tokens (all NaN or infinite), so there is "
+                "nothing to rank; a scorer must return a number per token (NaN marks a single token least relevant)"
+            )
         return scores, units
 
     def realizer_of_scorer(self) -> Any:

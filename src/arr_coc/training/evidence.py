@@ -547,10 +547,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument(
         "--docgen-dev",
         type=int,
-        default=12,
+        default=None,
         metavar="N",
-        help="also train on docgen's dev split, N documents per kind (0: none; its test split is never "
-        "used for training)",
+        help="also train on docgen's dev split, N generated documents per kind (default with --data: 12; 0: none; "
+        "without --data it must be given: generated documents only are a choice, not a fallback; the test split "
+        "is never used for training)",
     )
     p.add_argument("--out", required=True, help="checkpoint folder to write")
     p.add_argument("--ocr-cache", default=None, help="folder caching each page's OCR boxes (reused across runs)")
@@ -614,6 +615,13 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     )
     p.add_argument("--limit", type=int, default=0, help="use only the first N questions of each --data (debugging)")
     args = p.parse_args(argv)
+    if not args.data and args.docgen_dev is None:
+        p.error(
+            "nothing to train on: give --data (a realdocs-schema .jsonl or a folder with questions.jsonl), or "
+            "--docgen-dev N to train on N generated documents per kind only"
+        )
+    if args.docgen_dev is None:
+        args.docgen_dev = 12
     if not args.data and args.docgen_dev <= 0:
         p.error("nothing to train on: give --data and/or --docgen-dev N")
     if args.folds < 2 or args.inner_folds < 2:
