@@ -266,8 +266,8 @@ def test_mixed_positions_by_hand(family):
     inputs = batch([Sample(model, PROMPT)])
     h, w = 8, 10
     cm = compress(model, budget=24, scorer=corner_scorer, detail="mixed")
-    seen = []
-    handle = model.model.visual.register_forward_pre_hook(
+    seen = []  # the rows entering the tower's patch embedding (the foveated Qwen2.5-VL tower runs the modules itself)
+    handle = model.model.visual.patch_embed.register_forward_pre_hook(
         lambda m, args, kw: seen.append(args[0] if args else kw["hidden_states"]), with_kwargs=True
     )
     try:
