@@ -266,7 +266,9 @@ def test_mixed_positions_by_hand(family):
     inputs = batch([Sample(model, PROMPT)])
     h, w = 8, 10
     cm = compress(model, budget=24, scorer=corner_scorer, detail="mixed")
-    seen = []  # the rows entering the tower's patch embedding (the foveated Qwen2.5-VL tower runs the modules itself)
+    seen = []
+    # the tower's first module sees its input rows, on the model's own tower and on Qwen2.5-VL's window-batched one
+    # (integrations/qwen2_5_vl.run_tower, which calls the tower's modules, not model.model.visual itself)
     handle = model.model.visual.patch_embed.register_forward_pre_hook(
         lambda m, args, kw: seen.append(args[0] if args else kw["hidden_states"]), with_kwargs=True
     )
