@@ -144,7 +144,7 @@ def test_the_front_door_is_short_and_pytest_says_why_it_skips():
 
 
 def test_relative_links_resolve():
-    """Every relative link of the README and docs/*.md (results tables, docs pages, pictures) names a file that exists."""
+    """Every relative link of the README and docs/*.md (results tables, docs pages, pictures) names an existing file."""
     missing = []
     for page in PAGES:
         for match in re.finditer(r"\]\(([^)#\s]+)(#[^)]*)?\)", page.read_text(encoding="utf-8")):
