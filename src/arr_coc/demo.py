@@ -360,27 +360,25 @@ class DemoApp:
 def detail_picture(image: Image.Image, alloc: Allocation, mode: str) -> tuple[Image.Image, Any]:
     """The composite the model is shown when ``alloc``'s budget is spent with level of detail ``mode``.
 
-    The split is ``plan_detail`` on the allocation's own scores and word units (the selection ``compress`` makes),
-    drawn at the model's resized pixels (``alloc.resized``).
+    The split is the one ``compress`` makes (``arr_coc.deciding.choose`` with ``detail``) on the allocation's own
+    scores, word units and budget, with the config of the realizer that made the allocation, drawn at the model's
+    resized pixels (``alloc.resized``).
 
     Returns:
         (picture, the ``DetailPlan``).
     """
     import torch
 
-    from .attending import select
-    from .integrations.detail import DetailPlan, composite, plan_detail
+    from .deciding import choose
+    from .integrations.detail import composite
 
     rows, cols = alloc.grid
     flat = torch.from_numpy(np.ascontiguousarray(alloc.scores, dtype=np.float32).ravel())  # (N,)
-
-    def select_k(k: int) -> torch.Tensor:
-        return select(flat, k, units=alloc.units)
-
-    try:
-        plan = plan_detail(mode, flat, (rows, cols), alloc.budget, select_k)
-    except ValueError as err:  # a budget too small for a coarse view: drop-only, as compress does
-        plan = DetailPlan("drop", select_k(alloc.budget), alloc.budget, alloc.budget, note=str(err))
+    patch, merge = FAMILIES[alloc.family]  # the thumbnail's grid is the family's, as compress makes it
+    plan = choose(
+        flat, alloc.budget, alloc.config, units=alloc.units, detail=mode, grid=(rows, cols), patch=patch, merge=merge
+    ).plan
+    assert plan is not None
     view = np.asarray(image.convert("RGB").resize(tuple(alloc.resized), Image.BICUBIC))  # (H, W, 3)
     shown = composite(view, (rows, cols), plan if plan.mode != "drop" else None, keep=plan.fine.numpy())
     return Image.fromarray(shown), plan

@@ -106,8 +106,8 @@ class EvalConfig:
         progress: show a progress bar on stderr.
         details: level-of-detail modes (``"thumbnail"``, ``"mixed"``) added to every allocator that scores tokens.
         relevance: a relevance checkpoint folder (``arr-coc train``): its ``Realizer`` goes to
-            ``compress(..., realizer=...)`` of the allocators that score with the default scorer (model, text,
-            foveate); ``None``: the default rules.
+            ``compress(..., realizer=...)`` of every allocator: it scores for model, text, texture and foveate, and
+            its config resolves every budget (an ``"adaptive"`` one with its tiers); ``None``: the default rules.
     """
 
     model: str
@@ -338,13 +338,13 @@ def wrap_model(
     model: Any, processor: Any, variant: Variant, questions: list[str], seed: int, realizer: Any = None
 ) -> Any:
     """``model`` itself for the unpruned variant, else ``compress(model, ...)`` scoring with the bare questions;
-    ``realizer`` (``--relevance``) goes to the allocators that score with the default scorer."""
+    ``realizer`` (``--relevance``) goes to every allocator (it scores and resolves the budget)."""
     if variant.allocator is None:
         return model
     from ..integrations import compress
 
     options = compress_options(variant.allocator, variant.budget, seed)
-    if realizer is not None and options.get("scorer") == "auto":
+    if realizer is not None:  # it scores (model, text, texture, foveate) and resolves every budget
         options["realizer"] = realizer
     if variant.detail is not None:
         options["detail"] = variant.detail
@@ -776,8 +776,8 @@ def add_eval_arguments(p: argparse.ArgumentParser) -> None:
         "--relevance",
         type=Path,
         default=None,
-        help="a relevance checkpoint folder (arr-coc train) for the allocators that use the default scorer (model, "
-        "text, foveate); default: the rules",
+        help="a relevance checkpoint folder (arr-coc train): it scores for the model, text, texture and foveate "
+        "allocators and resolves every allocator's budget; default: the rules",
     )
 
 
