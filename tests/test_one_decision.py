@@ -60,7 +60,7 @@ def test_every_entry_point_keeps_the_same_tokens(checkpoint, form_image, tiny_ch
     a = allocate(form_image, QUERY, "adaptive", family=FAMILY, mode="texture", realizer=realizer)
     assert a.budget == 7, a.budget  # the checkpoint's tiers, not the default ones (which start at 64)
     expected = a.keep.tolist()
-    kept: dict[str, list[int]] = {}
+    kept: dict[str, list[int]] = {"Allocation.select": a.select("adaptive").tolist()}  # the same tiers again
 
     # compress: drop and foveate
     inputs = build_inputs(processor, form_image, QUERY)
@@ -137,3 +137,56 @@ def test_decide_resolves_every_budget_with_its_own_config(checkpoint) -> None:
         realizer.decide([frames], [(10, 12)], ["q"], 0)
     with pytest.raises(ValueError, match="2 entries for 1 items"):
         realizer.decide([frames], [(10, 12)], ["q"], [1, 2])
+
+
+def test_a_custom_scorer_is_budgeted_with_the_realizers_config(checkpoint, form_image) -> None:
+    """A custom scorer's scores are resolved with the realizer ``compress`` was given (``ImageContext.realizer``);
+    the old ``scorer_config`` bag still takes the realizer but keeps only what the custom scorer reads; ``options=``
+    is the same as the keywords."""
+    from arr_coc.integrations import CompressOptions
+    from arr_coc.testing import tiny_model
+
+    model, processor = tiny_model(FAMILY)
+    realizer = Realizer.from_pretrained(checkpoint)
+    inputs = build_inputs(processor, form_image, QUERY)
+    seen = []
+
+    def scorer(ctx):
+        seen.append(ctx.realizer)
+        return torch.linspace(0, 1, ctx.n_tokens)  # (N,)
+
+    cm = compress(model, budget="adaptive", processor=processor, scorer=scorer, realizer=realizer)
+    with torch.no_grad():
+        cm(**inputs)
+    assert seen == [realizer] and cm.last_allocation[0][0].budget in (4, 7)
+    bag = compress(model, processor=processor, scorer=scorer, scorer_config={"realizer": realizer, "mine": 1})
+    assert bag.realizer is realizer and bag.options.scorer_config == {"mine": 1}
+    options = CompressOptions.build("adaptive", realizer=realizer, foveate=True)
+    kept = []
+    for cm in (compress(model, processor=processor, options=options),
+               compress(model, budget="adaptive", processor=processor, realizer=realizer, foveate=True)):  # fmt: skip
+        with torch.no_grad():
+            cm(**inputs)
+        kept.append(cm.last_allocation[0][0].keep.tolist())
+    assert kept[0] == kept[1] and len(kept[0]) in (4, 7)
+
+
+def test_the_budget_is_parsed_once_per_call(checkpoint, form_image, monkeypatch) -> None:
+    """``allocate`` parses its budget once; ``compress`` parses it when it is built and never in a forward."""
+    import arr_coc.attending as attending
+    from arr_coc.testing import tiny_model
+
+    calls = []
+    parse = attending.parse_budget
+    monkeypatch.setattr(attending, "parse_budget", lambda b: calls.append(b) or parse(b))
+    realizer = Realizer.from_pretrained(checkpoint)
+    allocate(form_image, QUERY, "adaptive", family=FAMILY, mode="texture", realizer=realizer)
+    assert calls == ["adaptive"]
+    model, processor = tiny_model(FAMILY)
+    inputs = build_inputs(processor, form_image, QUERY)
+    for detail in (None, "mixed"):
+        calls.clear()
+        cm = compress(model, budget=[0.25], processor=processor, realizer=realizer, detail=detail)
+        with torch.no_grad():
+            cm(**inputs)
+        assert calls == [0.25], (detail, calls)

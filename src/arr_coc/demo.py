@@ -171,9 +171,16 @@ class ModelRunner:
         return self._loaded
 
     def compare(
-        self, image: Image.Image, question: str, budget: Any, text_prior: bool, progress: Progress | None = None
+        self,
+        image: Image.Image,
+        question: str,
+        budget: Any,
+        text_prior: bool,
+        progress: Progress | None = None,
+        realizer: Any = None,
     ) -> list[AnswerRow]:
-        """Answer ``question`` about ``image`` unpruned, pruned to ``budget`` and (if supported) foveated.
+        """Answer ``question`` about ``image`` unpruned, pruned to ``budget`` and (if supported) foveated, each pruned
+        model deciding with ``realizer`` (the heatmap's; None: the default one).
 
         Each model is first run once on a tiny image, so that one-time set-up (lazy imports, the OCR models,
         CUDA initialisation) is in no timed run, as ``arr-coc ask`` does. One comparison at a time (a lock).
@@ -194,7 +201,8 @@ class ModelRunner:
             runs += [(f"detail {self.detail}", {"detail": self.detail})] if self.detail else []
             for name, extra in runs:
                 scorer = TimedScorer(resolve_scorer("auto"), self.device)
-                cm = compress(model, budget=budget, processor=processor, scorer=scorer, text_prior=text_prior, **extra)
+                cm = compress(model, budget=budget, processor=processor, scorer=scorer, text_prior=text_prior,
+                              realizer=realizer, **extra)  # fmt: skip
                 variants.append((name, cm, scorer))
             rows = []
             for i, (name, m, scorer) in enumerate(variants):
@@ -347,7 +355,9 @@ class DemoApp:
         alloc: Allocation = state["allocation"]
         try:
             text_prior = alloc.mode == "text"  # the model's own allocation uses the same path as the heatmap
-            rows = self.runner.compare(state["image"], state["question"], state["budget"], text_prior, progress)
+            rows = self.runner.compare(
+                state["image"], state["question"], state["budget"], text_prior, progress, realizer=self.realizer
+            )
         except Exception as err:  # noqa: BLE001  (a model failure is shown in the page, not as a stack trace)
             from .loading import ModelNotFoundError
 

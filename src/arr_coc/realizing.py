@@ -5,13 +5,15 @@
     (text mode) OCR + query matching ─► text prior ──────┘                                          │
                                                                      attending (budget, top-K) ◄────┘
 
-One object runs it: a :class:`Realizer` built from one :class:`~arr_coc.config.RelevanceConfig`, whose
-:meth:`Realizer.relevance` takes frames (T, 3, H, W) at the processor's resolution on any device, a query, and
-optionally the model's token features, the query's embeddings and a text prior, and returns scores (T, rows, cols).
-``allocate`` calls it on an image resized as the processor does and returns an ``Allocation`` (what is kept, the
-scores, and the sizes that tie them to the model's tokens); ``score_visual_tokens`` calls it on a processor's
-``pixel_values`` and the model's own visual tokens, inside ``arr_coc.compress``. Same frames, same config: same
-tokens.
+One object decides: a :class:`Realizer` built from one :class:`~arr_coc.config.RelevanceConfig`.
+:meth:`Realizer.decide` takes a batch of items (frames (T, 3, H, W) at the processor's resolution, on any device),
+their grids, questions, a budget and a mode, and returns a :class:`~arr_coc.deciding.Decision`: per item the kept
+tokens, scores, word units, the budget resolved with THIS realizer's config, the text prior and the level-of-detail
+plan. It is :meth:`Realizer.score` (text prior -> :meth:`Realizer.relevance`; with ``grad=True`` the same code with
+gradients, what the answer trainer calls) then :meth:`Realizer.choose` (:func:`arr_coc.deciding.choose`).
+Every entry point is a few lines on top of it: ``allocate`` (an image resized as the processor does -> an
+``Allocation``), ``score_visual_tokens`` and ``compress`` (a processor's ``pixel_values``), the vLLM plugin, the demo,
+``eval`` and the trainer. Same frames, same realizer: same tokens.
 
 Modes: ``"text"`` adds the OCR-based text prior (needs the ``[ocr]`` extra; the primary path for documents),
 ``"texture"`` is the fast query-agnostic-pixels path (query cues only), ``"auto"`` picks ``"text"`` when the
@@ -26,7 +28,7 @@ Example:
 
 from __future__ import annotations
 
-import contextlib
+import functools
 import importlib.util
 import threading
 import time
@@ -284,11 +286,12 @@ class Realizer(nn.Module):
         pictures: Sequence[Image.Image] | None = None,
         text_options: dict[str, Any] | None = None,
         reader: Any = None,
+        grad: bool = False,
     ) -> Scoring:
         """Relevance of every visual token of one image or video (T frames), with the text path in mode ``"text"``.
 
-        The first half of :meth:`decide`, and the one differentiable scoring method: outside ``inference_mode``
-        the scores carry gradients to the realizer's parameters (the answer trainer calls it so).
+        The first half of :meth:`decide`, and the one differentiable scoring method: with ``grad=True`` the scores
+        carry gradients to the realizer's parameters (the answer trainer calls it so).
 
         Args:
             frames (torch.Tensor of shape (T, 3, rows * cell, cols * cell)): the pixels the vision tower sees, uint8 or
@@ -303,6 +306,8 @@ class Realizer(nn.Module):
                 copy to the CPU).
             text_options: the text path's ablation switches (``ReadingConfig.with_switches``).
             reader: the OCR reader (default: this realizer's).
+            grad: run :meth:`relevance`'s code outside ``inference_mode``, so the scores carry gradients to the
+                realizer's parameters (training); default: under ``inference_mode``.
 
         Returns:
             A :class:`~arr_coc.deciding.Scoring` on the frames' device.
@@ -318,7 +323,10 @@ class Realizer(nn.Module):
             prior, boxes, evidence, units = text_prior_maps(pics, query or "", rows, cols, text_options, reader, self)
             prior = prior.to(frames.device)  # (T, rows, cols)
             ocr_ms = (time.perf_counter() - t0) * 1e3
-        rel = self.relevance(
+        # grad: relevance's own code without its inference_mode (functools.wraps keeps it as __wrapped__), so training
+        # scores with exactly the code that decides
+        relevance = functools.partial(type(self).relevance.__wrapped__, self) if grad else self.relevance
+        rel = relevance(
             frames, (rows, cols), query, token_feats=token_feats, query_embeds=query_embeds, prior=prior
         )  # scores (T, rows, cols)
         timings = {"ocr": ocr_ms, **rel.timings_ms}
@@ -392,11 +400,10 @@ class Realizer(nn.Module):
         pics, redund = _per_item(pictures, n, "pictures"), _per_item(features, n, "features")
         items = []
         for i in range(n):
-            with contextlib.nullcontext() if grad else torch.inference_mode():
-                scoring = self.score(
-                    frames[i], grids[i], queries[i], modes[i], token_feats=feats[i], query_embeds=embeds[i],
-                    prior=given[i], pictures=pics[i], text_options=text_options, reader=reader,
-                )  # fmt: skip
+            scoring = self.score(
+                frames[i], grids[i], queries[i], modes[i], token_feats=feats[i], query_embeds=embeds[i],
+                prior=given[i], pictures=pics[i], text_options=text_options, reader=reader, grad=grad,
+            )  # fmt: skip
             # the choice runs outside inference_mode: its indices are ordinary tensors a caller may index with under
             # autograd (compress trained through with labels)
             t0 = time.perf_counter()
@@ -409,6 +416,7 @@ class Realizer(nn.Module):
             items.append(ItemDecision(scoring, choice))
         return Decision(items, self.config)
 
+    @torch.inference_mode()
     def relevance(
         self,
         frames: torch.Tensor,
@@ -430,8 +438,8 @@ class Realizer(nn.Module):
             prior (torch.Tensor of shape (T, rows, cols) or None): a query-conditioned map in [0, 1] (the text prior).
 
         Returns:
-            :class:`Relevance`, on the frames' device (differentiable in the realizer's parameters outside
-            ``inference_mode``; :meth:`decide` enters it unless ``grad=True``).
+            :class:`Relevance`, on the frames' device (under ``inference_mode``; ``score(..., grad=True)`` runs this
+            same code with gradients).
         """
         rows, cols = int(grid[0]), int(grid[1])
         t = frames.shape[0]

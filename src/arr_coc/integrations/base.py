@@ -16,11 +16,12 @@ The wrapper in ``compress.py`` never reaches into a model directly. Everything i
 
 The family files (``qwen2_vl.py``, ``qwen2_5_vl.py``, ``qwen3_vl.py``) subclass :class:`FamilyAdapter` with the few
 things that differ: which classes they accept, extra arguments of ``get_rope_index`` (Qwen2.5-VL's
-``second_per_grid_ts``) and Qwen3-VL's DeepStack features.
+``second_per_grid_ts``) and Qwen3-VL's DeepStack features. The defaults here carry what every Qwen-VL family shares
+and the family-independent sequence steps (``sequence.py``) must not know: the chat template's token ids, the
+token-type ids, the 3-row M-RoPE positions of decoded text and the 4-row positions ``generate`` takes.
 
-This module also defines the default, training-free relevance scorer (:func:`cosine_scorer`) and the
-:class:`ImageContext` every scorer receives, so a better scorer (``arr_coc.realizing.score_visual_tokens``) can be
-swapped in without touching the wrapper.
+This module also defines the scorers (:func:`default_scorer`: the realizer's relevance; :func:`cosine_scorer`:
+query-embedding similarity alone) and the :class:`ImageContext` every scorer receives.
 """
 
 from __future__ import annotations
@@ -481,14 +482,15 @@ def realizing_scorer() -> Scorer:
 def resolve_scorer(scorer: str | Scorer | None) -> Scorer:
     """Turn the ``scorer=`` option into a callable.
 
-    ``"auto"`` / ``None`` / ``"realizing"``: :func:`realizing_scorer` (the full relevance pipeline);
+    ``"auto"`` / ``None`` / ``"realizing"``: :func:`default_scorer` (the realizer's relevance; ``compress`` then
+    decides with ``Realizer.decide``);
     ``"cosine"``: :func:`cosine_scorer` (query-embedding similarity alone); a callable
     ``f(ImageContext) -> Tensor (N,)`` is used as is.
     """
     if callable(scorer):
         return scorer
     if scorer is None or scorer in ("auto", "realizing"):
-        return realizing_scorer()
+        return default_scorer
     if scorer == "cosine":
         return cosine_scorer
     raise ValueError(
