@@ -39,11 +39,6 @@ if TYPE_CHECKING:
     from arr_coc.realizing import Realizer
 
 Kind = str  # "image" or "video"
-OPENAI_CLIP_MEAN = (0.48145466, 0.4578275, 0.40821073)  # Qwen2-VL / Qwen2.5-VL image processor defaults
-OPENAI_CLIP_STD = (0.26862954, 0.26130258, 0.27577711)
-# Qwen2 BPE ids of <|im_start|>, <|im_end|> and "\n" (every Qwen-VL family's chat template), used when no tokenizer
-# says otherwise.
-QWEN2_CHAT_IDS: dict[str, int] = {"im_start": 151644, "im_end": 151645, "newline": 198}
 
 
 @dataclass
@@ -168,43 +163,32 @@ class EncodedVisual:
 
 @dataclass
 class FamilyAdapter:
-    """How the wrapper talks to one model family. Subclasses set ``name`` / ``class_names`` and override the
-    family-specific hooks; the defaults below are what Qwen2-VL and Qwen2.5-VL share.
+    """How the wrapper talks to one model family. Subclasses override the family-specific hooks; the defaults below
+    are what Qwen2-VL and Qwen2.5-VL share. Which ``transformers`` classes an adapter drives, and the family's other
+    facts, are the family's row in :mod:`arr_coc.families` (whose ``ModelClass.adapter`` names this object).
 
     Attributes:
-        name: family name for messages, e.g. ``"qwen2.5-vl"``.
-        class_names: ``transformers`` classes (by name) this adapter accepts.
-        module: ``transformers`` module that defines them (imported lazily, so ``arr_coc`` imports without
-            transformers).
+        name: the family (or family variant) name, a spelling :func:`arr_coc.families.get_family` knows, e.g.
+            ``"qwen2.5-vl"`` or ``"qwen3-vl-moe"``.
         extra_rope_keys: inputs forwarded to ``get_rope_index`` besides the grids.
-        chat_ids: token ids of the chat template's turn markers (``im_start``, ``im_end``, ``newline``) when no
-            tokenizer is given (:meth:`special_ids`).
-        image_mean, image_std: the normalisation the family's image processor applies by default (used to undo it
-            when ``compress`` is given no processor).
     """
 
     name: str
-    class_names: tuple[str, ...]
-    module: str
     extra_rope_keys: tuple[str, ...] = field(default=())
-    image_mean: tuple[float, float, float] = OPENAI_CLIP_MEAN  # the family's processor default (Qwen2/2.5-VL)
-    image_std: tuple[float, float, float] = OPENAI_CLIP_STD
-    chat_ids: dict[str, int] = field(default_factory=lambda: dict(QWEN2_CHAT_IDS))  # the turn markers' token ids
 
-    def model_classes(self) -> tuple[type, ...]:
-        """The accepted classes (imported on demand; empty if this transformers version lacks them)."""
-        import importlib
+    @property
+    def image_mean(self) -> tuple[float, float, float]:
+        """The family's image processor's default mean (used to undo it when ``compress`` is given no processor)."""
+        from arr_coc.families import get_family
 
-        try:
-            mod = importlib.import_module(self.module)
-        except ImportError:
-            return ()
-        return tuple(getattr(mod, n) for n in self.class_names if hasattr(mod, n))
+        return get_family(self.name).image_mean
 
-    def matches(self, model: Any) -> bool:
-        """Whether ``model`` is an instance of one of :attr:`class_names`."""
-        classes = self.model_classes()
-        return bool(classes) and isinstance(model, classes)
+    @property
+    def image_std(self) -> tuple[float, float, float]:
+        """The family's image processor's default standard deviation."""
+        from arr_coc.families import get_family
+
+        return get_family(self.name).image_std
 
     # ----- geometry ---------------------------------------------------------------------------------------------
     def geometry(self, model: Any) -> tuple[int, int, int]:
@@ -227,8 +211,11 @@ class FamilyAdapter:
     def special_ids(self, model: Any, tokenizer: Any = None) -> dict[str, int]:
         """Every token id the sequence steps need: placeholders and vision markers (:meth:`token_ids`) and the chat
         template's turn markers (``im_start``, ``im_end``, ``newline``: from ``tokenizer`` when it knows them, else
-        :attr:`chat_ids`)."""
-        ids = {**self.token_ids(model), **self.chat_ids}
+        the family's row in :mod:`arr_coc.families`)."""
+        from arr_coc.families import get_family
+
+        defaults = get_family(self.name).token_ids
+        ids = {**self.token_ids(model), **{k: defaults[k] for k in ("im_start", "im_end", "newline")}}
         if tokenizer is not None and hasattr(tokenizer, "convert_tokens_to_ids"):
             for key, text in (("im_start", "<|im_start|>"), ("im_end", "<|im_end|>"), ("newline", "Ċ")):
                 value = tokenizer.convert_tokens_to_ids(text)
@@ -355,6 +342,23 @@ class FamilyAdapter:
             "cu_seqlens": kept_cu_seqlens(keep, (t, h // merge, w // merge), merge),  # (frames + 1,)
         }
         return KeptItem(rows=kept_patch_rows(keep, merge), n_tokens=int(keep.numel()), kwargs=kwargs)
+
+    def run_tower(self, model: Any, hidden: torch.Tensor, grid_thw: torch.Tensor, kwargs: dict[str, Any]) -> Any:
+        """The vision tower on the kept patches of all items of one modality (foveation), given their tensors.
+
+        The default is the model's own tower, ``model.model.visual(hidden, grid_thw=..., **kwargs)``; a family whose
+        tower can be run with fewer calls overrides it (Qwen2.5-VL: one attention call per block for all windows).
+
+        Args:
+            hidden (torch.Tensor of shape (P, C*temporal_patch_size*patch_size**2)): the kept patches, in the dtype
+                of the tower.
+            grid_thw (torch.LongTensor of shape (num_items, 3)): the items' FULL patch grids.
+            kwargs: the packed tower keyword arguments of :func:`~arr_coc.integrations.foveation.concat_items`.
+
+        Returns:
+            The tower's output (``pooler_output`` of shape (P / merge_size**2, D), in kept order).
+        """
+        return model.model.visual(hidden, grid_thw=grid_thw, return_dict=True, **kwargs)
 
     def encode_kept(
         self, model: Any, kind: Kind, pixel_values: torch.Tensor, grid_thw: torch.Tensor, keeps: Sequence[torch.Tensor]

@@ -40,10 +40,10 @@ import torch
 
 from arr_coc.attending import Budget, TokenBudget, TokenScores
 from arr_coc.deciding import Choice, allocate_tokens  # noqa: F401  (allocate_tokens: as before the split)
+from arr_coc.families import check_transformers, load_object, match_model, supported_classes
 
-from . import qwen2_5_vl, qwen2_vl, qwen3_vl
 from .base import EncodedVisual, FamilyAdapter, ImageContext, Scorer, VisualAllocation, default_scorer
-from .options import CompressOptions
+from .options import CompressOptions, normalisation
 from .qwen3_vl import tier_levels
 from .sequence import (  # noqa: F401  (locate_items, turn_query_ids: this module's names before the split)
     PrunedInputs,
@@ -59,40 +59,29 @@ from .sequence import (  # noqa: F401  (locate_items, turn_query_ids: this modul
     turn_query_ids,
 )
 
-ADAPTERS: tuple[FamilyAdapter, ...] = (
-    qwen2_vl.ADAPTER,
-    qwen2_5_vl.ADAPTER,
-    qwen3_vl.ADAPTER,
-    qwen3_vl.MOE_ADAPTER,
-)
-SUPPORTED_CLASSES: tuple[str, ...] = tuple(n for a in ADAPTERS for n in a.class_names)
+SUPPORTED_CLASSES: tuple[str, ...] = supported_classes()  # the built-in families' classes (arr_coc.families)
 generation_position_ids = FamilyAdapter.generation_position_ids  # Qwen-VL's 4-row generate positions (the adapter's)
 
 Visual = dict[str, tuple[torch.Tensor | None, torch.Tensor | None]]  # kind -> (pixel rows, grid_thw)
 
 
-def _normalisation(image_processor: Any) -> tuple[tuple[float, ...] | None, tuple[float, ...] | None]:
-    """The image processor's ``image_mean`` / ``image_std`` as 3-tuples, or (None, None) when it has none."""
-    mean, std = getattr(image_processor, "image_mean", None), getattr(image_processor, "image_std", None)
-    if mean is None or std is None:
-        return None, None
-    as3 = [(float(v),) * 3 if isinstance(v, (int, float)) else tuple(float(x) for x in v) for v in (mean, std)]
-    return as3[0], as3[1]
-
-
 def find_adapter(model: Any) -> FamilyAdapter:
-    """The adapter for ``model``'s class.
+    """The adapter for ``model``'s class, from the family registry (:mod:`arr_coc.families`), after checking that
+    the installed ``transformers`` is one the family gives exact answers with.
 
     Raises:
         ValueError: if the class is not supported; the message lists the supported classes.
+        RuntimeError: if ``transformers`` is older than the family's floor; the message names both versions.
     """
-    for adapter in ADAPTERS:
-        if adapter.matches(model):
-            return adapter
-    raise ValueError(
-        f"compress() does not support {type(model).__name__}; supported model classes: {', '.join(SUPPORTED_CLASSES)} "
-        "(wrap the ...ForConditionalGeneration model, not its inner .model)"
-    )
+    found = match_model(model)
+    if found is None:
+        raise ValueError(
+            f"compress() does not support {type(model).__name__}; supported model classes: "
+            f"{', '.join(supported_classes())} (wrap the ...ForConditionalGeneration model, not its inner .model)"
+        )
+    family, entry = found
+    check_transformers(family)
+    return load_object(entry.adapter)
 
 
 class CompressedModel:
@@ -307,7 +296,7 @@ class CompressedModel:
                     detail=o.detail if kind == "image" else None, patch=patch, merge=merge, text_options=o.text_options,
                 )  # fmt: skip
                 for i, d in zip(at, decision.items, strict=True):
-                    out[i] = (d.choice, d.scores.detach().float().flatten())
+                    out[i] = (d.choice, _finite(d.scores.detach().float().flatten(), n[i]))
             return out
         for i, it in enumerate(items):
             ctx = ImageContext(
@@ -319,9 +308,7 @@ class CompressedModel:
             answer = o.scorer(ctx)
             units = answer.units if isinstance(answer, TokenScores) else ()
             raw = answer.scores if isinstance(answer, TokenScores) else answer
-            scores = torch.as_tensor(raw).detach().float().flatten()  # (N,)
-            if scores.numel() != n[i]:
-                raise ValueError(f"the scorer returned {scores.numel()} scores for {n[i]} visual tokens")
+            scores = _finite(torch.as_tensor(raw).detach().float().flatten(), n[i])  # (N,)
             choice = self.realizer.choose(
                 scores, budgets[it.sample], units=units, features=redund[i], redundancy=o.redundancy,
                 detail=o.detail if it.kind == "image" else None, grid=grids[i], patch=patch, merge=merge,
@@ -424,6 +411,18 @@ class CompressedModel:
         return self.adapter.model_inputs(kwargs, packed, mm_outputs, generation), original_ids
 
 
+def _finite(scores: torch.Tensor, n: int) -> torch.Tensor:
+    """``scores`` (N,) when they hold N numbers of which at least one is finite (one host sync), else a clear error."""
+    if scores.numel() != n:
+        raise ValueError(f"the scorer returned {scores.numel()} scores for {n} visual tokens")
+    if not bool(torch.isfinite(scores).any()):  # nothing to rank would keep the top-left tokens
+        raise ValueError(
+            f"the scorer returned no finite score for the {n} visual tokens (all NaN or infinite), so there is "
+            "nothing to rank; a scorer must return a number per token (NaN marks a single token least relevant)"
+        )
+    return scores
+
+
 def compress(
     model: Any,
     budget: Budget | Sequence[Budget] = "adaptive",
@@ -494,5 +493,5 @@ def compress(
     q = options.query
     if (isinstance(q, str) or (isinstance(q, tuple) and any(isinstance(x, str) for x in q))) and tokenizer is None:
         raise ValueError("a string query= needs a tokenizer: pass compress(..., processor=...) or tokenizer=...")
-    mean, std = _normalisation(getattr(processor, "image_processor", None))
+    mean, std = normalisation(getattr(processor, "image_processor", None))
     return CompressedModel(model, adapter, options, tokenizer, mean, std)

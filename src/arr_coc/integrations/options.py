@@ -164,3 +164,12 @@ class CompressOptions:
             detail=detail,
             scorer_config=scorer_config,
         )
+
+
+def normalisation(image_processor: Any) -> tuple[tuple[float, ...] | None, tuple[float, ...] | None]:
+    """The image processor's ``image_mean`` / ``image_std`` as 3-tuples, or (None, None) when it has none."""
+    mean, std = getattr(image_processor, "image_mean", None), getattr(image_processor, "image_std", None)
+    if mean is None or std is None:
+        return None, None
+    as3 = [(float(v),) * 3 if isinstance(v, (int, float)) else tuple(float(x) for x in v) for v in (mean, std)]
+    return as3[0], as3[1]

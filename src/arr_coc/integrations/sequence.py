@@ -18,6 +18,8 @@ from typing import Any
 
 import torch
 
+from arr_coc.reading.text import valid_text
+
 # Inputs compress() computes itself; passing them would silently disagree with the pruned sequence.
 REFUSED = {
     "inputs_embeds": "compress() builds the pruned sequence from input_ids (it must see the image placeholder "
@@ -401,6 +403,7 @@ def questions(
     for it in items:
         q = queries[it.sample]
         if isinstance(q, str):
+            q = valid_text(q)  # a lone surrogate (undecodable terminal byte, JSON escape) is not text
             try:
                 encoded = tokenizer.encode(q, add_special_tokens=False)
             except TypeError:
