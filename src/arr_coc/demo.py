@@ -142,6 +142,8 @@ class ModelRunner:
         device: torch device; ``None`` = cuda if available, else cpu.
         dtype: ``"auto"`` or a floating torch dtype name.
         max_new_tokens: answer length cap.
+        detail: also answer with ``compress(..., detail=...)``.
+        realizer: the relevance model every pruned answer decides with (the heatmap's; None: the default one).
     """
 
     def __init__(
@@ -151,8 +153,10 @@ class ModelRunner:
         dtype: str = "auto",
         max_new_tokens: int = 64,
         detail: str | None = None,
+        realizer: Any = None,
     ):
         self.model_id = model_id
+        self.realizer = realizer
         self.detail = detail  # also answer with compress(..., detail=...)
         self.device = device
         self.dtype = dtype
@@ -180,16 +184,10 @@ class ModelRunner:
         return int(value) if value else None
 
     def compare(
-        self,
-        image: Image.Image,
-        question: str,
-        budget: Any,
-        text_prior: bool,
-        progress: Progress | None = None,
-        realizer: Any = None,
+        self, image: Image.Image, question: str, budget: Any, text_prior: bool, progress: Progress | None = None
     ) -> list[AnswerRow]:
         """Answer ``question`` about ``image`` unpruned, pruned to ``budget`` and (if supported) foveated, each pruned
-        model deciding with ``realizer`` (the heatmap's; None: the default one).
+        model deciding with :attr:`realizer` (the heatmap's).
 
         Each model is first run once on a tiny image, so that one-time set-up (lazy imports, the OCR models,
         CUDA initialisation) is in no timed run, as ``arr-coc ask`` does. One comparison at a time (a lock).
@@ -211,7 +209,7 @@ class ModelRunner:
             for name, extra in runs:
                 scorer = TimedScorer(resolve_scorer("auto"), self.device)
                 cm = compress(model, budget=budget, processor=processor, scorer=scorer, text_prior=text_prior,
-                              realizer=realizer, **extra)  # fmt: skip
+                              realizer=self.realizer, **extra)  # fmt: skip
                 variants.append((name, cm, scorer))
             rows = []
             for i, (name, m, scorer) in enumerate(variants):
@@ -362,9 +360,7 @@ class DemoApp:
         alloc: Allocation = state["allocation"]
         try:
             text_prior = alloc.mode == "text"  # the model's own allocation uses the same path as the heatmap
-            rows = self.runner.compare(
-                state["image"], state["question"], state["budget"], text_prior, progress, realizer=self.realizer
-            )
+            rows = self.runner.compare(state["image"], state["question"], state["budget"], text_prior, progress)
         except Exception as err:  # noqa: BLE001  (a model failure is shown in the page, not as a stack trace)
             from .loading import ModelNotFoundError
 
@@ -606,15 +602,17 @@ def main(
 ) -> int:
     """``arr-coc demo``: build the app and serve it until interrupted. Returns the exit code.
 
-    ``relevance``: a checkpoint folder of ``arr-coc train`` for the heatmap's allocation (None: the rules)."""
-    runner = ModelRunner(model, device, dtype, max_new_tokens, detail) if model else None
-    if model:
-        print(f"the model ({model}) is loaded when the first question is asked")
+    ``relevance``: a checkpoint folder of ``arr-coc train`` for the heatmap's allocation and the model's pruning
+    (None: the rules)."""
     realizer = None
     if relevance is not None:
         from .realizing import Realizer
 
         realizer = Realizer.from_pretrained(relevance)
+    # the heatmap and the model's own pruning decide with the same realizer
+    runner = ModelRunner(model, device, dtype, max_new_tokens, detail, realizer) if model else None
+    if model:
+        print(f"the model ({model}) is loaded when the first question is asked")
     launch(build_app(DemoApp(runner, detail=detail, realizer=realizer)), host, port, block=True)
     return 0
 
