@@ -159,10 +159,11 @@ class VisionPeak:
 
     def __enter__(self) -> VisionPeak:
         self.peak = 0
-        self._handles = [
-            self.module.register_forward_pre_hook(self._pre, with_kwargs=True),
-            self.module.register_forward_hook(self._post, with_kwargs=True),
-        ]
+        from arr_coc.loading import tower_hooks  # the tower's own forward or the foveated tower's modules
+
+        self._handles = tower_hooks(
+            self.module, lambda: self._pre(None, None, None), lambda: self._post(None, None, None, None)
+        )
         return self
 
     def __exit__(self, *exc: Any) -> None:

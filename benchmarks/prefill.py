@@ -517,9 +517,18 @@ class StageTimer:
         return hook
 
     def __enter__(self) -> StageTimer:
-        for key, module in self.modules.items():
-            self._handles.append(module.register_forward_pre_hook(self._pre(key), with_kwargs=True))
-            self._handles.append(module.register_forward_hook(self._post(key), with_kwargs=True))
+        from arr_coc.loading import tower_hooks
+
+        def start() -> None:
+            self._pre("vision")(None, None, None)
+
+        def end() -> None:
+            self._post("vision")(None, None, None, None)
+
+        self._handles += tower_hooks(self.modules["vision"], start, end)  # also sees the foveated tower's modules
+        module = self.modules["llm"]
+        self._handles.append(module.register_forward_pre_hook(self._pre("llm"), with_kwargs=True))
+        self._handles.append(module.register_forward_hook(self._post("llm"), with_kwargs=True))
         return self
 
     def __exit__(self, *exc: Any) -> None:

@@ -9,6 +9,8 @@ rounding can differ; elsewhere the tolerance is stated where it is used.
 
 from __future__ import annotations
 
+import math
+
 import pytest
 import torch
 
@@ -289,13 +291,15 @@ def test_foveate_full_budget_matches_model(family):
 
 
 def _tower_rows(model):
-    """Counts the patch rows that enter the vision tower (a forward pre-hook: observes, changes nothing)."""
+    """Counts the patch rows that enter the vision tower's patch embedding (a forward pre-hook: observes, changes
+    nothing); the patch embedding, not the tower, because the foveated Qwen2.5-VL tower runs the tower's modules
+    itself (one attention call per block)."""
     seen: list[int] = []
 
     def hook(module, args, kwargs) -> None:
         seen.append(int((args[0] if args else kwargs["hidden_states"]).shape[0]))
 
-    return seen, model.model.visual.register_forward_pre_hook(hook, with_kwargs=True)
+    return seen, model.model.visual.patch_embed.register_forward_pre_hook(hook, with_kwargs=True)
 
 
 @pytest.mark.parametrize("family", WITH_MOE)
@@ -505,3 +509,252 @@ def test_bench_tiny_writes_every_row(tmp_path, capsys):
     data = json.loads(out.with_suffix(".json").read_text())
     kept = {(r["mode"], r["budget"]): r["kept"] for r in data["results"][0]["rows"]}
     assert kept[("foveated", "11.1%")] == kept[("post-encoder", "11.1%")] < kept[("unpruned", "100%")]
+
+
+# ---------------------------------------------------------------- one attention call per block (Qwen2.5-VL, SDPA) ---
+
+
+def _per_segment_attention(cu: torch.Tensor):
+    """The library's SDPA path, as ``Qwen2_5_VLVisionAttention.forward`` runs it: split at ``cu_seqlens``, one
+    ``sdpa_attention_forward`` per segment, concatenated. Returns ``attend(query, key, value, scale)`` on (P, H, d)."""
+    from transformers.integrations.sdpa_attention import sdpa_attention_forward
+
+    module = torch.nn.Module()
+    module.num_key_value_groups = 1
+    module.training = False
+    lengths = (cu[1:] - cu[:-1]).tolist()
+
+    def attend(query, key, value, scale):
+        splits = [torch.split(t.transpose(0, 1).unsqueeze(0), lengths, dim=2) for t in (query, key, value)]
+        outs = [
+            sdpa_attention_forward(module, q, k, v, attention_mask=None, scaling=scale, dropout=0.0, is_causal=False)[0]
+            for q, k, v in zip(*splits, strict=True)
+        ]  # each (1, L_s, H, d)
+        return torch.cat(outs, dim=1)[0]  # (P, H, d)
+
+    return attend
+
+
+def _attention_bound(query, key, value, cu, scale) -> float:
+    """Largest possible |batched - per-segment| of one attention output element in float arithmetic.
+
+    Both compute o_i = sum_j w_ij v_j with w_ij = exp(s_ij) / sum_k exp(s_ik), s_ij = scale * q_i . k_j over the same
+    segment; they may sum in other orders (another tile shape, a tail loop vs a padded one). Per computation
+    (Higham's gamma_n = n u / (1 - n u), u the unit roundoff): each logit is off by at most
+    delta = gamma_d * kappa, kappa = scale * max_ij sum_c |q_ic k_jc|, which moves every normalised weight by a factor
+    within exp(+-2 delta), so o by at most (exp(2 delta) - 1) max|v|; the numerator and denominator sums over at most
+    L terms add gamma_L max|v| each; the kernel's vectorised exp (torch's ``exp_u20``: about 2^-20 relative) adds
+    2^-20 max|v| twice (numerator and denominator). Two computations: twice that.
+    """
+    u = torch.finfo(query.dtype).eps / 2
+    d, longest = query.shape[-1], int((cu[1:] - cu[:-1]).max())
+
+    def gamma(n: int) -> float:
+        return n * u / (1 - n * u)
+
+    kappa = scale * torch.einsum("phc,qhc->hpq", query.abs(), key.abs()).max().item()
+    vmax = value.abs().max().item()
+    one = (math.expm1(2 * gamma(d) * kappa) + 2 * gamma(longest) + 2 * 2.0**-20) * vmax
+    return 2 * one
+
+
+def _segments(lengths: list[int], heads: int, dim: int, seed: int):
+    gen = torch.Generator().manual_seed(seed)
+    cu = torch.tensor([0, *lengths]).cumsum(0).to(torch.int32)
+    qkv = [torch.randn(int(cu[-1]), heads, dim, generator=gen) for _ in range(3)]
+    return cu, qkv
+
+
+@pytest.mark.parametrize(
+    "lengths", [[64, 12, 40, 64, 4, 28], [16, 16, 16], [4], [8, 64, 64, 64, 20, 36, 4, 64, 60, 12], [16, 4, 12, 8]]
+)
+@pytest.mark.parametrize(("heads", "dim"), [(4, 8), (16, 80)])  # the tiny tower's heads; Qwen2.5-VL-7B's (16 x 80)
+def test_padded_segments_attention_equals_per_segment(lengths, heads, dim):
+    """One padded SDPA call equals the library's per-segment calls: EXACTLY when all segments have one length (no
+    mask, the same kernel on the same (L, d) blocks); otherwise within the bound of :func:`_attention_bound`, and a
+    layout that mixes segments (a wrong mask) lands far outside it."""
+    from arr_coc.integrations.foveation import PaddedSegments
+
+    cu, (q, k, v) = _segments(lengths, heads, dim, seed=sum(lengths) + dim)
+    scale = dim**-0.5
+    ref = _per_segment_attention(cu)(q, k, v, scale)
+    got = PaddedSegments.from_cu_seqlens(cu).attend(q, k, v, scale)
+    if len(set(lengths)) == 1:
+        assert torch.equal(got, ref)
+    bound = _attention_bound(q, k, v, cu, scale)
+    assert (got - ref).abs().max().item() <= bound
+    assert bound < 1e-2 * v.abs().max().item()  # the bound is tight enough to mean something
+    if len(lengths) > 1:  # negative control: the segments as one (no mask) differs by far more than the bound
+        whole = PaddedSegments.from_cu_seqlens(cu[[0, -1]]).attend(q, k, v, scale)
+        assert (whole - ref).abs().max().item() > 10 * bound
+
+
+def test_padded_segments_layout_matches_brute_force():
+    from arr_coc.integrations.foveation import PaddedSegments
+
+    cu = torch.tensor([0, 4, 4, 12, 20, 24], dtype=torch.int32)  # an empty segment is skipped
+    lay = PaddedSegments.from_cu_seqlens(cu)
+    assert (lay.n_segments, lay.length, lay.n_rows) == (4, 8, 24)
+    starts, lengths = [0, 4, 12, 20], [4, 8, 8, 4]
+    for s, (a, n) in enumerate(zip(starts, lengths, strict=True)):
+        assert lay.index[s, :n].tolist() == list(range(a, a + n))
+        assert lay.key_mask[s, 0, 0].tolist() == [True] * n + [False] * (8 - n)
+        assert lay.slots[a : a + n].tolist() == [s * 8 + j for j in range(n)]
+    uniform = PaddedSegments.from_cu_seqlens(torch.tensor([0, 8, 16]))
+    assert uniform.index is None and uniform.slots is None and uniform.key_mask is None
+
+
+def test_padded_segments_errors():
+    from arr_coc.integrations.foveation import PaddedSegments
+
+    for bad in ([1, 4], [0, 4, 2], [0], [0, 0]):
+        with pytest.raises(ValueError, match="cu_seqlens"):
+            PaddedSegments.from_cu_seqlens(torch.tensor(bad))
+    with pytest.raises(ValueError, match="rows"):
+        q = torch.zeros(5, 1, 2)
+        PaddedSegments.from_cu_seqlens(torch.tensor([0, 4])).attend(q, q, q, 1.0)
+
+
+def _kept_tower_inputs(model, grids, keeps, seed=1):
+    adapter = find_adapter(model)
+    items = [adapter.kept_item(model, g, k) for g, k in zip(grids, keeps, strict=True)]
+    starts = torch.tensor([0] + [t * h * w for t, h, w in grids[:-1]]).cumsum(0).tolist()
+    rows, kwargs = concat_items(items, starts)
+    return _pixels(model, grids, seed)[rows], torch.tensor(grids), kwargs
+
+
+def test_block_forward_is_the_blocks_own_computation():
+    """With the library's per-window attention plugged in, ``block_forward`` is bit for bit the model's own block
+    (same modules, same operations, same order): the batched tower differs from the model's only in the grouping
+    of its attention calls, which the test above bounds."""
+    from arr_coc.integrations.qwen2_5_vl import block_forward
+
+    model = build("qwen2_5_vl")
+    visual = model.model.visual
+    hidden, _, kwargs = _kept_tower_inputs(
+        model, [(1, 8, 12), (1, 4, 8)], [torch.tensor([0, 5, 6, 7, 13, 20]), torch.tensor([1, 2, 3])]
+    )
+    with torch.no_grad():
+        x = visual.patch_embed(hidden)
+        rows = x.shape[0]
+        x = visual.permute_input_for_window_attn(x, kwargs["window_index"], seq_len=rows)
+        pe = tuple(
+            visual.permute_input_for_window_attn(f, kwargs["window_index"], seq_len=rows)
+            for f in visual.rotary_pos_emb(x, kwargs["position_ids"])
+        )
+        for layer, block in enumerate(visual.blocks):
+            cu = kwargs["cu_seqlens"] if layer in visual.fullatt_block_indexes else kwargs["cu_window_seqlens"]
+            ours = block_forward(block, x, pe, _per_segment_attention(cu))
+            theirs = block(x, cu_seqlens=cu, position_embeddings=pe)
+            assert torch.equal(ours, theirs), layer
+            x = theirs
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2, 3])
+def test_window_batched_tower_equals_model_tower(seed):
+    """The foveated tower with one attention call per block against the model's own tower (one call per window) on
+    the same kept patches and keyword arguments: features within float rounding of each other. Bound as in
+    ``test_top_left_rectangle_equals_crop``: per block, the attention moves by at most its rounding bound (test
+    above, ~d * eps relative) and every later matmul adds Higham's gamma_D; blocks x width x eps x the largest
+    feature covers both; a wrong window or mask moves features at their own scale (tests above)."""
+    model = build("qwen2_5_vl")
+    gen = torch.Generator().manual_seed(seed)
+    grids = [(1, 8, 12), (1, 4, 8), (1, 6, 6)]
+    keeps = [torch.randperm(t * h * w // 4, generator=gen)[: 3 + seed * 2].sort().values for t, h, w in grids]
+    hidden, grid, kwargs = _kept_tower_inputs(model, grids, keeps, seed)
+    with torch.no_grad():
+        ours = find_adapter(model).run_tower(model, hidden, grid, dict(kwargs))
+        theirs = model.model.visual(hidden, grid_thw=grid, return_dict=True, **dict(kwargs))
+    vision = model.config.vision_config
+    ref = theirs.pooler_output
+    bound = vision.depth * vision.hidden_size * torch.finfo(ref.dtype).eps * ref.abs().max().item()
+    torch.testing.assert_close(ours.pooler_output, ref, rtol=0.0, atol=bound)
+    torch.testing.assert_close(ours.last_hidden_state, theirs.last_hidden_state, rtol=0.0, atol=bound * 100)
+
+
+def test_window_batched_tower_exact_when_segments_have_one_length():
+    """Kept = two whole windows in each of two images: every window segment holds 16 patches and every image 32, so
+    no padding, no mask: the very same kernels on the same blocks, EXACTLY the model's own tower."""
+    model = build("qwen2_5_vl")
+    grids = [(1, 8, 12), (1, 4, 8)]
+    keeps = [torch.tensor([0, 1, 2, 3, 6, 7, 8, 9]), torch.tensor([0, 1, 4, 5, 2, 3, 6, 7]).sort().values]
+    hidden, grid, kwargs = _kept_tower_inputs(model, grids, keeps)
+    assert len(set((kwargs["cu_window_seqlens"].diff()).tolist())) == 1
+    with torch.no_grad():
+        ours = find_adapter(model).run_tower(model, hidden, grid, dict(kwargs))
+        theirs = model.model.visual(hidden, grid_thw=grid, return_dict=True, **dict(kwargs))
+    assert torch.equal(ours.pooler_output, theirs.pooler_output)
+
+
+def _attention_calls(fn) -> int:
+    from arr_coc.profiling import OpCounter
+
+    with OpCounter() as counter, torch.no_grad():
+        fn()
+    return sum(n for name, n in counter.ops.items() if "scaled_dot_product" in name)
+
+
+def test_foveated_tower_makes_one_attention_call_per_block():
+    """Counted with a dispatch mode: the model's own tower makes one SDPA call per kept window in each window block and
+    one per image in each full-attention block; the foveated tower one per block."""
+    model = build("qwen2_5_vl")
+    grids = [(1, 8, 12), (1, 4, 8)]
+    hidden, grid, kwargs = _kept_tower_inputs(
+        model, grids, [torch.tensor([0, 5, 6, 7, 13, 20]), torch.tensor([1, 2, 3])]
+    )
+    visual = model.model.visual
+    n_windows = kwargs["cu_window_seqlens"].numel() - 1
+    n_full = len(visual.fullatt_block_indexes)
+    own = _attention_calls(lambda: visual(hidden, grid_thw=grid, **dict(kwargs)))
+    ours = _attention_calls(lambda: find_adapter(model).run_tower(model, hidden, grid, dict(kwargs)))
+    assert own == (len(visual.blocks) - n_full) * n_windows + n_full * len(grids)
+    assert ours == len(visual.blocks) < own
+
+
+def test_run_tower_uses_the_models_tower_unless_sdpa():
+    """Eager attention (and flash-attn, whose varlen kernel is already one call per block) run the model's own tower:
+    the same result bit for bit as calling it."""
+    model = build("qwen2_5_vl", attn="eager")
+    assert model.model.visual.config._attn_implementation == "eager"
+    hidden, grid, kwargs = _kept_tower_inputs(model, [(1, 8, 12)], [torch.tensor([0, 5, 6, 7, 13, 20])])
+    with torch.no_grad():
+        ours = find_adapter(model).run_tower(model, hidden, grid, dict(kwargs)).pooler_output
+        theirs = model.model.visual(hidden, grid_thw=grid, **dict(kwargs)).pooler_output
+    assert torch.equal(ours, theirs)
+
+
+def test_window_batched_tower_refuses_a_tower_it_does_not_know():
+    from types import SimpleNamespace
+
+    from arr_coc.integrations.qwen2_5_vl import _check_tower
+
+    block = SimpleNamespace(norm1=None, norm2=None, mlp=None, attn=SimpleNamespace(qkv=None, proj=None))
+    visual = SimpleNamespace(
+        patch_embed=None,
+        rotary_pos_emb=None,
+        blocks=[block],
+        merger=None,
+        fullatt_block_indexes=[],
+        spatial_merge_unit=4,
+    )
+    with pytest.raises(RuntimeError, match=r"blocks\[i\]\.attn\.num_heads"):
+        _check_tower(visual)
+
+
+@pytest.mark.parametrize("foveate", [False, True])
+def test_tower_hooks_see_one_run_of_either_tower(foveate):
+    """``arr_coc.loading.tower_hooks`` (what the stage timers use) fires one start and one end per forward, whether the
+    model's own tower runs or the foveated tower runs the tower's modules itself."""
+    from arr_coc.loading import tower_hooks
+
+    model = build("qwen2_5_vl")
+    inputs = batch([Sample(model, PROMPTS["two_images"])])
+    events: list[str] = []
+    handles = tower_hooks(model.model.visual, lambda: events.append("start"), lambda: events.append("end"))
+    try:
+        with torch.no_grad():
+            compress(model, budget=0.3, scorer=position_scorer, foveate=foveate)(**inputs)
+    finally:
+        for h in handles:
+            h.remove()
+    assert events == ["start", "end"]

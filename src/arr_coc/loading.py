@@ -88,11 +88,45 @@ def _clock(cuda: bool) -> float:
     return time.perf_counter()
 
 
+def tower_hooks(visual: Any, on_start: Any, on_end: Any) -> list[Any]:
+    """Forward hooks that call ``on_start()`` when a vision-tower run begins and ``on_end()`` when it ends.
+
+    A run is either the model's own tower (``visual.forward``, which calls ``visual.patch_embed`` first and
+    ``visual.merger`` last) or a foveated tower that runs the tower's modules itself (the Qwen2.5-VL tower with one
+    attention call per block, ``arr_coc.integrations.qwen2_5_vl``): the hooks sit on all three and count nesting, so
+    each run fires exactly one start and one end. A module without ``patch_embed`` / ``merger`` is hooked as a whole.
+
+    Args:
+        visual: ``model.model.visual``.
+        on_start, on_end: callables without arguments.
+
+    Returns:
+        The hook handles (call ``.remove()`` on each when done).
+    """
+    depth = [0]
+
+    def start(*_: Any) -> None:
+        if depth[0] == 0:
+            on_start()
+        depth[0] += 1
+
+    def end(*_: Any) -> None:
+        depth[0] -= 1
+        if depth[0] == 0:
+            on_end()
+
+    handles = [visual.register_forward_pre_hook(start), visual.register_forward_hook(end)]
+    first, last = getattr(visual, "patch_embed", None), getattr(visual, "merger", None)
+    if first is not None and last is not None:
+        handles += [first.register_forward_pre_hook(start), last.register_forward_hook(end)]
+    return handles
+
+
 class StageTimer:
     """Times a model's vision tower and language model with forward hooks, for the duration of a ``with`` block.
 
-    The hooks sit on ``model.model.visual`` and ``model.model.language_model`` (the Qwen-VL layout); a model
-    without them is timed as a whole only. Hooks are removed on exit; nothing else is changed.
+    The hooks sit on ``model.model.visual`` (:func:`tower_hooks`) and ``model.model.language_model`` (the Qwen-VL
+    layout); a model without them is timed as a whole only. Hooks are removed on exit; nothing else is changed.
 
     Args:
         model: the unwrapped Qwen-VL model (also for a ``CompressedModel``: pass its ``.model``).
@@ -109,13 +143,22 @@ class StageTimer:
         self._lm_calls = 0
 
     def __enter__(self) -> StageTimer:
-        for module, record in ((self.visual, self._vision), (self.language_model, self._language)):
-            if module is None:
-                continue
+        if self.visual is not None:  # the tower's own forward or a foveated tower that runs its modules
             started: list[float] = []
-            self._handles.append(module.register_forward_pre_hook(lambda *_, s=started: s.append(_clock(self.cuda))))
+            self._handles += tower_hooks(
+                self.visual,
+                lambda s=started: s.append(_clock(self.cuda)),
+                lambda s=started: self._vision(1000 * (_clock(self.cuda) - s.pop())),
+            )
+        if self.language_model is not None:
+            lm_started: list[float] = []
             self._handles.append(
-                module.register_forward_hook(lambda *_, s=started, r=record: r(1000 * (_clock(self.cuda) - s.pop())))
+                self.language_model.register_forward_pre_hook(lambda *_, s=lm_started: s.append(_clock(self.cuda)))
+            )
+            self._handles.append(
+                self.language_model.register_forward_hook(
+                    lambda *_, s=lm_started: self._language(1000 * (_clock(self.cuda) - s.pop()))
+                )
             )
         return self
 

@@ -284,6 +284,23 @@ class FamilyAdapter:
         }
         return KeptItem(rows=kept_patch_rows(keep, merge), n_tokens=int(keep.numel()), kwargs=kwargs)
 
+    def run_tower(self, model: Any, hidden: torch.Tensor, grid_thw: torch.Tensor, kwargs: dict[str, Any]) -> Any:
+        """The vision tower on the kept patches of all items of one modality (foveation), given their tensors.
+
+        The default is the model's own tower, ``model.model.visual(hidden, grid_thw=..., **kwargs)``; a family whose
+        tower can be run with fewer calls overrides it (Qwen2.5-VL: one attention call per block for all windows).
+
+        Args:
+            hidden (torch.Tensor of shape (P, C*temporal_patch_size*patch_size**2)): the kept patches, in the dtype
+                of the tower.
+            grid_thw (torch.LongTensor of shape (num_items, 3)): the items' FULL patch grids.
+            kwargs: the packed tower keyword arguments of :func:`~arr_coc.integrations.foveation.concat_items`.
+
+        Returns:
+            The tower's output (``pooler_output`` of shape (P / merge_size**2, D), in kept order).
+        """
+        return model.model.visual(hidden, grid_thw=grid_thw, return_dict=True, **kwargs)
+
     def encode_kept(
         self, model: Any, kind: Kind, pixel_values: torch.Tensor, grid_thw: torch.Tensor, keeps: Sequence[torch.Tensor]
     ) -> EncodedVisual:

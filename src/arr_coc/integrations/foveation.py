@@ -23,6 +23,14 @@ in merge-block order, so merged token ``j`` (raster over (t, h/m, w/m)) owns pat
 
 The per-item pieces are pure index arithmetic (:func:`kept_patch_rows`, :func:`gather_rows`, :func:`kept_cu_seqlens`,
 :func:`kept_windows`); :func:`concat_items` packs several items into one tower call; :func:`encode_kept` runs it.
+
+One attention call per block (:class:`PaddedSegments`): on SDPA, transformers' towers attend segment by segment
+(``torch.split(..., lengths.tolist())`` and a Python loop over windows / images in the vision attention), so a
+foveated Qwen2.5-VL tower whose kept patches stay spread over ~80 windows of a page pays ~80 small attention calls per
+window block. :class:`PaddedSegments` lays the packed segments out as a padded batch (segments x longest segment) with
+a key mask, so one ``scaled_dot_product_attention`` call covers them all; the family file runs the blocks with it
+(``qwen2_5_vl.py``). With flash-attn (``attn_implementation="flash_attention_2"``) the towers already make one varlen
+call per block (``flash_attn_varlen_func`` on ``cu_seqlens``), and the model's own tower is used unchanged.
 """
 
 from __future__ import annotations
@@ -175,6 +183,88 @@ def concat_items(items: Sequence[KeptItem], patch_starts: Sequence[int]) -> tupl
     return rows, packed
 
 
+@dataclass(frozen=True)
+class PaddedSegments:
+    """Packed variable-length attention segments laid out as one padded batch: ONE attention call for all of them.
+
+    Segment ``s`` holds packed rows ``cu[s] .. cu[s+1]-1``; in the padded layout it is batch row ``s``, its rows at
+    slots ``0 .. len_s-1`` and padding after them. Padded keys are masked out (``key_mask``); padded query slots
+    attend to their segment's real keys (finite values) and are dropped when the rows are scattered back. When every
+    segment has the same length there is no padding: no mask, no gather, a plain reshape.
+
+    Attributes:
+        n_segments: ``S``.
+        length: ``L``, the longest segment.
+        n_rows: ``P``, the packed rows (``cu[-1]``).
+        index (torch.LongTensor of shape (S, L) or None): packed row at each slot (padding repeats the segment's
+            first row); ``None`` when all segments have length ``L``.
+        slots (torch.LongTensor of shape (P,) or None): flat slot ``s * L + j`` of each packed row; ``None`` likewise.
+        key_mask (torch.BoolTensor of shape (S, 1, 1, L) or None): True on real keys; ``None`` likewise.
+    """
+
+    n_segments: int
+    length: int
+    n_rows: int
+    index: torch.Tensor | None = None
+    slots: torch.Tensor | None = None
+    key_mask: torch.Tensor | None = None
+
+    @classmethod
+    def from_cu_seqlens(cls, cu_seqlens: torch.Tensor) -> PaddedSegments:
+        """The layout of the segments ``cu_seqlens`` delimits.
+
+        Reads the boundaries to the host once (they size the padded batch): one sync per layout and tower call,
+        none per block.
+
+        Args:
+            cu_seqlens (torch.IntTensor of shape (S + 1,)): cumulative segment lengths starting at 0, non-decreasing.
+        """
+        bounds = [int(b) for b in cu_seqlens.tolist()]  # the one host read
+        lengths = [b - a for a, b in zip(bounds[:-1], bounds[1:], strict=True) if b > a]
+        if not lengths or bounds[0] != 0 or any(b < a for a, b in zip(bounds[:-1], bounds[1:], strict=True)):
+            raise ValueError(f"cu_seqlens must start at 0, be non-decreasing and hold a non-empty segment: {bounds}")
+        n_segments, length, n_rows = len(lengths), max(lengths), bounds[-1]
+        if all(n == length for n in lengths):
+            return cls(n_segments, length, n_rows)
+        device = cu_seqlens.device
+        lens = torch.tensor(lengths, device=device)  # (S,)
+        starts = lens.cumsum(0) - lens  # (S,)
+        offset = torch.arange(length, device=device)  # (L,)
+        real = offset.unsqueeze(0) < lens.unsqueeze(1)  # (S, L)
+        index = starts.unsqueeze(1) + torch.where(real, offset.unsqueeze(0), 0)  # (S, L)
+        segment = torch.repeat_interleave(torch.arange(n_segments, device=device), lens, output_size=n_rows)  # (P,)
+        slots = segment * length + torch.arange(n_rows, device=device) - starts[segment]  # (P,)
+        return cls(n_segments, length, n_rows, index, slots, real.view(n_segments, 1, 1, length))
+
+    def attend(self, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, scale: float) -> torch.Tensor:
+        """Bidirectional attention within each segment, all segments in one ``scaled_dot_product_attention`` call.
+
+        Equal to attending segment by segment up to the order of float sums: exactly equal (same kernel on the
+        same (L, d) blocks) when all segments have the same length; otherwise the padded keys add exact zeros but
+        the kernel may sum the real terms in another order (see ``tests/test_foveation.py`` for the bound).
+
+        Args:
+            query, key, value (torch.Tensor of shape (P, H, d)): packed rows, heads, head dim.
+            scale: the softmax scale (the attention module's ``scaling``).
+
+        Returns:
+            torch.Tensor of shape (P, H, d).
+        """
+        n_rows, heads, dim = query.shape
+        if n_rows != self.n_rows:
+            raise ValueError(f"the layout has {self.n_rows} rows, the query {n_rows}")
+
+        def padded(x: torch.Tensor) -> torch.Tensor:  # (P, H, d) -> (S, H, L, d)
+            x = x if self.index is None else x[self.index]  # (S, L, H, d) after the gather
+            return x.reshape(self.n_segments, self.length, heads, dim).transpose(1, 2)
+
+        out = torch.nn.functional.scaled_dot_product_attention(
+            padded(query), padded(key), padded(value), attn_mask=self.key_mask, scale=scale
+        )  # (S, H, L, d)
+        out = out.transpose(1, 2).reshape(self.n_segments * self.length, heads, dim)  # (S*L, H, d)
+        return out if self.slots is None else out[self.slots]  # (P, H, d)
+
+
 def encode_kept(
     model: Any, adapter: Any, pixel_values: torch.Tensor, grid_thw: torch.Tensor, keeps: Sequence[torch.Tensor]
 ) -> tuple[Any, list[int]]:
@@ -206,6 +296,9 @@ def encode_kept(
         raise ValueError(f"pixel_values has {pixel_values.shape[0]} patch rows, the grids make {start}")
     rows, kwargs = concat_items(items, starts)
     visual = model.model.visual
-    hidden = pixel_values[rows.to(pixel_values.device)].type(visual.dtype)  # (P, patch_dim)
-    raw = visual(hidden, grid_thw=grid_thw, return_dict=True, **kwargs)
+    if rows.numel() == start:  # every token kept: the foveated tower IS the full tower, run the model's own
+        raw = visual(pixel_values.type(visual.dtype), grid_thw=grid_thw, return_dict=True)
+    else:
+        hidden = pixel_values[rows.to(pixel_values.device)].type(visual.dtype)  # (P, patch_dim)
+        raw = adapter.run_tower(model, hidden, grid_thw, kwargs)
     return raw, [it.n_tokens for it in items]

@@ -8,6 +8,15 @@ Same seams as Qwen2-VL; two differences:
 * the vision tower uses window attention in all blocks but ``fullatt_block_indexes``. Under foveation
   (:meth:`Qwen25Adapter.kept_item`) the windows are those of the ORIGINAL grid, each restricted to its kept
   members, so a kept patch attends in the window blocks to exactly the kept patches of its own window.
+
+One attention call per block (:meth:`Qwen25Adapter.run_tower`): on SDPA the library's vision attention loops over the
+windows (``torch.split(..., lengths.tolist())``, one ``scaled_dot_product_attention`` per window), and a foveated
+page keeps patches in about as many windows as the full page has. :func:`window_batched_tower` runs the tower's own
+modules (patch embedding, rotary embedding, each block's norms / ``qkv`` / ``proj`` / MLP, the merger) with the
+library's ``apply_rotary_pos_emb_vision``, and attends with
+:class:`~arr_coc.integrations.foveation.PaddedSegments`: all windows of a block (or all images of a full-attention
+block) in one call. With flash-attn the model's own tower already makes one ``flash_attn_varlen_func`` call per block,
+and with eager attention the user asked for the reference path: both run the model's tower unchanged.
 """
 
 from __future__ import annotations
@@ -18,6 +27,94 @@ from typing import Any
 import torch
 
 from .base import FamilyAdapter
+from .foveation import PaddedSegments
+
+# what window_batched_tower reads of the tower and its blocks (checked before use; a release without them is refused)
+_TOWER_ATTRS = ("patch_embed", "rotary_pos_emb", "blocks", "merger", "fullatt_block_indexes", "spatial_merge_unit")
+_BLOCK_ATTRS = ("norm1", "norm2", "attn", "mlp")
+_ATTN_ATTRS = ("qkv", "proj", "num_heads", "scaling")
+
+
+def block_forward(
+    block: Any, hidden: torch.Tensor, position_embeddings: tuple[torch.Tensor, torch.Tensor], attend: Any
+) -> torch.Tensor:
+    """One ``Qwen2_5_VLVisionBlock`` with its own modules and weights, attention done by ``attend``.
+
+    The same operations, in the same order, as the block's ``forward`` (pre-norm attention with the vision rotary
+    embedding, residual, pre-norm MLP, residual); only the grouping of the attention into segments is ``attend``'s.
+
+    Args:
+        block: a vision block of the model (``model.model.visual.blocks[i]``).
+        hidden (torch.Tensor of shape (P, D)): packed patch states, in the tower's window order.
+        position_embeddings: (cos, sin), each of shape (P, head_dim), in the same order.
+        attend: ``attend(query, key, value, scale) -> (P, H, d)`` with inputs of shape (P, H, d), e.g.
+            :meth:`PaddedSegments.attend`.
+
+    Returns:
+        torch.Tensor of shape (P, D).
+    """
+    from transformers.models.qwen2_5_vl.modeling_qwen2_5_vl import apply_rotary_pos_emb_vision
+
+    attn = block.attn
+    n_rows = hidden.shape[0]
+    qkv = attn.qkv(block.norm1(hidden)).reshape(n_rows, 3, attn.num_heads, -1)  # (P, 3, H, d)
+    query, key, value = qkv.permute(1, 0, 2, 3).unbind(0)  # each (P, H, d)
+    cos, sin = position_embeddings
+    query, key = apply_rotary_pos_emb_vision(query, key, cos, sin)
+    out = attend(query, key, value, attn.scaling)  # (P, H, d)
+    hidden = hidden + attn.proj(out.reshape(n_rows, -1).contiguous())  # (P, D)
+    return hidden + block.mlp(block.norm2(hidden))  # (P, D)
+
+
+def window_batched_tower(visual: Any, hidden: torch.Tensor, kwargs: dict[str, torch.Tensor]) -> Any:
+    """The Qwen2.5-VL vision tower on packed kept patches with ONE attention call per block.
+
+    What ``Qwen2_5_VisionTransformerPretrainedModel.forward`` computes from precomputed tensors (the keyword
+    arguments of :meth:`Qwen25Adapter.kept_item`, packed by ``concat_items``): patch embedding, window permutation,
+    rotary embedding, the blocks (window segments, or per-image / per-frame segments in ``fullatt_block_indexes``),
+    merger, inverse permutation. Two host reads in all (the segment layouts), none per block.
+
+    Args:
+        visual: ``model.model.visual``.
+        hidden (torch.Tensor of shape (P, C*temporal_patch_size*patch_size**2)): kept patches, in the tower's dtype.
+        kwargs: ``position_ids`` (P, 2), ``cu_seqlens`` (segments + 1,), ``window_index`` (P / merge**2,),
+            ``cu_window_seqlens`` (windows + 1,).
+
+    Returns:
+        ``BaseModelOutputWithPooling`` with ``last_hidden_state`` (P, D) in window order and ``pooler_output``
+        (P / merge**2, out_hidden_size) in kept order, as the model's tower returns them.
+    """
+    from transformers.modeling_outputs import BaseModelOutputWithPooling
+
+    window_index = kwargs["window_index"]
+    full = PaddedSegments.from_cu_seqlens(kwargs["cu_seqlens"])
+    windows = PaddedSegments.from_cu_seqlens(kwargs["cu_window_seqlens"])
+    hidden = visual.patch_embed(hidden)  # (P, D)
+    n_rows = hidden.shape[0]
+    hidden = visual.permute_input_for_window_attn(hidden, window_index, seq_len=n_rows)  # (P, D) window order
+    cos, sin = visual.rotary_pos_emb(hidden, kwargs["position_ids"])  # each (P, head_dim), kept order
+    position_embeddings = tuple(
+        visual.permute_input_for_window_attn(f, window_index, seq_len=n_rows) for f in (cos, sin)
+    )
+    for layer, block in enumerate(visual.blocks):
+        layout = full if layer in visual.fullatt_block_indexes else windows
+        hidden = block_forward(block, hidden, position_embeddings, layout.attend)
+    merged = visual.merger(hidden)[torch.argsort(window_index)]  # (P / merge**2, out) kept order
+    return BaseModelOutputWithPooling(last_hidden_state=hidden, pooler_output=merged)
+
+
+def _check_tower(visual: Any) -> None:
+    missing = [a for a in _TOWER_ATTRS if not hasattr(visual, a)]
+    for block in visual.blocks if hasattr(visual, "blocks") else ():
+        missing += [f"blocks[i].{a}" for a in _BLOCK_ATTRS if not hasattr(block, a)]
+        missing += [f"blocks[i].attn.{a}" for a in _ATTN_ATTRS if not hasattr(getattr(block, "attn", None), a)]
+    if missing:
+        import transformers
+
+        raise RuntimeError(
+            f"this transformers release ({transformers.__version__}) has a Qwen2.5-VL vision tower without "
+            f"{sorted(set(missing))}; the foveated tower needs them (tested with transformers 5.24)"
+        )
 
 
 @dataclass
@@ -46,6 +143,21 @@ class Qwen25Adapter(FamilyAdapter):
         window_index, cu_window = kept_windows(keep, full_index, full_cu, int(vc.spatial_merge_size))
         item.kwargs.update(window_index=window_index, cu_window_seqlens=cu_window)
         return item
+
+    def run_tower(self, model: Any, hidden: torch.Tensor, grid_thw: torch.Tensor, kwargs: dict[str, Any]) -> Any:
+        """On SDPA, :func:`window_batched_tower` (one attention call per block); otherwise the model's own tower
+        (flash-attn: already one varlen call per block; eager: the reference path the user chose).
+
+        Args:
+            hidden (torch.Tensor of shape (P, C*temporal_patch_size*patch_size**2)): kept patches.
+            grid_thw (torch.LongTensor of shape (num_items, 3)): the FULL patch grids.
+            kwargs: the packed keyword arguments of :meth:`kept_item`.
+        """
+        visual = model.model.visual
+        if getattr(visual.config, "_attn_implementation", None) != "sdpa":
+            return super().run_tower(model, hidden, grid_thw, kwargs)
+        _check_tower(visual)
+        return window_batched_tower(visual, hidden, kwargs)
 
 
 ADAPTER = Qwen25Adapter(

@@ -1,0 +1,144 @@
+"""Ops and host syncs of the token decision, counted on the CPU: what a GPU's launch queue pays per decision.
+
+    python benchmarks/decision_ops.py                       # table to stdout and results/decision_ops.md
+    python benchmarks/decision_ops.py --no-compress         # Realizer.relevance rows only (seconds)
+
+Counts come from :class:`arr_coc.profiling.OpCounter` (a ``TorchDispatchMode``: every aten op, and every host sync:
+``item``, value-sized outputs such as ``nonzero``, copies to the host; see its docstring). They are deterministic, so
+one run is enough and contention does not change them. CPU banding (``RelevanceConfig.cpu_band_elements``, the
+texture path's bands of cell rows that keep each op below torch's intra-op split size on a CPU) is OFF
+(``cpu_band_elements=0``): the rows count what a GPU launches, where bands are never used.
+
+Rows:
+
+* ``Realizer.relevance`` on the example invoice at the Qwen2.5-VL grid (1,248 tokens, 39 x 32), for 1 and 8 frames,
+  in texture mode (query cues only) and text-prior mode (a (T, rows, cols) prior given, as the OCR path passes it;
+  the OCR itself is not counted here: it runs on the host, ``benchmarks/stages.py``).
+* ``compress`` (drop, budget 22%): the ops and syncs a ``compress``-wrapped forward makes on top of the unwrapped
+  forward of the same tiny Qwen2.5-VL (``arr_coc.testing.tiny_model``) on the same processor inputs (the example
+  invoice and receipt, one question each), at batch 1 and 8, texture mode: (compress forward) - (unwrapped forward).
+
+Targets (issue 24): relevance <= 150 ops for one frame and <= 1.5x that for eight; compress adds <= 200 ops at batch 1,
+<= 1.5x that at batch 8, and <= 2 host syncs per forward.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import torch
+
+import arr_coc
+from arr_coc.config import RelevanceConfig
+from arr_coc.grid import GridSpec
+from arr_coc.profiling import OpCounter
+from arr_coc.texture import frames_from_image
+
+ROOT = Path(__file__).resolve().parents[1]
+QUERY = "How much must be paid?"
+
+
+def _frames(n: int) -> tuple[torch.Tensor, tuple[int, int]]:
+    """(n, 3, H, W) uint8 frames of the example invoice (frame i shifted by i pixels, so frames differ)."""
+    from PIL import Image
+
+    image = Image.open(ROOT / "examples" / "invoice.jpg")
+    grid = GridSpec.for_family("qwen2.5-vl").grid_for(image.height, image.width)
+    frame = frames_from_image(image, grid)  # (1, 3, H, W)
+    frames = torch.cat([torch.roll(frame, shifts=i, dims=3) for i in range(n)])
+    return frames, (grid.rows, grid.cols)
+
+
+def _prior(frames: torch.Tensor, grid: tuple[int, int]) -> torch.Tensor:
+    """A deterministic (T, rows, cols) text prior in [0, 1] (a few word-like blocks)."""
+    t = frames.shape[0]
+    prior = torch.zeros(t, *grid)
+    prior[:, 5:7, 3:12] = 1.0
+    prior[:, 20:22, 18:28] = 0.6
+    return prior
+
+
+def relevance_rows(realizer: arr_coc.Realizer) -> list[dict]:
+    rows = []
+    for mode in ("texture", "text prior"):
+        for n in (1, 8):
+            frames, grid = _frames(n)
+            prior = _prior(frames, grid) if mode == "text prior" else None
+            realizer.relevance(frames, grid, QUERY, prior=prior)  # warm-up (lazy caches are built once)
+            with OpCounter() as c:
+                realizer.relevance(frames, grid, QUERY, prior=prior)
+            rows.append(dict(what=f"Realizer.relevance, {mode}", batch=f"{n} frame{'s' if n > 1 else ''}",
+                             ops=c.n_ops, syncs=c.n_syncs, detail=c.summary(6)))  # fmt: skip
+    return rows
+
+
+def _inputs(processor, n: int) -> dict:
+    from PIL import Image
+
+    names = ["invoice.jpg", "receipt.jpg"]
+    queries = ["How much must be paid?", "What is the total?"]
+    texts, images = [], []
+    for i in range(n):
+        messages = [{"role": "user", "content": [{"type": "image"}, {"type": "text", "text": queries[i % 2]}]}]
+        texts.append(processor.apply_chat_template(messages, tokenize=False, add_generation_prompt=True))
+        images.append(Image.open(ROOT / "examples" / names[i % 2]).convert("RGB"))
+    return dict(processor(text=texts, images=images, return_tensors="pt", padding=True))
+
+
+def compress_rows(realizer: arr_coc.Realizer) -> list[dict]:
+    from arr_coc.testing import tiny_model
+
+    model, processor = tiny_model("qwen2.5-vl")
+    cm = arr_coc.compress(model, budget=0.22, processor=processor, realizer=realizer)
+    rows = []
+    for n in (1, 8):
+        inputs = _inputs(processor, n)
+        with torch.inference_mode():
+            model(**inputs)
+            cm(**inputs)  # warm-up
+            with OpCounter() as base:
+                model(**inputs)
+            with OpCounter() as wrapped:
+                cm(**inputs)
+        extra_syncs = wrapped.syncs - base.syncs
+        detail = ", ".join(f"{k} {v}" for k, v in extra_syncs.most_common()) or "none"
+        rows.append(dict(what="compress adds to a forward (texture)", batch=f"batch {n}",
+                         ops=wrapped.n_ops - base.n_ops, syncs=wrapped.n_syncs - base.n_syncs,
+                         detail=f"forward {base.n_ops} ops / {base.n_syncs} syncs unwrapped, {wrapped.n_ops} / "
+                                f"{wrapped.n_syncs} wrapped; added syncs: {detail}"))  # fmt: skip
+    return rows
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--out", default=str(ROOT / "results" / "decision_ops.md"), help="markdown table file")
+    parser.add_argument("--no-compress", action="store_true", help="skip the compress rows (no model built)")
+    args = parser.parse_args(argv)
+    torch.manual_seed(0)
+    realizer = arr_coc.Realizer(RelevanceConfig(cpu_band_elements=0)).eval()
+    rows = relevance_rows(realizer)
+    if not args.no_compress:
+        rows += compress_rows(realizer)
+    lines = [
+        "Ops and host syncs per decision, counted on the CPU (`arr_coc.profiling.OpCounter`), CPU banding off.",
+        f"Command: `python benchmarks/decision_ops.py{' --no-compress' if args.no_compress else ''}` "
+        f"(torch {torch.__version__}).",
+        "",
+        "| what | batch | aten ops | host syncs |",
+        "|---|---|---:|---:|",
+    ]
+    lines += [f"| {r['what']} | {r['batch']} | {r['ops']} | {r['syncs']} |" for r in rows]
+    lines += ["", "Detail (most frequent ops; sync causes):", ""]
+    lines += [f"- {r['what']}, {r['batch']}: {r['detail']}" for r in rows]
+    text = "\n".join(lines) + "\n"
+    print(text)
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

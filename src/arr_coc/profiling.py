@@ -1,0 +1,188 @@
+"""Profiling: count the aten ops a piece of code launches and the host syncs it makes, on any device (a CPU too).
+
+A decision made of hundreds of tiny ops is launch-bound on a GPU however little arithmetic it does, and every host
+sync stalls the launch queue until the GPU has caught up. Both are deterministic counts, so a CPU can measure what
+a GPU will pay, a test can assert them and a benchmark can print them (``benchmarks/decision_ops.py``).
+
+What counts (:class:`OpCounter`):
+
+* **op**: every aten operator call that reaches the dispatcher below autograd (a ``TorchDispatchMode`` sees it):
+  kernels, but also views, ``detach`` and factory calls. Composite ops arrive already split into the ops that run
+  (``x.mean()`` is one op, ``F.normalize`` is several). An upper bound on kernel launches, and what a GPU's launch
+  queue pays per op in the eager path.
+* **sync**: a point where the host must wait for the device's result:
+
+  - ``aten._local_scalar_dense``: ``Tensor.item()``, ``int(t)``, ``float(t)``, ``bool(t)`` (Python control flow on a
+    tensor, ``if t > 0:``), ``t.__index__``;
+  - ops whose output size depends on values (the device must finish before the host can size the output):
+    ``nonzero``, ``masked_select``, ``unique`` in all its spellings, ``index`` / ``index_put_`` with a boolean mask
+    (``x[mask]``, ``x[mask] = v``), ``repeat_interleave`` without ``output_size``, ``bincount``, ``equal``;
+  - a copy from a non-CPU device to the CPU (``.cpu()``, ``.to("cpu")``, ``.tolist()``, ``.numpy()`` of a device
+    tensor: the dispatch mode sees the ``_to_copy`` / ``copy_``);
+  - on the CPU, where no copy happens, the calls that WOULD copy a device tensor to the host: ``Tensor.tolist``,
+    ``Tensor.numpy``, ``np.asarray(t)`` (``__array__``), ``Tensor.cpu`` and ``Tensor.to`` with a CPU device, seen
+    by a ``TorchFunctionMode`` (they reach no aten op on a CPU tensor). This assumes the tensor would live on the
+    accelerator, so a CPU count is an upper bound for code that also moves genuinely host-side tensors.
+
+  Host-to-device uploads (``torch.tensor(...)`` then ``.to(device)``) do not wait for the device and are not syncs.
+
+Example:
+    >>> import torch
+    >>> with OpCounter() as c:
+    ...     x = torch.arange(4.0) * 2
+    ...     _ = x.sum().item()
+    >>> c.n_ops, c.n_syncs
+    (4, 1)
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from types import TracebackType
+from typing import Any
+
+import torch
+from torch.overrides import TorchFunctionMode
+from torch.utils._python_dispatch import TorchDispatchMode
+
+_aten = torch.ops.aten
+
+# aten ops that always make the host wait for the device (a value or a value-dependent size comes back)
+_SYNC_OPS = frozenset(
+    {
+        _aten._local_scalar_dense.default,
+        _aten.nonzero.default,
+        _aten.nonzero_static.default,
+        _aten.argwhere.default,
+        _aten.masked_select.default,
+        _aten._unique.default,
+        _aten._unique2.default,
+        _aten.unique_dim.default,
+        _aten.unique_consecutive.default,
+        _aten.unique_dim_consecutive.default,
+        _aten.bincount.default,
+        _aten.equal.default,
+    }
+)
+# indexing ops that sync when one index is a boolean mask (the mask's nonzero sizes the result)
+_MASK_INDEX_OPS = frozenset({_aten.index.Tensor, _aten.index_put.default, _aten.index_put_.default})
+# copies that sync when they go from a device to the host
+_COPY_OPS = frozenset({_aten._to_copy.default, _aten.copy_.default, _aten.to.dtype_layout, _aten.to.device})
+# Tensor methods that copy to the host; seen at the Python level because on a CPU tensor they reach no aten op
+_HOST_METHODS = frozenset({"tolist", "numpy", "__array__", "cpu"})
+
+
+def _is_mask(index: Any) -> bool:
+    return isinstance(index, torch.Tensor) and index.dtype in (torch.bool, torch.uint8)
+
+
+def _is_sync(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
+    """Whether the aten call ``func(*args, **kwargs)`` makes the host wait for the device."""
+    if func in _SYNC_OPS:
+        return True
+    if func in _MASK_INDEX_OPS:
+        indices = args[1] if len(args) > 1 else kwargs.get("indices", ())
+        return any(_is_mask(i) for i in indices or ())
+    if func == _aten.repeat_interleave.Tensor or func == _aten.repeat_interleave.self_Tensor:
+        return kwargs.get("output_size") is None
+    if func in _COPY_OPS:
+        src = args[1] if func == _aten.copy_.default else args[0]
+        dst = args[0] if func == _aten.copy_.default else None
+        if not isinstance(src, torch.Tensor) or src.device.type == "cpu":
+            return False
+        if dst is not None:
+            return dst.device.type == "cpu"
+        device = kwargs.get("device")
+        if func == _aten.to.device:
+            device = args[1] if len(args) > 1 else device
+        return device is not None and torch.device(device).type == "cpu"
+    return False
+
+
+class _DispatchCounter(TorchDispatchMode):
+    """Counts every aten op below autograd, and the ones that sync."""
+
+    def __init__(self, owner: OpCounter):
+        super().__init__()
+        self.owner = owner
+
+    def __torch_dispatch__(self, func: Any, types: Any, args: tuple[Any, ...] = (), kwargs: Any = None) -> Any:
+        kwargs = kwargs or {}
+        name = str(func.overloadpacket.__name__)
+        self.owner.ops[name] += 1
+        if _is_sync(func, args, kwargs):
+            self.owner.syncs[name] += 1
+        return func(*args, **kwargs)
+
+
+class _FunctionCounter(TorchFunctionMode):
+    """Counts the host copies a CPU tensor makes no aten op for (``tolist``, ``numpy``, ``cpu``, ``to("cpu")``)."""
+
+    def __init__(self, owner: OpCounter):
+        super().__init__()
+        self.owner = owner
+
+    def __torch_function__(self, func: Any, types: Any, args: tuple[Any, ...] = (), kwargs: Any = None) -> Any:
+        kwargs = kwargs or {}
+        name = getattr(func, "__name__", "")
+        if args and isinstance(args[0], torch.Tensor) and args[0].device.type == "cpu":
+            to_host = name in _HOST_METHODS
+            if name == "to":
+                target = kwargs.get("device", args[1] if len(args) > 1 else None)
+                to_host = isinstance(target, (str, torch.device)) and torch.device(target).type == "cpu"
+            if to_host:
+                self.owner.syncs[f"Tensor.{name}"] += 1
+        return func(*args, **kwargs)
+
+
+class OpCounter:
+    """Context manager counting aten ops and host syncs (see the module docstring for what counts).
+
+    Attributes:
+        ops: calls per aten operator name (e.g. ``{"add": 12, "mul": 9}``).
+        syncs: host syncs per cause (an aten operator name, or ``Tensor.tolist`` and the like).
+
+    Not thread-safe across threads that run torch code at the same time (the modes are per thread in torch, but a
+    counter object is meant for one measured region); nesting two counters counts in both.
+    """
+
+    def __init__(self) -> None:
+        self.ops: Counter[str] = Counter()
+        self.syncs: Counter[str] = Counter()
+        self._modes: list[Any] = []
+
+    @property
+    def n_ops(self) -> int:
+        """Total aten ops counted."""
+        return sum(self.ops.values())
+
+    @property
+    def n_syncs(self) -> int:
+        """Total host syncs counted."""
+        return sum(self.syncs.values())
+
+    def __enter__(self) -> OpCounter:
+        self._modes = [_FunctionCounter(self), _DispatchCounter(self)]
+        for mode in self._modes:
+            mode.__enter__()
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        for mode in reversed(self._modes):
+            mode.__exit__(exc_type, exc, tb)
+        self._modes = []
+
+    def summary(self, top: int = 10) -> str:
+        """One line: totals, the most frequent ops and every sync cause."""
+        common = ", ".join(f"{name} {n}" for name, n in self.ops.most_common(top))
+        syncs = ", ".join(f"{name} {n}" for name, n in self.syncs.most_common()) or "none"
+        return f"{self.n_ops} ops ({common}); {self.n_syncs} syncs ({syncs})"
+
+
+def count_ops(fn: Any, *args: Any, **kwargs: Any) -> tuple[Any, OpCounter]:
+    """Run ``fn(*args, **kwargs)`` under an :class:`OpCounter`; returns its result and the counter."""
+    with OpCounter() as counter:
+        result = fn(*args, **kwargs)
+    return result, counter

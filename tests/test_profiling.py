@@ -1,0 +1,52 @@
+"""Tests of ``arr_coc.profiling.OpCounter``: exact op and sync counts of small snippets (counts are deterministic)."""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from arr_coc.profiling import OpCounter, count_ops
+
+
+def test_counts_ops_and_item() -> None:
+    with OpCounter() as c:
+        x = torch.arange(4.0) * 2  # arange, mul
+        y = x.sum()  # sum
+        assert y.item() == 12.0  # _local_scalar_dense
+    assert c.n_ops == 4
+    assert c.ops["mul"] == 1 and c.ops["sum"] == 1
+    assert dict(c.syncs) == {"_local_scalar_dense": 1}
+
+
+def test_every_kind_of_sync_is_counted() -> None:
+    x = torch.arange(6.0)
+    mask = x > 2
+    with OpCounter() as c:
+        x.tolist()
+        x.numpy()
+        np.asarray(x)
+        x.cpu()
+        x.to("cpu")
+        x[mask]  # boolean index: nonzero inside
+        y = x.clone()
+        y[mask] = 0.0  # boolean index_put_
+        int(x[0])
+        bool(x[1] > 0)
+        torch.nonzero(x)
+        torch.unique(x)
+        x.to(torch.float64)  # a dtype change on the same device: no sync
+        x[torch.tensor([0, 2])]  # integer index: no sync
+    assert dict(c.syncs) == {
+        "Tensor.tolist": 1, "Tensor.numpy": 1, "Tensor.__array__": 1, "Tensor.cpu": 1, "Tensor.to": 1,
+        "index": 1, "index_put_": 1, "_local_scalar_dense": 2, "nonzero": 1, "_unique2": 1,
+    }  # fmt: skip
+
+
+def test_counter_is_inactive_outside_and_count_ops_returns_result() -> None:
+    with OpCounter() as c:
+        pass
+    torch.ones(3).sum()
+    assert c.n_ops == 0 and c.n_syncs == 0
+    result, c2 = count_ops(torch.add, torch.ones(2), 1.0)
+    assert torch.equal(result, torch.full((2,), 2.0))
+    assert c2.n_ops == 1 and "add" in c2.summary()

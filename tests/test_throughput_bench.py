@@ -1,0 +1,77 @@
+"""Smoke test of ``benchmarks/throughput.py`` on the tiny configs: every row at every batch size, the decision's op
+counts, and the foveated tower's attention calls (deterministic: one per block, against one per kept window); no
+timing is asserted (timings depend on the machine)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("transformers")
+
+SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "throughput.py"
+
+
+def load_bench():
+    sys.path.insert(0, str(SCRIPT.parent))  # the script imports its siblings (prefill.py, foveation.py)
+    try:
+        spec = importlib.util.spec_from_file_location("throughput_bench", SCRIPT)
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[spec.name] = module  # dataclasses look their module up while the class is created
+        spec.loader.exec_module(module)
+    finally:
+        sys.path.remove(str(SCRIPT.parent))
+    return module
+
+
+def test_throughput_bench_tiny_writes_every_row(tmp_path, capsys):
+    bench = load_bench()
+    out = tmp_path / "throughput.md"
+    argv = ["--models", "tiny-qwen2.5-vl", "tiny-qwen3-vl", "--device", "cpu", "--repeat", "1", "--tokens", "48"]
+    argv += ["--batches", "1", "2", "--budgets", "25%", "--modes", "texture", "--ops-batches", "1", "--out", str(out)]
+    assert bench.main(argv) == 0
+    report = out.read_text()
+    assert report in capsys.readouterr().out
+    assert "Command: `python benchmarks/throughput.py --models tiny-qwen2.5-vl" in report
+    data = json.loads(out.with_suffix(".json").read_text())
+    results = data["results"]
+    assert [(r["model"], r["batch"]) for r in results] == [
+        ("tiny-qwen2.5-vl", 1), ("tiny-qwen2.5-vl", 2), ("tiny-qwen3-vl", 1), ("tiny-qwen3-vl", 2)
+    ]  # fmt: skip
+    for res in results:
+        kinds = [(r["kind"], r["mode"], r["budget"]) for r in res["rows"]]
+        assert kinds == [
+            ("unpruned", "-", "-"), ("downscaled", "-", "25%"), ("compress", "texture", "25%"),
+            ("foveate", "texture", "25%"),
+        ]  # fmt: skip
+        rows = res["rows"]
+        assert rows[1]["kept"] <= rows[2]["kept"] == rows[3]["kept"] < rows[0]["kept"]  # the same token count
+        counted = res["batch"] == 1
+        assert all((r["ops"] is not None) == (counted and r["kind"] in ("compress", "foveate")) for r in rows)
+        assert all(r["images_s"] > 0 and r["speedup"] > 0 for r in rows)
+    tower = results[0]["tower"][0]  # Qwen2.5-VL, batch 1
+    assert tower["batched"]["attention_calls"] == 2  # one per block (a window block and a full-attention block)
+    assert tower["window block"]["batched"]["attention_calls"] == 1
+    assert tower["window block"]["own"]["attention_calls"] == tower["windows"] > 1
+    assert tower["batched"]["ops"] < tower["own"]["ops"]
+    assert not results[2]["tower"]  # Qwen3-VL has no windows
+
+
+def test_batched_repeats_the_sample():
+    import torch
+
+    bench = load_bench()
+    one = {
+        "input_ids": torch.tensor([[1, 2, 3]]),
+        "attention_mask": torch.ones(1, 3, dtype=torch.long),
+        "pixel_values": torch.arange(8.0).view(4, 2),
+        "image_grid_thw": torch.tensor([[1, 2, 2]]),
+    }
+    three = bench.batched(one, 3)
+    assert three["input_ids"].shape == (3, 3) and three["pixel_values"].shape == (12, 2)
+    assert torch.equal(three["image_grid_thw"], torch.tensor([[1, 2, 2]] * 3))
+    assert torch.equal(three["pixel_values"][8:], one["pixel_values"])
