@@ -143,6 +143,19 @@ def prompt_tokens(port: int, options: object = "absent", video: bool = False) ->
     return resp["usage"]["prompt_tokens"]
 
 
+def test_offline_example_runs_as_written(tmp_path):
+    """First in the module: before the documented server starts (two engines at once on a small machine)."""
+    script = tmp_path / "example.py"
+    script.write_text(block("offline"), encoding="utf-8")
+    done = subprocess.run(
+        [sys.executable, str(script)], cwd=ROOT, env=user_env(), capture_output=True, text=True, timeout=600
+    )
+    assert done.returncode == 0, done.stderr[-4000:]
+    match = re.search(r"^(\d+) -> (\d+) prompt tokens$", done.stdout, flags=re.M)
+    assert match, done.stdout[-2000:]
+    assert int(match.group(2)) < int(match.group(1))
+
+
 def test_client_prunes_an_image_and_serves_a_video(server):
     """The done-when: the documented server (arr_coc defaults, videos allowed) started, prunes the image request of
     the documented client and serves its video request."""
@@ -201,15 +214,3 @@ def test_bad_requests_get_a_400_with_a_user_facing_message(server, options, vide
     text = json.dumps(resp)
     assert message in text and "unexpected keyword" not in text
     assert prompt_tokens(port) > 0  # the server goes on
-
-
-def test_offline_example_runs_as_written(tmp_path):
-    script = tmp_path / "example.py"
-    script.write_text(block("offline"), encoding="utf-8")
-    done = subprocess.run(
-        [sys.executable, str(script)], cwd=ROOT, env=user_env(), capture_output=True, text=True, timeout=600
-    )
-    assert done.returncode == 0, done.stderr[-4000:]
-    match = re.search(r"^(\d+) -> (\d+) prompt tokens$", done.stdout, flags=re.M)
-    assert match, done.stdout[-2000:]
-    assert int(match.group(2)) < int(match.group(1))
