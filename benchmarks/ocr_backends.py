@@ -1,6 +1,6 @@
 """OCR network time per page: rapidocr's onnxruntime sessions against the torch translation.
 
-The translation is ``arr_coc.reading.onnx_torch``.
+The translation is ``arr_coc.reading.ocr.onnx_torch``.
 
 For each page, rapidocr runs once with the project's OCR settings (longer side 736 px, no angle classifier) while the
 detector's input and the recogniser's batches are recorded; then each backend runs exactly those tensors ``--repeat``
@@ -90,7 +90,7 @@ def main(argv: list[str] | None = None) -> int:
     import torch
     from rapidocr import RapidOCR
 
-    from arr_coc.reading.torch_backend import TorchOcrSession, TorchRapidOCR
+    from arr_coc.reading.ocr.torch_backend import TorchOcrSession, TorchRapidOCR
 
     torch.set_num_threads(args.threads)
     dtype = getattr(torch, args.dtype)

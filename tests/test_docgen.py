@@ -224,7 +224,7 @@ def test_main_writes_markdown_and_json(tmp_path: Path) -> None:
 
 
 def test_every_kind_has_a_docvqa_category_and_structural_kinds_ask_structure() -> None:
-    from arr_coc.reading.structural_query import parse
+    from arr_coc.reading.layout.structural_query import parse
 
     assert set(docgen.KINDS) | {docgen.REAL_SCAN_KIND} <= set(docgen.CATEGORIES)
     assert {docgen.CATEGORIES[k] for k in docgen.KINDS} == {

@@ -303,7 +303,7 @@ def test_relevance_checkpoint_reaches_compress_of_the_scoring_allocators(loaded,
     """``arr-coc eval --relevance FOLDER``: the checkpoint's Realizer goes to ``compress(..., realizer=...)`` of the
     allocators that score with the default scorer (here ``model``), never to the others (``random``)."""
     import arr_coc.integrations as integrations
-    from arr_coc.reading.learned import BoxScorer
+    from arr_coc.reading.matching.learned import BoxScorer
     from arr_coc.realizing import Realizer
 
     folder = tmp_path / "relevance"

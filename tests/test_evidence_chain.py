@@ -1,6 +1,6 @@
 """Issue 11, items 5 and 6: keep the evidence chain (a value with its key, a sentence across a column break, a
 comparison's asked-for part first) and keep words whole (``arr_coc.attending.select_units``,
-``arr_coc.reading.layout.word_units``).
+``arr_coc.reading.matching.propagation.word_units``).
 
 The matcher tests use hand-made boxes (lexical matching only, no model); the end-to-end ones read the shipped invoice
 with the OCR and MiniLM models that come inside their packages (skipped when the ``[ocr]`` extra is missing).
@@ -20,11 +20,11 @@ from hypothesis import strategies as st
 from arr_coc.attending import TokenScores, select, select_units
 from arr_coc.reading import QueryMatcher, ReadingConfig, TextBox, paint_boxes
 from arr_coc.reading.config import LayoutConfig
-from arr_coc.reading.layout import cell_span, propagate, word_units
-from arr_coc.reading.lexical import answer_types, has_type, lexical_scores, query_terms
-from arr_coc.reading.matching import continuations
-from arr_coc.reading.structural_query import COMPARE_WEIGHTS, parse, resolve
-from arr_coc.reading.structure import analyse
+from arr_coc.reading.layout.structural_query import COMPARE_WEIGHTS, parse, resolve
+from arr_coc.reading.layout.structure import analyse
+from arr_coc.reading.matching.lexical import answer_types, has_type, lexical_scores, query_terms
+from arr_coc.reading.matching.matcher import continuations
+from arr_coc.reading.matching.propagation import cell_span, propagate, word_units
 
 ROOT = Path(__file__).resolve().parents[1]
 HAS_OCR = importlib.util.find_spec("rapidocr") is not None and importlib.util.find_spec("onnxruntime") is not None

@@ -23,7 +23,7 @@ from PIL import Image
 from arr_coc import allocate
 from arr_coc.cli import build_parser, main
 from arr_coc.grid import MAX_TOKENS_LIMIT, GridSpec, normalize_family
-from arr_coc.reading.ocr import OcrCache
+from arr_coc.reading.ocr.reader import OcrCache
 
 CHINESE = "需要支付多少钱？"  # "How much must be paid?"
 
@@ -283,7 +283,7 @@ def test_the_foveated_explanation_counts_the_encoded_patches() -> None:
     fov = RunResult("b", 3, 120.0, 150.0, 0, 100, StageTimes(12.0, 60.0, 15.0, 30.0, 2))
     why = explain_speedup(full, fov, encoded=(53, 242))
     assert why is not None and "every patch" not in why
-    assert "encoded the patches of 53 of 242 tokens, 28 ms saved there" in why
+    assert "encoded the patches of 53 of 242 tokens (40 -> 12 ms, 28 ms saved)" in why
     assert "still sees every patch" in explain_speedup(full, fov)  # type: ignore[operator]
 
 
@@ -372,7 +372,7 @@ def test_a_failed_read_is_retried_by_a_waiting_thread() -> None:
 
 
 def test_text_reader_threads_on_one_new_page_run_one_ocr(monkeypatch, form_image) -> None:
-    from arr_coc.reading.ocr import TextReader
+    from arr_coc.reading.ocr.reader import TextReader
 
     reader = TextReader(cache=OcrCache())
     calls: list[int] = []

@@ -34,8 +34,8 @@ rapidocr = pytest.importorskip("rapidocr")
 from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 
 from arr_coc.reading import TextReader  # noqa: E402
-from arr_coc.reading.onnx_torch import SUPPORTED_OPS, OnnxModule, UnsupportedOnnxOp  # noqa: E402
-from arr_coc.reading.torch_backend import TorchOcrSession, TorchRapidOCR  # noqa: E402
+from arr_coc.reading.ocr.onnx_torch import SUPPORTED_OPS, OnnxModule, UnsupportedOnnxOp  # noqa: E402
+from arr_coc.reading.ocr.torch_backend import TorchOcrSession, TorchRapidOCR  # noqa: E402
 
 MODELS = Path(rapidocr.__file__).parent / "models"
 DET = MODELS / "PP-OCRv6_det_small.onnx"

@@ -36,8 +36,8 @@ from arr_coc.reading import (
     paint_boxes,
     text_relevance,
 )
-from arr_coc.reading.ocr import split_after_colons
-from arr_coc.reading.recognition import LineRecognizer, LineText, latin_classes
+from arr_coc.reading.ocr.reader import split_after_colons
+from arr_coc.reading.ocr.recognition import LineRecognizer, LineText, latin_classes
 
 FONT = "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf"
 HAS_OCR = importlib.util.find_spec("rapidocr") is not None and importlib.util.find_spec("onnxruntime") is not None
@@ -393,7 +393,9 @@ def test_missing_extra_error(monkeypatch: pytest.MonkeyPatch) -> None:
         return real_import(name, *args, **kwargs)
 
     monkeypatch.setattr(builtins, "__import__", fake_import)
-    with pytest.raises(MissingExtraError, match=r"pip install 'arr-coc-vis\[ocr\]'.*mode='texture'") as err:
+    with pytest.raises(
+        MissingExtraError, match=r"pip install -e '\.\[ocr\]' in the arr-coc-vis clone.*mode='texture'"
+    ) as err:
         TextReader().read(Image.new("RGB", (64, 64), "white"))
     assert isinstance(err.value, ImportError)
 

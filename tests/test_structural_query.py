@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from arr_coc.reading.structural_query import RULES, parse, resolve
-from arr_coc.reading.structure import analyse
+from arr_coc.reading.layout.structural_query import RULES, parse, resolve
+from arr_coc.reading.layout.structure import analyse
 from benchmarks import docgen
 from tests.test_structure import CW, PAGE, _b
 
@@ -117,7 +117,7 @@ def test_compare_keeps_every_value_and_label_and_implied_label_names_keys() -> N
 
 
 def test_rules_are_documented() -> None:
-    import arr_coc.reading.structural_query as sq
+    import arr_coc.reading.layout.structural_query as sq
 
     for rule in RULES:
         assert f"``{rule}``" in sq.__doc__

@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from arr_coc.reading.structure import LayoutConfig, analyse, as_pairs, flat_layout
+from arr_coc.reading.layout.structure import PageLayoutConfig, analyse, as_pairs, flat_layout
 
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
@@ -136,7 +136,7 @@ def test_empty_and_bad_input() -> None:
 
 def test_config_is_used() -> None:
     # with a gutter wider than the page's, the two columns merge into one
-    layout = analyse(PAGE, LayoutConfig(gutter_min=100.0))
+    layout = analyse(PAGE, PageLayoutConfig(gutter_min=100.0))
     assert len(layout.columns) == 1
 
 

@@ -16,7 +16,7 @@ import torch
 from PIL import Image
 
 from arr_coc.reading import QueryMatcher, ReadingConfig, TextBox
-from arr_coc.reading.learned import FEATURE_GROUPS, FEATURES, BoxScorer, box_features
+from arr_coc.reading.matching.learned import FEATURE_GROUPS, FEATURES, BoxScorer, box_features
 from arr_coc.reading.text import clean, fold
 from arr_coc.training import main as train_main
 from arr_coc.training import objective_of
@@ -244,8 +244,8 @@ def test_one_normaliser() -> None:
     assert clean("  Ｔotal\n 1 ") == "Total 1"
     assert fold("Total：  1,234.00 ’EUR’") == "total: 1234.00 'eur'"
     from arr_coc.query import normalize_text, words
-    from arr_coc.reading.lexical import tokens
-    from arr_coc.reading.structural_query import _norm
+    from arr_coc.reading.layout.structural_query import _norm
+    from arr_coc.reading.matching.lexical import tokens
 
     q = "What’s the  TOTAL of 1,234?"
     assert normalize_text(q) == clean(q)

@@ -45,7 +45,7 @@ from .config import RelevanceConfig
 from .grid import GridSpec
 from .io import load_image_with_size
 from .knowing import InformationScorer, ParticipatoryScorer, PerspectivalScorer
-from .query import MAX_QUERY_CHARS, QueryCues, normalize_text, parse_query
+from .query import MAX_QUERY_CHARS, QueryCues, broken_text_notes, normalize_text, parse_query
 from .texture import frames_from_image, frames_from_patches, texture_from_frames
 
 MODES = ("auto", "text", "texture")
@@ -166,8 +166,8 @@ class Realizer(nn.Module):
     def __init__(self, config: RelevanceConfig | None = None, box_scorer: nn.Module | None = None):
         super().__init__()
         self.config = config or RelevanceConfig()
-        # the text path's learned box scorer (``arr_coc.reading.learned.BoxScorer``; None: the rules). A submodule,
-        # so ``realizer.box_scorer.parameters()`` / ``realizer.state_dict()`` reach its tensors.
+        # the text path's learned box scorer (``arr_coc.reading.matching.learned.BoxScorer``; None: the rules). A
+        # submodule, so ``realizer.box_scorer.parameters()`` / ``realizer.state_dict()`` reach its tensors.
         self.box_scorer = box_scorer
         self.information = InformationScorer(self.config)
         self.perspectival = PerspectivalScorer(self.config)
@@ -208,7 +208,7 @@ class Realizer(nn.Module):
         config = RelevanceConfig.from_json((folder / "config.json").read_text())
         scorer = None
         if (folder / "scorer.json").is_file():
-            from .reading.learned import BoxScorer
+            from .reading.matching.learned import BoxScorer
 
             scorer = BoxScorer.load(folder)
         return cls(config, box_scorer=scorer).eval().requires_grad_(False)
@@ -347,8 +347,8 @@ def resolve_mode(mode: str) -> str:
         from .reading import MissingExtraError
 
         raise MissingExtraError(
-            "mode='text' needs the OCR extra: pip install 'arr-coc-vis[ocr]' (rapidocr, onnxruntime); "
-            "or use mode='texture'"
+            "mode='text' needs the OCR extra: pip install -e '.[ocr]' in the arr-coc-vis clone (rapidocr, "
+            "onnxruntime); or use mode='texture'"
         )
     return mode
 
@@ -382,9 +382,9 @@ def text_prior_maps(
 
     Returns:
         torch.Tensor of shape (T, rows, cols) in [0, 1], float32 on the CPU (OCR runs on the CPU), the OCR boxes
-        of each picture, each picture's structural evidence (``arr_coc.reading.structural_query.Evidence``: which budget
-        rule fired) or None, and the words' cells (``QueryMatcher.units``) as indices into the (T * rows * cols)
-        raster of all pictures, for a selection that keeps words whole.
+        of each picture, each picture's structural evidence (``arr_coc.reading.layout.structural_query.Evidence``:
+        which budget rule fired) or None, and the words' cells (``QueryMatcher.units``) as indices into the (T * rows *
+        cols) raster of all pictures, for a selection that keeps words whole.
     """
     resolve_mode("text")  # a clear error when the [ocr] extra is missing
     shared, matcher = _reading(text_options, realizer)
@@ -415,6 +415,11 @@ def query_notes(query: str) -> list[str]:
     text = str(query or "").strip()
     if not text:
         return []
+    return broken_text_notes(text) + _script_notes(text)
+
+
+def _script_notes(text: str) -> list[str]:
+    """``query_notes`` for words the pipeline cannot read (other scripts, no letters or digits)."""
     readable = [ch for ch in text if _readable(ch)]
     foreign = sorted({w for w in text.split() if any(ch.isalpha() and not _readable(ch) for ch in w)})
     if not readable:

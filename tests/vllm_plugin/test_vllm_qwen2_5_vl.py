@@ -92,7 +92,7 @@ def test_relevance_checkpoint_matches_compress_with_that_realizer(engine, tmp_pa
     import torch
 
     from arr_coc.config import RelevanceConfig
-    from arr_coc.reading.learned import BoxScorer
+    from arr_coc.reading.matching.learned import BoxScorer
     from arr_coc.realizing import Realizer
 
     torch.manual_seed(0)

@@ -160,9 +160,4 @@ class Qwen25Adapter(FamilyAdapter):
         return window_batched_tower(visual, hidden, kwargs)
 
 
-ADAPTER = Qwen25Adapter(
-    name="qwen2.5-vl",
-    class_names=("Qwen2_5_VLForConditionalGeneration",),
-    module="transformers.models.qwen2_5_vl.modeling_qwen2_5_vl",
-    extra_rope_keys=("second_per_grid_ts",),
-)
+ADAPTER = Qwen25Adapter(name="qwen2.5-vl", extra_rope_keys=("second_per_grid_ts",))  # row: arr_coc.families

@@ -116,17 +116,6 @@ class Qwen3Adapter(FamilyAdapter):
         return type(encoded.raw)(pooler_output=pooled, deepstack_features=deepstack)
 
 
-ADAPTER = Qwen3Adapter(
-    name="qwen3-vl",
-    class_names=("Qwen3VLForConditionalGeneration",),
-    module="transformers.models.qwen3_vl.modeling_qwen3_vl",
-    image_mean=(0.5, 0.5, 0.5),  # Qwen3-VL's image processor normalises with mean = std = 0.5
-    image_std=(0.5, 0.5, 0.5),
-)
-MOE_ADAPTER = Qwen3Adapter(
-    name="qwen3-vl-moe",
-    class_names=("Qwen3VLMoeForConditionalGeneration",),
-    module="transformers.models.qwen3_vl_moe.modeling_qwen3_vl_moe",
-    image_mean=(0.5, 0.5, 0.5),
-    image_std=(0.5, 0.5, 0.5),
-)
+# The dense and the MoE model: two classes of the "qwen3-vl" row of arr_coc.families.
+ADAPTER = Qwen3Adapter(name="qwen3-vl")
+MOE_ADAPTER = Qwen3Adapter(name="qwen3-vl-moe")

@@ -7,18 +7,36 @@ text with an OCR engine, scores each recognised box for how well the query refer
 where the answer should sit, and paints the result onto the model's ``rows x cols`` visual-token grid (see
 ``arr_coc.grid``). ``arr_coc.realizing.allocate(..., mode="text")`` keeps the tokens with the highest values.
 
-One module a stage:
-    config.py    ``ReadingConfig``: every weight and threshold of the text path (sections ocr, lexical, semantic,
-                 keys, layout), serialisable to/from JSON
-    ocr.py       ``TextReader`` (rapidocr's PP-OCR ONNX models, bundled with the wheel, so nothing downloads),
-                 ``TextBox``, ``OcrCache`` (each page is read once); lines are split after a trailing-colon word
-                 ("Invoice No: 4711" -> "Invoice No:" | "4711")
-    lexical.py   normalisation, tokens, fuzzy token similarity, per-box lexical score, answer types
-    semantic.py  ``MiniLMEmbedder`` (all-MiniLM-L6-v2 with plain ``transformers``), per-box semantic score
-    layout.py    the layout rule (``propagate``) and grid painting (``paint_boxes``)
-    matching.py  ``QueryMatcher``: keys, answer-type prior, layout, final per-box scores, painting
-    pipeline.py  ``Reading`` (reader + embedder + matchers, owned by the caller), ``default_reading()`` (the one
-                 documented process-wide instance), ``text_relevance``
+Three rooms and what they share (imports go down this list, never up; ``tests/test_reading_imports.py`` checks it):
+    errors.py        ``MissingExtraError`` (the optional OCR extra is missing) and its install hint
+    text.py          the one normaliser (``clean``, ``fold``) of queries, boxes and structural questions
+    layout/          page layout from box geometry alone (plain data in and out: no image, no query, no config file)
+        structure.py         ``analyse`` -> ``Layout``: lines, columns, blocks, roles, sections, reading order,
+                             tables, charts; its thresholds are ``PageLayoutConfig``
+        structural_query.py  ``parse`` / ``resolve``: a question about the page's structure -> ``Evidence``
+    config.py        ``ReadingConfig``: every weight and threshold of the text path in one serialisable object
+                     (sections ocr, lexical, semantic, keys, layout, structure, and page = ``PageLayoutConfig``)
+    ocr/             the OCR engine: page image -> ``TextBox`` es
+        reader.py          ``TextReader`` (rapidocr's PP-OCR ONNX models, bundled with the wheel, so nothing
+                           downloads), ``TextBox``, ``ReadResult``, ``OcrCache`` (each page is read once); lines are
+                           split after a trailing-colon word ("Invoice No: 4711" -> "Invoice No:" | "4711")
+        recognition.py     ``LineRecognizer``: the CTC line recogniser (Latin head, width-sorted batches)
+        onnx_torch.py      ``OnnxModule``: the PP-OCR ONNX graphs run by torch on any device and dtype
+        torch_backend.py   ``TorchOcrSession`` / ``TorchRapidOCR``: rapidocr with its networks on ``OnnxModule``
+    matching/        how much each box matters for a question, painted onto the token grid
+        lexical.py       normalised tokens, fuzzy token similarity, per-box lexical score, answer types
+        semantic.py      ``MiniLMEmbedder`` (all-MiniLM-L6-v2 with plain ``transformers``), per-box semantic score
+        propagation.py   the layout rule (``propagate``, the ``layout`` section), grid painting (``paint_boxes``),
+                         word units
+        learned.py       the learned scorer: ``box_features``, ``BoxScorer`` (reads the matcher through the
+                         ``RuleQuantities`` protocol: no import of ``matcher``)
+        matcher.py       ``QueryMatcher``: keys, answer-type prior, layout rule, evidence chain, structural evidence,
+                         final per-box scores, painting
+    pipeline.py      ``Reading`` (reader + embedder + matchers, owned by the caller), ``default_reading()`` (the one
+                     documented process-wide instance), ``text_relevance``: the three rooms tied together
+
+Two words keep apart: the *layout rule* (``matching.propagation``, config section ``layout``, ``LayoutConfig``) and
+the *page layout* (``layout.structure.Layout``, config section ``page``, ``PageLayoutConfig``).
 
 Every stage degrades gracefully: an empty query or a query that matches nothing yields a flat "all text is
 moderately relevant" map; an image without text yields all zeros.
@@ -33,12 +51,13 @@ Example:
 
 from .config import KeyConfig, LayoutConfig, LexicalConfig, OcrConfig, ReadingConfig, SemanticConfig, StructureConfig
 from .errors import INSTALL_HINT, MissingExtraError
-from .layout import paint_boxes, propagate
-from .lexical import MAX_QUERY_CHARS, MAX_QUERY_TOKENS
-from .matching import QueryMatcher
-from .ocr import OcrCache, ReadResult, TextBox, TextReader
+from .layout.structure import PageLayoutConfig
+from .matching.lexical import MAX_QUERY_CHARS, MAX_QUERY_TOKENS
+from .matching.matcher import QueryMatcher
+from .matching.propagation import paint_boxes, propagate
+from .matching.semantic import EMBED_MAX_TOKENS, MiniLMEmbedder
+from .ocr.reader import OcrCache, ReadResult, TextBox, TextReader
 from .pipeline import Reading, default_reading, shared_matcher, shared_reader, text_relevance
-from .semantic import EMBED_MAX_TOKENS, MiniLMEmbedder
 
 __all__ = [
     "EMBED_MAX_TOKENS",
@@ -53,6 +72,7 @@ __all__ = [
     "MissingExtraError",
     "OcrCache",
     "OcrConfig",
+    "PageLayoutConfig",
     "QueryMatcher",
     "ReadResult",
     "Reading",

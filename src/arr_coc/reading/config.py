@@ -3,8 +3,8 @@
 The text path has its stages and one section each: ``ocr`` (what the OCR engine sees and how results are cached),
 ``lexical`` (fuzzy token matching), ``semantic`` (MiniLM similarity), ``keys`` (which boxes the question names and
 the final per-box scores), ``layout`` (where an answer sits relative to its key), ``structure`` (structural questions)
-and ``page`` (the page-layout analysis' thresholds, ``arr_coc.reading.structure.LayoutConfig``: lines, columns,
-blocks, roles, tables). The defaults are the values the
+and ``page`` (the page-layout analysis' thresholds, ``arr_coc.reading.layout.structure.PageLayoutConfig``: lines,
+columns, blocks, roles, tables). The defaults are the values the
 project's evidence-recall benchmark was measured with (``benchmarks/evidence_recall.py``).
 
 The config is plain data: ``to_dict()`` gives JSON-ready nested dicts, ``from_dict`` rebuilds it (unknown keys are an
@@ -23,7 +23,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from .structure import LayoutConfig as PageLayoutConfig  # the page-layout analysis' thresholds (section ``page``)
+from .layout.structure import PageLayoutConfig  # the page-layout analysis' thresholds (section ``page``)
 
 
 def _check_unit(section: str, **values: float) -> None:
@@ -251,7 +251,8 @@ class LayoutConfig:
 
 @dataclass(frozen=True)
 class StructureConfig:
-    """Questions about the page's structure (``arr_coc.reading.structure``, ``arr_coc.reading.structural_query``).
+    """Questions about the page's structure (``arr_coc.reading.layout.structure``,
+    ``arr_coc.reading.layout.structural_query``).
 
     A question about the title, the word after a phrase, the n-th section of a column or a chart's extremes is parsed,
     resolved on the page's layout, and its evidence is kept first (the budget rule): the evidence paints 1 and every

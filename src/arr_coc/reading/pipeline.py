@@ -15,10 +15,10 @@ import numpy as np
 from PIL import Image
 
 from .config import ReadingConfig
-from .learned import BoxScorer
-from .matching import QueryMatcher
-from .ocr import TextBox, TextReader, _to_rgb_pil
-from .semantic import MiniLMEmbedder
+from .matching.learned import BoxScorer
+from .matching.matcher import QueryMatcher
+from .matching.semantic import MiniLMEmbedder
+from .ocr.reader import TextBox, TextReader, to_rgb_pil
 
 
 class Reading:
@@ -27,7 +27,8 @@ class Reading:
 
     Args:
         config: Settings of the whole text path (default ``ReadingConfig()``).
-        scorer: a trained box scorer (``arr_coc.reading.learned.BoxScorer``) every matcher uses; None: the rules.
+        scorer: a trained box scorer (``arr_coc.reading.matching.learned.BoxScorer``) every matcher uses; None: the
+            rules.
 
     Example:
         >>> reading = Reading()
@@ -71,7 +72,7 @@ class Reading:
     ) -> tuple[np.ndarray, list[TextBox]]:
         """Read ``image`` (from the cache when seen before) and return the ``(rows, cols)`` text relevance map for
         ``query`` and the recognised boxes (see ``text_relevance``)."""
-        pil = _to_rgb_pil(image)
+        pil = to_rgb_pil(image)
         boxes = self.reader.read(pil)
         return self.matcher(**switches).relevance(boxes, query, rows, cols, pil.size), boxes
 
@@ -135,6 +136,6 @@ def text_relevance(
     """
     reader = reader or shared_reader()
     matcher = matcher or shared_matcher()
-    pil = _to_rgb_pil(image)
+    pil = to_rgb_pil(image)
     boxes = reader.read(pil)
     return matcher.relevance(boxes, query, rows, cols, pil.size), boxes

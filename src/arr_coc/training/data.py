@@ -77,18 +77,26 @@ def load_jsonl(path: str | Path) -> list[Question]:
     """Questions of a realdocs-schema JSONL file (a folder means ``folder/questions.jsonl``).
 
     Raises:
-        ValueError: naming the line, when a line lacks a required field or its boxes are malformed.
+        ValueError: for a missing file or folder, a file without questions, or naming the line (``path:n``) when a
+            line is not JSON, lacks a required field or its boxes are malformed.
     """
     path = Path(path)
+    if not path.exists():
+        raise ValueError(f"--data {str(path)!r} does not exist (give a questions .jsonl file or a folder holding one)")
     if path.is_dir():
+        if not (path / "questions.jsonl").is_file():
+            raise ValueError(f"--data folder {str(path)!r} has no questions.jsonl")
         path = path / "questions.jsonl"
-    if not path.is_file():
-        raise FileNotFoundError(f"no questions file at {path}")
     out: list[Question] = []
-    for n, line in enumerate(path.read_text().splitlines(), 1):
+    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
         if not line.strip():
             continue
-        q = json.loads(line)
+        try:
+            q = json.loads(line)
+        except json.JSONDecodeError as err:
+            raise ValueError(f"{path}:{n}: not JSON ({err.msg} at column {err.colno})") from None
+        if not isinstance(q, dict):
+            raise ValueError(f"{path}:{n}: a line must be a JSON object with id, query, boxes, image")
         missing = [k for k in ("id", "query", "boxes", "image") if k not in q]
         if missing:
             raise ValueError(f"{path}:{n}: missing field(s) {missing} (need id, query, boxes, image)")
@@ -113,6 +121,8 @@ def load_jsonl(path: str | Path) -> list[Question]:
                 image_path=image,
             )
         )
+    if not out:
+        raise ValueError(f"{path} holds no questions (it is empty or has blank lines only)")
     return out
 
 

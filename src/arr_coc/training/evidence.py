@@ -1,4 +1,4 @@
-"""The evidence objective: train the learned box scorer (``arr_coc.reading.learned.BoxScorer``) on answer boxes.
+"""The evidence objective: train the learned box scorer (``arr_coc.reading.matching.BoxScorer``) on answer boxes.
 
 Steps (each a function taking data and returning data):
     extract     OCR (cached on disk per page) + the rule matcher's per-box features, labels (OCR boxes that overlap an
@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from ..reading.learned import FEATURE_GROUPS, FEATURES, BoxScorer, box_features
+from ..reading.matching.learned import FEATURE_GROUPS, FEATURES, BoxScorer, box_features
 from .data import Question, box_labels, docgen_questions, folds, grid_of, load_jsonl, question_cells
 
 BUDGETS: tuple[tuple[str, float], ...] = (("11.1%", 1 / 9), ("22.2%", 2 / 9), ("33.3%", 1 / 3))
@@ -323,10 +323,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument(
         "--docgen-dev",
         type=int,
-        default=12,
+        default=None,
         metavar="N",
-        help="also train on docgen's dev split, N documents per kind (0: none; its test split is never "
-        "used for training)",
+        help="also train on docgen's dev split, N generated documents per kind (default with --data: 12; 0: none; "
+        "without --data it must be given: generated documents only are a choice, not a fallback; the test split "
+        "is never used for training)",
     )
     p.add_argument("--out", required=True, help="checkpoint folder to write")
     p.add_argument("--ocr-cache", default=None, help="folder caching each page's OCR boxes (reused across runs)")
@@ -362,6 +363,13 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     )
     p.add_argument("--limit", type=int, default=0, help="use only the first N questions of each --data (debugging)")
     args = p.parse_args(argv)
+    if not args.data and args.docgen_dev is None:
+        p.error(
+            "nothing to train on: give --data (a realdocs-schema .jsonl or a folder with questions.jsonl), or "
+            "--docgen-dev N to train on N generated documents per kind only"
+        )
+    if args.docgen_dev is None:
+        args.docgen_dev = 12
     if not args.data and args.docgen_dev <= 0:
         p.error("nothing to train on: give --data and/or --docgen-dev N")
     if args.folds < 2:

@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import re
 
+from arr_coc.families import vllm_architectures
+
 # The vLLM releases the plugin is tested with: it subclasses vLLM's Qwen-VL processors and models and overrides some
 # of their private methods (``_apply_hf_processor_main``, ``_get_prompt_updates``, the encoder CUDA graph hooks ...),
 # which change between releases; another release is refused at registration, with this range in the message.
@@ -41,16 +43,13 @@ def check_vllm_version(version: str) -> None:
         )
 
 
-ARCHITECTURES = {
-    "Qwen2VLForConditionalGeneration": "arr_coc.vllm.qwen2_vl:ArrCocQwen2VLForConditionalGeneration",
-    "Qwen2_5_VLForConditionalGeneration": "arr_coc.vllm.qwen2_5_vl:ArrCocQwen2_5_VLForConditionalGeneration",
-    "Qwen3VLForConditionalGeneration": "arr_coc.vllm.qwen3_vl:ArrCocQwen3VLForConditionalGeneration",
-    "Qwen3VLMoeForConditionalGeneration": "arr_coc.vllm.qwen3_vl:ArrCocQwen3VLMoeForConditionalGeneration",
-}
+# vLLM architecture -> "module:Class" of the plugin's class: each family's ModelClass.vllm_class (arr_coc.families)
+ARCHITECTURES: dict[str, str] = vllm_architectures()
 
 
 def register() -> None:
-    """Register the plugin's model classes with vLLM (called by vLLM in each process; idempotent).
+    """Register the plugin's model classes with vLLM (called by vLLM in each process; idempotent). Families
+    registered after import (:func:`arr_coc.families.register`) are included.
 
     Raises:
         RuntimeError: this vLLM release is not supported (:func:`check_vllm_version`).
@@ -59,8 +58,7 @@ def register() -> None:
     from vllm import ModelRegistry
 
     check_vllm_version(vllm.__version__)
-
-    for architecture, target in ARCHITECTURES.items():
+    for architecture, target in vllm_architectures().items():
         ModelRegistry.register_model(architecture, target)
 
 

@@ -19,8 +19,8 @@ from typing import Any
 import numpy as np
 from PIL import Image
 
-from .config import OcrConfig, ReadingConfig
-from .errors import INSTALL_HINT, MissingExtraError
+from ..config import OcrConfig, ReadingConfig
+from ..errors import INSTALL_HINT, MissingExtraError
 from .recognition import LineRecognizer, bundled_rec_model
 
 
@@ -311,7 +311,7 @@ class TextReader:
     def read_timed(self, image: Image.Image | np.ndarray) -> ReadResult:
         """``read`` with where the time went (see ``ReadResult``)."""
         t0 = time.perf_counter()
-        pil = _to_rgb_pil(image)
+        pil = to_rgb_pil(image)
         if pil.width < 4 or pil.height < 4:
             return ReadResult([], False, {"hash": 0.0, "detect": 0.0, "recognize": 0.0, "total": 0.0})
         key = OcrCache.key(np.asarray(pil), self.fingerprint)
@@ -375,7 +375,12 @@ def crop_quad(image: np.ndarray, quad: np.ndarray) -> np.ndarray:
     return np.rot90(crop) if h >= 1.5 * w else crop
 
 
-def _to_rgb_pil(image: Image.Image | np.ndarray) -> Image.Image:
+def to_rgb_pil(image: Image.Image | np.ndarray) -> Image.Image:
+    """An RGB PIL image from a PIL image or a uint8 ``(H, W)`` / ``(H, W, 3|4)`` array (the text path's input check).
+
+    Raises:
+        TypeError: for another dtype or shape.
+    """
     if isinstance(image, Image.Image):
         return image if image.mode == "RGB" else image.convert("RGB")
     arr = np.asarray(image)

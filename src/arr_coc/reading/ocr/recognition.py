@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from .errors import INSTALL_HINT, MissingExtraError
+from ..errors import INSTALL_HINT, MissingExtraError
 
 REC_HEIGHT = 48  # input height of the PP-OCR recogniser (fixed in the ONNX graph)
 CHARSETS = ("latin", "all")

@@ -6,8 +6,8 @@ A question such as "Which word comes right after 'ability to'?", "What is the la
 that holds its answer. ``parse`` turns the wording into a ``StructuralQuery`` (ordinals in digits and words, month
 and weekday names as ordinals, left/right/top/bottom, "section/column/paragraph titled X", first/last word of,
 right after/before a quoted phrase, superlatives and comparisons). ``resolve`` finds the referent in a
-``arr_coc.reading.structure.Layout`` and returns an ``Evidence``: regions to keep and, for implied labels, the key
-boxes the reading path's layout rule should propagate from.
+``arr_coc.reading.layout.structure.Layout`` and returns an ``Evidence``: regions to keep and, for implied labels, the
+key boxes the reading path's layout rule should propagate from.
 
 The budget rule (``Evidence.rule``): evidence that is not a single box (a comparison needs every candidate value
 and its label; a count needs every heading up to the one counted; a phrase needs the span that follows it across
@@ -39,8 +39,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from ..text import fold
 from .structure import Box, Layout
-from .text import fold
 
 __all__ = ["StructuralQuery", "Evidence", "parse", "resolve", "ORDINALS", "RULES"]
 
@@ -399,7 +399,7 @@ def resolve(layout: Layout, sq: StructuralQuery) -> Evidence | None:
     """The evidence ``sq`` needs on ``layout``, or None when the query is not structural or nothing was found.
 
     Args:
-        layout: ``arr_coc.reading.structure.analyse`` of the page's OCR boxes.
+        layout: ``arr_coc.reading.layout.structure.analyse`` of the page's OCR boxes.
         sq: ``parse`` of the question.
     """
     if not layout.words:

@@ -13,8 +13,8 @@ from typing import Any
 
 import numpy as np
 
-from .config import SemanticConfig
-from .errors import INSTALL_HINT, MissingExtraError
+from ..config import SemanticConfig
+from ..errors import INSTALL_HINT, MissingExtraError
 
 EMBED_MAX_TOKENS = SemanticConfig.max_tokens  # default word pieces per text for MiniLM
 EMBED_DIM = 384  # all-MiniLM-L6-v2's embedding size

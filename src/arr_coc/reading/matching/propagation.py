@@ -1,4 +1,4 @@
-"""Layout: where an answer sits relative to the text that names it, and painting per-box scores onto the token grid.
+"""The layout rule: where an answer sits relative to the text that names it; per-box scores painted onto the grid.
 
 ``propagate`` spreads each key's weight to its answer candidates: the same line to its right (a value after its label,
 a table row), below it in the same column (a value under its label, a table column), above it (a chart bar's value
@@ -15,9 +15,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .config import LayoutConfig
+from ..config import LayoutConfig
+from ..ocr.reader import TextBox
 from .lexical import tokens
-from .ocr import TextBox
 
 
 def paint_boxes(

@@ -9,14 +9,14 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from .config import ReadingConfig
-from .layout import paint_boxes, propagate, word_units
+from ..config import ReadingConfig
+from ..layout.structural_query import Evidence, parse, resolve
+from ..layout.structure import Layout, analyse, flat_layout
+from ..ocr.reader import TextBox
 from .learned import BoxScorer, box_features
 from .lexical import answer_types, has_type, lexical_scores
-from .ocr import TextBox
+from .propagation import paint_boxes, propagate, word_units
 from .semantic import MiniLMEmbedder, semantic_scores, semantic_similarities
-from .structural_query import Evidence, parse, resolve
-from .structure import Layout, analyse, flat_layout
 
 
 def continuations(layout: Layout, keys: Sequence[int]) -> list[tuple[int, int]]:
@@ -26,7 +26,7 @@ def continuations(layout: Layout, keys: Sequence[int]) -> list[tuple[int, int]]:
     links the two; the layout analysis' reading order does.
 
     Args:
-        layout: ``arr_coc.reading.structure.analyse`` of the boxes.
+        layout: ``arr_coc.reading.layout.structure.analyse`` of the boxes.
         keys: indices of the key boxes.
 
     Returns:
@@ -60,11 +60,11 @@ class QueryMatcher:
          best are keys, weighted linearly and by how convincing the best is (``semantic_scores``). Halved when a
          strong lexical match exists, so the question's own words win.
 
-    2. Layout rule (``layout.enabled``, ``arr_coc.reading.layout.propagate``): each key's weight is propagated to
-       where answers sit: same line to its right (1.0, decaying slowly with order so a table row is covered), below
-       it in the same column (0.85, decaying; a table column, a value under its label), above it (0.7; a chart bar's
-       value label above its axis label) and to its left (0.5). Propagation from long sentence-like keys to the
-       right/left is damped (multi-column pages), and so is propagation to *siblings* of the key (same character
+    2. Layout rule (``layout.enabled``, ``arr_coc.reading.matching.propagation.propagate``): each key's weight is
+       propagated to where answers sit: same line to its right (1.0, decaying slowly with order so a table row is
+       covered), below it in the same column (0.85, decaying; a table column, a value under its label), above it (0.7; a
+       chart bar's value label above its axis label) and to its left (0.5). Propagation from long sentence-like keys to
+       the right/left is damped (multi-column pages), and so is propagation to *siblings* of the key (same character
        shape, "Q3" -> "Q4", or both "Label:"), which are the next item of a list rather than its value.
        Contributions add up, so the table cell in the key row AND the key column ranks first.
     3. Answer type: "when" asks for a date, "how much" for money, "how many" for a count (``type_prior``). Boxes of
@@ -72,7 +72,7 @@ class QueryMatcher:
     4. Evidence chain: a key scores at least ``keys.link`` (0.9) times the best candidate it points to (times its
        share in that candidate's score), so the value is kept with the key that makes it the answer ("Amount due:"
        beside "$18,324.18"); a table cell among the best candidates (``keys.header_top``) keeps its row and column
-       headers (``arr_coc.reading.structure.Layout.headers_of``) at ``keys.link`` times its score. A key in a row
+       headers (``arr_coc.reading.layout.structure.Layout.headers_of``) at ``keys.link`` times its score. A key in a row
        (table header, "Label: value") reaches below/above only up to the first much wider box
        (``layout.cross_width``): fine print under a table is not the table's next cell. With layout analysis
        (``structure.enabled``), a key ending a paragraph at the foot of a column also reaches the first line of the
@@ -83,8 +83,8 @@ class QueryMatcher:
        of each word, which the selection keeps whole (``layout.whole_words``).
     6. Structure (``structure.query_parsing``): a question about the page's structure (title, the word after a quoted
        phrase, the last word of a named section, the n-th section of a column, a chart's extremes, "the third month")
-       is parsed (``arr_coc.reading.structural_query``) and resolved on the page's layout
-       (``arr_coc.reading.structure``); the evidence it needs paints 1 and everything else is damped by
+       is parsed (``arr_coc.reading.layout.structural_query``) and resolved on the page's layout
+       (``arr_coc.reading.layout.structure``); the evidence it needs paints 1 and everything else is damped by
        ``structure.evidence_damp`` (the budget rule), and an implied label ("Mar") becomes a key for the layout rule.
        ``relevance_and_evidence`` also returns which rule fired.
 
@@ -106,7 +106,7 @@ class QueryMatcher:
         whole_words: Override ``config.layout.whole_words`` (off, ``units`` is empty: plain top-k over cells).
         embedder: MiniLM embedder to use (shared between matchers by ``arr_coc.reading.Reading``); default: this
             matcher's own, created from ``config.semantic`` and loaded on the first semantic query.
-        scorer: a trained ``arr_coc.reading.learned.BoxScorer``: each box's final score is its output on
+        scorer: a trained ``arr_coc.reading.matching.learned.BoxScorer``: each box's final score is its output on
             ``box_features`` instead of the rules' ``box_scores`` (None: the rules).
     """
 
@@ -159,12 +159,12 @@ class QueryMatcher:
 
     @property
     def structure(self) -> bool:
-        """Whether layout analysis is on (``arr_coc.reading.structure``)."""
+        """Whether layout analysis is on (``arr_coc.reading.layout.structure``)."""
         return self.config.structure.enabled
 
     @property
     def query_parsing(self) -> bool:
-        """Whether structural references in the question are parsed (``arr_coc.reading.structural_query``)."""
+        """Whether structural references in the question are parsed (``arr_coc.reading.layout.structural_query``)."""
         return self.config.structure.query_parsing
 
     @property
@@ -187,14 +187,16 @@ class QueryMatcher:
         if self.semantic:
             self.embedder.warmup()
 
-    def _clip(self, query: str | None) -> str:
+    def clip(self, query: str | None) -> str:
+        """The query as every stage sees it: at most ``lexical.max_query_chars`` characters ("" for None)."""
         return (query or "")[: self.config.lexical.max_query_chars]
 
     # -- scoring -------------------------------------------------------------------------------------------------
 
     def lexical_scores(self, boxes: Sequence[TextBox], query: str) -> np.ndarray:
-        """(N,) lexical match of each box to ``query`` in [0, 1] (``arr_coc.reading.lexical.lexical_scores``)."""
-        return lexical_scores([b.text for b in boxes], self._clip(query), self.config.lexical)
+        """(N,) lexical match of each box to ``query`` in [0, 1]
+        (``arr_coc.reading.matching.lexical.lexical_scores``)."""
+        return lexical_scores([b.text for b in boxes], self.clip(query), self.config.lexical)
 
     def semantic_similarities(self, boxes: Sequence[TextBox], query: str) -> np.ndarray:
         """(N,) raw MiniLM cosine similarity of each box text to ``query`` (mostly-digit boxes lowered by
@@ -205,14 +207,14 @@ class QueryMatcher:
 
     def semantic_scores(self, boxes: Sequence[TextBox], query: str) -> np.ndarray:
         """(N,) semantic key score in [0, 1], relative to the page's best match
-        (``arr_coc.reading.semantic.semantic_scores``)."""
+        (``arr_coc.reading.matching.semantic.semantic_scores``)."""
         return semantic_scores(self.semantic_similarities(boxes, query), self.config.semantic)
 
     def match_scores(self, boxes: Sequence[TextBox], query: str) -> np.ndarray:
         """(N,) how strongly the query refers to each box: max of lexical and weighted semantic score."""
         n = len(boxes)
         m = np.zeros(n, dtype=np.float32)
-        query = self._clip(query)
+        query = self.clip(query)
         if n == 0 or not query.strip():
             return m
         if self.lexical:
@@ -230,7 +232,7 @@ class QueryMatcher:
         """
         n = len(boxes)
         out = np.zeros(n, dtype=np.float32)
-        query = self._clip(query)
+        query = self.clip(query)
         if not self.layout or n == 0 or not query:
             return out
         kinds = answer_types(query)
@@ -253,7 +255,7 @@ class QueryMatcher:
         """
         n = len(boxes)
         keys = np.zeros(n, dtype=np.float32)
-        query = self._clip(query)
+        query = self.clip(query)
         if n == 0 or not query.strip():
             return keys
         kc, sc = self.config.keys, self.config.semantic
@@ -276,8 +278,8 @@ class QueryMatcher:
         return keys.astype(np.float32)
 
     def layout_of(self, boxes: Sequence[TextBox]) -> Layout:
-        """The page's layout: ``arr_coc.reading.structure.analyse`` (``structure.enabled``) or, off, ``flat_layout``
-        (boxes in OCR order, no columns, tables or reading order).
+        """The page's layout: ``arr_coc.reading.layout.structure.analyse`` (``structure.enabled``) or, off,
+        ``flat_layout`` (boxes in OCR order, no columns, tables or reading order).
 
         The last ``structure.layout_cache_items`` pages' layouts are kept (keyed on the boxes themselves), so a second
         question about a page does not analyse it again; the returned ``Layout`` is shared: do not modify it.
@@ -320,7 +322,7 @@ class QueryMatcher:
         """(N,) final per-box relevance in [0, 1] (key, answer candidates, other text).
 
         ``extra_keys``: indices of boxes that are keys whatever the query's words say (an implied label found by
-        ``arr_coc.reading.structural_query``, e.g. "Mar" for "the third month"). ``layout``: the page's
+        ``arr_coc.reading.layout.structural_query``, e.g. "Mar" for "the third month"). ``layout``: the page's
         ``layout_of(boxes)`` when the caller has it already.
         """
         return self.box_parts(boxes, query, extra_keys, layout)["scores"]
@@ -335,7 +337,7 @@ class QueryMatcher:
         """The rule's per-box quantities, each (N,) float32: ``keys`` (key weights), ``prior`` (answer-type prior),
         ``values`` (candidate scores from the layout rule, after the type prior), ``chain`` (evidence-chain score of
         each key), ``headers`` (table headers of the best candidates) and ``scores`` (the final ``box_scores``).
-        The learned scorer (``arr_coc.reading.learned``) reads them as features."""
+        The learned scorer (``arr_coc.reading.matching.learned``) reads them as features."""
         n = len(boxes)
         zeros = np.zeros(n, dtype=np.float32)
         parts = {k: zeros.copy() for k in ("keys", "prior", "values", "chain", "headers", "scores")}
@@ -437,17 +439,17 @@ class QueryMatcher:
         return self.relevance_and_evidence(boxes, query, rows, cols, original_size)[0]
 
     def units(self, boxes: Sequence[TextBox], rows: int, cols: int, original_size: tuple[int, int]) -> list[np.ndarray]:
-        """The cells of each recognised word (``arr_coc.reading.layout.word_units``), for a selection that keeps
-        words whole (``arr_coc.attending.select``); empty when ``layout.whole_words`` is off."""
+        """The cells of each recognised word (``arr_coc.reading.matching.propagation.word_units``), for a selection
+        that keeps words whole (``arr_coc.attending.select``); empty when ``layout.whole_words`` is off."""
         cfg = self.config.layout
         return word_units(boxes, rows, cols, original_size, cfg.word_pad) if cfg.whole_words else []
 
     def evidence(self, boxes: Sequence[TextBox], query: str, layout: Layout | None = None) -> Evidence | None:
-        """The structural evidence the query needs (``arr_coc.reading.structural_query.Evidence``), or None (``layout``:
-        the page's ``layout_of(boxes)`` when the caller has it)."""
+        """The structural evidence the query needs (``arr_coc.reading.layout.structural_query.Evidence``), or None
+        (``layout``: the page's ``layout_of(boxes)`` when the caller has it)."""
         if not self.query_parsing or not boxes or not query:
             return None
-        sq = parse(self._clip(query))
+        sq = parse(self.clip(query))
         if sq.rule is None:
             return None
         return resolve(layout if layout is not None else self.layout_of(boxes), sq)

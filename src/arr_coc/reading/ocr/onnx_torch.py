@@ -16,7 +16,7 @@ How:
       total pad is odd, the extra pixel at the end for SAME_UPPER), as the ONNX spec says.
     * An op outside ``SUPPORTED_OPS`` raises ``UnsupportedOnnxOp`` naming the op and the node, when the graph is built.
 
-The rapidocr drop-in that runs the PP-OCR networks through this module is ``arr_coc.reading.torch_backend``.
+The rapidocr drop-in that runs the PP-OCR networks through this module is ``arr_coc.reading.ocr.torch_backend``.
 
 Example:
     >>> det = OnnxModule("PP-OCRv6_det_small.onnx").to("cuda", torch.bfloat16)    # doctest: +SKIP
@@ -537,7 +537,7 @@ class OnnxModule(nn.Module):
 
     Raises:
         UnsupportedOnnxOp: the graph uses an op outside ``SUPPORTED_OPS`` (the message names the op and the node).
-        ImportError: the ``onnx`` package is missing (``pip install 'arr-coc-vis[ocr]'``).
+        ImportError: the ``onnx`` package is missing (``pip install -e '.[ocr]' in the arr-coc-vis clone``).
 
     Example:
         >>> net = OnnxModule("det.onnx").to("cuda", torch.bfloat16)       # doctest: +SKIP

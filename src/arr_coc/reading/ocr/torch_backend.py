@@ -3,13 +3,13 @@
 rapidocr's ``TextDetector`` / ``TextClassifier`` / ``TextRecognizer`` each call ``self.session(batch)`` with a numpy
 batch and post-process the numpy result. ``TorchOcrSession`` has that call interface (and ``have_key`` /
 ``get_character_list``, which read the recogniser's alphabet from the model metadata) and runs the same ``.onnx``
-file with ``arr_coc.reading.onnx_torch.OnnxModule`` on any torch device and dtype. ``TorchRapidOCR`` is a ``RapidOCR``
-subclass whose stage objects get a ``TorchOcrSession`` when they are first loaded, so rapidocr's own pre- and
-post-processing (resizing, DB box extraction, CTC decoding, word boxes) is reused unchanged. No rapidocr class is
+file with ``arr_coc.reading.ocr.onnx_torch.OnnxModule`` on any torch device and dtype. ``TorchRapidOCR`` is a
+``RapidOCR`` subclass whose stage objects get a ``TorchOcrSession`` when they are first loaded, so rapidocr's own pre-
+and post-processing (resizing, DB box extraction, CTC decoding, word boxes) is reused unchanged. No rapidocr class is
 modified: onnxruntime engines in the same process keep working.
 
-Importing this module imports rapidocr (``pip install 'arr-coc-vis[ocr]'``); ``TextReader(backend="torch")`` does
-so only when its engine is first built.
+Importing this module imports rapidocr (``pip install -e '.[ocr]' in the arr-coc-vis clone``);
+``TextReader(backend="torch")`` does so only when its engine is first built.
 
 Example:
     >>> engine = TorchRapidOCR(device="cuda", dtype=torch.bfloat16)       # doctest: +SKIP

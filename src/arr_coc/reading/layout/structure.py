@@ -19,7 +19,7 @@ works on any OCR output (plain data in, plain data out; no image, no model):
           ─► tables     runs of baseline rows whose separate cells align into columns; header row and row-label
                         column; ``headers_of(i)`` gives a value's row and column header boxes
 
-Every threshold is a field of ``LayoutConfig`` (one commented config, no literals in the code paths).
+Every threshold is a field of ``PageLayoutConfig`` (one commented config, no literals in the code paths).
 
 Example:
     >>> boxes = [("Title Here", (10, 10, 300, 50)), ("left text", (10, 80, 140, 100)),
@@ -41,7 +41,7 @@ import numpy as np
 
 __all__ = [
     "Box",
-    "LayoutConfig",
+    "PageLayoutConfig",
     "Word",
     "Line",
     "Block",
@@ -61,7 +61,7 @@ _END_PUNCT = ".,;:!?"
 
 
 @dataclass(frozen=True)
-class LayoutConfig:
+class PageLayoutConfig:
     """Thresholds of the layout analysis.
 
     Text size is measured as a line's width per character (``cw``), relative to the page's median: OCR detectors
@@ -255,7 +255,7 @@ class Layout:
                 }
                 for t in self.tables
             ],
-            "config": asdict(LayoutConfig()),
+            "config": asdict(PageLayoutConfig()),
         }
 
 
@@ -298,17 +298,17 @@ def _height(b: Box) -> float:
     return max(1.0, b[3] - b[1])
 
 
-def analyse(boxes: Sequence[Any], config: LayoutConfig | None = None) -> Layout:
+def analyse(boxes: Sequence[Any], config: PageLayoutConfig | None = None) -> Layout:
     """Recover the layout of a page from its OCR boxes.
 
     Args:
         boxes: ``TextBox``-like objects or ``(text, (x0, y0, x1, y1))`` pairs, in pixels (any order).
-        config: thresholds (default ``LayoutConfig()``).
+        config: thresholds (default ``PageLayoutConfig()``).
 
     Returns:
         A ``Layout``; empty lists for an empty page.
     """
-    cfg = config or LayoutConfig()
+    cfg = config or PageLayoutConfig()
     pairs = as_pairs(boxes)
     if not pairs:
         return Layout(boxes=[], body_height=0.0)
@@ -333,10 +333,10 @@ def analyse(boxes: Sequence[Any], config: LayoutConfig | None = None) -> Layout:
     return Layout(pairs, body_h, lines, columns, blocks, sections, title, words, values, labels, tables)
 
 
-def flat_layout(boxes: Sequence[Any], config: LayoutConfig | None = None) -> Layout:
+def flat_layout(boxes: Sequence[Any], config: PageLayoutConfig | None = None) -> Layout:
     """No layout analysis (the ablation): each box is its own line and paragraph, in the given (OCR) order, in one
     column; no title, headings or sections. Words and value/label typing are kept."""
-    cfg = config or LayoutConfig()
+    cfg = config or PageLayoutConfig()
     pairs = as_pairs(boxes)
     if not pairs:
         return Layout(boxes=[], body_height=0.0)
@@ -362,7 +362,7 @@ def flat_layout(boxes: Sequence[Any], config: LayoutConfig | None = None) -> Lay
     )
 
 
-def _lines(pairs: list[tuple[str, Box]], h: float, cfg: LayoutConfig) -> list[Line]:
+def _lines(pairs: list[tuple[str, Box]], h: float, cfg: PageLayoutConfig) -> list[Line]:
     """Group boxes into lines, left to right: a box joins the line whose last box ends just left of it (gap at most
     ``line_gap * h``, ``h`` the page's median width per character) on the same baseline (vertical overlap at least
     ``line_overlap`` of the smaller height), the best-overlapping such line; otherwise it starts a line."""
@@ -403,7 +403,7 @@ def _line(pairs: list[tuple[str, Box]], idx: list[int]) -> Line:
     return Line(tuple(idx), " ".join(pairs[i][0] for i in idx), _union([pairs[i][1] for i in idx]), -1)
 
 
-def _columns(lines: list[Line], h: float, cfg: LayoutConfig) -> list[tuple[float, float]]:
+def _columns(lines: list[Line], h: float, cfg: PageLayoutConfig) -> list[tuple[float, float]]:
     """Column x-ranges: the page's text extent cut at the middle of each vertical white gutter (an interior x-range,
     at least ``gutter_min * h`` wide, that almost no line covers)."""
     x0 = min(ln.box[0] for ln in lines)
@@ -443,7 +443,7 @@ def _line_cw(ln: Line) -> float:
     return _cw(ln.text, ln.box)
 
 
-def _blocks(lines: list[Line], cw: float, cfg: LayoutConfig) -> list[Block]:
+def _blocks(lines: list[Line], cw: float, cfg: PageLayoutConfig) -> list[Block]:
     """Split each column's lines (top to bottom) where the pitch to the previous line is unusually large, or where a
     short line's text is ``heading_size`` times larger or smaller than its neighbour's (a heading)."""
     by_col: dict[int, list[int]] = {}
@@ -474,7 +474,9 @@ def _blocks(lines: list[Line], cw: float, cfg: LayoutConfig) -> list[Block]:
     return blocks
 
 
-def _roles(blocks: list[Block], lines: list[Line], cw: float, cfg: LayoutConfig) -> tuple[list[Block], tuple[int, ...]]:
+def _roles(
+    blocks: list[Block], lines: list[Line], cw: float, cfg: PageLayoutConfig
+) -> tuple[list[Block], tuple[int, ...]]:
     """Title, headings, code, footnotes; returns the re-labelled blocks and the title's line indices."""
     top = min(b.box[1] for b in blocks)
     bottom = max(b.box[3] for b in blocks)
@@ -521,7 +523,7 @@ def _roles(blocks: list[Block], lines: list[Line], cw: float, cfg: LayoutConfig)
     return out, title
 
 
-def _heading_like(text: str, cfg: LayoutConfig) -> bool:
+def _heading_like(text: str, cfg: PageLayoutConfig) -> bool:
     """Short, starting with a capital or digit, not ending like a sentence or a clause."""
     text = text.strip()
     return (
@@ -609,7 +611,7 @@ class _Row:
     x1: float
 
 
-def _tables(pairs: list[tuple[str, Box]], cw: float, cfg: LayoutConfig) -> list[Table]:
+def _tables(pairs: list[tuple[str, Box]], cw: float, cfg: PageLayoutConfig) -> list[Table]:
     """Tables: runs of consecutive baseline rows (top to bottom, overlapping in x) of >= 2 short cells each, whose
     cells align into the same columns; a row that does not fit (a prose line, a single cell, a cell across two
     columns, a gap much larger than the table's row pitch) ends the runs it overlaps. Tables side by side stay
@@ -647,7 +649,7 @@ def _median(v: Sequence[float]) -> float:
     return float(s[k]) if len(s) % 2 else (s[k - 1] + s[k]) / 2
 
 
-def _baseline_rows(pairs: list[tuple[str, Box]], cw: float, cfg: LayoutConfig) -> list[_Row]:
+def _baseline_rows(pairs: list[tuple[str, Box]], cw: float, cfg: PageLayoutConfig) -> list[_Row]:
     """Boxes grouped by baseline whatever the gaps between them (a box joins the row whose neighbours of it in x it
     overlaps vertically by >= ``line_overlap`` of the smaller height, and horizontally by less than that share of the
     narrower width), then each row's boxes closer than ``table_cell_gap * cw`` merged into one cell (the words of a
@@ -717,7 +719,7 @@ def _row(cells: Sequence[_Cell]) -> _Row:
     )
 
 
-def _fits(run: list[_Row], row: _Row, pad: float, cfg: LayoutConfig) -> bool:
+def _fits(run: list[_Row], row: _Row, pad: float, cfg: PageLayoutConfig) -> bool:
     """Whether ``row`` continues the table ``run``: close enough below it, holding key/value pairs when the run's
     body does and only then, and its cells fall into distinct columns of the run (and leave every earlier row's
     cells in distinct columns). Only the first row and the ``table_window`` rows above ``row`` are looked at, so
@@ -839,7 +841,7 @@ def _assign(rows: list[_Row], cols: list[tuple[float, float]]) -> list[list[int]
     return out
 
 
-def _table(run: list[_Row], pad: float, cfg: LayoutConfig) -> list[Table]:
+def _table(run: list[_Row], pad: float, cfg: PageLayoutConfig) -> list[Table]:
     """The tables of a run of rows: its grid, split where a key/value stack sits beside other columns."""
     whole = run
     run = _split_first(run, pad)
@@ -870,7 +872,7 @@ def _numeric(c: _Cell | None) -> bool:
     return c is not None and bool(_NUMBER_RE.match(c.text))
 
 
-def _grid_tables(grid: list[list[_Cell | None]], cys: list[float], cfg: LayoutConfig) -> list[Table]:
+def _grid_tables(grid: list[list[_Cell | None]], cys: list[float], cfg: PageLayoutConfig) -> list[Table]:
     """Header row and row-label column of a grid (rows: top to bottom, centre heights ``cys``); none with fewer
     than ``table_min_rows`` rows or ``table_min_cols`` columns filled in two rows or more, or with neither a header
     row nor a row-label column (two short lines of neighbouring text columns align too, but nothing names them).

@@ -39,20 +39,20 @@ import re
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 import torch
 from torch import nn
 
-from .lexical import _VALUE_PATTERNS, answer_types, has_type, tokens
-from .ocr import TextBox
+from ..ocr.reader import TextBox
+from .lexical import VALUE_PATTERNS, answer_types, has_type, tokens
 from .semantic import semantic_scores
 
 if TYPE_CHECKING:
-    from .matching import QueryMatcher
-    from .structural_query import Evidence
-    from .structure import Layout
+    from ..config import ReadingConfig
+    from ..layout.structural_query import Evidence
+    from ..layout.structure import Layout
 
 TYPES = ("date", "money", "count", "phone", "email", "person")
 ROLES = ("title", "heading", "paragraph", "footnote", "code")
@@ -75,6 +75,36 @@ _INDEX = {f: i for i, f in enumerate(FEATURES)}
 _DIGIT_RUN = re.compile(r"\b\d{6,8}\b")
 
 
+class RuleQuantities(Protocol):
+    """What ``box_features`` reads from the rule matcher (``arr_coc.reading.matching.matcher.QueryMatcher`` is one).
+
+    A protocol, not an import: the matcher uses this module's ``BoxScorer`` and ``box_features``, so this module must
+    not import the matcher (no cycle, at run time or in type checking).
+    """
+
+    config: ReadingConfig
+
+    @property
+    def lexical(self) -> bool: ...  # noqa: D102
+
+    @property
+    def semantic(self) -> bool: ...  # noqa: D102
+
+    def clip(self, query: str | None) -> str: ...  # noqa: D102
+
+    def layout_of(self, boxes: Sequence[TextBox]) -> Layout: ...  # noqa: D102
+
+    def box_parts(  # noqa: D102
+        self, boxes: Sequence[TextBox], query: str, extra_keys: Sequence[str] = (), layout: Layout | None = None
+    ) -> dict[str, np.ndarray]: ...
+
+    def lexical_scores(self, boxes: Sequence[TextBox], query: str) -> np.ndarray: ...  # noqa: D102
+
+    def semantic_similarities(self, boxes: Sequence[TextBox], query: str) -> np.ndarray: ...  # noqa: D102
+
+    def page_cached(self, name: str, boxes: Sequence[TextBox], compute: Any) -> Any: ...  # noqa: D102
+
+
 def _wh(query: str) -> str:
     words = re.findall(r"[a-z]+", query.lower())
     for w in words[:3]:
@@ -84,7 +114,7 @@ def _wh(query: str) -> str:
 
 
 def box_features(
-    matcher: QueryMatcher,
+    matcher: RuleQuantities,
     boxes: Sequence[TextBox],
     query: str,
     layout: Layout | None = None,
@@ -105,7 +135,7 @@ def box_features(
     out = np.zeros((n, len(FEATURES)), dtype=np.float32)
     if n == 0:
         return out
-    query = matcher._clip(query or "")
+    query = matcher.clip(query or "")
     layout = layout if layout is not None else matcher.layout_of(boxes)
     parts = matcher.box_parts(boxes, query, extra_keys=evidence.keys if evidence is not None else (), layout=layout)
     col = {f: out[:, i] for f, i in _INDEX.items()}  # column views (writes go to ``out``)
@@ -208,7 +238,7 @@ def page_features(boxes: Sequence[TextBox], layout: Layout, original_size: tuple
         col["page_freq"][j] = math.log(freq[norm[j]]) if norm[j] else 0.0
         for kind in TYPES:
             col[f"is_{kind}"][j] = float(has_type(t, kind))
-        col["digit_run"][j] = float(bool(_DIGIT_RUN.search(t)) and not _VALUE_PATTERNS["date"].search(t))
+        col["digit_run"][j] = float(bool(_DIGIT_RUN.search(t)) and not VALUE_PATTERNS["date"].search(t))
 
     for b in layout.blocks:
         if b.role in ROLES:

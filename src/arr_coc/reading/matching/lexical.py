@@ -13,8 +13,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from .config import LexicalConfig
-from .text import clean, fold
+from ..config import LexicalConfig
+from ..text import clean, fold
 
 MAX_QUERY_CHARS = LexicalConfig.max_query_chars  # default truncation of long queries (``LexicalConfig``)
 MAX_QUERY_TOKENS = LexicalConfig.max_query_tokens  # default number of query content tokens matched
@@ -157,7 +157,7 @@ _ANSWER_TYPE_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ),
 )
 _MONTHS = r"jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec"
-_VALUE_PATTERNS: dict[str, re.Pattern[str]] = {
+VALUE_PATTERNS: dict[str, re.Pattern[str]] = {
     "date": re.compile(
         rf"\b\d{{1,4}}[-/.]\d{{1,2}}[-/.]\d{{1,4}}\b|\b\d{{1,2}}\s*(?:{_MONTHS})[a-z]*\.?\s*\d{{2,4}}\b|"
         rf"\b(?:{_MONTHS})[a-z]*\.?\s*\d{{1,2}},?\s*\d{{2,4}}\b",
@@ -179,10 +179,10 @@ def answer_types(query: str) -> tuple[str, ...]:
 
 def has_type(text: str, kind: str) -> bool:
     """Whether ``text`` holds a value of type ``kind`` (a phone number: at least 7 digits, and not a date)."""
-    m = _VALUE_PATTERNS[kind].search(text)
+    m = VALUE_PATTERNS[kind].search(text)
     if m is None or kind != "phone":
         return m is not None
-    return sum(ch.isdigit() for ch in m.group()) >= 7 and not _VALUE_PATTERNS["date"].search(m.group())
+    return sum(ch.isdigit() for ch in m.group()) >= 7 and not VALUE_PATTERNS["date"].search(m.group())
 
 
 @functools.lru_cache(maxsize=262144)

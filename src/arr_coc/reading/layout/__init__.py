@@ -1,0 +1,26 @@
+"""Page layout: how a page's text boxes are organised, from box geometry alone (plain data in, plain data out).
+
+    structure.py         ``analyse`` -> ``Layout`` (lines, columns, blocks with roles, title, sections, reading
+                         order, tables with headers, chart values and labels); thresholds in ``PageLayoutConfig``
+                         (``ReadingConfig.page``)
+    structural_query.py  ``parse`` a question about the page's structure ("the second section of the left
+                         column", "the word after 'ability to'") into a ``StructuralQuery``; ``resolve`` it on a
+                         ``Layout`` into the ``Evidence`` to keep
+
+Depends on ``arr_coc.reading.text`` only (no OCR engine, no matcher): any OCR output works.
+"""
+
+from .structural_query import Evidence, StructuralQuery, parse, resolve
+from .structure import Box, Layout, PageLayoutConfig, analyse, flat_layout
+
+__all__ = [
+    "Box",
+    "Evidence",
+    "Layout",
+    "PageLayoutConfig",
+    "StructuralQuery",
+    "analyse",
+    "flat_layout",
+    "parse",
+    "resolve",
+]
