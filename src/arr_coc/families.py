@@ -141,7 +141,7 @@ class Family:
     image_std: tuple[float, float, float]
     processor: str
     classes: tuple[ModelClass, ...]
-    token_ids: dict[str, int] = field(default_factory=lambda: dict(QWEN2_TOKEN_IDS))
+    token_ids: dict[str, int] = field(default_factory=lambda: dict(QWEN2_TOKEN_IDS), hash=False)  # rows stay hashable
     added_tokens: int = 14
     chat_template: str = QWEN2_VL_TEMPLATE
     spellings: tuple[str, ...] = ()

@@ -203,10 +203,13 @@ def build_inputs(processor: Any, image: Any, query: str, max_pixels: int | None 
     Args:
         processor: a Qwen-VL processor or :class:`PilQwenVLProcessor`.
         image: a PIL image.
-        query: the question.
+        query: the question; a lone surrogate (an undecodable terminal byte, a JSON ``"\\ud800"``) becomes U+FFFD
+            (``arr_coc.reading.text.valid_text``), as the allocation reads it: no tokenizer takes it.
         max_pixels: cap on the resized image's area (the processor's ``longest_edge``); ``None`` = processor default.
     """
-    messages = [{"role": "user", "content": [{"type": "image"}, {"type": "text", "text": query}]}]
+    from .reading.text import valid_text
+
+    messages = [{"role": "user", "content": [{"type": "image"}, {"type": "text", "text": valid_text(query)}]}]
     text = processor.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
     kwargs: dict[str, Any] = {}
     if max_pixels is not None:
