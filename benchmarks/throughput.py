@@ -465,7 +465,13 @@ def render(results: list[dict[str, Any]], env: dict[str, str], depth: dict[str, 
         f"Command: `{env['command']}`",
         "",
         f"{env['device']}, {args.dtype}, torch {env['torch']}, transformers {env['transformers']}, attention "
-        f"`{args.attn}`; median of {args.repeat} run(s) after a warm-up; load average at the start {env['load']} "
+        f"`{args.attn}`; "
+        + (
+            "counts only (`--tower-only`: deterministic, nothing timed); "
+            if args.tower_only
+            else f"median of {args.repeat} run(s) after a warm-up; "
+        )
+        + f"load average at the start {env['load']} "
         f"({'timings under contention: compare rows, not machines' if env['contended'] else 'quiet machine'}). "
         "Random weights on the named config; page `examples/invoice.jpg`; a batch is B copies of the sample. "
         "TTFT = one forward with `logits_to_keep=1`. Text rows: OCR cached (the page was read before) unless "
