@@ -141,3 +141,14 @@ def test_the_front_door_is_short_and_pytest_says_why_it_skips():
     assert len(README.read_text(encoding="utf-8").splitlines()) <= 250
     addopts = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["pytest"]["ini_options"]["addopts"]
     assert "-rs" in addopts.split()
+
+
+def test_relative_links_resolve():
+    """Every relative link of the README and docs/*.md (results tables, docs pages, pictures) names an existing file."""
+    missing = []
+    for page in PAGES:
+        for match in re.finditer(r"\]\(([^)#\s]+)(#[^)]*)?\)", page.read_text(encoding="utf-8")):
+            link = match.group(1)
+            if not link.startswith(("http://", "https://")) and not (page.parent / link).exists():
+                missing.append(f"{page.relative_to(ROOT)}: {link}")
+    assert not missing, missing

@@ -285,6 +285,84 @@ class Realizer(nn.Module):
         t2 = time.perf_counter()
         return Relevance(scores, maps, weights, texture, {"texture": (t1 - t0) * 1e3, "scoring": (t2 - t1) * 1e3})
 
+    @torch.inference_mode()
+    def relevance_items(
+        self,
+        frames: Sequence[torch.Tensor],
+        grids: Sequence[tuple[int, int]],
+        queries: Sequence[str | None],
+        token_feats: Sequence[torch.Tensor | None] | None = None,
+        query_embeds: Sequence[torch.Tensor | None] | None = None,
+        priors: Sequence[torch.Tensor | None] | None = None,
+    ) -> list[Relevance]:
+        """:meth:`relevance` of several images or videos, each with its own query, in as few passes as possible:
+        items whose frames have the same shape, dtype and device (and the same grid) go through texture and the
+        scorers together, whatever their queries; each item's result equals :meth:`relevance` on it alone, bit for
+        bit (every op works within a frame, and the participatory scorer groups samples by query).
+
+        Args:
+            frames: per item, (T_i, 3, rows_i * cell, cols_i * cell) uint8 or floats in [0, 1].
+            grids: per item, (rows_i, cols_i).
+            queries: per item, the question (None: query-blind).
+            token_feats: per item, (T_i * rows_i * cols_i, D) or None.
+            query_embeds: per item, (Q_i, D) or None.
+            priors: per item, (T_i, rows_i, cols_i) or None.
+
+        Returns:
+            One :class:`Relevance` per item, in order (``texture`` and ``scoring`` timings are the group's).
+        """
+        n = len(frames)
+        feats_in = list(token_feats) if token_feats is not None else [None] * n
+        embeds_in = list(query_embeds) if query_embeds is not None else [None] * n
+        priors_in = list(priors) if priors is not None else [None] * n
+        if not len(grids) == len(queries) == len(feats_in) == len(embeds_in) == len(priors_in) == n:
+            raise ValueError(f"relevance_items got {n} items but lists of other lengths")
+        groups: dict[tuple[Any, ...], list[int]] = {}
+        for i, f in enumerate(frames):
+            rows, cols = int(grids[i][0]), int(grids[i][1])
+            key = (tuple(f.shape[1:]), f.dtype, f.device, rows, cols, feats_in[i] is None, priors_in[i] is None)
+            groups.setdefault(key, []).append(i)
+        out: list[Relevance | None] = [None] * n
+        for (_, _, _, rows, cols, no_feats, no_prior), members in groups.items():
+            if len(members) == 1:
+                i = members[0]
+                out[i] = self.relevance(frames[i], (rows, cols), queries[i], feats_in[i], embeds_in[i], priors_in[i])
+                continue
+            counts = [int(frames[i].shape[0]) for i in members]  # frames per item
+            t0 = time.perf_counter()
+            texture = self.texture(torch.cat([frames[i] for i in members]), rows, cols)  # (sum T, 13, rows, cols)
+            t1 = time.perf_counter()
+            cues, embeds, feats, prior = [], [], None, None
+            for i, t in zip(members, counts, strict=True):
+                cue = self.cues(queries[i])
+                cues += [cue] * t
+                embeds += [embeds_in[i]] * t
+            if not no_feats:
+                for i, t in zip(members, counts, strict=True):
+                    if feats_in[i].shape[0] != t * rows * cols:  # type: ignore[union-attr]
+                        raise ValueError(f"token_feats of item {i} do not match its grid of {t * rows * cols} tokens")
+                feats = torch.cat(
+                    [feats_in[i].reshape(t, rows * cols, -1) for i, t in zip(members, counts, strict=True)]  # type: ignore[union-attr]
+                )  # (sum T, rows * cols, D)
+            if not no_prior:
+                prior = torch.cat([priors_in[i] for i in members])  # type: ignore[misc]
+                if tuple(prior.shape) != (sum(counts), rows, cols):
+                    raise ValueError(f"priors have shape {tuple(prior.shape)}, expected {(sum(counts), rows, cols)}")
+            has_embeds = any(e is not None for e in embeds)
+            scores, maps, weights = self(
+                texture, cues, prior=prior, token_feats=feats, query_embeds=embeds if has_embeds else None
+            )
+            t2 = time.perf_counter()
+            timings = {"texture": (t1 - t0) * 1e3, "scoring": (t2 - t1) * 1e3}
+            start = 0
+            for i, t in zip(members, counts, strict=True):
+                part = slice(start, start + t)
+                out[i] = Relevance(
+                    scores[part], {k: v[part] for k, v in maps.items()}, weights[part], texture[part], dict(timings)
+                )
+                start += t
+        return out  # type: ignore[return-value]
+
     def forward(
         self,
         texture: torch.Tensor,
