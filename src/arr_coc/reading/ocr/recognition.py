@@ -218,6 +218,31 @@ class LineRecognizer:
         out[:, :, :own] = resized.transpose(2, 0, 1) / 127.5 - 1.0
         return out, own
 
+    def batches(self, crops: Sequence[np.ndarray]) -> list[tuple[np.ndarray, np.ndarray, list[int]]]:
+        """The network's inputs for ``crops``: lines sorted by width, ``batch_size`` a batch, each batch padded to its
+        widest line, the widest batches first (they go to the workers first).
+
+        Returns:
+            Per batch: the indices of its lines in ``crops``, its input (B, 3, 48, width) float32 in [-1, 1], and
+            each line's own width within it.
+        """
+        n = len(crops)
+        widths = np.array([REC_HEIGHT * c.shape[1] / max(c.shape[0], 1) * self.squeeze for c in crops])  # (N,)
+        order = np.argsort(widths, kind="stable")
+        groups = [order[i : i + self.batch_size] for i in range(0, n, self.batch_size)]
+        groups.sort(key=lambda idx: -float(widths[idx].max()) * len(idx))  # longest first: better balance
+        out = []
+        for idx in groups:
+            width = max(8, math.ceil(float(widths[idx].max())))
+            prepared = [self._prepare(crops[i], width) for i in idx]
+            out.append((idx, np.stack([x for x, _ in prepared]), [own for _, own in prepared]))
+        return out
+
+    def run(self, x: np.ndarray) -> np.ndarray:
+        """The network alone: (B, 3, 48, W) float32 -> (B, T, classes) probabilities (the model loads first)."""
+        self.load()
+        return np.asarray(self._run(x))
+
     def __call__(self, crops: Sequence[np.ndarray]) -> list[LineText]:
         """Recognise text lines.
 
@@ -228,28 +253,21 @@ class LineRecognizer:
             N ``LineText`` in the order of ``crops``.
         """
         self.load()
-        n = len(crops)
-        out: list[LineText | None] = [None] * n
-        widths = np.array([REC_HEIGHT * c.shape[1] / max(c.shape[0], 1) * self.squeeze for c in crops])  # (N,)
-        order = np.argsort(widths, kind="stable")
-        batches = [order[i : i + self.batch_size] for i in range(0, n, self.batch_size)]
-        batches.sort(key=lambda idx: -float(widths[idx].max()) * len(idx))  # longest first: better balance
+        out: list[LineText | None] = [None] * len(crops)
 
-        def work(idx: np.ndarray) -> None:
-            width = max(8, math.ceil(float(widths[idx].max())))
-            prepared = [self._prepare(crops[i], width) for i in idx]
-            x = np.stack([p for p, _ in prepared])  # (B, 3, 48, width)
+        def work(batch: tuple[np.ndarray, np.ndarray, list[int]]) -> None:
+            idx, x, owns = batch
             probs = np.asarray(self._run(x))  # (B, T, classes)
-            lines = decode_lines(best_path(probs), self.characters, width, [own for _, own in prepared])
-            for i, line in zip(idx, lines, strict=True):
+            for i, line in zip(idx, decode_lines(best_path(probs), self.characters, x.shape[3], owns), strict=True):
                 out[i] = line
 
+        batches = self.batches(crops)
         if self.workers > 1 and len(batches) > 1:
             with ThreadPoolExecutor(min(self.workers, len(batches))) as pool:
                 list(pool.map(work, batches))
         else:
-            for idx in batches:
-                work(idx)
+            for batch in batches:
+                work(batch)
         return out  # type: ignore[return-value]
 
 
