@@ -346,10 +346,10 @@ class TextReader:
             return [], (t1 - t0) * 1e3, 0.0
         bgr = np.ascontiguousarray(np.asarray(pil)[:, :, ::-1])  # (H, W, 3) as rapidocr and the models expect
         quads = np.asarray(quads, dtype=np.float32).reshape(-1, 4, 2)  # (N, 4, 2) corners in image pixels
-        if isinstance(recognizer, LineRecognizer):
-            lines = recognizer([crop_quad(bgr, q) for q in quads])  # OpenCV crops, width-sorted batches
-        else:
-            lines = recognizer.read_page(bgr, quads)  # crops, recognition and decoding on the device
+        if hasattr(recognizer, "read_page"):  # lines.PageRecognizer: crops, recognition, decoding on the device
+            lines = recognizer.read_page(bgr, quads)
+        else:  # LineRecognizer (or any callable on crops): OpenCV crops, width-sorted batches
+            lines = recognizer([crop_quad(bgr, q) for q in quads])
         out: list[TextBox] = []
         for quad, line in zip(quads, lines, strict=True):
             text = line.text.strip()
