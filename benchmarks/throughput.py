@@ -218,7 +218,7 @@ def tower_counts(model: Any, pixel_values: torch.Tensor, grid_thw: torch.Tensor,
         for name, fn in (("own", own), ("batched", ours)):
             with OpCounter() as c:
                 fn()
-            out[name] = {"ops": c.n_ops, "syncs": c.n_syncs, "attention_calls": _sdpa_calls(c)}
+            out[name] = {"ops": c.n_ops, "views": c.n_views, "syncs": c.n_syncs, "attention_calls": _sdpa_calls(c)}
         # per block, on the same block inputs
         x = visual.patch_embed(hidden)
         n_rows = x.shape[0]

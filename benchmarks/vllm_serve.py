@@ -13,7 +13,7 @@ to 1,024 visual tokens) and, for a GPU, the published ``qwen2.5-vl-7b`` and ``qw
 Run (from the repository root, in the vLLM environment; ``bash .ci/vllm_env.sh`` makes one):
 
     .venv-vllm/bin/python benchmarks/vllm_serve.py --model cpu --requests 12 --rate 0.5 --out results/vllm_serve_cpu.md
-    # on a GPU (vLLM's CUDA build, ``pip install 'arr-coc-vis[vllm]'``):
+    # on a GPU (vLLM's CUDA build, ``pip install -e '.[vllm]' in the arr-coc-vis clone``):
     python benchmarks/vllm_serve.py --model qwen2.5-vl-7b --requests 200 --rate 4 --dtype bfloat16 --kv-cache-mib 0 \
         --no-enforce-eager --out results/vllm_serve_qwen2.5-vl-7b.md
 """

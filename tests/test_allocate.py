@@ -73,7 +73,7 @@ def test_bad_mode_family_budget(noise_image) -> None:
 
 def test_missing_ocr_extra_is_explained(noise_image, monkeypatch) -> None:
     monkeypatch.setattr(realizing_mod, "ocr_available", lambda: False)
-    with pytest.raises(ImportError, match=r"arr-coc-vis\[ocr\].*texture"):
+    with pytest.raises(ImportError, match=r"pip install -e '\.\[ocr\]' in the arr-coc-vis clone.*texture"):
         allocate(noise_image, "q", budget=10, mode="text")
     assert allocate(noise_image, "q", budget=10, mode="auto").mode == "texture"  # auto falls back, and says so
 

@@ -60,7 +60,7 @@ def test_ask_budget_count_without_compare(tiny_checkpoint, tmp_path, form_image,
     assert "time: vision tower" in out and "decode" in out
     monkeypatch.setattr(realizing, "ocr_available", lambda: False)
     assert main([*argv, "--mode", "text"]) == 2
-    assert "arr-coc-vis[ocr]" in capsys.readouterr().err
+    assert "pip install -e '.[ocr]' in the arr-coc-vis clone" in capsys.readouterr().err
 
 
 def test_ask_text_mode_runs_the_ocr_prior(tiny_checkpoint, tmp_path, form_image, capsys):

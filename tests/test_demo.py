@@ -126,7 +126,7 @@ def test_oversized_image_is_refused(form_png):
 
 def test_text_mode_without_the_ocr_extra(form_png, monkeypatch):
     monkeypatch.setattr("arr_coc.realizing.ocr_available", lambda: False)
-    with pytest.raises(gr.Error, match=r"pip install 'arr-coc-vis\[ocr\]'"):
+    with pytest.raises(gr.Error, match=r"pip install -e '\.\[ocr\]' in the arr-coc-vis clone"):
         demo.DemoApp().allocate(form_png, "q?", "0.11", "qwen2.5-vl", "text")
 
 
@@ -165,8 +165,9 @@ def test_model_answers_unpruned_and_pruned(tmp_path, form_png):
     assert full.prompt_tokens - pruned.prompt_tokens == n - 8  # only visual tokens were dropped
     assert 1 <= pruned.new_tokens <= 3 and full.scorer_ms == 0.0 and pruned.scorer_ms > 0.0
     assert pruned.vision_ms + pruned.scorer_ms + pruned.prefill_ms <= pruned.ttft_ms  # stages inside the TTFT
-    table = app.answers(state)
+    table, note = app.answers(state).split("\n\n")
     assert table.count("\n") == 1 + len(rows) and "| unpruned |" in table and "| pruned |" in table
+    assert f"Why the model has {n} visual tokens, not {state['allocation'].n_tokens}" in note  # its 64-token cap
 
 
 def test_model_not_found_is_a_message(tmp_path, form_png):
@@ -181,7 +182,7 @@ def test_cli_demo_without_the_extra_says_how_to_install(monkeypatch, capsys):
     monkeypatch.setitem(sys.modules, "gradio", None)  # import gradio -> ImportError
     monkeypatch.delitem(sys.modules, "arr_coc.demo")
     assert main(["demo", "--port", "7999"]) == 2
-    assert "pip install 'arr-coc-vis[demo]'" in capsys.readouterr().err
+    assert "pip install -e '.[demo]' in the arr-coc-vis clone" in capsys.readouterr().err
 
 
 def test_cli_demo_options():

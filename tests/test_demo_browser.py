@@ -32,7 +32,9 @@ import pytest
 CHROMIUM = Path(os.environ.get("ARR_COC_CHROMIUM", "/usr/bin/chromium"))
 if not CHROMIUM.is_file():
     pytest.skip(f"no Chromium at {CHROMIUM} (apt-get install -y chromium chromium-driver)", allow_module_level=True)
-pytest.importorskip("gradio", reason="the [demo] extra is not installed: pip install 'arr-coc-vis[demo]'")
+pytest.importorskip(
+    "gradio", reason="the [demo] extra is not installed: pip install -e '.[demo]' in the arr-coc-vis clone"
+)
 playwright_api = pytest.importorskip("playwright.sync_api", reason="no Playwright: pip install playwright")
 
 from PIL import Image  # noqa: E402

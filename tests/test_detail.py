@@ -267,7 +267,9 @@ def test_mixed_positions_by_hand(family):
     h, w = 8, 10
     cm = compress(model, budget=24, scorer=corner_scorer, detail="mixed")
     seen = []
-    handle = model.model.visual.register_forward_pre_hook(
+    # the tower's first module sees its input rows, on the model's own tower and on Qwen2.5-VL's window-batched one
+    # (integrations/qwen2_5_vl.run_tower, which calls the tower's modules, not model.model.visual itself)
+    handle = model.model.visual.patch_embed.register_forward_pre_hook(
         lambda m, args, kw: seen.append(args[0] if args else kw["hidden_states"]), with_kwargs=True
     )
     try:

@@ -193,12 +193,13 @@ def _capture(model, pv, grid, run):
     visual = model.model.visual
 
     def block0(module, args, kwargs) -> None:
-        seen.setdefault("block0", args[0] if args else kwargs["hidden_states"])
+        seen.setdefault("block0", args[0] if args else kwargs["input"])
 
     def rotary(module, args, out) -> None:
         seen.setdefault("rotary", out)
 
-    h1 = visual.blocks[0].register_forward_pre_hook(block0, with_kwargs=True)
+    # the first block's first norm: what enters the block, whether the block's forward or the foveated tower runs it
+    h1 = visual.blocks[0].norm1.register_forward_pre_hook(block0, with_kwargs=True)
     h2 = visual.rotary_pos_emb.register_forward_hook(rotary)
     try:
         with torch.no_grad():
@@ -650,14 +651,15 @@ def test_block_forward_is_the_blocks_own_computation():
             x = theirs
 
 
+@pytest.mark.parametrize("family", ["qwen2_5_vl", "qwen3_vl", "qwen3_vl_moe"])
 @pytest.mark.parametrize("seed", [0, 1, 2, 3])
-def test_window_batched_tower_equals_model_tower(seed):
-    """The foveated tower with one attention call per block against the model's own tower (one call per window) on
-    the same kept patches and keyword arguments: features within float rounding of each other. Bound as in
-    ``test_top_left_rectangle_equals_crop``: per block, the attention moves by at most its rounding bound (test
-    above, ~d * eps relative) and every later matmul adds Higham's gamma_D; blocks x width x eps x the largest
-    feature covers both; a wrong window or mask moves features at their own scale (tests above)."""
-    model = build("qwen2_5_vl")
+def test_batched_tower_equals_model_tower(family, seed):
+    """The foveated tower with one attention call per block against the model's own tower (one call per window or
+    image) on the same kept patches and keyword arguments: features (and DeepStack levels) within float rounding of
+    each other. Bound as in ``test_top_left_rectangle_equals_crop``: per block, the attention moves by at most its
+    rounding bound (test above, ~d * eps relative) and every later matmul adds Higham's gamma_D; blocks x width x eps
+    x the largest feature covers both; a wrong window or mask moves features at their own scale (tests above)."""
+    model = build(family)
     gen = torch.Generator().manual_seed(seed)
     grids = [(1, 8, 12), (1, 4, 8), (1, 6, 6)]
     keeps = [torch.randperm(t * h * w // 4, generator=gen)[: 3 + seed * 2].sort().values for t, h, w in grids]
@@ -669,21 +671,33 @@ def test_window_batched_tower_equals_model_tower(seed):
     ref = theirs.pooler_output
     bound = vision.depth * vision.hidden_size * torch.finfo(ref.dtype).eps * ref.abs().max().item()
     torch.testing.assert_close(ours.pooler_output, ref, rtol=0.0, atol=bound)
-    torch.testing.assert_close(ours.last_hidden_state, theirs.last_hidden_state, rtol=0.0, atol=bound * 100)
+    assert ours.last_hidden_state.shape == theirs.last_hidden_state.shape
+    deep_ours, deep_theirs = (getattr(o, "deepstack_features", None) or [] for o in (ours, theirs))
+    for a, b in zip(deep_ours, deep_theirs, strict=True):
+        torch.testing.assert_close(
+            a, b, rtol=0.0, atol=vision.depth * vision.hidden_size * torch.finfo(b.dtype).eps * b.abs().max()
+        )
+    assert (getattr(theirs, "deepstack_features", None) is None) == (family == "qwen2_5_vl")
 
 
-def test_window_batched_tower_exact_when_segments_have_one_length():
-    """Kept = two whole windows in each of two images: every window segment holds 16 patches and every image 32, so
-    no padding, no mask: the very same kernels on the same blocks, EXACTLY the model's own tower."""
-    model = build("qwen2_5_vl")
+@pytest.mark.parametrize("family", ["qwen2_5_vl", "qwen3_vl"])
+def test_batched_tower_exact_when_segments_have_one_length(family):
+    """Kept = 8 tokens in each of two images (Qwen2.5-VL: two whole windows each): every window segment holds 16
+    patches and every image 32, so no padding, no mask: the very same kernels on the same blocks, EXACTLY the model's
+    own tower (and its DeepStack levels)."""
+    model = build(family)
     grids = [(1, 8, 12), (1, 4, 8)]
     keeps = [torch.tensor([0, 1, 2, 3, 6, 7, 8, 9]), torch.tensor([0, 1, 4, 5, 2, 3, 6, 7]).sort().values]
     hidden, grid, kwargs = _kept_tower_inputs(model, grids, keeps)
-    assert len(set((kwargs["cu_window_seqlens"].diff()).tolist())) == 1
+    for key in ("cu_window_seqlens", "cu_seqlens"):
+        assert key not in kwargs or len(set(kwargs[key].diff().tolist())) == 1
     with torch.no_grad():
         ours = find_adapter(model).run_tower(model, hidden, grid, dict(kwargs))
         theirs = model.model.visual(hidden, grid_thw=grid, return_dict=True, **dict(kwargs))
     assert torch.equal(ours.pooler_output, theirs.pooler_output)
+    deep_ours, deep_theirs = (getattr(o, "deepstack_features", None) or [] for o in (ours, theirs))
+    for a, b in zip(deep_ours, deep_theirs, strict=True):
+        assert torch.equal(a, b)
 
 
 def _attention_calls(fn) -> int:
@@ -694,20 +708,22 @@ def _attention_calls(fn) -> int:
     return sum(n for name, n in counter.ops.items() if "scaled_dot_product" in name)
 
 
-def test_foveated_tower_makes_one_attention_call_per_block():
+@pytest.mark.parametrize("family", ["qwen2_5_vl", "qwen3_vl"])
+def test_foveated_tower_makes_one_attention_call_per_block(family):
     """Counted with a dispatch mode: the model's own tower makes one SDPA call per kept window in each window block and
-    one per image in each full-attention block; the foveated tower one per block."""
-    model = build("qwen2_5_vl")
-    grids = [(1, 8, 12), (1, 4, 8)]
-    hidden, grid, kwargs = _kept_tower_inputs(
-        model, grids, [torch.tensor([0, 5, 6, 7, 13, 20]), torch.tensor([1, 2, 3])]
-    )
+    one per image / frame in each full-attention block; the foveated tower one per block."""
+    model = build(family)
+    grids = [(1, 8, 12), (1, 4, 8), (2, 4, 4)]
+    keeps = [torch.tensor([0, 5, 6, 7, 13, 20]), torch.tensor([1, 2, 3]), torch.tensor([0, 5, 6])]
+    hidden, grid, kwargs = _kept_tower_inputs(model, grids, keeps)
     visual = model.model.visual
-    n_windows = kwargs["cu_window_seqlens"].numel() - 1
-    n_full = len(visual.fullatt_block_indexes)
+    n_segments = kwargs["cu_seqlens"].numel() - 1  # images, and frames of the video (both have kept tokens here)
+    n_windows = kwargs["cu_window_seqlens"].numel() - 1 if "cu_window_seqlens" in kwargs else 0
+    n_full = len(getattr(visual, "fullatt_block_indexes", range(len(visual.blocks))))
     own = _attention_calls(lambda: visual(hidden, grid_thw=grid, **dict(kwargs)))
     ours = _attention_calls(lambda: find_adapter(model).run_tower(model, hidden, grid, dict(kwargs)))
-    assert own == (len(visual.blocks) - n_full) * n_windows + n_full * len(grids)
+    assert n_segments == 4
+    assert own == (len(visual.blocks) - n_full) * n_windows + n_full * n_segments
     assert ours == len(visual.blocks) < own
 
 
@@ -726,7 +742,7 @@ def test_run_tower_uses_the_models_tower_unless_sdpa():
 def test_window_batched_tower_refuses_a_tower_it_does_not_know():
     from types import SimpleNamespace
 
-    from arr_coc.integrations.qwen2_5_vl import _check_tower
+    from arr_coc.integrations.qwen2_5_vl import check_tower
 
     block = SimpleNamespace(norm1=None, norm2=None, mlp=None, attn=SimpleNamespace(qkv=None, proj=None))
     visual = SimpleNamespace(
@@ -738,7 +754,7 @@ def test_window_batched_tower_refuses_a_tower_it_does_not_know():
         spatial_merge_unit=4,
     )
     with pytest.raises(RuntimeError, match=r"blocks\[i\]\.attn\.num_heads"):
-        _check_tower(visual)
+        check_tower(visual)
 
 
 @pytest.mark.parametrize("foveate", [False, True])

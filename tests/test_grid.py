@@ -8,7 +8,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from PIL import Image
 
-from arr_coc.grid import FAMILIES, GridSpec, normalize_family, smart_resize
+from arr_coc.families import family_names, get_family
+from arr_coc.grid import GridSpec, normalize_family, smart_resize
 
 hf_resize = pytest.importorskip("transformers.models.qwen2_vl.image_processing_pil_qwen2_vl").smart_resize
 
@@ -29,11 +30,11 @@ def test_smart_resize_matches_transformers(h: int, w: int, factor: int, max_toke
     assert smart_resize(h, w, factor, lo, hi) == hf_resize(h, w, factor=factor, min_pixels=lo, max_pixels=hi)
 
 
-@pytest.mark.parametrize("family", sorted(FAMILIES))
+@pytest.mark.parametrize("family", family_names())  # every registered family (arr_coc.families)
 def test_cell_is_token_in_processor_output(family: str) -> None:
     """Paint every grid cell a distinct colour; the processor's merged token r*cols+c must carry that colour."""
     proc_mod = pytest.importorskip("transformers.models.qwen2_vl.image_processing_pil_qwen2_vl")
-    patch, merge = FAMILIES[family]
+    patch, merge = get_family(family).patch_size, get_family(family).merge_size
     spec = GridSpec.for_family(family)
     orig_h, orig_w = 300, 450
     grid = spec.grid_for(orig_h, orig_w)
@@ -56,10 +57,10 @@ def test_cell_is_token_in_processor_output(family: str) -> None:
     np.testing.assert_allclose(token_colour, colours.reshape(-1, 3), atol=1.0)
 
 
-@pytest.mark.parametrize("family", sorted(FAMILIES))
+@pytest.mark.parametrize("family", family_names())  # every registered family (arr_coc.families)
 def test_grid_for_uses_processor_resize(family: str) -> None:
     proc_mod = pytest.importorskip("transformers.models.qwen2_vl.image_processing_pil_qwen2_vl")
-    patch, merge = FAMILIES[family]
+    patch, merge = get_family(family).patch_size, get_family(family).merge_size
     spec = GridSpec.for_family(family, max_pixels=300 * (patch * merge) ** 2)
     proc = proc_mod.Qwen2VLImageProcessorPil(
         patch_size=patch, merge_size=merge, size={"shortest_edge": spec.min_pixels, "longest_edge": spec.max_pixels}

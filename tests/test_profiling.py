@@ -13,9 +13,12 @@ def test_counts_ops_and_item() -> None:
         x = torch.arange(4.0) * 2  # arange, mul
         y = x.sum()  # sum
         assert y.item() == 12.0  # _local_scalar_dense
-    assert c.n_ops == 4
+    assert c.n_ops == 4 and c.n_views == 0
     assert c.ops["mul"] == 1 and c.ops["sum"] == 1
     assert dict(c.syncs) == {"_local_scalar_dense": 1}
+    with OpCounter() as c:
+        x[1:].view(3, 1).expand(3, 2).exp()  # slice, view, expand: views; exp: one op
+    assert (c.n_ops, c.n_views, c.n_syncs) == (1, 3, 0)
 
 
 def test_every_kind_of_sync_is_counted() -> None:
@@ -35,6 +38,7 @@ def test_every_kind_of_sync_is_counted() -> None:
         torch.nonzero(x)
         torch.unique(x)
         x.to(torch.float64)  # a dtype change on the same device: no sync
+        x.to(x.device)  # following another tensor's device: an upload on an accelerator, no sync
         x[torch.tensor([0, 2])]  # integer index: no sync
     assert dict(c.syncs) == {
         "Tensor.tolist": 1, "Tensor.numpy": 1, "Tensor.__array__": 1, "Tensor.cpu": 1, "Tensor.to": 1,

@@ -393,7 +393,9 @@ def test_missing_extra_error(monkeypatch: pytest.MonkeyPatch) -> None:
         return real_import(name, *args, **kwargs)
 
     monkeypatch.setattr(builtins, "__import__", fake_import)
-    with pytest.raises(MissingExtraError, match=r"pip install 'arr-coc-vis\[ocr\]'.*mode='texture'") as err:
+    with pytest.raises(
+        MissingExtraError, match=r"pip install -e '\.\[ocr\]' in the arr-coc-vis clone.*mode='texture'"
+    ) as err:
         TextReader().read(Image.new("RGB", (64, 64), "white"))
     assert isinstance(err.value, ImportError)
 

@@ -21,6 +21,7 @@ pytest.importorskip("safetensors")
 from PIL import Image  # noqa: E402
 
 from arr_coc.config import RelevanceConfig  # noqa: E402
+from arr_coc.families import families, family_names  # noqa: E402
 from arr_coc.integrations.gating import encode_images, gated_forward  # noqa: E402
 from arr_coc.processing import load_processor  # noqa: E402
 from arr_coc.realizing import Realizer  # noqa: E402
@@ -39,13 +40,9 @@ from arr_coc.training.answer import (  # noqa: E402
     trainable_parameters,
 )
 
-FAMILIES = ["qwen2-vl", "qwen2.5-vl", "qwen3-vl"]
-CLASSES = {
-    "qwen2-vl": "Qwen2VLForConditionalGeneration",
-    "qwen2.5-vl": "Qwen2_5_VLForConditionalGeneration",
-    "qwen3-vl": "Qwen3VLForConditionalGeneration",
-}
-CELL = {"qwen2-vl": 28, "qwen2.5-vl": 28, "qwen3-vl": 32}
+FAMILIES = list(family_names())  # every registered family (arr_coc.families)
+CLASSES = {f.name: f.classes[0].hf_class for f in families()}
+CELL = {f.name: f.cell for f in families()}
 WORDS = ("yes", "no", "red", "blue", "cat", "dog", "seven", "left", "right", "paper", "white", "noise")
 QUERY = "What is on the left?"
 

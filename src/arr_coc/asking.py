@@ -35,7 +35,6 @@ import time
 from .loading import (  # noqa: F401  (the loading and timing names stay importable from here)
     EXAMPLE_FOLDER,
     HUB_PROBE_TIMEOUT_S,
-    MODEL_CLASSES,
     FirstTokenTimer,
     ModelNotFoundError,
     RunResult,
@@ -90,27 +89,50 @@ def time_table(runs: dict[str, RunResult]) -> list[str]:
 def explain_speedup(full: RunResult, pruned: RunResult, encoded: tuple[int, int] | None = None) -> str | None:
     """Why the pruned run's time to first token is not shorter, when it is not; ``None`` when it is.
 
+    Each stage pruning can shorten (the language-model prefill; the vision tower when foveated) is reported as it
+    was measured: "N ms saved" or "N ms slower", never a negative saving; a stage that was slower although it had
+    less to do is explained (fixed per-call costs of a small model, timing noise on a busy CPU).
+
     ``encoded``: (tokens whose patches the vision tower encoded, tokens of the image) when foveated; then the tower
     did not see every patch, and the explanation says how many it did see.
     """
     if pruned.ttft_ms < full.ttft_ms:
         return None
-    saved = full.stages.prefill_ms - pruned.stages.prefill_ms
-    cost = pruned.ttft_ms - full.ttft_ms
-    vision_saved = full.stages.vision_ms - pruned.stages.vision_ms
+    f, p = full.stages, pruned.stages
+    prefill = _change(f.prefill_ms, p.prefill_ms)
+    slower = ["the language-model prefill"] if p.prefill_ms > f.prefill_ms else []
     if encoded is None:
-        what, tower = "only shortens the language-model prefill", "still sees every patch"
+        what = "the language-model prefill"
+        tower = f"the vision tower still sees every patch ({_change(f.vision_ms, p.vision_ms)})"
     else:
-        what = "shortens the language-model prefill and (foveated) the vision tower"
-        tower = f"encoded the patches of {encoded[0]} of {encoded[1]} tokens, {vision_saved:.0f} ms saved there"
-    return (
-        f"why no speed-up: pruning {what} (prefill {full.stages.prefill_ms:.0f} -> "
-        f"{pruned.stages.prefill_ms:.0f} ms, {saved:.0f} ms saved), while scoring costs {pruned.stages.scorer_ms:.0f} "
-        f"ms and the vision tower ({full.stages.vision_ms:.0f} -> {pruned.stages.vision_ms:.0f} ms) {tower}; net "
-        f"{cost:.0f} ms slower. On a model whose language model is small (a tiny or random test model, or few "
-        "layers) the prefill saving cannot pay for the scoring; with a full-size language model the prefill "
-        "dominates and pruning pays."
+        what = "the language-model prefill and, foveated, the vision tower"
+        tower = (
+            f"the vision tower encoded the patches of {encoded[0]} of {encoded[1]} tokens "
+            f"({_change(f.vision_ms, p.vision_ms)})"
+        )
+        slower += ["the vision tower"] if p.vision_ms > f.vision_ms else []
+    text = (
+        f"why no speed-up: pruning can shorten only {what}. Here the prefill took {prefill}; {tower}; scoring costs "
+        f"{p.scorer_ms:.0f} ms; net {pruned.ttft_ms - full.ttft_ms:.0f} ms slower."
     )
+    if slower:
+        text += (
+            f" {' and '.join(slower).capitalize()} took longer although it had fewer tokens to process: on a model "
+            "this small each call is dominated by fixed costs (Python and kernel launches per layer"
+            + (", the kept patches' positions and attention windows" if encoded is not None else "")
+            + "), and on a busy CPU such timings vary by more than the work pruning removes."
+        )
+    return text + (
+        " On a model whose language model is small (a tiny or random test model, or few layers) the prefill saving "
+        "cannot pay for the scoring; with a full-size language model the prefill dominates and pruning pays."
+    )
+
+
+def _change(before_ms: float, after_ms: float) -> str:
+    """``"619 -> 66 ms, 553 ms saved"`` or ``"98 -> 421 ms, 323 ms slower"``: a stage's time unpruned -> pruned."""
+    if after_ms <= before_ms:
+        return f"{before_ms:.0f} -> {after_ms:.0f} ms, {before_ms - after_ms:.0f} ms saved"
+    return f"{before_ms:.0f} -> {after_ms:.0f} ms, {after_ms - before_ms:.0f} ms slower"
 
 
 IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png", ".tif", ".tiff", ".bmp", ".gif", ".webp", ".heic", ".avif", ".pdf")
@@ -146,7 +168,10 @@ def ask_main(args: argparse.Namespace) -> int:
         import torch  # noqa: F401
         import transformers  # noqa: F401
     except ImportError as err:
-        print(f"arr-coc: error: `ask` needs transformers ({err}); pip install 'arr-coc-vis[hf]'", file=sys.stderr)
+        print(
+            f"arr-coc: error: `ask` needs transformers ({err}); pip install -e '.[hf]' in the arr-coc-vis clone",
+            file=sys.stderr,
+        )
         return 2
     from .integrations import compress
     from .integrations.base import resolve_scorer
@@ -158,6 +183,10 @@ def ask_main(args: argparse.Namespace) -> int:
     device = resolve_device(args.device)
     dtype = resolve_dtype(args.dtype)
     mode = resolve_mode(getattr(args, "mode", "auto"))  # "text" or "texture"; a clear error without the [ocr] extra
+    if args.heatmap:
+        from .heatmap import check_image_path
+
+        check_image_path(args.heatmap)  # before the model loads: a path that names no picture format is refused now
     notes: list[str] = []
     image = load_image(args.image, notes=notes)  # ValueError for unreadable images (reported by the CLI)
     check_not_an_image(args.model)

@@ -31,7 +31,7 @@ import numpy as np
 import torch
 
 from .config import RelevanceConfig
-from .tensors import constant
+from .tensors import CONSTANTS
 
 TIERS: tuple[int, ...] = RelevanceConfig().adaptive_tiers  # budget tiers of the seed design (the config's default)
 
@@ -64,22 +64,55 @@ def adaptive_k(scores: torch.Tensor, config: RelevanceConfig | None = None) -> i
 
     Relevance above the map's median is the signal; K is the number of top tokens that hold
     ``config.adaptive_mass`` of it. A map with a few sharp peaks gets the lowest tier (64); a flat or scattered one
-    the highest (400). The result is never above N. Runs on the scores' device (one number comes back).
+    the highest (400). The result is never above N. Runs on the scores' device (one number comes back:
+    :func:`adaptive_ks` gives the counts of a batch with none).
+    """
+    return int(adaptive_ks(scores.detach().flatten()[None], config)[0].item())
+
+
+def adaptive_ks(scores: torch.Tensor, config: RelevanceConfig | None = None) -> torch.Tensor:
+    """:func:`adaptive_k` of every row of ``scores`` (B, N) at once, on the device, with no host sync.
+
+    Args:
+        scores (torch.Tensor of shape (B, N)): relevance maps of B images of N tokens each.
+        config: whose ``adaptive_mass`` and ``adaptive_tiers`` (None: the default config).
+
+    Returns:
+        torch.LongTensor of shape (B,): each row's K, in [1, N].
     """
     cfg = config or RelevanceConfig()
     tiers = tuple(int(t) for t in cfg.adaptive_tiers)
-    s = torch.nan_to_num(scores.detach().float().flatten(), nan=0.0)
-    n = s.numel()
-    excess = (s - s.median()).clamp_min(0)
-    total = excess.sum()
-    if total <= 0:  # flat map: nothing stands out, spend the largest tier
-        k = tiers[-1]
-    else:
-        cum = torch.cumsum(torch.sort(excess, descending=True).values, 0) / total
-        mass = constant([cfg.adaptive_mass], cum)  # (1,)
-        k = int(torch.searchsorted(cum, mass).item()) + 1
-        k = snap_to_tier(max(tiers[0], min(tiers[-1], k)), tiers)
-    return max(1, min(n, k))
+    s = torch.nan_to_num(scores.detach().float(), nan=0.0)  # (B, N)
+    n = s.shape[1]
+    excess = (s - s.median(dim=1, keepdim=True).values).clamp_min(0)  # (B, N)
+    total = excess.sum(1, keepdim=True)  # (B, 1)
+    cum = torch.cumsum(torch.sort(excess, dim=1, descending=True).values, 1) / total  # (B, N)
+    mass = cum.new_full((s.shape[0], 1), float(cfg.adaptive_mass))  # (B, 1)
+    k = torch.searchsorted(cum, mass)[:, 0] + 1  # (B,)
+    tier = CONSTANTS.get(("attending.tiers", tiers, s.device), lambda: torch.tensor(tiers).to(s.device))  # (L,)
+    k = tier[torch.searchsorted(tier, k.clamp(tiers[0], tiers[-1]))]  # the smallest tier >= k
+    k = torch.where(total[:, 0] > 0, k, tiers[-1])  # a flat map: nothing stands out, spend the largest tier
+    return k.clamp(1, n)
+
+
+def top_k_mask(scores: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
+    """Which tokens of each row are among its ``k`` most relevant, ties broken towards the lower index (the rule of
+    :func:`select`), for a batch, on the device, with no host sync.
+
+    Args:
+        scores (torch.Tensor of shape (B, N)): relevance; NaN counts as least relevant.
+        k (torch.LongTensor of shape (B,)): tokens to keep per row, in [1, N].
+
+    Returns:
+        torch.BoolTensor of shape (B, N): row b has exactly k[b] True entries; ``mask[b].nonzero()`` are the indices
+        :func:`select` returns for ``scores[b]`` and ``k[b]`` (no units, no redundancy).
+    """
+    s = torch.nan_to_num(scores.detach().float(), nan=-math.inf)  # (B, N)
+    order = torch.sort(s, dim=1, descending=True, stable=True).indices  # (B, N)
+    ranks = CONSTANTS.get(
+        ("attending.ranks", s.shape[1], s.device), lambda: torch.arange(s.shape[1], device=s.device)[None]
+    )  # (1, N)
+    return torch.zeros_like(s, dtype=torch.bool).scatter_(1, order, ranks < k.view(-1, 1))  # (B, N)
 
 
 def parse_budget(budget: Budget) -> Budget:

@@ -28,7 +28,7 @@ from torch import nn
 
 from .config import RelevanceConfig
 from .query import QueryCues
-from .tensors import constant
+from .tensors import cached_constant
 
 SCORERS = ("information", "perspectival", "participatory")
 
@@ -50,12 +50,14 @@ class TensionBalancer(nn.Module):
         if len(cues) != signal.shape[0]:
             raise ValueError(f"got {len(cues)} queries for {signal.shape[0]} signals")
         rows = [[1.0, c.specificity, c.vagueness, float(c.wants_text)] for c in cues]
-        query = constant(rows, signal)  # (B, 4)
-        return torch.cat([query, signal.view(-1, 1), (signal > 0).to(signal.dtype).view(-1, 1)], 1)  # (B, 6)
+        query = cached_constant(rows, signal)  # (B, 4)
+        return torch.cat([query, signal.view(-1, 1), (signal > 0).view(-1, 1)], 1)  # (B, 6); cat casts True to 1
 
     def forward(self, cues: list[QueryCues], signal: torch.Tensor) -> torch.Tensor:
         """Weights (B, 3), rows summing to 1; participatory gets 0 where it had no signal at all."""
         feats = self.features(cues, signal)  # (B, 6)
-        logits = feats @ self.linear.weight.to(feats).T / self.temperature  # (B, 3)
+        logits = feats @ self.linear.weight.to(feats).T  # (B, 3)
+        if self.temperature != 1.0:  # x / 1.0 is x: no op for the default
+            logits = logits / self.temperature
         logits = torch.cat([logits[:, :2], logits[:, 2:].masked_fill(signal.view(-1, 1) <= 0, float("-inf"))], 1)
         return torch.softmax(logits, dim=-1)

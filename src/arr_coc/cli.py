@@ -34,7 +34,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from .attending import parse_budget
-from .grid import DEFAULT_MAX_TOKENS, FAMILIES, normalize_family
+from .families import family_names
+from .grid import DEFAULT_MAX_TOKENS, normalize_family
 from .realizing import MODES
 
 ALLOCATE_EXAMPLES = """examples:
@@ -82,6 +83,13 @@ exit codes: 0 done (unreadable samples are listed in predictions.jsonl); 1 no sa
   model not found or usage"""
 
 QUERY_BLIND_NOTE = "note: the query is empty, so the allocation is query-blind (information and salience decide)"
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with one line per usage error (``arr-coc allocate: error: ...; see ... --help``), not the usage text."""
+
+    def error(self, message: str):  # type: ignore[override]
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 
 class _HelpFormatter(argparse.RawDescriptionHelpFormatter, argparse.ArgumentDefaultsHelpFormatter):
@@ -137,7 +145,7 @@ def _add_grid_options(p: argparse.ArgumentParser) -> None:
         "--family",
         type=_family,
         default="qwen2.5-vl",
-        metavar="{" + ",".join(sorted(FAMILIES)) + "}",
+        metavar="{" + ",".join(family_names()) + "}",
         help="whose token grid (any case; qwen3-vl-moe = qwen3-vl)",
     )
     p.add_argument("--max-pixels", type=_positive_int, default=None, help=_pixels_help("largest resized image area"))
@@ -162,7 +170,7 @@ def _add_mode_option(p: argparse.ArgumentParser) -> None:
 def build_parser() -> argparse.ArgumentParser:
     from . import __version__
 
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="arr-coc",
         description="Query-aware visual token allocation and pruning for Qwen-VL models.",
         epilog=ALLOCATE_EXAMPLES.replace("examples:", "examples (see also arr-coc ask --help):", 1),
@@ -380,6 +388,10 @@ def _allocate(args: argparse.Namespace) -> int:
         raise ValueError(
             'give the question with --query TEXT (--query "" is allowed: the allocation is then query-blind)'
         )
+    if args.heatmap:
+        from .heatmap import check_image_path
+
+        check_image_path(args.heatmap)  # before the work: a path that names no picture format is refused now
     if not args.query.strip():
         print(QUERY_BLIND_NOTE, file=sys.stderr)
     alloc = allocate(
@@ -409,6 +421,55 @@ def _allocate(args: argparse.Namespace) -> int:
     return 0
 
 
+BATCH_FIELDS = '{"id": string or integer, "image": path string, "query": string[, "budget": number or string]}'
+
+
+def batch_id(item: object, n: int) -> str | int:
+    """The id of parsed batch line ``n`` (default ``"line-N"``), or a ``ValueError``; see ``batch_fields``."""
+    if not isinstance(item, dict):
+        raise ValueError(f"line {n} is a JSON {_json_type(item)}, not an object {BATCH_FIELDS}")
+    record_id = item.get("id", f"line-{n}")
+    if isinstance(record_id, bool) or not isinstance(record_id, (str, int)):
+        raise ValueError(f'"id" must be a string or an integer, got {_json_type(record_id)} {record_id!r}')
+    return record_id
+
+
+def batch_fields(item: dict, n: int, default_budget: object) -> tuple[Path, str, object]:
+    """``(image path, query, budget)`` of parsed batch line ``n``, or a ``ValueError`` naming the field at fault.
+
+    The rule: ``id`` is a string or an integer (``batch_id``); ids are compared as text, so ``5`` and ``"5"`` are the
+    same id; ``image`` a non-empty string; ``query`` a string (``""``: query-blind; default ``""``); ``budget`` a
+    number or a string as ``--budget`` takes it (default: ``--budget``). Nothing else is coerced.
+    """
+    if "image" not in item:
+        raise ValueError(f'line {n} has no "image"; each line is {BATCH_FIELDS}')
+    image = item["image"]
+    if not isinstance(image, str) or not image.strip():
+        raise ValueError(f'"image" must be a non-empty path string, got {_json_type(image)} {image!r}')
+    query = item.get("query", "")
+    if not isinstance(query, str):
+        raise ValueError(
+            f'"query" must be a string ("" for a query-blind allocation), got {_json_type(query)} {query!r}'
+        )
+    budget = item.get("budget", default_budget)
+    if isinstance(budget, bool) or not isinstance(budget, (str, int, float)):
+        raise ValueError(
+            f'"budget" must be a number or a string such as "adaptive", got {_json_type(budget)} {budget!r}'
+        )
+    return Path(image), query, parse_budget(budget)
+
+
+def _json_type(value: object) -> str:
+    """The JSON name of a parsed value's type (null, boolean, number, string, array, object)."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, (int, float)):
+        return "number"
+    return {str: "string", list: "array", dict: "object"}.get(type(value), type(value).__name__)
+
+
 def _allocate_batch(args: argparse.Namespace) -> int:
     """Allocate every line of ``--batch``; returns 0 if all lines were allocated, 1 if any failed."""
     from tqdm import tqdm
@@ -417,8 +478,16 @@ def _allocate_batch(args: argparse.Namespace) -> int:
 
     if args.out is None:
         raise ValueError("--batch needs --out OUT.jsonl")
+    if args.batch.is_dir():
+        raise ValueError(f"batch file {str(args.batch)!r} is a folder; give the JSONL file inside it")
     if not args.batch.is_file():
         raise ValueError(f"batch file {str(args.batch)!r} does not exist")
+    if args.out.is_dir():
+        raise ValueError(
+            f"--out {str(args.out)!r} is a folder; give a file name such as {str(args.out / 'out.jsonl')!r}"
+        )
+    if args.out.resolve() == args.batch.resolve():
+        raise ValueError(f"--out {str(args.out)!r} is the --batch file itself: writing it would destroy the input")
     lines = args.batch.read_text(encoding="utf-8").splitlines()
     root = args.batch.parent
     args.out.parent.mkdir(parents=True, exist_ok=True)
@@ -432,20 +501,20 @@ def _allocate_batch(args: argparse.Namespace) -> int:
                 continue  # blank lines are skipped, not counted
             record_id = f"line-{n}"
             try:
-                item = json.loads(line)
-                if not isinstance(item, dict) or "image" not in item:
-                    raise ValueError('each line must be a JSON object with "image" (and "id", "query")')
-                record_id = item.get("id", record_id)
-                key = json.dumps(record_id)
+                try:
+                    item = json.loads(line)
+                except json.JSONDecodeError as err:
+                    raise ValueError(f"line {n} is not JSON ({err.msg} at column {err.colno})") from None
+                record_id = batch_id(item, n)
+                image, query, budget = batch_fields(item, n, args.budget)
+                key = str(record_id)  # 5 and "5" are the same id
                 if key in seen:
                     raise ValueError(f"duplicate id {record_id!r} (first used on line {seen[key]}); ids must be unique")
                 seen[key] = n
-                image = Path(item["image"])
-                query = item.get("query") or ""
                 alloc = allocate(
                     image if image.is_absolute() else root / image,
                     query,
-                    item.get("budget", args.budget),
+                    budget,
                     family=args.family,
                     min_pixels=args.min_pixels,
                     max_pixels=args.max_pixels,
@@ -456,7 +525,7 @@ def _allocate_batch(args: argparse.Namespace) -> int:
                 for note in alloc.notes:
                     print(f"note: {record_id}: {note}", file=sys.stderr)
                 allocated += 1
-                blind += not str(query).strip()
+                blind += not query.strip()
                 modes.add(alloc.mode)
             except (ValueError, ImportError, OSError) as err:
                 failed += 1

@@ -88,7 +88,9 @@ class RelevanceConfig:
     # ---- execution (no effect on the result beyond float rounding) ----
     # On a CPU the pixel-level texture work runs in bands of cell rows of fewer single-channel elements than this,
     # so that no op is split over intra-op threads (PyTorch splits an element-wise op above 32,768 elements; on a
-    # busy machine every split waits for a descheduled thread). 0: whole frames at once. Other devices: whole frames.
+    # busy machine every split waits for a descheduled thread; the spectral map's FFT runs in NumPy, on one thread).
+    # 0: whole frames at once with torch's FFT, exactly the ops a GPU runs (``benchmarks/decision_ops.py`` counts them
+    # so). Other devices: whole frames.
     cpu_band_elements: int = 32767
 
     def __post_init__(self) -> None:

@@ -51,16 +51,17 @@ from PIL import Image
 
 from .attending import parse_budget
 from .evaluation.allocators import stride_keep  # the one stride baseline (also eval's uniform allocator)
-from .grid import FAMILIES, normalize_family
+from .families import family_names
+from .grid import GridSpec, normalize_family
 from .heatmap import render_heatmap
-from .io import load_image_with_size
+from .io import MAX_PIXELS_IN, load_image_with_size
 from .realizing import MODES, Allocation, allocate, resolve_mode
 
 try:
     import gradio as gr
 except ImportError as err:  # the CLI turns this into one clear line
     raise ImportError(
-        f"`arr-coc demo` needs the [demo] extra (gradio): pip install 'arr-coc-vis[demo]' ({err})"
+        f"`arr-coc demo` needs the [demo] extra (gradio): pip install -e '.[demo]' in the arr-coc-vis clone ({err})"
     ) from err
 
 # The example images ship inside the package (arr_coc/examples/, package data; the repository's examples/*.jpg are
@@ -74,7 +75,7 @@ EXAMPLES: list[tuple[str, str, str, str]] = [
     ("receipt.jpg", "How much did the pasta cost?", "0.11", "auto"),
     ("astronaut.jpg", "What is in the top right corner?", "0.22", "texture"),
 ]
-MAX_IMAGE_PIXELS = 50_000_000  # the demo refuses larger images (the library's own guard is 2**28)
+MAX_IMAGE_PIXELS = MAX_PIXELS_IN  # the library's one bound (arr_coc.io): larger images are refused with a message
 MAX_FILE_SIZE = "50mb"  # uploads above this are refused by the page itself
 MAX_QUESTION_CHARS = 1000
 DEFAULT_BUDGET = "0.11"
@@ -170,6 +171,14 @@ class ModelRunner:
             self._loaded = load_model(self.model_id, resolve_dtype(self.dtype), self.device)
         return self._loaded
 
+    def max_pixels(self) -> int | None:
+        """The loaded processor's cap on the resized image's area (its ``size["longest_edge"]``), None if unknown."""
+        if self._loaded is None:
+            return None
+        size = getattr(self._loaded[0].image_processor, "size", None)
+        value = size.get("longest_edge") if isinstance(size, dict) else getattr(size, "longest_edge", None)
+        return int(value) if value else None
+
     def compare(
         self, image: Image.Image, question: str, budget: Any, text_prior: bool, progress: Progress | None = None
     ) -> list[AnswerRow]:
@@ -260,7 +269,7 @@ class DemoApp:
         try:
             normalize_family(family)  # the API's spellings too (Qwen2.5-VL, qwen3-vl-moe)
         except ValueError:
-            raise _error(f"Unknown model family {family!r}; choose one of {', '.join(sorted(FAMILIES))}.") from None
+            raise _error(f"Unknown model family {family!r}; choose one of {', '.join(family_names())}.") from None
         if mode not in MODES:
             raise _error(f"Unknown mode {mode!r}; choose one of {', '.join(MODES)}.")
         try:
@@ -268,10 +277,7 @@ class DemoApp:
             img, _ = load_image_with_size(image, max_pixels_in=self.max_image_pixels)
             resolve_mode(mode)
         except (ValueError, ImportError) as err:
-            message = _user_message(err)
-            if name and isinstance(image, (str, Path)):
-                message = message.replace(str(image), name)
-            raise _error(message) from None
+            raise _error(_hide_path(_user_message(err), image, name)) from None
         return img, parsed
 
     # ----- the /allocate endpoint -----------------------------------------------------------------------------------
@@ -312,7 +318,8 @@ class DemoApp:
                 realizer=self.realizer,
             )
         except (ValueError, ImportError) as err:
-            raise _error(_user_message(err)) from None
+            raise _error(_hide_path(_user_message(err), source, name)) from None
+        alloc.notes[:] = [_hide_path(note, source, name) for note in alloc.notes]  # the upload's name, not its path
         progress(0.9, desc="drawing the heatmap")
         heat = render_heatmap(img, alloc.scores, alloc.keep, f"{alloc.query}  [ARR-COC, mode {alloc.mode}]")
         record = alloc.to_json(id=Path(name).stem if name else None)
@@ -354,7 +361,7 @@ class DemoApp:
             if isinstance(err, (ValueError, ImportError, OSError, ModelNotFoundError, RuntimeError)):
                 raise _error(f"The model could not answer: {_user_message(err)}") from None
             raise
-        return answers_markdown(rows)
+        return answers_markdown(rows) + grid_note(alloc, rows[0].visual_tokens, self.runner.max_pixels())
 
 
 def detail_picture(image: Image.Image, alloc: Allocation, mode: str) -> tuple[Image.Image, Any]:
@@ -396,6 +403,13 @@ def _user_message(err: BaseException) -> str:
     return text[:1].upper() + text[1:]
 
 
+def _hide_path(text: str, source: Any, name: str | None) -> str:
+    """``text`` with the server's path of an upload (``source``) replaced by the file's name as the user knows it."""
+    if isinstance(source, (str, Path)) and str(source):
+        return text.replace(str(source), name or "the uploaded image")
+    return text
+
+
 def upload_source(image: Any) -> tuple[Any, str | None]:
     """(what to open, the user's file name) for a Gradio file record (dict or ``FileData``), a path or an image."""
     if isinstance(image, dict) or hasattr(image, "path"):
@@ -432,6 +446,32 @@ def summary_markdown(alloc: Allocation, baseline_keep: np.ndarray) -> str:
         f"uniform stride {100 * base:.1f}% (same {alloc.budget} tokens). Balancer weights: {weights}.",
     ]
     return "\n".join(lines)
+
+
+def grid_note(alloc: Allocation, model_tokens: int, model_max_pixels: int | None) -> str:
+    """Why the model's token counts differ from the heatmap's, when they do ("" when they agree).
+
+    The heatmap's allocation resizes the image as ``arr-coc allocate`` does by default (at most 1280 tokens of the
+    chosen family); the model's processor resizes with its own ``preprocessor_config.json`` (``size.longest_edge``),
+    e.g. 256 tokens for the tiny test checkpoints of ``arr_coc.testing``, so its unpruned and pruned counts are of
+    another grid.
+    """
+    if model_tokens == alloc.n_tokens:
+        return ""
+    cell = GridSpec.for_family(alloc.family).factor
+    ours = GridSpec.for_family(alloc.family).max_pixels
+    theirs = (
+        f"at most {model_max_pixels:,} pixels ({model_max_pixels // cell**2:,} tokens of {cell}x{cell} px)"
+        if model_max_pixels
+        else "its own size limits"
+    )
+    return (
+        f"\n\n**Why the model has {model_tokens} visual tokens, not {alloc.n_tokens}:** the heatmap resizes the image "
+        f"as `arr-coc allocate` does by default ({alloc.family}: at most {ours:,} pixels, {ours // cell**2:,} tokens), "
+        f"while the model's processor resizes it as its checkpoint's `preprocessor_config.json` says ({theirs}). "
+        "So the model's image is another grid, and the pruned runs apply the same budget to that grid; "
+        "`arr-coc allocate --max-pixels N` gives the heatmap of the model's grid."
+    )
 
 
 def answers_markdown(rows: list[AnswerRow]) -> str:
@@ -479,7 +519,9 @@ def build_app(app: DemoApp | None = None, examples: list[list[str]] | None = Non
                 budget = gr.Textbox(
                     label="budget: fraction (0.11), token count (256) or adaptive", value=DEFAULT_BUDGET
                 )
-                family = gr.Dropdown(choices=sorted(FAMILIES), value="qwen2.5-vl", label="model family (token grid)")
+                family = gr.Dropdown(
+                    choices=list(family_names()), value="qwen2.5-vl", label="model family (token grid)"
+                )
                 mode = gr.Radio(choices=list(MODES), value="auto", label="mode (text: OCR-aware; texture: no OCR)")
                 run = gr.Button("Allocate", variant="primary", elem_id="allocate-button")
             with gr.Column(scale=2):

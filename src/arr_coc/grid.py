@@ -17,24 +17,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-# Family name -> (patch_size, merge_size). Aliases map the names users type to the three families.
-FAMILIES: dict[str, tuple[int, int]] = {
-    "qwen2-vl": (14, 2),
-    "qwen2.5-vl": (14, 2),
-    "qwen3-vl": (16, 2),
-}
-ALIASES = {
-    "qwen2vl": "qwen2-vl",
-    "qwen2_vl": "qwen2-vl",
-    "qwen2.5vl": "qwen2.5-vl",
-    "qwen2_5_vl": "qwen2.5-vl",
-    "qwen25-vl": "qwen2.5-vl",
-    "qwen3vl": "qwen3-vl",
-    "qwen3_vl": "qwen3-vl",
-    "qwen3_vl_moe": "qwen3-vl",
-    "qwen3-vl-moe": "qwen3-vl",
-    "qwen3vlmoe": "qwen3-vl",
-}
+from .families import get_family
+
 MAX_ASPECT_RATIO = 200  # the processors refuse anything more elongated than this
 DEFAULT_MAX_TOKENS = 1280  # default max_pixels = 1280 merged cells, the setting Qwen's model cards recommend
 # The largest resized image any Qwen-VL processor is configured for: Qwen2-VL's and Qwen2.5-VL's max_pixels is
@@ -45,16 +29,14 @@ MAX_TOKENS_LIMIT = 16384
 
 
 def normalize_family(family: str) -> str:
-    """Return the canonical family name for ``family`` (case-insensitive, common aliases accepted).
+    """Return the canonical family name for ``family``: any case, ``-`` / ``_`` / ``.`` optional, a
+    ``config.model_type`` too (``Qwen2.5_VL``, ``qwen2_5_vl``, ``qwen25-vl``, ``qwen3_vl_moe``); the rule lives in
+    :func:`arr_coc.families.get_family`.
 
     Raises:
         ValueError: if the family is unknown; the message lists the supported ones.
     """
-    key = str(family).strip().lower()
-    key = ALIASES.get(key, key)
-    if key not in FAMILIES:
-        raise ValueError(f"unknown model family {family!r}; supported: {', '.join(FAMILIES)}")
-    return key
+    return get_family(family).name
 
 
 def smart_resize(height: int, width: int, factor: int, min_pixels: int, max_pixels: int) -> tuple[int, int]:
@@ -87,6 +69,25 @@ def smart_resize(height: int, width: int, factor: int, min_pixels: int, max_pixe
     return h_bar, w_bar
 
 
+def pixel_count(value: object, name: str) -> int:
+    """``value`` as a whole number of pixels (an ``int``, or a float or string that holds a whole number).
+
+    Raises:
+        ValueError: naming ``name`` for NaN, infinities, fractions, booleans and anything that is not a number.
+    """
+    if isinstance(value, bool):
+        raise ValueError(f"{name} must be a whole number of pixels, got {value!r}")
+    if isinstance(value, int):
+        return value
+    try:
+        number = float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be a whole number of pixels, got {value!r}") from None
+    if not math.isfinite(number) or not number.is_integer():
+        raise ValueError(f"{name} must be a whole number of pixels, got {value!r}")
+    return int(number)
+
+
 @dataclass(frozen=True)
 class Grid:
     """A merged-patch grid: ``rows x cols`` visual tokens, each covering ``cell x cell`` resized pixels."""
@@ -109,7 +110,7 @@ class Grid:
 class GridSpec:
     """How a model family turns an image size into a grid."""
 
-    family: str  # canonical family name, one of FAMILIES
+    family: str  # canonical family name (arr_coc.families)
     patch_size: int  # vision patch side in pixels (14 or 16)
     merge_size: int  # patches merged per token side (2)
     min_pixels: int  # smallest resized area the processor allows
@@ -127,11 +128,11 @@ class GridSpec:
         ``max_pixels`` is 1280 merged cells (1280*28*28 or 1280*32*32). Either above ``MAX_TOKENS_LIMIT`` (16384)
         cells is a ``ValueError``.
         """
-        family = normalize_family(family)
-        patch, merge = FAMILIES[family]
+        row = get_family(family)
+        family, patch, merge = row.name, row.patch_size, row.merge_size
         factor = patch * merge
-        lo = (56 * 56 if factor == 28 else 256 * 256) if min_pixels is None else int(min_pixels)
-        hi = DEFAULT_MAX_TOKENS * factor * factor if max_pixels is None else int(max_pixels)
+        lo = row.min_pixels if min_pixels is None else pixel_count(min_pixels, "min_pixels")
+        hi = DEFAULT_MAX_TOKENS * factor * factor if max_pixels is None else pixel_count(max_pixels, "max_pixels")
         limit = MAX_TOKENS_LIMIT * factor * factor
         if lo > limit or hi > limit:
             raise ValueError(

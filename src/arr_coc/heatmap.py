@@ -119,9 +119,30 @@ def _with_legend(picture: Image.Image, kept: int, total: int, title: str) -> Ima
     return canvas
 
 
-def save_heatmap(path: str | Path, image, scores: np.ndarray, keep, title: str = "") -> Path:
-    """Render and save a heatmap PNG; returns the path."""
+def check_image_path(path: str | Path) -> Path:
+    """``path`` as a ``Path`` if a picture can be written there, else a ``ValueError`` saying why.
+
+    The format follows the suffix (``.png``, ``.jpg``, ``.webp``, ...: any Pillow can write); a path without one, or an
+    existing folder, is refused before any work is done.
+    """
     path = Path(path)
+    if path.is_dir():
+        raise ValueError(
+            f"heatmap path {str(path)!r} is a folder; give a file name such as {str(path / 'heatmap.png')!r}"
+        )
+    Image.init()
+    writable = {ext for ext, fmt in Image.registered_extensions().items() if fmt in Image.SAVE}
+    if path.suffix.lower() not in writable:
+        what = f"has the extension {path.suffix!r}" if path.suffix else "has no extension"
+        raise ValueError(
+            f"heatmap path {str(path)!r} {what}, which names no picture format; end it in .png (or .jpg, .webp)"
+        )
+    return path
+
+
+def save_heatmap(path: str | Path, image, scores: np.ndarray, keep, title: str = "") -> Path:
+    """Render and save a heatmap picture (the format follows the suffix: ``check_image_path``); returns the path."""
+    path = check_image_path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     render_heatmap(image, scores, keep, title).save(path)
     return path

@@ -7,11 +7,12 @@ allowed; nothing the caller passed is modified):
 * EXIF orientation is applied, as the pixels a person sees are what the question is about.
 * modes: RGBA / LA / palette with transparency are composited on white (documents have white paper); CMYK, 16-bit,
   32-bit integer and float greyscale are converted (high-bit-depth images are rescaled by their own range).
-* decompression bombs: an image above ``max_pixels_in`` (default 2**28, about 268 megapixels) is refused before
-  its pixels are decoded: the size is read from the file's header and checked per call. Pillow's own process-wide
-  guard (``Image.MAX_IMAGE_PIXELS``) is neither used nor changed, so concurrent calls with different limits do not
-  race and the application's setting stays its own. Big JPEGs are decoded at reduced scale (``draft``) when that
-  loses nothing the model's resize would keep.
+* decompression bombs: an image above ``max_pixels_in`` (default ``MAX_PIXELS_IN``, 50 megapixels: an A4 page
+  scanned at 600 dpi is 35; the one bound of the CLI, the API and the demo) is refused before its pixels are
+  decoded: the size is read from the file's header and checked per call. Pillow's own process-wide guard
+  (``Image.MAX_IMAGE_PIXELS``) is neither used nor changed, so concurrent calls with different limits do not race
+  and the application's setting stays its own. Big JPEGs are decoded at reduced scale (``draft``) when that loses
+  nothing the model's resize would keep.
 * corrupt, truncated and non-image files are refused with the decoder's reason; so are empty files (0-3 bytes).
 * multi-frame files (multi-page TIFF, animated GIF, APNG): the first frame is used, and ``notes=`` says so.
 
@@ -24,6 +25,7 @@ Example:
 from __future__ import annotations
 
 import io
+import math
 import os
 import struct
 from pathlib import Path
@@ -32,7 +34,9 @@ from typing import IO, Any
 import numpy as np
 from PIL import Image, ImageOps, UnidentifiedImageError
 
-MAX_PIXELS_IN = 2**28  # largest source image decoded (about 16k x 16k); larger ones are refused
+# Largest source image decoded, in pixels; larger ones are refused. One bound for the CLI, the Python API and the
+# demo (issue 22: the CLI admitted 268 megapixels, 3.46 GB peak in text mode, while the demo capped at 50).
+MAX_PIXELS_IN = 50_000_000
 ImageLike = str | os.PathLike | bytes | IO[bytes] | Image.Image | np.ndarray
 
 
@@ -88,10 +92,7 @@ def load_image_with_size(
                 f"{_name(source)} could not be decoded ({err}); the file may be corrupt or truncated"
             ) from err
     if image.width * image.height > max_pixels_in:
-        raise ValueError(
-            f"{_name(source)} has {image.width}x{image.height} pixels, above the limit of {max_pixels_in} "
-            "(decompression-bomb guard); downscale it first or pass a larger max_pixels_in"
-        )
+        raise ValueError(_too_big(_name(source), image.width, image.height, max_pixels_in))
     if image.width < 1 or image.height < 1:
         raise ValueError(f"{_name(source)} is empty ({image.width}x{image.height})")
     decoded = image.size
@@ -134,13 +135,20 @@ def _open(source: Any, max_pixels_in: int) -> Image.Image:
     except OSError as err:
         raise ValueError(f"{name} could not be opened ({err})") from err
     if image.width * image.height > max_pixels_in:
-        raise ValueError(
-            f"{name} has {image.width}x{image.height} pixels, above the limit of {max_pixels_in} "
-            "(decompression-bomb guard); downscale it first or pass a larger max_pixels_in"
-        )
+        raise ValueError(_too_big(name, image.width, image.height, max_pixels_in))
     if getattr(image, "n_frames", 1) > 1:
         image.seek(0)  # multi-frame files (GIF, TIFF): the first frame
     return image
+
+
+def _too_big(name: str, width: int, height: int, limit: int) -> str:
+    """The message for an image above the decompression-bomb guard: what it is, the bound, what to do."""
+    side = math.isqrt(limit)
+    return (
+        f"{name} has {width}x{height} = {width * height / 1e6:,.1f} megapixels, above the limit of {limit} pixels "
+        f"({limit / 1e6:g} megapixels, the decompression-bomb guard); downscale it first (a square page: "
+        f"{side}x{side} or less): the model resizes every image to at most 16,384 visual tokens anyway"
+    )
 
 
 def _seekable(f: Any) -> bool:

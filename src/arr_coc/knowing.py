@@ -30,17 +30,31 @@ from torch import nn
 
 from .config import CHANNELS, RelevanceConfig
 from .query import QueryCues
-from .tensors import constant
+from .tensors import CONSTANTS, cached_constant, constant
 
 _CH = {name: i for i, name in enumerate(CHANNELS)}
 
 
 def unit(x: torch.Tensor) -> torch.Tensor:
-    """Rescale each sample of ``x`` (B, ...) to [0, 1] on its own; a constant sample becomes all zeros."""
-    flat = x.flatten(1)
-    lo = flat.min(1).values.view(-1, *[1] * (x.dim() - 1))
-    hi = flat.max(1).values.view(-1, *[1] * (x.dim() - 1))
-    return (x - lo) / (hi - lo).clamp_min(1e-8) * (hi > lo + 1e-8)
+    """Rescale each sample of ``x`` (B, ...) to [0, 1] on its own; a constant sample becomes all zeros.
+
+    Idempotent bit for bit: the result's minimum is exactly 0 and its maximum exactly 1 (or it is all zeros), so
+    ``unit(unit(x))`` equals ``unit(x)``.
+    """
+    return unit_last(x, x.dim() - 1)
+
+
+def unit_last(x: torch.Tensor, n: int) -> torch.Tensor:
+    """:func:`unit` over the last ``n`` dims of ``x``, for every index of the leading ones (one pass for a stack of
+    maps): (..., *S) -> (..., *S). The same float operations as :func:`unit` on each map alone."""
+    flat = x.flatten(x.dim() - n) if n > 1 else x  # (..., prod(S))
+    return _unit_flat(flat)[0].view(x.shape)
+
+
+def _unit_flat(flat: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """:func:`unit` over the last dim of ``flat`` (..., N): the rescaled maps and their minimum and maximum (..., 1)."""
+    lo, hi = torch.aminmax(flat, dim=-1, keepdim=True)  # (..., 1) each
+    return (flat - lo) / (hi - lo).clamp_min(1e-8) * (hi > lo + 1e-8), lo, hi
 
 
 def concentration(scores: torch.Tensor) -> torch.Tensor:
@@ -48,9 +62,21 @@ def concentration(scores: torch.Tensor) -> torch.Tensor:
 
     A few sharp peaks on a flat floor give nearly 1, uniform noise about 0.5, a map high almost everywhere ~0.
     """
-    flat = scores.flatten(1)
-    varies = (flat.max(1).values - flat.min(1).values) > 1e-8
-    return (1 - unit(flat).mean(1)) * varies
+    rescaled, lo, hi = _unit_flat(scores.flatten(1))  # (B, N), (B, 1), (B, 1)
+    varies = ((hi - lo) > 1e-8)[:, 0]  # (B,)
+    return (1 - rescaled.mean(1)) * varies
+
+
+def _stack(tensors: list[torch.Tensor]) -> torch.Tensor:
+    """``torch.stack(tensors, 1)``; one tensor is only unsqueezed (the same values, no copy)."""
+    return tensors[0].unsqueeze(1) if len(tensors) == 1 else torch.stack(tensors, 1)
+
+
+def channel_index(channels: tuple[int, ...], like: torch.Tensor) -> torch.Tensor:
+    """The channel indices as a LongTensor on ``like``'s device, cached."""
+    return CONSTANTS.get(
+        ("knowing.index", channels, like.device), lambda: torch.tensor(channels, dtype=torch.long).to(like.device)
+    )
 
 
 class _ChannelMix(nn.Module):
@@ -64,8 +90,12 @@ class _ChannelMix(nn.Module):
 
     def forward(self, texture: torch.Tensor) -> torch.Tensor:
         """texture (B, 13, H, W) -> scores (B, H, W) in [0, 1]."""
-        feats = torch.stack([unit(texture[:, i]) for i in self.index], 1)  # (B, C, H, W)
-        return unit(torch.einsum("bchw,c->bhw", feats, self.weight.to(texture)))
+        feats = unit_last(texture.index_select(1, channel_index(tuple(self.index), texture)), 2)  # (B, C, H, W)
+        return unit(self.mix(feats))
+
+    def mix(self, feats: torch.Tensor) -> torch.Tensor:
+        """Channels already rescaled (B, C, H, W) -> their weighted sum (B, H, W), not yet rescaled."""
+        return torch.einsum("bchw,c->bhw", feats, self.weight.to(feats))
 
 
 class InformationScorer(_ChannelMix):
@@ -108,6 +138,7 @@ class ParticipatoryScorer(nn.Module):
         prior: torch.Tensor | None = None,
         token_feats: torch.Tensor | None = None,
         query_embeds: list[torch.Tensor | None] | None = None,
+        textness: torch.Tensor | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """Score each cell for the query.
 
@@ -119,6 +150,8 @@ class ParticipatoryScorer(nn.Module):
             token_feats (torch.Tensor of shape (B, H * W, D) or None): visual tokens in the language model's
                 embedding space.
             query_embeds: B tensors of shape (Q, D), the query's token embeddings (None where a sample has none).
+            textness (torch.Tensor of shape (B, H, W) or None): :meth:`textness` when the caller computed it
+                already (the realizer does, batched with the other scorers' rescaling).
 
         Returns:
             scores (B, H, W) in [0, 1] and ``signal`` (B,) in [0, 1]: how much query-specific evidence there was
@@ -132,7 +165,7 @@ class ParticipatoryScorer(nn.Module):
         if prior is not None:
             prior = prior.to(texture)
             terms.append(prior.clamp(0, 1))
-            weights.append(term_weight[0] * (prior.flatten(1).amax(1) > 0).to(texture.dtype))
+            weights.append(term_weight[0] * (prior.flatten(1).amax(1) > 0))  # x * True is x: no cast needed
         if token_feats is not None and query_embeds is not None:
             sims, has = [], []
             for i in range(b):
@@ -148,39 +181,84 @@ class ParticipatoryScorer(nn.Module):
                 has.append(1.0)
             terms.append(unit(torch.stack(sims)))
             weights.append(term_weight[1] * constant(has, texture))
-        cue_maps, has_cue = self._cue_maps(texture, cues)
+        cue_maps, has_cue = self._cue_maps(texture, cues, textness)
         terms.append(cue_maps)
         weights.append(term_weight[2] * has_cue)
-        stacked = torch.stack(terms, 1)  # (B, T, H, W)
-        wts = torch.stack(weights, 1)  # (B, T)
+        stacked = _stack(terms)  # (B, T, H, W)
+        wts = _stack(weights)  # (B, T)
         total = wts.sum(1)  # (B,)
         scores = torch.einsum("bthw,bt->bhw", stacked, wts) / total.clamp_min(1e-8).view(b, 1, 1)
-        return scores, (total > 0).to(texture.dtype) * concentration(scores)
+        return scores, (total > 0) * concentration(scores)
 
-    def _cue_maps(self, texture: torch.Tensor, cues: list[QueryCues]) -> tuple[torch.Tensor, torch.Tensor]:
-        """The query's own cues on the texture: (B, H, W) maps and (B,) 1.0 where a sample had any cue."""
-        y, x = texture[:, _CH["pos_y"]], texture[:, _CH["pos_x"]]  # (B, H, W)
-        rgb = texture[:, 0:3]
-        entropy = texture[:, _CH["entropy"]] / math.log(self.entropy_bins)
-        textness = unit(unit(texture[:, _CH["edge_density"]]) + entropy)  # (B, H, W)
+    def textness_raw(self, texture: torch.Tensor, edge_unit: torch.Tensor) -> torch.Tensor:
+        """ "The answer is text" before its rescaling: ``unit(edge_density)`` (B, H, W) plus the entropy in [0, 1]."""
+        return edge_unit + texture[:, _CH["entropy"]] / math.log(self.entropy_bins)
+
+    def textness(self, texture: torch.Tensor) -> torch.Tensor:
+        """How much each cell looks like text, (B, 13, H, W) -> (B, H, W) in [0, 1] per sample."""
+        return unit(self.textness_raw(texture, unit(texture[:, _CH["edge_density"]])))
+
+    def _cue_maps(
+        self, texture: torch.Tensor, cues: list[QueryCues], textness: torch.Tensor | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """The query's own cues on the texture: (B, H, W) maps and (B,) 1.0 where a sample had any cue.
+
+        Samples with equal cues are computed together (one pass for all frames of one query); a cue map is the
+        product of its parts, rescaled per sample.
+        """
+        b = texture.shape[0]
+        groups: list[tuple[QueryCues, list[int]]] = []  # distinct cues and the samples that have them
+        for i, cue in enumerate(cues):
+            for known, members in groups:
+                if cue is known or cue == known:
+                    members.append(i)
+                    break
+            else:
+                groups.append((cue, [i]))
+        has = [0.0] * b
+        maps: torch.Tensor | None = None  # (B, H, W)
+        for cue, members in groups:
+            whole = len(members) == b
+            sub = texture if whole else texture[members]  # (G, 13, H, W)
+            parts, rescaled = self._cue_parts(sub, cue, textness if whole or textness is None else textness[members])
+            if not parts:
+                continue
+            for i in members:
+                has[i] = 1.0
+            # a single part already rescaled (textness) stays as it is: unit() is idempotent, bit for bit
+            m = parts[0] if rescaled else unit(torch.stack(parts).prod(0) if len(parts) > 1 else parts[0])
+            if whole:
+                maps = m
+            else:
+                maps = texture.new_zeros(b, *texture.shape[2:]) if maps is None else maps
+                maps[members] = m
+        if maps is None:
+            maps = texture.new_zeros(b, *texture.shape[2:])
+        return maps, cached_constant(has, texture)
+
+    def _cue_parts(
+        self, texture: torch.Tensor, cue: QueryCues, textness: torch.Tensor | None
+    ) -> tuple[list[torch.Tensor], bool]:
+        """The maps (G, H, W) whose product is ``cue``'s map on these samples, and whether that product is one map
+        already rescaled to [0, 1] (the textness alone)."""
+        y, x = texture[:, _CH["pos_y"]], texture[:, _CH["pos_x"]]  # (G, H, W)
         # 0-dim parameters: torch lets a 0-dim CPU tensor act as a number next to tensors on any device
         where_scale, colour_scale = self.where_scale.to(texture.dtype), self.colour_scale.to(texture.dtype)
-        maps, has = [], []
-        for i, cue in enumerate(cues):
-            parts = []
-            if cue.where:
-                d = {
-                    "top": y[i], "bottom": 1 - y[i], "left": x[i], "right": 1 - x[i],
-                    "centre": 2 * torch.sqrt((y[i] - 0.5) ** 2 + (x[i] - 0.5) ** 2),
-                }  # distance from the named side, in [0, 1]  # fmt: skip
-                parts.append(torch.exp(-sum(d[k] for k in cue.where) / (where_scale * len(cue.where))))
-            if cue.colours:
-                target = constant(cue.colours, texture)  # (K, 3)
-                target = target.view(-1, 3, 1, 1)  # (K, 3, 1, 1)
-                dist = ((rgb[i][None] - target) ** 2).sum(1).amin(0)  # (H, W)
-                parts.append(torch.exp(-dist / colour_scale))
-            if cue.wants_text:
-                parts.append(textness[i])
-            has.append(1.0 if parts else 0.0)
-            maps.append(unit(torch.stack(parts).prod(0)[None])[0] if parts else y.new_zeros(y.shape[1:]))
-        return torch.stack(maps), constant(has, texture)
+        parts = []
+        if cue.where:
+            d = {
+                "top": lambda: y, "bottom": lambda: 1 - y, "left": lambda: x, "right": lambda: 1 - x,
+                "centre": lambda: 2 * torch.sqrt((y - 0.5) ** 2 + (x - 0.5) ** 2),
+            }  # distance from the named side, in [0, 1]  # fmt: skip
+            names = list(cue.where)
+            near = d[names[0]]()
+            for name in names[1:]:
+                near = near + d[name]()  # the same sum as sum(...) but without its leading 0 + (an op, exact)
+            parts.append(torch.exp(-near / (where_scale * len(names))))
+        if cue.colours:
+            target = cached_constant(cue.colours, texture).view(1, -1, 3, 1, 1)  # (1, K, 3, 1, 1)
+            dist = ((texture[:, None, 0:3] - target) ** 2).sum(2).amin(1)  # (G, H, W)
+            parts.append(torch.exp(-dist / colour_scale))
+        if cue.wants_text:
+            parts.append(self.textness(texture) if textness is None else textness)
+        return parts, len(parts) == 1 and cue.wants_text

@@ -32,15 +32,9 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlparse
 
+from .families import model_class_for_type
 from .processing import load_processor
 
-# model_type of the config -> the transformers class that ``compress`` wraps
-MODEL_CLASSES: dict[str, str] = {
-    "qwen2_vl": "Qwen2VLForConditionalGeneration",
-    "qwen2_5_vl": "Qwen2_5_VLForConditionalGeneration",
-    "qwen3_vl": "Qwen3VLForConditionalGeneration",
-    "qwen3_vl_moe": "Qwen3VLMoeForConditionalGeneration",
-}
 EXAMPLE_FOLDER = "/path/to/Qwen2.5-VL-3B-Instruct"
 HUB_PROBE_TIMEOUT_S = 3.0  # how long an uncached hub id waits for the hub before failing (one TCP connect)
 
@@ -209,10 +203,13 @@ def build_inputs(processor: Any, image: Any, query: str, max_pixels: int | None 
     Args:
         processor: a Qwen-VL processor or :class:`PilQwenVLProcessor`.
         image: a PIL image.
-        query: the question.
+        query: the question; a lone surrogate (an undecodable terminal byte, a JSON ``"\\ud800"``) becomes U+FFFD
+            (``arr_coc.reading.text.valid_text``), as the allocation reads it: no tokenizer takes it.
         max_pixels: cap on the resized image's area (the processor's ``longest_edge``); ``None`` = processor default.
     """
-    messages = [{"role": "user", "content": [{"type": "image"}, {"type": "text", "text": query}]}]
+    from .reading.text import valid_text
+
+    messages = [{"role": "user", "content": [{"type": "image"}, {"type": "text", "text": valid_text(query)}]}]
     text = processor.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
     kwargs: dict[str, Any] = {}
     if max_pixels is not None:
@@ -363,8 +360,8 @@ def load_model(model_id: str, dtype: Any, device: str) -> tuple[Any, Any]:
         config = AutoConfig.from_pretrained(model_id)
     except (OSError, ValueError) as err:  # not found / not cached / offline / invalid repo id
         raise ModelNotFoundError(not_found_message(model_id, str(err))) from None
-    name = MODEL_CLASSES.get(config.model_type)
-    cls = getattr(transformers, name, None) if name else None
+    entry = model_class_for_type(config.model_type)  # the class compress wraps, from arr_coc.families
+    cls = getattr(transformers, entry.hf_class, None) if entry else None
     if cls is None:
         cls = transformers.AutoModelForImageTextToText  # compress() refuses it with the list of supported classes
     try:

@@ -6,10 +6,12 @@ a GPU will pay, a test can assert them and a benchmark can print them (``benchma
 
 What counts (:class:`OpCounter`):
 
-* **op**: every aten operator call that reaches the dispatcher below autograd (a ``TorchDispatchMode`` sees it):
-  kernels, but also views, ``detach`` and factory calls. Composite ops arrive already split into the ops that run
-  (``x.mean()`` is one op, ``F.normalize`` is several). An upper bound on kernel launches, and what a GPU's launch
-  queue pays per op in the eager path.
+* **op**: every aten operator call that reaches the dispatcher below autograd (a ``TorchDispatchMode`` sees it),
+  except views: kernels, but also factory calls (``empty``, ``zeros``) and scalar reads. Composite ops arrive already
+  split into the ops that run (``x.mean()`` is one op, ``F.normalize`` is several). An upper bound on kernel launches,
+  and what a GPU's launch queue pays per op in the eager path.
+* **view**: an aten op that only makes a view (``func.is_view``: ``slice``, ``select``, ``view``, ``expand``,
+  ``unsqueeze``, ``unfold``, ``detach``, ...): no kernel, a little host time; counted apart, in ``views``.
 * **sync**: a point where the host must wait for the device's result:
 
   - ``aten._local_scalar_dense``: ``Tensor.item()``, ``int(t)``, ``float(t)``, ``bool(t)`` (Python control flow on a
@@ -20,9 +22,11 @@ What counts (:class:`OpCounter`):
   - a copy from a non-CPU device to the CPU (``.cpu()``, ``.to("cpu")``, ``.tolist()``, ``.numpy()`` of a device
     tensor: the dispatch mode sees the ``_to_copy`` / ``copy_``);
   - on the CPU, where no copy happens, the calls that WOULD copy a device tensor to the host: ``Tensor.tolist``,
-    ``Tensor.numpy``, ``np.asarray(t)`` (``__array__``), ``Tensor.cpu`` and ``Tensor.to`` with a CPU device, seen
-    by a ``TorchFunctionMode`` (they reach no aten op on a CPU tensor). This assumes the tensor would live on the
-    accelerator, so a CPU count is an upper bound for code that also moves genuinely host-side tensors.
+    ``Tensor.numpy``, ``np.asarray(t)`` (``__array__``), ``Tensor.cpu`` and ``Tensor.to("cpu")`` (the device named
+    by the string ``"cpu"``), seen by a ``TorchFunctionMode`` (they reach no aten op on a CPU tensor). This assumes
+    the tensor would live on the accelerator, so a CPU count is an upper bound for code that also moves genuinely
+    host-side tensors. ``Tensor.to(other.device)`` is taken for what it is on an accelerator, a move to the
+    device, and not counted.
 
   Host-to-device uploads (``torch.tensor(...)`` then ``.to(device)``) do not wait for the device and are not syncs.
 
@@ -109,7 +113,7 @@ class _DispatchCounter(TorchDispatchMode):
     def __torch_dispatch__(self, func: Any, types: Any, args: tuple[Any, ...] = (), kwargs: Any = None) -> Any:
         kwargs = kwargs or {}
         name = str(func.overloadpacket.__name__)
-        self.owner.ops[name] += 1
+        (self.owner.views if func.is_view else self.owner.ops)[name] += 1
         if _is_sync(func, args, kwargs):
             self.owner.syncs[name] += 1
         return func(*args, **kwargs)
@@ -129,7 +133,7 @@ class _FunctionCounter(TorchFunctionMode):
             to_host = name in _HOST_METHODS
             if name == "to":
                 target = kwargs.get("device", args[1] if len(args) > 1 else None)
-                to_host = isinstance(target, (str, torch.device)) and torch.device(target).type == "cpu"
+                to_host = isinstance(target, str) and torch.device(target).type == "cpu"
             if to_host:
                 self.owner.syncs[f"Tensor.{name}"] += 1
         return func(*args, **kwargs)
@@ -139,7 +143,8 @@ class OpCounter:
     """Context manager counting aten ops and host syncs (see the module docstring for what counts).
 
     Attributes:
-        ops: calls per aten operator name (e.g. ``{"add": 12, "mul": 9}``).
+        ops: calls per aten operator name, views excepted (e.g. ``{"add": 12, "mul": 9}``).
+        views: calls per view operator name (no kernel launched).
         syncs: host syncs per cause (an aten operator name, or ``Tensor.tolist`` and the like).
 
     Not thread-safe across threads that run torch code at the same time (the modes are per thread in torch, but a
@@ -148,6 +153,7 @@ class OpCounter:
 
     def __init__(self) -> None:
         self.ops: Counter[str] = Counter()
+        self.views: Counter[str] = Counter()
         self.syncs: Counter[str] = Counter()
         self._modes: list[Any] = []
 
@@ -155,6 +161,11 @@ class OpCounter:
     def n_ops(self) -> int:
         """Total aten ops counted."""
         return sum(self.ops.values())
+
+    @property
+    def n_views(self) -> int:
+        """Total view ops counted (not in :attr:`n_ops`)."""
+        return sum(self.views.values())
 
     @property
     def n_syncs(self) -> int:
@@ -178,7 +189,7 @@ class OpCounter:
         """One line: totals, the most frequent ops and every sync cause."""
         common = ", ".join(f"{name} {n}" for name, n in self.ops.most_common(top))
         syncs = ", ".join(f"{name} {n}" for name, n in self.syncs.most_common()) or "none"
-        return f"{self.n_ops} ops ({common}); {self.n_syncs} syncs ({syncs})"
+        return f"{self.n_ops} ops ({common}); {self.n_views} views; {self.n_syncs} syncs ({syncs})"
 
 
 def count_ops(fn: Any, *args: Any, **kwargs: Any) -> tuple[Any, OpCounter]:

@@ -17,7 +17,7 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from .reading.text import clean, fold
+from .reading.text import REPLACEMENT, clean, fold
 
 if TYPE_CHECKING:
     from .config import RelevanceConfig
@@ -68,6 +68,18 @@ class QueryCues:
 def normalize_text(text: str) -> str:
     """NFKC-normalise, collapse whitespace, cut to MAX_QUERY_CHARS characters."""
     return clean(text)[:MAX_QUERY_CHARS]  # the text path's one normaliser (``arr_coc.reading.text``)
+
+
+def broken_text_notes(text: str) -> list[str]:
+    """A note when ``text`` holds characters that are not valid text (U+FFFD, or lone surrogates ``clean`` turns
+    into U+FFFD): ``[]`` otherwise."""
+    broken = sum(ch == REPLACEMENT or "\ud800" <= ch <= "\udfff" for ch in str(text))
+    if not broken:
+        return []
+    return [
+        f"the question has {broken} character(s) that are not valid text (a byte from a terminal that is not UTF-8, "
+        "or a lone surrogate escape in JSON); they were read as U+FFFD and match nothing: use UTF-8"
+    ]
 
 
 def words(text: str) -> list[str]:

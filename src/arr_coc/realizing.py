@@ -41,14 +41,15 @@ from torch import nn
 
 from .attending import Budget, TokenScores, parse_budget, resolve_budget, select
 from .balancing import SCORERS, TensionBalancer
-from .config import RelevanceConfig
+from .config import CHANNELS, RelevanceConfig
 from .grid import GridSpec
 from .io import load_image_with_size
-from .knowing import InformationScorer, ParticipatoryScorer, PerspectivalScorer
-from .query import MAX_QUERY_CHARS, QueryCues, normalize_text, parse_query
+from .knowing import InformationScorer, ParticipatoryScorer, PerspectivalScorer, channel_index, unit_last
+from .query import MAX_QUERY_CHARS, QueryCues, broken_text_notes, normalize_text, parse_query
 from .texture import frames_from_image, frames_from_patches, texture_from_frames
 
 MODES = ("auto", "text", "texture")
+_EDGE_DENSITY = CHANNELS.index("edge_density")
 
 
 @dataclass
@@ -304,9 +305,22 @@ class Realizer(nn.Module):
         Returns:
             relevance (B, H, W), the scorers' maps by name (each (B, H, W)), and the weights (B, 3).
         """
-        info = self.information(texture)
-        persp = self.perspectival(texture)
-        part, signal = self.participatory(texture, cues, prior, token_feats, query_embeds)
+        # every channel the scorers rescale, in one pass: information's, perspectival's, and the edge density of
+        # the participatory scorer's textness; then the three maps that are rescaled next, in one pass too
+        ci, cp = len(self.information.index), len(self.perspectival.index)
+        channels = (*self.information.index, *self.perspectival.index, _EDGE_DENSITY)
+        units = unit_last(texture.index_select(1, channel_index(channels, texture)), 2)  # (B, ci + cp + 1, H, W)
+        raw = torch.stack(
+            [
+                self.information.mix(units[:, :ci]),
+                self.perspectival.mix(units[:, ci : ci + cp]),
+                self.participatory.textness_raw(texture, units[:, -1]),
+            ],
+            1,
+        )  # (B, 3, H, W)
+        rescaled = unit_last(raw, 2)  # (B, 3, H, W)
+        info, persp = rescaled[:, 0], rescaled[:, 1]
+        part, signal = self.participatory(texture, cues, prior, token_feats, query_embeds, textness=rescaled[:, 2])
         weights = self.balancer(cues, signal)  # (B, 3)
         maps = torch.stack([info, persp, part], 1)  # (B, 3, H, W)
         relevance = torch.einsum("bshw,bs->bhw", maps, weights)
@@ -347,8 +361,8 @@ def resolve_mode(mode: str) -> str:
         from .reading import MissingExtraError
 
         raise MissingExtraError(
-            "mode='text' needs the OCR extra: pip install 'arr-coc-vis[ocr]' (rapidocr, onnxruntime); "
-            "or use mode='texture'"
+            "mode='text' needs the OCR extra: pip install -e '.[ocr]' in the arr-coc-vis clone (rapidocr, "
+            "onnxruntime); or use mode='texture'"
         )
     return mode
 
@@ -415,6 +429,11 @@ def query_notes(query: str) -> list[str]:
     text = str(query or "").strip()
     if not text:
         return []
+    return broken_text_notes(text) + _script_notes(text)
+
+
+def _script_notes(text: str) -> list[str]:
+    """``query_notes`` for words the pipeline cannot read (other scripts, no letters or digits)."""
     readable = [ch for ch in text if _readable(ch)]
     foreign = sorted({w for w in text.split() if any(ch.isalpha() and not _readable(ch) for ch in w)})
     if not readable:

@@ -30,3 +30,67 @@ def constant(values: Any, like: torch.Tensor) -> torch.Tensor:
             single = single[0]
         return like.new_full(host.shape, float(single))
     return host.to(like)
+
+
+class ConstantCache:
+    """A bounded, thread-safe cache of constant tensors keyed by what they depend on (shape, device, dtype, ...).
+
+    The relevance step's constants (blur weights, index grids, cell positions) depend only on sizes, the config and the
+    device / dtype: built once per key instead of on every call (each build is several ops and a host-to-device copy
+    on a GPU). An explicit object with a size bound (least recently used out first) and a lock, never a module-level
+    tensor. Cached tensors are shared: never modify one in place.
+
+    Example:
+        >>> cache = ConstantCache(maxsize=2)
+        >>> a = cache.get(("ramp", 3), lambda: torch.arange(3))
+        >>> cache.get(("ramp", 3), lambda: torch.zeros(3)) is a
+        True
+    """
+
+    def __init__(self, maxsize: int = 128):
+        import threading
+        from collections import OrderedDict
+
+        self.maxsize = int(maxsize)
+        self._items: OrderedDict[Any, Any] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: Any, build: Any) -> Any:
+        """The value cached under ``key``; on a miss built with ``build()`` (outside the lock) and kept."""
+        if torch._C._get_dispatch_mode(torch._C._TorchDispatchModeKey.FAKE) is not None:
+            return build()  # fake tensors (shape checks, fake CUDA on a CPU) belong to their mode: never cached
+        with self._lock:
+            if key in self._items:
+                self._items.move_to_end(key)
+                return self._items[key]
+        with torch.inference_mode(False), torch.no_grad():  # a normal tensor: usable in and outside inference mode
+            value = build()
+        with self._lock:
+            self._items[key] = value
+            self._items.move_to_end(key)
+            while len(self._items) > self.maxsize:
+                self._items.popitem(last=False)
+        return value
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._items)
+
+
+# The relevance step's constants, shared by texture, knowing and balancing (bounded: at most 256 entries).
+CONSTANTS = ConstantCache(maxsize=256)
+
+
+def cached_constant(values: Any, like: torch.Tensor) -> torch.Tensor:
+    """:func:`constant` through :data:`CONSTANTS`: built once per values, device and dtype (the query-dependent
+    constants of a decision, e.g. the balancer's query features, repeat across the frames and calls of one query).
+    Never modify the result in place."""
+    key = ("constant", _frozen(values), like.device, like.dtype)
+    return CONSTANTS.get(key, lambda: constant(values, like))
+
+
+def _frozen(values: Any) -> Any:
+    """Nested lists / tuples of numbers as nested tuples (a hashable key)."""
+    if isinstance(values, (list, tuple)):
+        return tuple(_frozen(v) for v in values)
+    return float(values)

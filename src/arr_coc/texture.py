@@ -17,13 +17,16 @@ quantised to the 256 levels of a uint8 image first, so the two paths see identic
 textures. The frames are then analysed at half resolution (14 px a cell for Qwen2/2.5-VL, 16 px for Qwen3-VL),
 covering exactly the model's cells at a quarter of the cost.
 
-Device and dtype: everything runs on the frames' device with no constant tensors of its own; statistics are
+Device and dtype: everything runs on the frames' device; the few constants (grey weights, cell positions, histogram
+indices, blur weights) are built once per size, device and dtype (``arr_coc.tensors.CONSTANTS``); statistics are
 computed in float32 (float64 if given float64: histograms and FFTs need more than bfloat16's 8 bits).
 
-Batch invariance by construction: each frame is computed on its own (a loop over frames), so a frame's texture
-does not depend on the other frames of the batch, bit for bit. On a CPU the pixel-level work also runs in bands of
-cell rows small enough that no op is split over intra-op threads (``RelevanceConfig.cpu_band_elements``): on a
-busy machine each split op waits for a descheduled thread, which made the texture path 10-20x slower.
+All frames in one pass: every op takes the whole (T, ...) batch, so T frames cost the ops of one (about 80 aten ops,
+``benchmarks/decision_ops.py``), and each op works within a frame (element-wise, or a reduction over one frame's
+values), so a frame's texture does not depend on the other frames of the batch, bit for bit (tested). On a CPU the
+pixel-level work also runs in bands of cell rows small enough that no op is split over intra-op threads
+(``RelevanceConfig.cpu_band_elements``; 0 turns the bands off and runs exactly the ops a GPU runs): on a busy machine
+each split op waits for a descheduled thread, which made the texture path 10-20x slower.
 
 Example:
     >>> from PIL import Image
@@ -45,7 +48,7 @@ from PIL import Image
 
 from .config import CHANNELS, RelevanceConfig  # noqa: F401  (CHANNELS: importable from here too)
 from .grid import Grid
-from .tensors import constant  # noqa: F401  (importable from here too; it lives in arr_coc.tensors)
+from .tensors import CONSTANTS, constant  # noqa: F401  (constant: importable from here too; it lives in arr_coc.tensors)
 
 N_CHANNELS = len(CHANNELS)
 
@@ -141,7 +144,8 @@ def texture_from_frames(
     parts = []
     # chunks of frame rows, each op below the CPU's intra-op split size (see _band_rows); one chunk elsewhere
     step = height
-    if frames.device.type == "cpu" and cfg.cpu_band_elements > 0:
+    banded = frames.device.type == "cpu" and cfg.cpu_band_elements > 0
+    if banded:
         step = min(height, max(f, cfg.cpu_band_elements // (3 * t * width * f) * f))
     for y0 in range(0, height, step):
         part = frames[:, :, y0 : y0 + step].to(dtype)  # (T, 3, h, W)
@@ -149,9 +153,13 @@ def texture_from_frames(
             part = part / 255.0
         else:
             part = (part.clamp(0.0, 1.0) * 255.0).round() / 255.0  # the 256 levels of a uint8 image
-        if f > 1:
-            # f x f mean as a sum of f*f strided views (element-wise adds stay below the intra-op split size; a
-            # reduction over the non-adjacent dims of a reshape is several times slower on a CPU)
+        if f > 1 and not banded:
+            # f x f mean: one pooling op, summing the f*f pixels in raster order and dividing by f*f (a power of two
+            # here, so bit for bit the CPU's sum of strided views times 1 / f**2 below)
+            part = F.avg_pool2d(part, f)  # (T, 3, h / f, W / f)
+        elif f > 1:
+            # the same mean as a sum of f*f strided views: element-wise adds stay below the intra-op split size, and
+            # the CPU's pooling kernel is several times slower
             acc = part[:, :, 0::f, 0::f]
             for dy in range(f):
                 for dx in range(f):
@@ -210,7 +218,7 @@ def texture_from_patches(
 
 
 def texture_from_pixels(rgb: torch.Tensor, rows: int, cols: int, config: RelevanceConfig | None = None) -> torch.Tensor:
-    """Texture array from images already at the analysis resolution, one frame at a time (batch-invariant).
+    """Texture array from images already at the analysis resolution, all frames in one pass (batch-invariant).
 
     Args:
         rgb (torch.Tensor of shape (B, 3, rows * c, cols * c)): floats in [0, 1], for some cell size c >= 2.
@@ -229,22 +237,26 @@ def texture_from_pixels(rgb: torch.Tensor, rows: int, cols: int, config: Relevan
         raise ValueError(f"pixels {height}x{width} are not a {rows}x{cols} grid of cells of at least 2 px")
     if rgb.dtype not in (torch.float32, torch.float64):
         rgb = rgb.float()
-    return torch.stack([_texture_one(frame, rows, cols, c, cfg) for frame in rgb])  # (B, 13, rows, cols)
+    return _texture(rgb, rows, cols, c, cfg)
 
 
 def _band_rows(rgb: torch.Tensor, rows: int, c: int, cfg: RelevanceConfig) -> int:
-    """Cell rows per band: all of them off the CPU; on the CPU as many as keep a padded single-channel band below
-    ``cfg.cpu_band_elements`` elements (at least one)."""
+    """Cell rows per band: all of them off the CPU; on the CPU as many as keep a padded single-channel band of all
+    frames below ``cfg.cpu_band_elements`` elements (at least one)."""
     if rgb.device.type != "cpu" or cfg.cpu_band_elements <= 0:
         return rows
-    width = rgb.shape[-1] + 2
+    width = (rgb.shape[-1] + 2) * rgb.shape[0]
     return max(1, min(rows, (cfg.cpu_band_elements // width - 2) // c))
 
 
-def _texture_one(rgb: torch.Tensor, rows: int, cols: int, c: int, cfg: RelevanceConfig) -> torch.Tensor:
-    """Texture of one frame (3, rows * c, cols * c) -> (13, rows, cols); pixel work in bands of cell rows."""
-    _, height, width = rgb.shape
-    wr, wg, wb = (float(v) for v in cfg.grey_weights)
+def _texture(rgb: torch.Tensor, rows: int, cols: int, c: int, cfg: RelevanceConfig) -> torch.Tensor:
+    """Texture of B frames (B, 3, rows * c, cols * c) -> (B, 13, rows, cols), every frame in the same ops.
+
+    Each op works per frame (element-wise, or a reduction within one frame), so a frame's result does not depend on
+    the others. On a CPU the pixel work runs in bands of cell rows (``_band_rows``); elsewhere in one band.
+    """
+    b, _, height, width = rgb.shape
+    luma = _luma(cfg, rgb)  # (1, 3, 1, 1)
     bins = int(cfg.entropy_bins)
     step = max(1, height * width // int(cfg.edge_sample))  # stride of the edge-quantile sample
     k = _band_rows(rgb, rows, c, cfg)
@@ -253,131 +265,162 @@ def _texture_one(rgb: torch.Tensor, rows: int, cols: int, c: int, cfg: Relevance
         r1 = min(rows, r0 + k)
         y0, y1 = r0 * c, r1 * c
         top, bottom = max(y0 - 1, 0), min(y1 + 1, height)
-        x = rgb[:, top:bottom]  # (3, h + halo, W)
-        grey = x[0] * wr + x[1] * wg + x[2] * wb  # (h + halo, W)
-        if y0 == 0:
-            grey = torch.cat([grey[:1], grey])  # replicate the first row
-        if y1 == height:
-            grey = torch.cat([grey, grey[-1:]])  # replicate the last row
-        grey = torch.cat([grey[:, :1], grey, grey[:, -1:]], 1)  # (h + 2, W + 2)
+        x = rgb[:, :, top:bottom]  # (B, 3, h + halo, W)
+        grey = (x * luma).sum(1)  # (B, h + halo, W); the same bits as x[:, 0] * wr + x[:, 1] * wg + x[:, 2] * wb
+        # replicate the first / last row (at the frame's edges) and the first / last column
+        grey = F.pad(grey[:, None], (1, 1, int(y0 == 0), int(y1 == height)), mode="replicate")[:, 0]  # (B, h+2, W+2)
         # Sobel as separable slices (smooth [1, 2, 1] x derivative [-1, 0, 1]); far cheaper than conv2d on a CPU.
-        dx = grey[:, 2:] - grey[:, :-2]  # (h + 2, W)
-        dy = grey[2:, :] - grey[:-2, :]  # (h, W + 2)
-        gx = (dx[:-2] + 2 * dx[1:-1] + dx[2:]) / 8  # (h, W)
-        gy = (dy[:, :-2] + 2 * dy[:, 1:-1] + dy[:, 2:]) / 8  # (h, W)
-        mag = torch.hypot(gx, gy)  # (h, W); a binary op: torch splits it over threads only above 32,768 elements
-        core = grey[1:-1, 1:-1]  # (h, W)
-        cells.append(torch.stack([_pool(rgb[i, y0:y1], c) for i in range(3)]))  # (3, r1 - r0, cols)
-        sobel.append(torch.stack([_pool(gx.abs(), c), _pool(gy.abs(), c), _pool(mag, c)]))  # (3, r1 - r0, cols)
-        hists.append(_cell_histogram(core, c, cols, bins))  # (r1 - r0, cols, bins)
+        dx = grey[:, :, 2:] - grey[:, :, :-2]  # (B, h + 2, W)
+        dy = grey[:, 2:, :] - grey[:, :-2, :]  # (B, h, W + 2)
+        gx = (dx[:, :-2] + 2 * dx[:, 1:-1] + dx[:, 2:]) / 8  # (B, h, W)
+        gy = (dy[:, :, :-2] + 2 * dy[:, :, 1:-1] + dy[:, :, 2:]) / 8  # (B, h, W)
+        mag = torch.hypot(gx, gy)  # (B, h, W)
+        core = grey[:, 1:-1, 1:-1]  # (B, h, W)
+        cells.append(_pool(rgb[:, :, y0:y1], c))  # (B, 3, r1 - r0, cols)
+        sobel.append(_pool(torch.stack([gx, gy, mag], 1).abs(), c))  # (B, 3, r1 - r0, cols); |mag| is mag
+        hists.append(_cell_histogram(core, c, cols, bins))  # (B, r1 - r0, cols, bins)
         greys.append(core)
         mags.append(mag)
-        samples.append(mag.flatten()[(-y0 * width) % step :: step])  # the frame's strided sample, band by band
-    cells_t = torch.cat(cells, 1)  # (3, rows, cols)
-    sample = torch.cat(samples)  # (S,)
-    kth = max(1, int(cfg.edge_quantile * sample.numel()))
-    thresh = sample.kthvalue(kth).values.clamp_min(cfg.edge_floor)  # ()
-    edge_density = torch.cat([_pool((m > thresh).to(m.dtype), c) for m in mags])[None]  # (1, rows, cols)
-    p = torch.cat(hists) / (c * c)  # (rows, cols, bins)
-    entropy = -torch.special.xlogy(p, p).sum(-1)[None]  # (1, rows, cols); 0 log 0 = 0
+        samples.append(mag.flatten(1)[:, (-y0 * width) % step :: step])  # the frame's strided sample, band by band
+    cells_t = _join(cells, 2)  # (B, 3, rows, cols)
+    sample = _join(samples, 1)  # (B, S)
+    kth = max(1, int(cfg.edge_quantile * sample.shape[1]))
+    thresh = sample.kthvalue(kth, dim=1, keepdim=True).values.clamp_min(cfg.edge_floor)[:, :, None]  # (B, 1, 1)
+    edge_density = _join([_pool((m > thresh).to(m.dtype), c) for m in mags], 1)  # (B, rows, cols)
+    p = _join(hists, 1) / (c * c)  # (B, rows, cols, bins)
+    entropy = -torch.special.xlogy(p, p).sum(-1)  # (B, rows, cols); 0 log 0 = 0
 
-    ys = (torch.arange(rows, device=rgb.device, dtype=rgb.dtype) + 0.5) / rows  # (rows,)
-    xs = (torch.arange(cols, device=rgb.device, dtype=rgb.dtype) + 0.5) / cols  # (cols,)
-    pos = torch.stack(torch.meshgrid(ys, xs, indexing="ij"))  # (2, rows, cols)
-    grey_cells = cells_t[0] * wr + cells_t[1] * wg + cells_t[2] * wb  # (rows, cols)
-    saliency = torch.stack(
-        [
-            _spectral_residual(_join(greys, 0), rows, cols, cfg),
-            _unit((grey_cells - _blur(grey_cells, max(rows, cols) / cfg.surround)).abs()),  # centre-surround
-            _colour_rarity(cells_t),
-        ]
-    )  # (3, rows, cols)
-    return torch.cat([cells_t, pos, torch.cat(sobel, 1), saliency, entropy, edge_density])  # (13, rows, cols)
+    pos = _positions(rows, cols, rgb).expand(b, 2, rows, cols)  # (B, 2, rows, cols)
+    grey_cells = (cells_t * luma).sum(1)  # (B, rows, cols)
+    saliency = _unit(
+        torch.stack(
+            [
+                _spectral_residual(_join(greys, 1), rows, cols, cfg),
+                (grey_cells - _blur(grey_cells, max(rows, cols) / cfg.surround)).abs(),  # centre-surround
+                _colour_rarity(cells_t),
+            ],
+            1,
+        )
+    )  # (B, 3, rows, cols), each map rescaled to [0, 1] on its own
+    return torch.cat([cells_t, pos, _join(sobel, 2), saliency, entropy[:, None], edge_density[:, None]], 1)
+
+
+def _luma(cfg: RelevanceConfig, like: torch.Tensor) -> torch.Tensor:
+    """The RGB -> grey weights (1, 3, 1, 1), cached per weights, device and dtype. A weighted sum over the 3
+    channels (multiply, then a sum over dim 1) adds in channel order from zero: the bits of the three products added
+    one by one."""
+    weights = tuple(float(v) for v in cfg.grey_weights)
+    return CONSTANTS.get(
+        ("texture.luma", weights, like.device, like.dtype),
+        lambda: torch.tensor(weights, dtype=like.dtype).to(like.device).view(1, 3, 1, 1),
+    )
+
+
+def _positions(rows: int, cols: int, like: torch.Tensor) -> torch.Tensor:
+    """Cell centres (2, rows, cols) in (0, 1): y then x, cached per size, device and dtype."""
+
+    def build() -> torch.Tensor:
+        ys = (torch.arange(rows, device=like.device, dtype=like.dtype) + 0.5) / rows  # (rows,)
+        xs = (torch.arange(cols, device=like.device, dtype=like.dtype) + 0.5) / cols  # (cols,)
+        return torch.stack(torch.meshgrid(ys, xs, indexing="ij"))  # (2, rows, cols)
+
+    return CONSTANTS.get(("texture.positions", rows, cols, like.device, like.dtype), build)
 
 
 def _pool(x: torch.Tensor, c: int) -> torch.Tensor:
-    """Mean over each c x c cell: (rows * c, cols * c) -> (rows, cols)."""
-    height, width = x.shape
-    return x.reshape(height // c, c, width // c, c).mean(dim=(1, 3))
+    """Mean over each c x c cell of the last two dims: (..., rows * c, cols * c) -> (..., rows, cols)."""
+    *lead, height, width = x.shape
+    return x.reshape(*lead, height // c, c, width // c, c).mean(dim=(-3, -1))
 
 
 def _cell_histogram(grey: torch.Tensor, c: int, cols: int, bins: int) -> torch.Tensor:
-    """Counts of each cell's ``bins``-level grey histogram: (k * c, cols * c) -> (k, cols, bins).
+    """Counts of each cell's ``bins``-level grey histogram: (B, k * c, cols * c) -> (B, k, cols, bins).
 
     A scatter-add of ones: exact counts on every device, and a fixed output shape (unlike ``bincount``).
     """
-    height, width = grey.shape
-    levels = (grey * bins).long().clamp_(0, bins - 1)  # (h, W)
-    row_cell = torch.arange(height, device=grey.device) // c  # (h,)
-    col_cell = torch.arange(width, device=grey.device) // c  # (W,)
-    index = (row_cell[:, None] * cols + col_cell[None, :]) * bins + levels  # (h, W)
-    counts = grey.new_zeros((height // c) * cols * bins)  # (k * cols * bins,)
-    counts.scatter_add_(0, index.flatten(), torch.ones_like(grey).flatten())
-    return counts.view(height // c, cols, bins)
+    b, height, width = grey.shape
+    levels = (grey * bins).long().clamp_(0, bins - 1)  # (B, h, W)
+
+    def build() -> tuple[torch.Tensor, torch.Tensor]:
+        row_cell = torch.arange(height, device=grey.device) // c  # (h,)
+        col_cell = torch.arange(width, device=grey.device) // c  # (W,)
+        frame = torch.arange(b, device=grey.device)[:, None, None] * ((height // c) * cols * bins)  # (B, 1, 1)
+        base = frame + (row_cell[:, None] * cols + col_cell[None, :]) * bins  # (B, h, W): the cell's first bin
+        return base, torch.ones(b * height * width, device=grey.device, dtype=grey.dtype)
+
+    base, ones = CONSTANTS.get(("texture.histogram", b, height, width, c, cols, bins, grey.device, grey.dtype), build)
+    counts = grey.new_zeros(b * (height // c) * cols * bins)  # (B * k * cols * bins,)
+    counts.scatter_add_(0, (base + levels).flatten(), ones)
+    return counts.view(b, height // c, cols, bins)
 
 
 def _spectral_residual(grey: torch.Tensor, rows: int, cols: int, cfg: RelevanceConfig) -> torch.Tensor:
-    """Spectral residual saliency (Hou & Zhang, CVPR 2007) of a grey frame (H, W), pooled to (rows, cols) in [0, 1]."""
-    height, width = grey.shape
+    """Spectral residual saliency (Hou & Zhang, CVPR 2007) of grey frames (B, H, W), pooled to (B, rows, cols)
+    (not yet rescaled: the caller rescales each map to [0, 1])."""
+    _, height, width = grey.shape
     scale = cfg.spectral_side / max(height, width)
     size = (max(8, round(height * scale)), max(8, round(width * scale)))
-    small = F.interpolate(grey[None, None], size=size, mode="area")[0, 0]  # (h, w)
-    if small.device.type == "cpu":
+    small = F.interpolate(grey[:, None], size=size, mode="area")[:, 0]  # (B, h, w)
+    if small.device.type == "cpu" and cfg.cpu_band_elements > 0:
         # NumPy's FFT, log and exp run on one thread: torch splits these over intra-op threads from ~2,000
-        # elements, and on a busy machine a (64, 53) map then waits for descheduled threads (3x slower)
-        spectrum_np = np.fft.fft2(small.numpy())  # (h, w) complex
-        log_amp = torch.from_numpy(np.log(np.abs(spectrum_np) + 1e-8)).to(small.dtype)  # (h, w)
+        # elements, and on a busy machine a (64, 53) map then waits for descheduled threads (3x slower). A CPU
+        # detail like the bands: with ``cpu_band_elements=0`` the CPU runs the torch ops a GPU runs.
+        spectrum_np = np.fft.fft2(small.numpy())  # (B, h, w) complex, each frame on its own
+        log_amp = torch.from_numpy(np.log(np.abs(spectrum_np) + 1e-8)).to(small.dtype)  # (B, h, w)
         residual = (log_amp - _box3(log_amp)).numpy()
-        sal_np = np.abs(np.fft.ifft2(np.exp(residual + 1j * np.angle(spectrum_np)))) ** 2  # (h, w)
+        sal_np = np.abs(np.fft.ifft2(np.exp(residual + 1j * np.angle(spectrum_np)))) ** 2  # (B, h, w)
         sal = torch.from_numpy(sal_np).to(small.dtype)
     else:
-        spectrum = torch.fft.fft2(small)
-        log_amp = torch.log(spectrum.abs() + 1e-8)  # (h, w)
+        spectrum = torch.fft.fft2(small)  # (B, h, w) complex
+        log_amp = torch.log(spectrum.abs() + 1e-8)  # (B, h, w)
         residual = log_amp - _box3(log_amp)
-        sal = torch.fft.ifft2(torch.exp(torch.complex(residual, torch.angle(spectrum)))).abs() ** 2  # (h, w)
+        sal = torch.fft.ifft2(torch.exp(torch.complex(residual, torch.angle(spectrum)))).abs() ** 2  # (B, h, w)
     sal = _blur(sal, sigma=max(size) / cfg.spectral_blur)
-    sal = F.interpolate(sal[None, None], size=(rows, cols), mode="bilinear", align_corners=False)[0, 0]
-    return _unit(sal)
+    return F.interpolate(sal[:, None], size=(rows, cols), mode="bilinear", align_corners=False)[:, 0]
 
 
 def _colour_rarity(cells: torch.Tensor) -> torch.Tensor:
-    """Distance of each cell's opponent colour from the frame's mean colour: (3, rows, cols) -> (rows, cols), [0, 1]."""
-    r, g, b = cells[0], cells[1], cells[2]
-    opp = torch.stack([r - g, (r + g) / 2 - b, (r + g + b) / 3])  # red-green, yellow-blue, intensity
-    return _unit(torch.linalg.vector_norm(opp - opp.mean(dim=(1, 2), keepdim=True), dim=0))
+    """Distance of each cell's opponent colour from its frame's mean colour: (B, 3, rows, cols) -> (B, rows, cols)
+    (not yet rescaled)."""
+    r, g, b = cells[:, 0], cells[:, 1], cells[:, 2]
+    rg = r + g
+    opp = torch.stack([r - g, rg / 2 - b, (rg + b) / 3], 1)  # red-green, yellow-blue, intensity
+    return torch.linalg.vector_norm(opp - opp.mean(dim=(2, 3), keepdim=True), dim=1)
 
 
 def _box3(x: torch.Tensor) -> torch.Tensor:
-    """3 x 3 mean with replicate padding, as sums of shifted slices: (H, W) -> (H, W)."""
-    p = torch.cat([x[:1], x, x[-1:]])
-    p = torch.cat([p[:, :1], p, p[:, -1:]], 1)  # (H + 2, W + 2)
-    rows = p[:-2] + p[1:-1] + p[2:]  # (H, W + 2)
-    return (rows[:, :-2] + rows[:, 1:-1] + rows[:, 2:]) / 9
+    """3 x 3 mean with replicate padding: (B, H, W) -> (B, H, W)."""
+    return F.avg_pool2d(F.pad(x[:, None], (1, 1, 1, 1), mode="replicate"), 3, stride=1)[:, 0]
+
+
+def _gaussian(sigma: float, like: torch.Tensor) -> torch.Tensor:
+    """Normalised Gaussian weights (2r + 1,) with r = ceil(2.5 sigma), cached per sigma, device and dtype."""
+
+    def build() -> torch.Tensor:
+        radius = max(1, int(math.ceil(2.5 * sigma)))
+        weights = [math.exp(-0.5 * (i / max(sigma, 1e-3)) ** 2) for i in range(-radius, radius + 1)]
+        total = sum(weights)
+        return torch.tensor([w / total for w in weights], dtype=like.dtype).to(like.device)
+
+    return CONSTANTS.get(("texture.gaussian", float(sigma), like.device, like.dtype), build)
 
 
 def _blur(x: torch.Tensor, sigma: float) -> torch.Tensor:
-    """Separable Gaussian blur of (H, W) with replicate padding.
+    """Separable Gaussian blur of (B, H, W) with replicate padding: (B, H, W).
 
-    A weighted sum of shifted slices with Python-float weights: every output element goes through the same float
-    operations whatever the frame's size or neighbours (no conv kernel choice), and no constant tensor is made.
+    Each pass is a weighted sum over a window view (``unfold``): a few ops whatever the radius, and each output
+    element goes through the same float operations whatever the frame's size or its neighbours in the batch (no
+    conv kernel choice, which depended on the batch size on some CPUs).
     """
-    radius = max(1, int(math.ceil(2.5 * sigma)))
-    weights = [math.exp(-0.5 * (i / max(sigma, 1e-3)) ** 2) for i in range(-radius, radius + 1)]
-    total = sum(weights)
-    weights = [w / total for w in weights]
-    height, width = x.shape
-    p = torch.cat([x[:, :1].expand(height, radius), x, x[:, -1:].expand(height, radius)], 1)  # (H, W + 2r)
-    out = p[:, 0:width] * weights[0]
-    for i in range(1, 2 * radius + 1):
-        out = out + p[:, i : i + width] * weights[i]  # (H, W)
-    p = torch.cat([out[:1].expand(radius, width), out, out[-1:].expand(radius, width)])  # (H + 2r, W)
-    out = p[0:height] * weights[0]
-    for i in range(1, 2 * radius + 1):
-        out = out + p[i : i + height] * weights[i]
-    return out
+    weights = _gaussian(sigma, x)  # (2r + 1,)
+    radius = (weights.shape[0] - 1) // 2
+    p = F.pad(x[:, None], (radius, radius, radius, radius), mode="replicate")[:, 0]  # (B, H + 2r, W + 2r)
+    p = (p.unfold(2, 2 * radius + 1, 1) * weights).sum(-1)  # (B, H + 2r, W)
+    return (p.unfold(1, 2 * radius + 1, 1) * weights).sum(-1)  # (B, H, W)
 
 
 def _unit(x: torch.Tensor) -> torch.Tensor:
-    """Rescale one map to [0, 1] on its own."""
-    lo, hi = x.amin(), x.amax()
-    return (x - lo) / (hi - lo).clamp_min(1e-8)
+    """Rescale each map of the last two dims to [0, 1] on its own: (..., H, W) -> (..., H, W)."""
+    flat = x.flatten(-2)  # (..., H * W)
+    lo, hi = torch.aminmax(flat, dim=-1, keepdim=True)  # (..., 1) each
+    return ((flat - lo) / (hi - lo).clamp_min(1e-8)).view(x.shape)

@@ -265,7 +265,9 @@ def _parquet(spec: TaskSpec, files: list[Path], split: str | None) -> LocalDatas
     try:
         import pyarrow.parquet as pq
     except ImportError as err:
-        raise ImportError(f"reading parquet needs pyarrow ({err}); pip install 'arr-coc-vis[eval]'") from None
+        raise ImportError(
+            f"reading parquet needs pyarrow ({err}); pip install -e '.[eval]' in the arr-coc-vis clone"
+        ) from None
     metas = []
     for f in files:
         try:
@@ -292,7 +294,7 @@ def _saved(spec: TaskSpec, path: Path, split: str | None) -> LocalDataset:
         import datasets
     except ImportError as err:
         raise ImportError(
-            f"reading a saved dataset needs `datasets` ({err}); pip install 'arr-coc-vis[eval]'"
+            f"reading a saved dataset needs `datasets` ({err}); pip install -e '.[eval]' in the arr-coc-vis clone"
         ) from None
     try:
         ds = datasets.load_from_disk(str(path))

@@ -16,7 +16,7 @@ requirement of this package (it pulls torchvision and much more); install it as 
         (:mod:`arr_coc.evaluation.allocators`).
     device: torch device (default ``cuda`` when available, else ``cpu``); dtype: ``bfloat16`` (default, as
         lmms-eval's Qwen-VL models), ``float16``, ``float32`` or ``auto``.
-    min_pixels / max_pixels: image resolution bounds (default lmms-eval's for the family, :data:`PIXEL_BOUNDS`).
+    min_pixels / max_pixels: image resolution bounds (default lmms-eval's for the family, ``Family.eval_pixels``).
     system_prompt: default "You are a helpful assistant." (lmms-eval's Qwen-VL default).
     batch_size: requests per generate call (lmms-eval's ``--batch_size`` sets it too).
     seed: seed of the ``random`` allocator.
@@ -39,12 +39,12 @@ from lmms_eval.api.model import lmms
 
 from .allocators import check_allocators
 from .runner import Variant, cut_at_stops, generate_batch, is_full, pixel_bounds, wrap_model
-from .tasks import PIXEL_BOUNDS, SYSTEM_PROMPT, TASKS
+from .tasks import SYSTEM_PROMPT, TASKS
 
 MODEL_NAME = "arr_coc"
 DEFAULT_MAX_NEW_TOKENS = 128  # lmms-eval's Qwen-VL models, when a task sets none
 
-__all__ = ["MODEL_NAME", "PIXEL_BOUNDS", "ArrCocQwenVL", "manifest"]
+__all__ = ["MODEL_NAME", "ArrCocQwenVL", "manifest"]
 
 
 def manifest() -> Any:

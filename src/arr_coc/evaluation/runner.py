@@ -50,7 +50,7 @@ from ..attending import Budget, parse_budget
 from .allocators import DETAIL_ALLOCATORS, check_allocators, compress_options, downscale_max_pixels
 from .datasets import BadSample, LocalDataset, Sample, open_dataset
 from .metrics import METRICS
-from .tasks import PIXEL_BOUNDS, SYSTEM_PROMPT, TaskSpec, get_task
+from .tasks import SYSTEM_PROMPT, TaskSpec, get_task
 
 UNPRUNED = "unpruned"
 DEFAULT_BUDGETS = "1.0,0.333,0.222,0.111"
@@ -202,14 +202,15 @@ def messages_for(task: TaskSpec, question: str) -> list[dict[str, Any]]:
 
 def pixel_bounds(model_type: str, min_pixels: int | None, max_pixels: int | None) -> tuple[int, int]:
     """(min_pixels, max_pixels): the given values, else lmms-eval's for the model family."""
-    lo, hi = PIXEL_BOUNDS.get(model_type, PIXEL_BOUNDS["qwen2_5_vl"])
+    from ..families import family_of_type, get_family
+    from ..grid import GridSpec
+
+    family = family_of_type(model_type)
+    lo, hi = (family or get_family("qwen2.5-vl")).eval_pixels
     hi = max_pixels or hi
     lo = min(min_pixels or lo, hi)
-    from ..grid import FAMILIES, GridSpec, normalize_family
-
-    family = model_type.replace("_", "-").replace("2-5", "2.5")
-    if family in FAMILIES or family.endswith("-moe"):
-        GridSpec.for_family(normalize_family(family), lo, hi)  # ValueError above the largest grid Qwen-VL accepts
+    if family is not None:
+        GridSpec.for_family(family.name, lo, hi)  # ValueError above the largest grid the family accepts
     return lo, hi
 
 

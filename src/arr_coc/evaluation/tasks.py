@@ -43,7 +43,7 @@ All of them hold the image in the ``image`` column (a ``datasets.Image``: ``{"by
 Generation is greedy (``do_sample=False``) everywhere. Each model gets lmms-eval's system prompt
 "You are a helpful assistant." and its image resolution bounds: ``min_pixels = 256 * 28 * 28`` and
 ``max_pixels = 1605632`` (2,048 tokens of 28 px) for Qwen2.5-VL and Qwen3-VL, 3,136 and 602,112 (768 tokens) for
-Qwen2-VL (:data:`PIXEL_BOUNDS`).
+Qwen2-VL (``Family.eval_pixels`` in :mod:`arr_coc.families`).
 """
 
 from __future__ import annotations
@@ -52,14 +52,6 @@ from dataclasses import dataclass
 
 SHORT_ANSWER = "\nAnswer the question using a single word or phrase."
 SYSTEM_PROMPT = "You are a helpful assistant."
-
-# model_type of the config -> (min_pixels, max_pixels) lmms-eval's model class uses by default
-PIXEL_BOUNDS: dict[str, tuple[int, int]] = {
-    "qwen2_vl": (3136, 602112),
-    "qwen2_5_vl": (256 * 28 * 28, 1605632),
-    "qwen3_vl": (256 * 28 * 28, 1605632),
-    "qwen3_vl_moe": (256 * 28 * 28, 1605632),
-}
 
 
 @dataclass(frozen=True)

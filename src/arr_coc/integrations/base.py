@@ -35,8 +35,6 @@ import torch
 from arr_coc.attending import TokenScores
 
 Kind = str  # "image" or "video"
-OPENAI_CLIP_MEAN = (0.48145466, 0.4578275, 0.40821073)  # Qwen2-VL / Qwen2.5-VL image processor defaults
-OPENAI_CLIP_STD = (0.26862954, 0.26130258, 0.27577711)
 
 
 @dataclass
@@ -154,40 +152,32 @@ class EncodedVisual:
 
 @dataclass
 class FamilyAdapter:
-    """How the wrapper talks to one model family. Subclasses set ``name`` / ``class_names`` and override the
-    family-specific hooks; the defaults below are what Qwen2-VL and Qwen2.5-VL share.
+    """How the wrapper talks to one model family. Subclasses override the family-specific hooks; the defaults below
+    are what Qwen2-VL and Qwen2.5-VL share. Which ``transformers`` classes an adapter drives, and the family's other
+    facts, are the family's row in :mod:`arr_coc.families` (whose ``ModelClass.adapter`` names this object).
 
     Attributes:
-        name: family name for messages, e.g. ``"qwen2.5-vl"``.
-        class_names: ``transformers`` classes (by name) this adapter accepts.
-        module: ``transformers`` module that defines them (imported lazily, so ``arr_coc`` imports without
-            transformers).
+        name: the family (or family variant) name, a spelling :func:`arr_coc.families.get_family` knows, e.g.
+            ``"qwen2.5-vl"`` or ``"qwen3-vl-moe"``.
         extra_rope_keys: inputs forwarded to ``get_rope_index`` besides the grids.
-        image_mean, image_std: the normalisation the family's image processor applies by default (used to undo it
-            when ``compress`` is given no processor).
     """
 
     name: str
-    class_names: tuple[str, ...]
-    module: str
     extra_rope_keys: tuple[str, ...] = field(default=())
-    image_mean: tuple[float, float, float] = OPENAI_CLIP_MEAN  # the family's processor default (Qwen2/2.5-VL)
-    image_std: tuple[float, float, float] = OPENAI_CLIP_STD
 
-    def model_classes(self) -> tuple[type, ...]:
-        """The accepted classes (imported on demand; empty if this transformers version lacks them)."""
-        import importlib
+    @property
+    def image_mean(self) -> tuple[float, float, float]:
+        """The family's image processor's default mean (used to undo it when ``compress`` is given no processor)."""
+        from arr_coc.families import get_family
 
-        try:
-            mod = importlib.import_module(self.module)
-        except ImportError:
-            return ()
-        return tuple(getattr(mod, n) for n in self.class_names if hasattr(mod, n))
+        return get_family(self.name).image_mean
 
-    def matches(self, model: Any) -> bool:
-        """Whether ``model`` is an instance of one of :attr:`class_names`."""
-        classes = self.model_classes()
-        return bool(classes) and isinstance(model, classes)
+    @property
+    def image_std(self) -> tuple[float, float, float]:
+        """The family's image processor's default standard deviation."""
+        from arr_coc.families import get_family
+
+        return get_family(self.name).image_std
 
     # ----- geometry ---------------------------------------------------------------------------------------------
     def geometry(self, model: Any) -> tuple[int, int, int]:

@@ -42,8 +42,9 @@ import numpy as np
 import torch
 
 from arr_coc.attending import Budget, TokenScores, parse_budget, resolve_budget, select
+from arr_coc.families import check_transformers, get_family, load_object, match_model, supported_classes
+from arr_coc.reading.text import valid_text
 
-from . import qwen2_5_vl, qwen2_vl, qwen3_vl
 from .base import (
     EncodedVisual,
     FamilyAdapter,
@@ -54,16 +55,7 @@ from .base import (
     resolve_scorer,
 )
 
-ADAPTERS: tuple[FamilyAdapter, ...] = (
-    qwen2_vl.ADAPTER,
-    qwen2_5_vl.ADAPTER,
-    qwen3_vl.ADAPTER,
-    qwen3_vl.MOE_ADAPTER,
-)
-SUPPORTED_CLASSES: tuple[str, ...] = tuple(n for a in ADAPTERS for n in a.class_names)
-
-# Qwen2 BPE ids used when no tokenizer is given: <|im_start|>, <|im_end|>, "\n".
-DEFAULT_IM_START, DEFAULT_IM_END, DEFAULT_NEWLINE = 151644, 151645, 198
+SUPPORTED_CLASSES: tuple[str, ...] = supported_classes()  # the built-in families' classes (arr_coc.families)
 # Inputs compress() computes itself; passing them would silently disagree with the pruned sequence.
 _REFUSED = {
     "inputs_embeds": "compress() builds the pruned sequence from input_ids (it must see the image placeholder "
@@ -90,18 +82,22 @@ def _normalisation(image_processor: Any) -> tuple[tuple[float, ...] | None, tupl
 
 
 def find_adapter(model: Any) -> FamilyAdapter:
-    """The adapter for ``model``'s class.
+    """The adapter for ``model``'s class, from the family registry (:mod:`arr_coc.families`), after checking that
+    the installed ``transformers`` is one the family gives exact answers with.
 
     Raises:
         ValueError: if the class is not supported; the message lists the supported classes.
+        RuntimeError: if ``transformers`` is older than the family's floor; the message names both versions.
     """
-    for adapter in ADAPTERS:
-        if adapter.matches(model):
-            return adapter
-    raise ValueError(
-        f"compress() does not support {type(model).__name__}; supported model classes: {', '.join(SUPPORTED_CLASSES)} "
-        "(wrap the ...ForConditionalGeneration model, not its inner .model)"
-    )
+    found = match_model(model)
+    if found is None:
+        raise ValueError(
+            f"compress() does not support {type(model).__name__}; supported model classes: "
+            f"{', '.join(supported_classes())} (wrap the ...ForConditionalGeneration model, not its inner .model)"
+        )
+    family, entry = found
+    check_transformers(family)
+    return load_object(entry.adapter)
 
 
 def _check_tiers(tiers: Sequence[float] | None) -> tuple[float, ...] | None:
@@ -666,7 +662,8 @@ class CompressedModel:
 
     def _special_ids(self) -> dict[str, int]:
         ids = dict(self.adapter.token_ids(self.model))
-        ids.update(im_start=DEFAULT_IM_START, im_end=DEFAULT_IM_END, newline=DEFAULT_NEWLINE)
+        defaults = get_family(self.adapter.name).token_ids  # the family's ids, used when no tokenizer is given
+        ids.update(im_start=defaults["im_start"], im_end=defaults["im_end"], newline=defaults["newline"])
         tok = self.tokenizer
         if tok is not None and hasattr(tok, "convert_tokens_to_ids"):
             for key, text in (("im_start", "<|im_start|>"), ("im_end", "<|im_end|>"), ("newline", "Ċ")):
@@ -761,6 +758,7 @@ class CompressedModel:
     ) -> tuple[list[int], str | None]:
         """Token ids and text of the question for ``item``: ``query=`` if given, else its user turn's text."""
         if isinstance(query, str):
+            query = valid_text(query)  # a lone surrogate (undecodable terminal byte, JSON escape) is not text
             return self._encode_text(query), query
         q_ids = turn_query_ids(row, row_mask, int(item.cols[0]), int(item.cols[-1]), ids)
         return q_ids, self._decode_text(q_ids)
@@ -818,6 +816,11 @@ class CompressedModel:
         n = math.prod(item.merged_grid(merge))
         if scores.numel() != n:
             raise ValueError(f"the scorer returned {scores.numel()} scores for {n} visual tokens")
+        if not bool(torch.isfinite(scores).any()):  # one host sync; nothing to rank would keep the top-left tokens
+            raise ValueError(
+                f"the scorer returned no finite score for the {n} visual tokens (all NaN or infinite), so there is "
+                "nothing to rank; a scorer must return a number per token (NaN marks a single token least relevant)"
+            )
         return scores, units
 
     def realizer_of_scorer(self) -> Any:

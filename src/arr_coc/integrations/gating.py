@@ -90,6 +90,30 @@ def gated_attention_mask(
     return (base + bias[:, None, :]).unsqueeze(1)  # (B, 1, L, L)
 
 
+def keep_lse_for_backward(encoded: EncodedVisual) -> Any:
+    """The encoder output with its visual features as fresh leaves that require grad (values unchanged).
+
+    Why: SDPA's fused CUDA kernels keep the softmax's log-sum-exp (LSE), which their backward reads, only when the
+    query, key or value requires grad (``should_compute_logsumexp`` in PyTorch's ``attention.cpp``). With the VLM
+    frozen, the first decoder layer's q/k/v come from constant embeddings and only the attention bias (the gates)
+    requires grad: the forward then allocates an EMPTY LSE of shape (B, H, 0), whose head stride is 1, and the
+    memory-efficient backward refuses it (``kernel_backward.h``: ``lse_strideH % 8 == 0``, "LSE is not correctly
+    aligned (strideH)"). Visual features that require grad make every layer's q/k/v require grad, so every layer
+    keeps a (B, H, ceil(L / 32) * 32) LSE; the extra work is layer 0's backward to its input, and the features'
+    own gradient is never used.
+
+    Args:
+        encoded: :func:`encode_images` output (detached features).
+
+    Returns:
+        A ``ModelOutput`` of the same type with ``pooler_output`` = per image a (N_i, D) leaf that requires grad; the
+        other fields (DeepStack levels) as they were.
+    """
+    fields = {key: value for key, value in encoded.raw.items()}
+    fields["pooler_output"] = tuple(f.detach().requires_grad_(True) for f in encoded.features)  # each (N_i, D)
+    return type(encoded.raw)(**fields)
+
+
 def gated_forward(
     model: Any,
     inputs: Any,
@@ -145,6 +169,8 @@ def gated_forward(
         column = torch.ones(input_ids.shape, dtype=wide, device=input_ids.device)
         column = column.masked_scatter(placeholders, flat)  # (B, L): 1 on text, the gates on image placeholders
         visual, attention = encoded.raw, gated_attention_mask(pad, column, dtype)
+        if torch.is_grad_enabled() and column.requires_grad:
+            visual = keep_lse_for_backward(encoded)
     else:
         raise ValueError(f"mask must be 'attention' or 'embedding', got {mask!r}")
     return model(

@@ -21,6 +21,7 @@ and with eager attention the user asked for the reference path: both run the mod
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -36,12 +37,17 @@ _ATTN_ATTRS = ("qkv", "proj", "num_heads", "scaling")
 
 
 def block_forward(
-    block: Any, hidden: torch.Tensor, position_embeddings: tuple[torch.Tensor, torch.Tensor], attend: Any
+    block: Any,
+    hidden: torch.Tensor,
+    position_embeddings: tuple[torch.Tensor, torch.Tensor],
+    attend: Any,
+    apply_rotary: Any = None,
 ) -> torch.Tensor:
     """One ``Qwen2_5_VLVisionBlock`` with its own modules and weights, attention done by ``attend``.
 
     The same operations, in the same order, as the block's ``forward`` (pre-norm attention with the vision rotary
     embedding, residual, pre-norm MLP, residual); only the grouping of the attention into segments is ``attend``'s.
+    Qwen3-VL's vision blocks have the same structure (``qwen3_vl.py`` passes its module's rotary function).
 
     Args:
         block: a vision block of the model (``model.model.visual.blocks[i]``).
@@ -49,18 +55,20 @@ def block_forward(
         position_embeddings: (cos, sin), each of shape (P, head_dim), in the same order.
         attend: ``attend(query, key, value, scale) -> (P, H, d)`` with inputs of shape (P, H, d), e.g.
             :meth:`PaddedSegments.attend`.
+        apply_rotary: the block's modeling module's ``apply_rotary_pos_emb_vision`` (default Qwen2.5-VL's).
 
     Returns:
         torch.Tensor of shape (P, D).
     """
-    from transformers.models.qwen2_5_vl.modeling_qwen2_5_vl import apply_rotary_pos_emb_vision
+    if apply_rotary is None:
+        from transformers.models.qwen2_5_vl.modeling_qwen2_5_vl import apply_rotary_pos_emb_vision as apply_rotary
 
     attn = block.attn
     n_rows = hidden.shape[0]
     qkv = attn.qkv(block.norm1(hidden)).reshape(n_rows, 3, attn.num_heads, -1)  # (P, 3, H, d)
     query, key, value = qkv.permute(1, 0, 2, 3).unbind(0)  # each (P, H, d)
     cos, sin = position_embeddings
-    query, key = apply_rotary_pos_emb_vision(query, key, cos, sin)
+    query, key = apply_rotary(query, key, cos, sin)
     out = attend(query, key, value, attn.scaling)  # (P, H, d)
     hidden = hidden + attn.proj(out.reshape(n_rows, -1).contiguous())  # (P, D)
     return hidden + block.mlp(block.norm2(hidden))  # (P, D)
@@ -103,8 +111,15 @@ def window_batched_tower(visual: Any, hidden: torch.Tensor, kwargs: dict[str, to
     return BaseModelOutputWithPooling(last_hidden_state=hidden, pooler_output=merged)
 
 
-def _check_tower(visual: Any) -> None:
-    missing = [a for a in _TOWER_ATTRS if not hasattr(visual, a)]
+def check_tower(visual: Any, tower_attrs: Sequence[str] = _TOWER_ATTRS, family: str = "Qwen2.5-VL") -> None:
+    """Refuse (``RuntimeError``) a vision tower without the modules :func:`block_forward` and the batched towers use.
+
+    Args:
+        visual: ``model.model.visual``.
+        tower_attrs: the tower's attributes the family's batched tower reads.
+        family: the family's name, for the message.
+    """
+    missing = [a for a in tower_attrs if not hasattr(visual, a)]
     for block in visual.blocks if hasattr(visual, "blocks") else ():
         missing += [f"blocks[i].{a}" for a in _BLOCK_ATTRS if not hasattr(block, a)]
         missing += [f"blocks[i].attn.{a}" for a in _ATTN_ATTRS if not hasattr(getattr(block, "attn", None), a)]
@@ -112,7 +127,7 @@ def _check_tower(visual: Any) -> None:
         import transformers
 
         raise RuntimeError(
-            f"this transformers release ({transformers.__version__}) has a Qwen2.5-VL vision tower without "
+            f"this transformers release ({transformers.__version__}) has a {family} vision tower without "
             f"{sorted(set(missing))}; the foveated tower needs them (tested with transformers 5.24)"
         )
 
@@ -156,13 +171,8 @@ class Qwen25Adapter(FamilyAdapter):
         visual = model.model.visual
         if getattr(visual.config, "_attn_implementation", None) != "sdpa":
             return super().run_tower(model, hidden, grid_thw, kwargs)
-        _check_tower(visual)
+        check_tower(visual)
         return window_batched_tower(visual, hidden, kwargs)
 
 
-ADAPTER = Qwen25Adapter(
-    name="qwen2.5-vl",
-    class_names=("Qwen2_5_VLForConditionalGeneration",),
-    module="transformers.models.qwen2_5_vl.modeling_qwen2_5_vl",
-    extra_rope_keys=("second_per_grid_ts",),
-)
+ADAPTER = Qwen25Adapter(name="qwen2.5-vl", extra_rope_keys=("second_per_grid_ts",))  # row: arr_coc.families

@@ -10,8 +10,4 @@ from __future__ import annotations
 
 from .base import FamilyAdapter
 
-ADAPTER = FamilyAdapter(
-    name="qwen2-vl",
-    class_names=("Qwen2VLForConditionalGeneration",),
-    module="transformers.models.qwen2_vl.modeling_qwen2_vl",
-)
+ADAPTER = FamilyAdapter(name="qwen2-vl")  # its classes and other facts: the "qwen2-vl" row of arr_coc.families

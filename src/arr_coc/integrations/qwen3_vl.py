@@ -14,6 +14,11 @@ This is a level-of-detail knob only; it saves no compute (the zeros are still ad
 Video prompts of Qwen3-VL carry a timestamp per frame (``<0.5 seconds><|vision_start|>frame<|vision_end|>...``), so
 one video's tokens are split over several runs in ``input_ids``; ``get_rope_index`` handles that itself and the
 wrapper maps tokens to videos by order, so nothing here depends on it.
+
+Under foveation with several images (or video frames) in one tower call, the library's SDPA vision attention loops
+over them (one call per image / frame and block); :func:`frame_batched_tower` runs the tower's own modules with
+all of them in ONE attention call per block (:class:`~arr_coc.integrations.foveation.PaddedSegments`, the blocks
+through :func:`~arr_coc.integrations.qwen2_5_vl.block_forward`, whose structure Qwen3-VL's vision blocks share).
 """
 
 from __future__ import annotations
@@ -25,6 +30,58 @@ from typing import Any
 import torch
 
 from .base import EncodedVisual, FamilyAdapter
+from .foveation import PaddedSegments
+from .qwen2_5_vl import block_forward, check_tower
+
+# what frame_batched_tower reads of the tower (checked before use; a release without them is refused)
+_TOWER_ATTRS = (
+    "patch_embed", "pos_embed", "rotary_pos_emb", "blocks", "merger", "deepstack_visual_indexes",
+    "deepstack_merger_list",
+)  # fmt: skip
+
+
+def frame_batched_tower(visual: Any, hidden: torch.Tensor, kwargs: dict[str, torch.Tensor]) -> Any:
+    """The Qwen3-VL vision tower on packed kept patches with ONE attention call per block for all images / frames.
+
+    What ``Qwen3VLVisionModel.forward`` computes from precomputed tensors (:meth:`Qwen3Adapter.kept_item`, packed):
+    patch embedding plus the learned position embedding interpolated with the given taps, rotary embedding, the
+    blocks (segments: one per image / frame, ``cu_seqlens``), the DeepStack mergers after their blocks, the merger.
+    One host read (the segment layout), none per block.
+
+    Args:
+        visual: ``model.model.visual``.
+        hidden (torch.Tensor of shape (P, C*temporal_patch_size*patch_size**2)): kept patches, in the tower's dtype.
+        kwargs: ``position_ids`` (P, 2), ``cu_seqlens`` (segments + 1,), ``interp_indices`` / ``interp_weights``
+            (P, taps).
+
+    Returns:
+        ``BaseModelOutputWithDeepstackFeatures`` as the model's tower returns it: ``last_hidden_state`` (P, D),
+        ``pooler_output`` (P / merge**2, out), ``deepstack_features`` (one (P / merge**2, out) tensor a level).
+    """
+    import importlib
+
+    module = importlib.import_module(type(visual).__module__)  # the tower's own modeling file
+    rotary = getattr(module, "apply_rotary_pos_emb_vision", None)
+    output_cls = getattr(module, "BaseModelOutputWithDeepstackFeatures", None)
+    if rotary is None or output_cls is None:
+        raise RuntimeError(
+            f"{module.__name__} lacks apply_rotary_pos_emb_vision or BaseModelOutputWithDeepstackFeatures; the "
+            "foveated tower needs both (tested with transformers 5.24)"
+        )
+    segments = PaddedSegments.from_cu_seqlens(kwargs["cu_seqlens"])
+    hidden = visual.patch_embed(hidden)  # (P, D)
+    weights = kwargs["interp_weights"]  # (P, taps)
+    pos = (visual.pos_embed(kwargs["interp_indices"]) * weights[:, :, None]).sum(1)  # (P, D)
+    hidden = hidden + pos.to(hidden.dtype)
+    position_embeddings = visual.rotary_pos_emb(hidden, kwargs["position_ids"])  # (cos, sin), each (P, head_dim)
+    levels = list(visual.deepstack_visual_indexes)
+    deepstack = []
+    for layer, block in enumerate(visual.blocks):
+        hidden = block_forward(block, hidden, position_embeddings, segments.attend, rotary)
+        if layer in levels:
+            deepstack.append(visual.deepstack_merger_list[levels.index(layer)](hidden))  # (P / merge**2, out)
+    merged = visual.merger(hidden)  # (P / merge**2, out)
+    return output_cls(last_hidden_state=hidden, pooler_output=merged, deepstack_features=deepstack)
 
 
 @dataclass
@@ -71,6 +128,23 @@ class Qwen3Adapter(FamilyAdapter):
         )
         return item
 
+    def run_tower(self, model: Any, hidden: torch.Tensor, grid_thw: torch.Tensor, kwargs: dict[str, Any]) -> Any:
+        """On SDPA with several images / frames, :func:`frame_batched_tower` (one attention call per block);
+        otherwise the model's own tower (one segment: already one call; flash-attn: one varlen call per block; eager:
+        the reference path the user chose).
+
+        Args:
+            hidden (torch.Tensor of shape (P, C*temporal_patch_size*patch_size**2)): kept patches.
+            grid_thw (torch.LongTensor of shape (num_items, 3)): the FULL patch grids.
+            kwargs: the packed keyword arguments of :meth:`kept_item`.
+        """
+        visual = model.model.visual
+        one_segment = kwargs["cu_seqlens"].numel() <= 2
+        if one_segment or getattr(visual.config, "_attn_implementation", None) != "sdpa":
+            return super().run_tower(model, hidden, grid_thw, kwargs)
+        check_tower(visual, _TOWER_ATTRS, "Qwen3-VL")
+        return frame_batched_tower(visual, hidden, kwargs)
+
     def pruned_output(
         self, encoded: EncodedVisual, keeps: Sequence[torch.Tensor], levels: Sequence[torch.Tensor | None]
     ) -> Any:
@@ -116,17 +190,6 @@ class Qwen3Adapter(FamilyAdapter):
         return type(encoded.raw)(pooler_output=pooled, deepstack_features=deepstack)
 
 
-ADAPTER = Qwen3Adapter(
-    name="qwen3-vl",
-    class_names=("Qwen3VLForConditionalGeneration",),
-    module="transformers.models.qwen3_vl.modeling_qwen3_vl",
-    image_mean=(0.5, 0.5, 0.5),  # Qwen3-VL's image processor normalises with mean = std = 0.5
-    image_std=(0.5, 0.5, 0.5),
-)
-MOE_ADAPTER = Qwen3Adapter(
-    name="qwen3-vl-moe",
-    class_names=("Qwen3VLMoeForConditionalGeneration",),
-    module="transformers.models.qwen3_vl_moe.modeling_qwen3_vl_moe",
-    image_mean=(0.5, 0.5, 0.5),
-    image_std=(0.5, 0.5, 0.5),
-)
+# The dense and the MoE model: two classes of the "qwen3-vl" row of arr_coc.families.
+ADAPTER = Qwen3Adapter(name="qwen3-vl")
+MOE_ADAPTER = Qwen3Adapter(name="qwen3-vl-moe")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-INSTALL_HINT = "install with `pip install 'arr-coc-vis[ocr]'`, or use mode='texture'"
+INSTALL_HINT = "install with `pip install -e '.[ocr]' in the arr-coc-vis clone`, or use mode='texture'"
 
 
 class MissingExtraError(ImportError):

@@ -20,9 +20,22 @@ _QUOTES = re.compile(r"[’‘`´]")
 _THOUSANDS = re.compile(r"(?<=\d)[,\u2009\u202f'](?=\d{3}\b)")
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+REPLACEMENT = "\ufffd"  # what a character that is not valid Unicode becomes (see ``clean``)
+
+
+def valid_text(text: str) -> str:
+    """``text`` with every lone surrogate (U+D800-U+DFFF: not text, so no tokenizer or encoder takes it) as U+FFFD.
+
+    They reach Python from a byte the terminal's encoding could not decode (``$'F\\xe4lligkeit'`` typed in a Latin-1
+    terminal arrives in ``sys.argv`` as ``'F\\udce4lligkeit'``) or from a JSON ``"\\ud800"`` escape.
+    """
+    return _SURROGATE.sub(REPLACEMENT, str(text))
+
+
 def clean(text: str) -> str:
-    """NFKC-normalised ``text`` with runs of whitespace collapsed to one space (case kept)."""
-    return " ".join(unicodedata.normalize("NFKC", str(text)).split())
+    """NFKC-normalised ``valid_text(text)`` with runs of whitespace collapsed to one space (case kept)."""
+    return " ".join(unicodedata.normalize("NFKC", valid_text(text)).split())
 
 
 def fold(text: str) -> str:

@@ -52,4 +52,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"arr-coc train: the {objective!r} objective is not available in this installation "
             f"(arr_coc.training.{objective} is missing)"
         ) from None
-    return int(module.main(argv) or 0)
+    try:
+        return int(module.main(argv) or 0)
+    except (ValueError, OSError) as err:  # bad data or paths: one line, not a traceback
+        print(f"arr-coc train: error: {err}", file=sys.stderr)
+        return 2

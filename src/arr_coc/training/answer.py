@@ -388,14 +388,15 @@ class AnswerTrainer:
         cache_encoded: int = 0,
         mask: str = "attention",
     ) -> None:
-        from ..integrations.compress import SUPPORTED_CLASSES, find_adapter
+        from ..families import supported_classes
+        from ..integrations.compress import find_adapter
 
         try:
             self.adapter = find_adapter(model)
         except ValueError:
             raise ValueError(
                 f"the answer objective does not support {type(model).__name__}; supported model classes: "
-                f"{', '.join(SUPPORTED_CLASSES)}"
+                f"{', '.join(supported_classes())}"
             ) from None
         if not isinstance(realizer, torch.nn.Module) or not trainable_parameters(realizer):
             raise ValueError(

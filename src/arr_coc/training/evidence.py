@@ -7,12 +7,16 @@ Steps (each a function taking data and returning data):
                 distribution over its evidence boxes (the model learns to put evidence boxes first), Adam, seeded
     recall      the text map a record's box scores paint (``paint_boxes``, the structural budget rule on top), kept
                 top-k with whole words (``arr_coc.attending.select``), evidence recall at 11.1 / 22.2 / 33.3%
-    cross-validate  document-level folds: train on k-1, score the held-out fold, for rules and each candidate
+    cross-validate  train on k-1 folds, score the held-out fold, for the rules and each candidate
+    nested      folds grouped by SOURCE (``data.source_folds``); in each outer fold the candidate (the rules, or a
+                family with its settings) is chosen by source-grouped inner folds of the training part only, then
+                trained on that part and scored on the held-out fold: the reported figure is never used for choosing
 
-``main(argv)`` is ``arr-coc train --objective evidence``: it picks the model family by cross-validated recall,
-trains the chosen one on every question, writes the checkpoint folder (``model.safetensors``, ``scorer.json``,
-``config.json``, ``README.md`` card, ``metrics.json``) and, with ``--ablation``, the held-out recall without each
-feature group.
+``main(argv)`` is ``arr-coc train --objective evidence``: the nested source-grouped validation (``--folds-by
+document``: page-level folds, an optimistic figure), the candidate chosen on all folds trained on every question,
+the checkpoint folder (``model.safetensors``, ``scorer.json``, ``config.json``, ``README.md`` card,
+``metrics.json``) and, with ``--ablation``, the held-out recall without each feature group; ``--holdout-share`` /
+``--holdout`` keep whole sources out of everything and score them at the end (does the validation predict them?).
 
 Example (a small run on realdocs-dev and docgen's dev split, OCR cached)::
 
@@ -35,11 +39,67 @@ import numpy as np
 import torch
 
 from ..reading.matching.learned import FEATURE_GROUPS, FEATURES, BoxScorer, box_features
-from .data import Question, box_labels, docgen_questions, folds, grid_of, load_jsonl, question_cells
+from .data import Question, box_labels, docgen_questions, folds, grid_of, load_jsonl, question_cells, source_folds
 
 BUDGETS: tuple[tuple[str, float], ...] = (("11.1%", 1 / 9), ("22.2%", 2 / 9), ("33.3%", 1 / 3))
-CANDIDATES: dict[str, int] = {"linear": 0, "mlp16": 16, "mlp32": 32}  # name -> hidden units
 RULE = FEATURES.index("rule")
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One model family with its settings; ``rules`` is the rules themselves (nothing trained).
+
+    Attributes:
+        hidden: hidden units of the MLP (0: linear).
+        residual: a bounded correction of the rules' score (``BoxScorer(residual=True)``) instead of a free logit.
+        bound: the correction's bound (residual; None: unbounded).
+        ood_margin: fall back to the rules on boxes outside the training range (residual; None: never).
+        drop_groups: feature groups the model never sees (e.g. "position": no absolute layout to memorise).
+        rules: the rules (every other field ignored).
+    """
+
+    hidden: int = 16
+    residual: bool = False
+    bound: float | None = None
+    ood_margin: float | None = None
+    drop_groups: tuple[str, ...] = ()
+    rules: bool = False
+
+    def fit_key(self) -> tuple:
+        """What training depends on (the out-of-range check is applied after training)."""
+        return (self.hidden, self.residual, self.bound, self.drop_groups)
+
+    def make(self, records: Sequence[Record], epochs: int, seed: int) -> BoxScorer | None:
+        """Train on ``records`` (None for the rules)."""
+        if self.rules:
+            return None
+        scorer = fit(
+            records,
+            hidden=self.hidden,
+            drop_groups=self.drop_groups,
+            epochs=epochs,
+            seed=seed,
+            residual=self.residual,
+            bound=self.bound,
+        )
+        scorer.ood_margin = self.ood_margin
+        return scorer
+
+
+# name -> candidate; nested validation chooses among them inside the training folds ("rules" included: a scorer
+# that does not beat the rules there is not used)
+CANDIDATES: dict[str, Candidate] = {
+    "rules": Candidate(rules=True),
+    "linear": Candidate(hidden=0),
+    "mlp16": Candidate(hidden=16),
+    "mlp32": Candidate(hidden=32),
+    "res16": Candidate(hidden=16, residual=True),
+    "res16-b2": Candidate(hidden=16, residual=True, bound=2.0),
+    "res16-b2-ood": Candidate(hidden=16, residual=True, bound=2.0, ood_margin=0.0),
+    "res16-b2-nopos": Candidate(hidden=16, residual=True, bound=2.0, drop_groups=("position",)),
+    "res16-b2-nopos-ood": Candidate(hidden=16, residual=True, bound=2.0, ood_margin=0.0, drop_groups=("position",)),
+}
+DEFAULT_CANDIDATES = ("rules", "mlp16", "res16-b2", "res16-b2-ood", "res16-b2-nopos", "res16-b2-nopos-ood")
 
 
 # --------------------------------------------------------------------------------------------------- OCR cache
@@ -192,14 +252,16 @@ def text_map(record: Record, box_scores: np.ndarray) -> np.ndarray:
     return out
 
 
-def recall_at(record: Record, box_scores: np.ndarray) -> dict[str, float]:
+def recall_at(
+    record: Record, box_scores: np.ndarray, budgets: Sequence[tuple[str, float]] = BUDGETS
+) -> dict[str, float]:
     """Evidence recall at each budget of the cells kept by top-k of ``text_map`` (whole words; ties: lower index)."""
     from ..attending import select
 
     flat = torch.from_numpy(text_map(record, box_scores).ravel())
     n = record.rows * record.cols
     out = {}
-    for label, frac in BUDGETS:
+    for label, frac in budgets:
         k = max(1, min(n, round(frac * n)))
         keep = select(flat, k, units=record.units).numpy()
         out[label] = float(np.isin(record.cells, keep).mean())
@@ -223,12 +285,15 @@ def fit(
     weight_decay: float = 1e-4,
     batch: int = 32,
     seed: int = 0,
+    residual: bool = False,
+    bound: float | None = None,
 ) -> BoxScorer:
-    """Train a ``BoxScorer`` with the listwise loss on ``records`` (those with at least one evidence box), seeded."""
+    """Train a ``BoxScorer`` with the listwise loss on ``records`` (those with at least one evidence box), seeded.
+    ``residual`` / ``bound``: the correction-of-the-rules form (``BoxScorer``); weight decay pulls it to the rules."""
     torch.manual_seed(seed)
     rng = np.random.default_rng(seed)
     train = [r for r in records if r.labels.any() and len(r.feats)]
-    scorer = BoxScorer(hidden=hidden, drop_groups=drop_groups)
+    scorer = BoxScorer(hidden=hidden, drop_groups=drop_groups, residual=residual, bound=bound)
     if not train:
         return scorer.eval()
     scorer.fit_standardisation(torch.from_numpy(np.concatenate([r.feats for r in train])))
@@ -303,6 +368,165 @@ def summarise(
     }
 
 
+# --------------------------------------------------------------------------------------------------- nested
+
+
+def macro_recall(records: Sequence[Record], recalls: Sequence[dict[str, float]], budget: str = "11.1%") -> float:
+    """Mean over doc_types of each doc_type's mean recall at ``budget``: every kind counts the same, so a choice made
+    by it must serve every kind (the pooled mean is three fifths forms)."""
+    table = summarise(records, recalls, budget)
+    return float(np.mean([v["recall"] for g, v in table.items() if g != "overall"]))
+
+
+def candidate_recalls(
+    records: Sequence[Record],
+    fold_of: Sequence[int],
+    k: int,
+    candidates: dict[str, Candidate],
+    epochs: int,
+    seed: int,
+) -> tuple[dict[str, list[dict[str, float]]], dict[str, dict[int, BoxScorer | None]]]:
+    """Held-out recalls of every record for each candidate (trained on the other folds), and each fold's scorer.
+    Candidates that differ only in the out-of-range check share one fit."""
+    import copy
+
+    out: dict[str, list[dict[str, float]]] = {name: [{} for _ in records] for name in candidates}
+    scorers: dict[str, dict[int, BoxScorer | None]] = {name: {} for name in candidates}
+    for f in range(k):
+        held = [i for i, g in enumerate(fold_of) if g == f]
+        if not held:
+            continue
+        train = [r for r, g in zip(records, fold_of, strict=True) if g != f]
+        fits: dict[tuple, BoxScorer | None] = {}
+        for name, cand in candidates.items():
+            if cand.rules:
+                scorer = None
+            else:
+                if cand.fit_key() not in fits:
+                    fits[cand.fit_key()] = cand.make(train, epochs, seed)
+                scorer = copy.deepcopy(fits[cand.fit_key()])
+                scorer.ood_margin = cand.ood_margin
+            scorers[name][f] = scorer
+            for i in held:
+                r = records[i]
+                scores = rule_scores(r) if scorer is None else scorer.box_scores(r.feats)
+                out[name][i] = recall_at(r, scores, BUDGETS[:1])  # 11.1%: what is chosen on and reported
+    return out, scorers
+
+
+def choose(scores: dict[str, float]) -> str:
+    """The best candidate; ties go to the rules, then to the first listed (the simpler)."""
+    names = list(scores)
+    return max(names, key=lambda n: (round(scores[n], 6), n == "rules", -names.index(n)))
+
+
+@dataclass
+class Nested:
+    """The nested validation's result.
+
+    Attributes:
+        chosen: per record, the held-out recalls of the candidate chosen inside its outer fold's training part.
+        per_candidate: per candidate, the held-out recalls (a fixed candidate: optimistic when reported as the best).
+        choice: outer fold -> the candidate chosen there; inner: outer fold -> candidate -> its inner macro recall.
+        scorers: outer fold -> the chosen candidate trained on that fold's training part (None: the rules).
+    """
+
+    chosen: list[dict[str, float]]
+    per_candidate: dict[str, list[dict[str, float]]]
+    choice: dict[int, str]
+    inner: dict[int, dict[str, float]]
+    scorers: dict[int, BoxScorer | None]
+
+
+def nested_validate(
+    records: Sequence[Record],
+    fold_of: Sequence[int],
+    k: int,
+    candidates: dict[str, Candidate],
+    inner_folds: Callable[[Sequence[Question]], list[int]],
+    inner_k: int,
+    epochs: int,
+    seed: int,
+    log: Callable[[str], None] | None = None,
+) -> Nested:
+    """Nested cross-validation: in each outer fold the candidate is chosen by ``macro_recall`` over the inner folds
+    (``inner_folds`` of the outer training part's questions) and the outer held-out fold only scores it."""
+    per_candidate, fold_scorers = candidate_recalls(records, fold_of, k, candidates, epochs, seed)
+    chosen: list[dict[str, float]] = [{} for _ in records]
+    choice: dict[int, str] = {}
+    inner: dict[int, dict[str, float]] = {}
+    for f in range(k):
+        held = [i for i, g in enumerate(fold_of) if g == f]
+        if not held:
+            continue
+        train = [r for r, g in zip(records, fold_of, strict=True) if g != f]
+        inner_of = inner_folds([r.question for r in train])
+        inner_rec, _ = candidate_recalls(train, inner_of, inner_k, candidates, epochs, seed)
+        inner[f] = {name: macro_recall(train, rec) for name, rec in inner_rec.items()}
+        choice[f] = choose(inner[f])
+        for i in held:
+            chosen[i] = per_candidate[choice[f]][i]
+        if log is not None:
+            log(
+                f"  outer fold {f}: chose {choice[f]} (inner macro "
+                + ", ".join(f"{n} {v:.3f}" for n, v in inner[f].items())
+                + f"); held-out {len(held)} questions"
+            )
+    return Nested(chosen, per_candidate, choice, inner, {f: fold_scorers[c][f] for f, c in choice.items()})
+
+
+def fold_spread(
+    records: Sequence[Record], recalls: Sequence[dict[str, float]], fold_of: Sequence[int], budget: str = "11.1%"
+) -> dict[str, dict[str, float]]:
+    """group (doc_type, "overall") -> {"min", "max", "sd", "folds"}: the spread of the per-fold mean recall over the
+    folds that hold the group."""
+    per: dict[str, dict[int, list[float]]] = {}
+    for r, rec, f in zip(records, recalls, fold_of, strict=True):
+        for g in (r.question.doc_type, "overall"):
+            per.setdefault(g, {}).setdefault(f, []).append(rec[budget])
+    out = {}
+    for g, by_fold in per.items():
+        means = [float(np.mean(v)) for v in by_fold.values()]
+        out[g] = {"min": min(means), "max": max(means), "sd": float(np.std(means)), "folds": len(means)}
+    return out
+
+
+def holdout_sources(questions: Sequence[Question], share: float, prefixes: Sequence[str], seed: int) -> set[str]:
+    """Sources kept out of training and validation: those starting with any of ``prefixes``, plus, for each doc_type
+    of the JSONL data (not docgen), seeded whole sources until at least ``share`` of its questions."""
+    import random
+
+    out = {q.source for q in questions if any(q.source.startswith(p) for p in prefixes)}
+    if share > 0:
+        rng = random.Random(seed + 1)
+        by_type: dict[str, dict[str, int]] = {}
+        for q in questions:
+            if q.origin == "jsonl":
+                by_type.setdefault(q.doc_type, {})
+                by_type[q.doc_type][q.source] = by_type[q.doc_type].get(q.source, 0) + 1
+        for _doc_type, sizes in sorted(by_type.items()):
+            total, taken = sum(sizes.values()), 0
+            names = sorted(sizes)
+            rng.shuffle(names)
+            for name in names:
+                if taken >= share * total or len(names) < 2:
+                    break
+                if sizes[name] > 0.5 * total:  # never a source that is most of its kind
+                    continue
+                out.add(name)
+                taken += sizes[name]
+    return out
+
+
+def rules_checkpoint(features: Sequence[str] = FEATURES) -> BoxScorer:
+    """A residual scorer whose correction is 0 everywhere: it scores every box exactly as the rules do."""
+    scorer = BoxScorer(hidden=0, features=features, residual=True)
+    with torch.no_grad():
+        for p in scorer.net.parameters():
+            p.zero_()
+    return scorer.eval()
+
+
 # --------------------------------------------------------------------------------------------------- command
 
 
@@ -323,10 +547,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument(
         "--docgen-dev",
         type=int,
-        default=12,
+        default=None,
         metavar="N",
-        help="also train on docgen's dev split, N documents per kind (0: none; its test split is never "
-        "used for training)",
+        help="also train on docgen's dev split, N generated documents per kind (default with --data: 12; 0: none; "
+        "without --data it must be given: generated documents only are a choice, not a fallback; the test split "
+        "is never used for training)",
     )
     p.add_argument("--out", required=True, help="checkpoint folder to write")
     p.add_argument("--ocr-cache", default=None, help="folder caching each page's OCR boxes (reused across runs)")
@@ -343,12 +568,40 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         metavar="N",
         help="report (never train or select on) docgen's test split, N documents per kind",
     )
-    p.add_argument("--folds", type=int, default=5, help="document-level folds for model selection and figures")
+    p.add_argument(
+        "--folds-by",
+        choices=("source", "document"),
+        default="source",
+        help="source (default): folds never split a source (collection, issuer, file family, generator), the "
+        "figure a new source gets; document: folds only keep pages whole (OPTIMISTIC: sources shared across folds)",
+    )
+    p.add_argument("--folds", type=int, default=5, help="outer folds (the reported figure)")
+    p.add_argument("--inner-folds", type=int, default=4, help="inner folds (choosing the candidate, per outer fold)")
     p.add_argument(
         "--family",
         default="auto",
         choices=("auto", *CANDIDATES),
-        help="model family; auto: the best held-out recall at 11.1%% over the folds",
+        help="auto: nested choice among --candidates; a name: that candidate only (still validated)",
+    )
+    p.add_argument(
+        "--candidates",
+        default=",".join(DEFAULT_CANDIDATES),
+        help=f"comma-separated candidates for --family auto (known: {', '.join(CANDIDATES)})",
+    )
+    p.add_argument(
+        "--holdout-share",
+        type=float,
+        default=0.0,
+        help="keep whole sources of each real doc_type (at least this share of its questions) out of training and "
+        "validation, and score them at the end: does the validation predict a new source?",
+    )
+    p.add_argument(
+        "--holdout", action="append", default=[], help="keep sources with this prefix out (like --holdout-share)"
+    )
+    p.add_argument(
+        "--compare-document-folds",
+        action="store_true",
+        help="also report the chosen candidate on document-level folds (to show their optimism)",
     )
     p.add_argument("--epochs", type=int, default=40)
     p.add_argument("--seed", type=int, default=0)
@@ -362,72 +615,124 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     )
     p.add_argument("--limit", type=int, default=0, help="use only the first N questions of each --data (debugging)")
     args = p.parse_args(argv)
+    if not args.data and args.docgen_dev is None:
+        p.error(
+            "nothing to train on: give --data (a realdocs-schema .jsonl or a folder with questions.jsonl), or "
+            "--docgen-dev N to train on N generated documents per kind only"
+        )
+    if args.docgen_dev is None:
+        args.docgen_dev = 12
     if not args.data and args.docgen_dev <= 0:
         p.error("nothing to train on: give --data and/or --docgen-dev N")
-    if args.folds < 2:
-        p.error("--folds must be >= 2")
+    if args.folds < 2 or args.inner_folds < 2:
+        p.error("--folds and --inner-folds must be >= 2")
+    if not 0.0 <= args.holdout_share < 1.0:
+        p.error("--holdout-share must be in [0, 1)")
+    names = [n.strip() for n in args.candidates.split(",") if n.strip()]
+    unknown = [n for n in names if n not in CANDIDATES]
+    if unknown or not names:
+        p.error(f"unknown --candidates {unknown}; known: {', '.join(CANDIDATES)}")
+    args.candidates = names if args.family == "auto" else [args.family]
     return args
 
 
+def _cell(v: dict[str, float]) -> str:
+    return f"{v['recall']:.3f} / {v['full_hit']:.2f}"
+
+
+def _table(title: str, tables: dict[str, dict[str, dict[str, float]]], spread: dict | None = None) -> list[str]:
+    """A Markdown table: rows = models, columns = groups (recall / full-hit [min-max over folds])."""
+    groups: list[str] = []
+    for t in tables.values():
+        groups += [g for g in t if g not in groups]
+    groups = sorted(groups, key=lambda g: (g == "overall", g))
+    n = {g: next(t[g]["n"] for t in tables.values() if g in t) for g in groups}
+    lines = [title, "", "| model | " + " | ".join(f"{g} (n={n[g]})" for g in groups) + " |"]
+    lines.append("|---|" + "---:|" * len(groups))
+    for name, t in tables.items():
+        cells = []
+        for g in groups:
+            if g not in t:
+                cells.append("–")
+                continue
+            c = _cell(t[g])
+            if spread and name in spread and g in spread[name]:
+                sp = spread[name][g]
+                c += f" [{sp['min']:.2f}-{sp['max']:.2f}]"
+            cells.append(c)
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    return lines + [""]
+
+
+def decide(meta: dict[str, Any]) -> dict[str, Any]:
+    """Issue 26's rule: the learned scorer becomes the default only if, on source-grouped folds, it is better than
+    the rules overall and worse in no doc_type and no wording, and the same on docgen's test split. Returns
+    {"default": "learned" | "rules", "losses": [...], "gains": [...]}."""
+    losses, gains = [], []
+    nested = meta["heldout"].get("nested")
+    if meta["folds_by"] != "source":
+        losses.append("validated on document-level folds only (optimistic): no default decision")
+    if nested is not None:
+        for by in ("doc_type", "wording"):
+            for g, v in nested[by].items():
+                d = v["recall"] - meta["heldout"]["rules"][by][g]["recall"]
+                (losses if d < -1e-9 else gains).append(f"{g} {d:+.3f}")
+    test = meta.get("docgen_test") or {}
+    if "rules" in test and meta["family"] in test and meta["family"] != "rules":
+        for g, v in test[meta["family"]].items():
+            d = v["recall"] - test["rules"][g]["recall"]
+            (losses if d < -1e-9 else gains).append(f"docgen test {g} {d:+.3f}")
+    overall = nested is not None and (
+        nested["doc_type"]["overall"]["recall"] > meta["heldout"]["rules"]["doc_type"]["overall"]["recall"]
+    )
+    default = "learned" if overall and not losses and meta["family"] != "rules" else "rules"
+    return {"default": default, "losses": losses, "gains": gains}
+
+
 def card(meta: dict[str, Any]) -> str:
-    """The checkpoint's README.md: data, folds, family choice, held-out figures, ablation, command, time."""
+    """The checkpoint's README.md: data, folds, choice, held-out figures with their spread, held-out sources,
+    ablation, decision, command, time."""
+    optimistic = meta["folds_by"] == "document"
     lines = [
         "# ARR-COC-VIS learned box scorer (evidence objective)",
         "",
         f"- command: `{meta['command']}`",
         f"- data: {meta['data']}",
-        f"- folds: {meta['folds']} document-level folds (no page in two folds), seed {meta['seed']}",
-        f"- family: **{meta['family']}** (hidden={meta['hidden']}), chosen by held-out recall @11.1% "
-        f"(candidates: {', '.join(meta['family_recall'])})",
+        f"- folds: {meta['folds']} outer {'DOCUMENT-level (optimistic)' if optimistic else 'source-grouped'} folds"
+        f" ({meta['n_sources']} sources), {meta['inner_folds']} inner folds for the choice, seed {meta['seed']}",
+        f"- candidates: {', '.join(meta['candidates'])}; chosen per outer fold: "
+        + ", ".join(f"{f}: {c}" for f, c in meta["choice"].items()),
+        f"- final model: **{meta['family']}** (chosen by macro recall @11.1% over all outer folds: "
+        + ", ".join(f"{n} {v:.3f}" for n, v in meta["family_recall"].items())
+        + ")",
         f"- features: {len(FEATURES)} per box in {len(FEATURE_GROUPS)} groups ({', '.join(FEATURE_GROUPS)})",
         f"- training time: {meta['train_s']:.0f} s wall on {meta['cpus']} CPU core(s) (OCR from cache: "
-        f"{meta['ocr_cached']}); feature extraction {meta['extract_s']:.0f} s",
+        f"{meta['ocr_cached']}); feature extraction {meta['extract_s']:.0f} s; whole command {meta['wall_s']:.0f} s",
+        f"- default decision (issue 26): **{meta['decision']['default']}**"
+        + (f"; losses: {', '.join(meta['decision']['losses'])}" if meta["decision"]["losses"] else ""),
         "",
-        "## Held-out recall at 11.1% of the tokens (text map; recall / full-hit, n)",
+        "Figures: the text map's evidence recall / full-hit at 11.1% of the tokens on each question's held-out "
+        "fold, [min-max of the per-fold means]; `nested` is the candidate chosen inside each training part (the "
+        "honest figure), the other rows are fixed candidates.",
         "",
     ]
     for by in ("doc_type", "wording"):
-        groups = list(next(iter(meta["heldout"].values()))[by])
-        lines += ["| model | " + " | ".join(groups) + " |", "|---|" + "---:|" * len(groups)]
-        for name, table in meta["heldout"].items():
-            lines.append(
-                f"| {name} | "
-                + " | ".join(
-                    f"{table[by][g]['recall']:.3f} / {table[by][g]['full_hit']:.2f} (n={table[by][g]['n']})"
-                    if g in table[by]
-                    else "–"
-                    for g in groups
-                )
-                + " |"
-            )
-        lines.append("")
+        lines += _table(f"## Held-out by {by}", {n: t[by] for n, t in meta["heldout"].items()}, meta.get("spread"))
+    if meta.get("holdout"):
+        lines += _table(
+            f"## Held-out sources ({', '.join(meta['holdout_sources'])}): never trained, validated or chosen on",
+            meta["holdout"],
+        )
     if meta.get("docgen_test"):
-        test = meta["docgen_test"]
-        kinds = list(next(iter(test.values())))
-        lines += [
-            "## docgen test split at 11.1% (reported only; never trained or selected on)",
-            "",
-            "| model | " + " | ".join(kinds) + " |",
-            "|---|" + "---:|" * len(kinds),
-        ]
-        for name, table in test.items():
-            lines.append(
-                f"| {name} | "
-                + " | ".join(f"{table[k]['recall']:.3f} / {table[k]['full_hit']:.2f}" for k in kinds)
-                + " |"
-            )
-        lines.append("")
-    lines += [
-        "Figures are the text map's recall (the box scores painted on the grid, the structural budget rule on top, "
-        "top-k with whole words), the quantity the scorer is trained for; `benchmarks/realdocs_recall.py` measures "
-        "the end-to-end `allocate` recall.",
-        "",
-    ]
+        lines += _table("## docgen test split (reported only; never trained or selected on)", meta["docgen_test"])
     return "\n".join(lines) + "\n"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """``arr-coc train --objective evidence``."""
+    import copy
+    import os
+
     args = parse_args(argv)
     t_start = time.perf_counter()
     torch.set_num_threads(max(1, args.threads))  # this process is the training command's own
@@ -457,84 +762,124 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.cached_only:
         described.append(f"--cached-only: {len(records)} of {len(questions)} questions had their page OCR-cached")
     extract_s = time.perf_counter() - t0
-    fold_of = folds([r.question for r in records], args.folds, args.seed)
+    held_src = holdout_sources([r.question for r in records], args.holdout_share, args.holdout, args.seed)
+    held_out = [r for r in records if r.question.source in held_src]
+    records = [r for r in records if r.question.source not in held_src]
+    if held_src:
+        log(f"held out {len(held_src)} sources ({len(held_out)} questions): {', '.join(sorted(held_src))}")
+
+    def make_folds(qs: Sequence[Question], k: int) -> list[int]:
+        return folds(qs, k, args.seed) if args.folds_by == "document" else source_folds(qs, k, args.seed)
+
+    fold_of = make_folds([r.question for r in records], args.folds)
+    candidates = {n: CANDIDATES[n] for n in args.candidates}
+    if "rules" not in candidates:
+        candidates = {"rules": CANDIDATES["rules"], **candidates}
     t_train = time.perf_counter()
-
-    def trainer(hidden: int, drop: Sequence[str] = ()) -> Callable[[Sequence[Record]], BoxScorer]:
-        return lambda rs: fit(rs, hidden=hidden, drop_groups=drop, epochs=args.epochs, seed=args.seed)
-
-    heldout: dict[str, list[dict[str, float]]] = {"rules": cross_validate(records, fold_of, args.folds, None)}
-    family_recall = {}
-    fold_scorers: dict[str, dict[int, BoxScorer]] = {}
-    names = list(CANDIDATES) if args.family == "auto" else [args.family]
-    for name in names:
-        fold_scorers[name] = {}
-        heldout[name] = cross_validate(records, fold_of, args.folds, trainer(CANDIDATES[name]), fold_scorers[name])
-        family_recall[name] = summarise(records, heldout[name])["overall"]["recall"]
-        log(
-            f"  {name}: held-out recall @11.1% {family_recall[name]:.3f} (rules "
-            f"{summarise(records, heldout['rules'])['overall']['recall']:.3f})"
+    nested = nested_validate(
+        records,
+        fold_of,
+        args.folds,
+        candidates,
+        lambda qs: make_folds(qs, args.inner_folds),
+        args.inner_folds,
+        args.epochs,
+        args.seed,
+        log,
+    )
+    heldout: dict[str, list[dict[str, float]]] = {"rules": nested.per_candidate["rules"], "nested": nested.chosen}
+    heldout.update({n: rec for n, rec in nested.per_candidate.items() if n != "rules"})
+    family_recall = {n: macro_recall(records, rec) for n, rec in nested.per_candidate.items()}
+    family = choose(family_recall) if args.family == "auto" else args.family
+    log(
+        f"  nested @11.1%: {summarise(records, nested.chosen)['overall']['recall']:.3f} (rules "
+        f"{summarise(records, heldout['rules'])['overall']['recall']:.3f}); final family {family}"
+    )
+    if args.compare_document_folds and args.folds_by == "source" and family != "rules":
+        doc_rec, _ = candidate_recalls(
+            records,
+            folds([r.question for r in records], args.folds, args.seed),
+            args.folds,
+            {family: CANDIDATES[family]},
+            args.epochs,
+            args.seed,
         )
-    family = max(family_recall, key=lambda n: family_recall[n])
-    if args.ablation:
+        heldout[f"{family}, document-level folds (optimistic)"] = doc_rec[family]
+    if args.ablation and family != "rules":
         for group in FEATURE_GROUPS:
-            heldout[f"{family} - {group}"] = cross_validate(
-                records, fold_of, args.folds, trainer(CANDIDATES[family], (group,))
-            )
-            log(f"  without {group}: {summarise(records, heldout[f'{family} - {group}'])['overall']['recall']:.3f}")
-    scorer = fit(records, hidden=CANDIDATES[family], epochs=args.epochs, seed=args.seed)
+            base = CANDIDATES[family]
+            if group in base.drop_groups:
+                continue
+            cand = Candidate(**{**base.__dict__, "drop_groups": (*base.drop_groups, group)})
+            rec, _ = candidate_recalls(records, fold_of, args.folds, {"x": cand}, args.epochs, args.seed)
+            heldout[f"{family} - {group}"] = rec["x"]
+            log(f"  without {group}: {summarise(records, rec['x'])['overall']['recall']:.3f}")
+    scorer = CANDIDATES[family].make(records, args.epochs, args.seed) if family != "rules" else rules_checkpoint()
     train_s = time.perf_counter() - t_train
+
+    def score_all(rs: Sequence[Record], sc: BoxScorer | None) -> list[dict[str, float]]:
+        return [recall_at(r, rule_scores(r) if sc is None else sc.box_scores(r.feats)) for r in rs]
+
+    holdout_tables: dict[str, dict[str, dict[str, float]]] = {}
+    if held_out:  # never trained, validated or chosen on
+        holdout_tables["rules"] = summarise(held_out, score_all(held_out, None))
+        holdout_tables[family] = summarise(held_out, score_all(held_out, scorer))
     test_tables: dict[str, dict[str, dict[str, float]]] = {}
     if args.docgen_test > 0:  # reported only: nothing above saw it
         test_qs = docgen_questions("test", args.docgen_test, args.seed)
         test = extract(test_qs, matcher, ocr, log, args.feature_cache, args.cached_only)
-        test_tables["rules"] = summarise(test, [recall_at(r, rule_scores(r)) for r in test])
-        test_tables[family] = summarise(test, [recall_at(r, scorer.box_scores(r.feats)) for r in test])
-        log(
-            f"  docgen test: rules {test_tables['rules']['overall']['recall']:.3f}, "
-            f"{family} {test_tables[family]['overall']['recall']:.3f}"
-        )
+        test_tables["rules"] = summarise(test, score_all(test, None))
+        if family != "rules":
+            test_tables[family] = summarise(test, score_all(test, scorer))
+        log("  docgen test: " + ", ".join(f"{n} {t['overall']['recall']:.3f}" for n, t in test_tables.items()))
 
     from ..config import RelevanceConfig
 
     out = Path(args.out)
     scorer.save(out)
-    reading_cfg = default_reading().config.to_dict()
-    fold_cfg = RelevanceConfig().replace(reading=reading_cfg).to_json(indent=1) + "\n"
-    for f, fold_scorer in fold_scorers[family].items():  # the held-out scorers: benchmarks score each page unseen
-        fold_scorer.save(out / "folds" / str(f))
-        (out / "folds" / str(f) / "config.json").write_text(fold_cfg)
+    cfg = RelevanceConfig().replace(reading=default_reading().config.to_dict()).to_json(indent=1) + "\n"
+    for f, fold_scorer in nested.scorers.items():  # held-out scorers: benchmarks score each page unseen
+        saved = copy.deepcopy(fold_scorer) if fold_scorer is not None else rules_checkpoint()
+        saved.save(out / "folds" / str(f))
+        (out / "folds" / str(f) / "config.json").write_text(cfg)
     (out / "folds.json").write_text(
         json.dumps({r.question.doc: g for r, g in zip(records, fold_of, strict=True)}, indent=0) + "\n"
     )
-    (out / "config.json").write_text(
-        RelevanceConfig().replace(reading=default_reading().config.to_dict()).to_json(indent=1) + "\n"
-    )
+    (out / "config.json").write_text(cfg)
     tables = {
         name: {by: summarise(records, rec, by=by) for by in ("doc_type", "wording", "template")}
         for name, rec in heldout.items()
     }
+    spread = {name: fold_spread(records, rec, fold_of) for name, rec in heldout.items() if name in ("rules", "nested")}
     command = "arr-coc train " + " ".join(sys.argv[2:] if argv is None else argv)
-    import os
-
     meta = {
         "command": command.strip(),
         "data": "; ".join(described),
+        "folds_by": args.folds_by,
         "folds": args.folds,
+        "inner_folds": args.inner_folds,
+        "n_sources": len({r.question.source for r in records}),
         "seed": args.seed,
+        "candidates": list(candidates),
+        "choice": {str(f): c for f, c in nested.choice.items()},
+        "inner": {str(f): v for f, v in nested.inner.items()},
         "family": family,
-        "hidden": CANDIDATES[family],
         "family_recall": family_recall,
+        "scorer": scorer.config,
         "train_s": train_s,
         "extract_s": extract_s,
         "cpus": os.cpu_count(),
         "ocr_cached": args.ocr_cache is not None,
         "heldout": tables,
+        "spread": spread,
+        "holdout_sources": sorted(held_src),
+        "holdout": holdout_tables,
         "docgen_test": test_tables,
         "n_questions": len(records),
         "epochs": args.epochs,
-        "wall_s": time.perf_counter() - t_start,
     }
+    meta["decision"] = decide(meta)
+    meta["wall_s"] = time.perf_counter() - t_start
     (out / "metrics.json").write_text(json.dumps(meta, indent=1) + "\n")
     (out / "README.md").write_text(card(meta))
     log(card(meta))

@@ -16,19 +16,18 @@ Switch the plugin off: ``VLLM_PLUGINS=`` (an empty list of plugins to load) or a
 
 from __future__ import annotations
 
-ARCHITECTURES = {
-    "Qwen2VLForConditionalGeneration": "arr_coc.vllm.qwen2_vl:ArrCocQwen2VLForConditionalGeneration",
-    "Qwen2_5_VLForConditionalGeneration": "arr_coc.vllm.qwen2_5_vl:ArrCocQwen2_5_VLForConditionalGeneration",
-    "Qwen3VLForConditionalGeneration": "arr_coc.vllm.qwen3_vl:ArrCocQwen3VLForConditionalGeneration",
-    "Qwen3VLMoeForConditionalGeneration": "arr_coc.vllm.qwen3_vl:ArrCocQwen3VLMoeForConditionalGeneration",
-}
+from arr_coc.families import vllm_architectures
+
+# vLLM architecture -> "module:Class" of the plugin's class: each family's ModelClass.vllm_class (arr_coc.families)
+ARCHITECTURES: dict[str, str] = vllm_architectures()
 
 
 def register() -> None:
-    """Register the plugin's model classes with vLLM (called by vLLM in each process; idempotent)."""
+    """Register the plugin's model classes with vLLM (called by vLLM in each process; idempotent). Families
+    registered after import (:func:`arr_coc.families.register`) are included."""
     from vllm import ModelRegistry
 
-    for architecture, target in ARCHITECTURES.items():
+    for architecture, target in vllm_architectures().items():
         ModelRegistry.register_model(architecture, target)
 
 

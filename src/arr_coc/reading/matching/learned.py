@@ -17,12 +17,20 @@ Feature groups (``FEATURE_GROUPS``; the ablation of ``arr-coc train`` trains wit
     structure  structural evidence: the box lies in a region the structural question needs (and its weight)
     role       the layout analysis' role of the box's block (title, heading, paragraph, footnote, code), table cell,
                table header, row label, chart value / label
-    geometry   centre x / y, width, height on the page, height relative to the page's body text, vertical rank
+    position   centre x / y, width, height on the page (absolute layout: what can memorise a template)
+    geometry   height relative to the page's body text, vertical rank
     text       characters and words (log), digit / upper-case share, ends with ':', page frequency of its text
     intent     the question's answer types and wh-word, whether it names a key, whether it is structural
     rules      the rule's final score (so a learned model starts from the rules and learns what they miss)
 
 Intent features are the same for every box of a question: they act through the hidden layer (``hidden > 0``).
+
+Two forms (``BoxScorer(residual=...)``):
+    free       the logit is the network's output; relevance ``exp(logit - max logit)`` (issue 17's scorer)
+    residual   a correction of the rules: relevance ``r * exp(c)`` with ``r`` the rules' own score of the box and
+               ``c = bound * tanh(net / bound)`` (a bounded correction; unbounded when ``bound`` is None). Weight
+               decay pulls ``c`` toward 0, i.e. toward the rules, and a box whose features lie outside the range
+               seen in training (``ood_margin``) gets ``c = 0``: it is scored exactly as the rules score it.
 
 Example:
     >>> scorer = BoxScorer(hidden=16)
@@ -65,7 +73,8 @@ FEATURE_GROUPS: dict[str, tuple[str, ...]] = {
     "type": ("prior", *(f"is_{t}" for t in TYPES), "digit_run"),
     "structure": ("ev_hit", "ev_weight", "ev_any"),
     "role": (*(f"role_{r}" for r in ROLES), "table_cell", "table_header", "row_label", "chart_value", "chart_label"),
-    "geometry": ("xc", "yc", "w", "h", "h_rel", "y_rank"),
+    "position": ("xc", "yc", "w", "h"),
+    "geometry": ("h_rel", "y_rank"),
     "text": ("n_chars", "n_words", "digit_share", "upper_share", "colon_end", "page_freq"),
     "intent": (*(f"q_{t}" for t in TYPES), *(f"wh_{w}" for w in WH), "q_named", "q_structural", "q_len"),
     "rules": ("rule",),
@@ -265,32 +274,62 @@ def page_features(boxes: Sequence[TextBox], layout: Layout, original_size: tuple
 
 
 class BoxScorer(nn.Module):
-    """Per-box relevance logits from ``box_features`` rows: standardise, then a linear map or a one-hidden-layer MLP.
+    """Per-box relevance from ``box_features`` rows: standardise, then a linear map or a one-hidden-layer MLP, used
+    either freely (the logit) or as a bounded correction of the rules' score (``residual``).
 
-    Every number is a tensor of this module (weights, the standardisation's mean and scale, the feature mask), so a
-    checkpoint (``model.safetensors``) plus ``config`` restores it exactly.
+    Every number is a tensor of this module (weights, the standardisation's mean and scale, the feature mask, the
+    training range of each feature), so a checkpoint (``model.safetensors``) plus ``config`` restores it exactly.
 
     Args:
         hidden: hidden units (0: linear, logit = w . x + b).
         features: the feature names the rows hold, in order (default ``FEATURES``).
         drop_groups: feature groups masked to their mean (the ablation: the model never sees them).
+        residual: score ``r * exp(c)``, a correction ``c`` of the rules' score ``r`` (False: the free logit).
+        bound: ``|c| < bound`` (residual only; None: unbounded).
+        ood_margin: residual only; a box with a (standardised, unmasked) feature outside the training range widened
+            by ``ood_margin`` times that range gets ``c = 0`` (the rules' score). None: no check.
+        floor: a rules score of 0 is lifted to ``floor * (exp(c) - 1)`` when ``c > 0`` (residual only).
     """
 
-    def __init__(self, hidden: int = 32, features: Sequence[str] = FEATURES, drop_groups: Sequence[str] = ()) -> None:
+    def __init__(
+        self,
+        hidden: int = 32,
+        features: Sequence[str] = FEATURES,
+        drop_groups: Sequence[str] = (),
+        residual: bool = False,
+        bound: float | None = None,
+        ood_margin: float | None = None,
+        floor: float = 0.01,
+    ) -> None:
         super().__init__()
         unknown = sorted(set(drop_groups) - set(FEATURE_GROUPS))
         if unknown:
             raise ValueError(f"unknown feature group(s) {unknown}; allowed: {', '.join(FEATURE_GROUPS)}")
         if hidden < 0:
             raise ValueError(f"hidden must be >= 0, got {hidden}")
+        if bound is not None and not bound > 0:
+            raise ValueError(f"bound must be > 0 or None (unbounded), got {bound}")
+        if ood_margin is not None and not ood_margin >= 0:
+            raise ValueError(f"ood_margin must be >= 0 or None (no check), got {ood_margin}")
+        if not residual and (bound is not None or ood_margin is not None):
+            raise ValueError("bound and ood_margin need residual=True (they bound a correction of the rules)")
+        if "rule" not in features and residual:
+            raise ValueError("a residual scorer needs the 'rule' feature (the rules' score it corrects)")
         self.hidden = int(hidden)
         self.features = tuple(features)
         self.drop_groups = tuple(drop_groups)
+        self.residual = bool(residual)
+        self.bound = None if bound is None else float(bound)
+        self.ood_margin = None if ood_margin is None else float(ood_margin)
+        self.floor = float(floor)
         f = len(self.features)
         dropped = {name for g in self.drop_groups for name in FEATURE_GROUPS[g]}
         self.register_buffer("mean", torch.zeros(f))
         self.register_buffer("scale", torch.ones(f))
         self.register_buffer("mask", torch.tensor([0.0 if name in dropped else 1.0 for name in self.features]))
+        # training range of each standardised feature (the out-of-distribution check); +-inf: nothing is out
+        self.register_buffer("lo", torch.full((f,), -math.inf))
+        self.register_buffer("hi", torch.full((f,), math.inf))
         if self.hidden:
             self.net: nn.Module = nn.Sequential(nn.Linear(f, self.hidden), nn.ReLU(), nn.Linear(self.hidden, 1))
         else:
@@ -299,38 +338,89 @@ class BoxScorer(nn.Module):
     @property
     def config(self) -> dict[str, Any]:
         """What rebuilds this module's shape: ``BoxScorer(**config)``."""
-        return {"hidden": self.hidden, "features": list(self.features), "drop_groups": list(self.drop_groups)}
+        return {
+            "hidden": self.hidden,
+            "features": list(self.features),
+            "drop_groups": list(self.drop_groups),
+            "residual": self.residual,
+            "bound": self.bound,
+            "ood_margin": self.ood_margin,
+            "floor": self.floor,
+        }
 
     def fit_standardisation(self, feats: torch.Tensor) -> None:
-        """Set mean / scale from training rows (N, F); constant features get scale 1."""
+        """Set mean / scale from training rows (N, F) (constant features get scale 1) and the training range."""
         with torch.no_grad():
             self.mean.copy_(feats.mean(0))
             std = feats.std(0, unbiased=False)
             self.scale.copy_(torch.where(std > 1e-6, std, torch.ones_like(std)))
+            z = (feats.to(self.mean) - self.mean) / self.scale * self.mask  # (N, F)
+            self.lo.copy_(z.min(0).values)
+            self.hi.copy_(z.max(0).values)
+
+    def out_of_range(self, feats: torch.Tensor) -> torch.Tensor:
+        """(...,) bool: the box has a feature outside the training range widened by ``ood_margin`` times that range
+        (always False without ``ood_margin``).
+
+        Args:
+            feats (torch.Tensor of shape (..., F)): ``box_features`` rows.
+        """
+        if self.ood_margin is None:
+            return torch.zeros(feats.shape[:-1], dtype=torch.bool, device=feats.device)
+        z = (feats.to(self.mean) - self.mean) / self.scale * self.mask  # (..., F)
+        pad = self.ood_margin * (self.hi - self.lo)  # (F,)
+        return ((z < self.lo - pad - 1e-6) | (z > self.hi + pad + 1e-6)).any(-1)
+
+    def correction(self, feats: torch.Tensor) -> torch.Tensor:
+        """(...,) the residual form's correction ``c`` of the rules' log-score (0 for out-of-range boxes)."""
+        x = (feats.to(self.mean) - self.mean) / self.scale * self.mask
+        c = self.net(x).squeeze(-1)
+        if self.bound is not None:
+            c = self.bound * torch.tanh(c / self.bound)
+        return torch.where(self.out_of_range(feats), torch.zeros_like(c), c)
+
+    def residual_scores(self, feats: torch.Tensor) -> torch.Tensor:
+        """(...,) ``r * exp(c) + floor * max(exp(c) - 1, 0)``, ``r`` the rules' score (the ``rule`` column): exactly
+        ``r`` where ``c = 0``."""
+        rule = feats[..., self.features.index("rule")].to(self.mean).clamp_min(0.0)
+        e = torch.exp(self.correction(feats))
+        return rule * e + self.floor * (e - 1.0).clamp_min(0.0)
 
     def forward(self, feats: torch.Tensor) -> torch.Tensor:
-        """Logits.
+        """Logits (the listwise loss' softmax is over a question's boxes).
 
         Args:
             feats (torch.Tensor of shape (..., F)): ``box_features`` rows.
 
         Returns:
-            torch.Tensor of shape (...,): one logit per box (higher: keep first).
+            torch.Tensor of shape (...,): one logit per box (higher: keep first); residual form: the log of
+            ``residual_scores``.
         """
         if feats.shape[-1] != len(self.features):
             raise ValueError(f"expected {len(self.features)} features per box, got {feats.shape[-1]}")
+        if self.residual:
+            return torch.log(self.residual_scores(feats) + 1e-6)
         x = (feats.to(self.mean) - self.mean) / self.scale * self.mask
         return self.net(x).squeeze(-1)
 
     def box_scores(self, feats: np.ndarray) -> np.ndarray:
-        """(N,) relevance in (0, 1] of each box, float32, for ``box_features`` rows (N, F): ``exp(logit - max)``, the
-        model's listwise probability of each box relative to the page's best (the best box scores 1). The gaps stay
-        as wide as the model means them, so the text prior keeps its ranking when ``Realizer`` adds the other
-        scorers (a sigmoid squeezed them: measured on realdocs receipts, end to end)."""
+        """(N,) relevance in (0, 1] of each box, float32, for ``box_features`` rows (N, F).
+
+        Free form: ``exp(logit - max)``, the model's listwise probability of each box relative to the page's best
+        (the best box scores 1); the gaps stay as wide as the model means them, so the text prior keeps its ranking
+        when ``Realizer`` adds the other scorers (a sigmoid squeezed them: measured on realdocs receipts, end to end).
+        Residual form: ``residual_scores`` divided by ``max(1, its max)``: the rules' own scores wherever the
+        correction is 0."""
         if len(feats) == 0:
             return np.zeros(0, dtype=np.float32)
         with torch.no_grad():
-            logits = self(torch.from_numpy(np.ascontiguousarray(feats, dtype=np.float32))).float()  # (N,)
+            x = torch.from_numpy(np.ascontiguousarray(feats, dtype=np.float32))
+            if feats.shape[-1] != len(self.features):
+                raise ValueError(f"expected {len(self.features)} features per box, got {feats.shape[-1]}")
+            if self.residual:
+                s = self.residual_scores(x).float()  # (N,)
+                return (s / s.max().clamp_min(1.0)).numpy().astype(np.float32)
+            logits = self(x).float()  # (N,)
         return torch.exp(logits - logits.max()).numpy().astype(np.float32)
 
     # -- checkpoints ---------------------------------------------------------------------------------------------
@@ -361,6 +451,9 @@ class BoxScorer(nn.Module):
                 raise FileNotFoundError(f"{folder} is not a relevance checkpoint: {name} is missing")
         cfg = json.loads((folder / "scorer.json").read_text())
         scorer = cls(**cfg)
-        scorer.load_state_dict(load_file(str(folder / "model.safetensors")))
+        state = load_file(str(folder / "model.safetensors"))
+        for name in ("lo", "hi"):  # checkpoints of issue 17 lack the training range: nothing is out of range
+            state.setdefault(name, getattr(scorer, name))
+        scorer.load_state_dict(state)
         scorer.eval()
         return scorer

@@ -537,7 +537,7 @@ class OnnxModule(nn.Module):
 
     Raises:
         UnsupportedOnnxOp: the graph uses an op outside ``SUPPORTED_OPS`` (the message names the op and the node).
-        ImportError: the ``onnx`` package is missing (``pip install 'arr-coc-vis[ocr]'``).
+        ImportError: the ``onnx`` package is missing (``pip install -e '.[ocr]' in the arr-coc-vis clone``).
 
     Example:
         >>> net = OnnxModule("det.onnx").to("cuda", torch.bfloat16)       # doctest: +SKIP

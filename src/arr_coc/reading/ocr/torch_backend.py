@@ -8,8 +8,8 @@ file with ``arr_coc.reading.ocr.onnx_torch.OnnxModule`` on any torch device and 
 and post-processing (resizing, DB box extraction, CTC decoding, word boxes) is reused unchanged. No rapidocr class is
 modified: onnxruntime engines in the same process keep working.
 
-Importing this module imports rapidocr (``pip install 'arr-coc-vis[ocr]'``); ``TextReader(backend="torch")`` does
-so only when its engine is first built.
+Importing this module imports rapidocr (``pip install -e '.[ocr]' in the arr-coc-vis clone``);
+``TextReader(backend="torch")`` does so only when its engine is first built.
 
 Example:
     >>> engine = TorchRapidOCR(device="cuda", dtype=torch.bfloat16)       # doctest: +SKIP

@@ -1,0 +1,402 @@
+"""One table of model families: every fact about a Qwen-VL family that the rest of ARR-COC-VIS needs, in one row.
+
+A :class:`Family` row holds the family's grid (patch and merge size), its processor's pixel bounds and
+normalisation, its special token ids and chat template, the ``transformers`` release it needs, and one
+:class:`ModelClass` per ``transformers`` class it covers (Qwen3-VL: the dense and the MoE model), each with its
+``config.model_type``, the module that defines it, the :mod:`arr_coc.integrations` adapter that ``compress`` drives it
+through and the vLLM plugin class that serves it. Everything else reads these rows: :mod:`arr_coc.grid` (cells),
+``compress`` (adapters, the version floor, default token ids), :mod:`arr_coc.loading` (the class to load),
+:mod:`arr_coc.evaluation` (lmms-eval's pixel bounds), :mod:`arr_coc.vllm` (architectures) and
+:mod:`arr_coc.testing` (chat templates, added tokens). Tests are parametrised over :func:`families`, so a family is
+tested the moment it is registered.
+
+Spellings: a family is found by its name, any of its ``config.model_type`` values or an extra spelling, compared
+after lower-casing and removing ``-``, ``_``, ``.`` and spaces: ``Qwen2.5-VL``, ``qwen2_5_vl``, ``qwen25-vl`` and
+``qwen2.5_vl`` are all Qwen2.5-VL (:func:`get_family`).
+
+A new Qwen-like family is one adapter (a :class:`~arr_coc.integrations.base.FamilyAdapter`, usually the default one)
+plus one :func:`register` call::
+
+    >>> from arr_coc.families import Family, ModelClass, QWEN2_TOKEN_IDS, register
+    >>> register(Family(name="my-vl", patch_size=14, merge_size=2, ...))  # doctest: +SKIP
+
+Nothing here imports ``torch`` or ``transformers``: classes and adapters are named by import path and imported when
+asked for.
+"""
+
+from __future__ import annotations
+
+import importlib
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+# The first transformers release whose Qwen2-VL / Qwen2.5-VL / Qwen3-VL take ``forward(mm_encoder_outputs=...)``
+# together with explicit ``position_ids``, which ``compress`` feeds the pruned tokens through. 5.17.0 and older
+# swallow the unknown keyword: the language model then reads the image placeholders' embeddings instead of the visual
+# features, silently (tests/test_compress.py::test_full_budget_matches_model fails on 5.17.0, passes on 5.18.0).
+TRANSFORMERS_FLOOR = "5.18.0"
+
+# Qwen2 BPE ids shared by every Qwen-VL checkpoint (tokenizer_config.json's added tokens; "\n" is BPE rank 198).
+QWEN2_TOKEN_IDS: dict[str, int] = {
+    "endoftext": 151643,  # <|endoftext|>
+    "im_start": 151644,  # <|im_start|>
+    "im_end": 151645,  # <|im_end|>
+    "vision_start": 151652,  # <|vision_start|>
+    "vision_end": 151653,  # <|vision_end|>
+    "image": 151655,  # <|image_pad|>
+    "video": 151656,  # <|video_pad|>
+    "newline": 198,  # "\n" (the byte-level BPE's "Ċ")
+}
+OPENAI_CLIP_MEAN = (0.48145466, 0.4578275, 0.40821073)  # Qwen2-VL / Qwen2.5-VL image processor defaults
+OPENAI_CLIP_STD = (0.26862954, 0.26130258, 0.27577711)
+
+# Chat templates: the published ones' output for system / user / assistant turns (string or list content with
+# {"type": "text" | "image" | "video"} items, ``add_vision_id``), written compactly (the tiny checkpoints ship them).
+_CONTENT = (
+    "{%- if content is string %}{{- content }}"
+    "{%- else %}{%- for item in content %}"
+    "{%- if item.type == 'image' or 'image' in item or 'image_url' in item %}"
+    "{%- set image_count.value = image_count.value + 1 %}"
+    "{%- if add_vision_id %}Picture {{ image_count.value }}: {% endif -%}"
+    "<|vision_start|><|image_pad|><|vision_end|>"
+    "{%- elif item.type == 'video' or 'video' in item %}"
+    "{%- set video_count.value = video_count.value + 1 %}"
+    "{%- if add_vision_id %}Video {{ video_count.value }}: {% endif -%}"
+    "<|vision_start|><|video_pad|><|vision_end|>"
+    "{%- elif 'text' in item %}{{- item.text }}{%- endif %}"
+    "{%- endfor %}{%- endif %}"
+)
+QWEN2_VL_TEMPLATE = (
+    "{%- set image_count = namespace(value=0) %}{%- set video_count = namespace(value=0) %}"
+    "{%- for message in messages %}"
+    "{%- if loop.first and message.role != 'system' %}<|im_start|>system\nYou are a helpful assistant.<|im_end|>\n"
+    "{% endif %}"
+    "{{- '<|im_start|>' + message.role + '\n' }}{%- set content = message.content %}" + _CONTENT + "<|im_end|>\n"
+    "{% endfor %}"
+    "{%- if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+)
+QWEN3_VL_TEMPLATE = (
+    "{%- set image_count = namespace(value=0) %}{%- set video_count = namespace(value=0) %}"
+    "{%- for message in messages %}"
+    "{%- if message.role == 'system' and loop.first %}{{- '<|im_start|>system\n' }}"
+    "{%- if message.content is string %}{{- message.content }}"
+    "{%- else %}{%- for item in message.content %}{%- if 'text' in item %}{{- item.text }}{%- endif %}{%- endfor %}"
+    "{%- endif %}<|im_end|>\n"
+    "{% elif message.role in ('user', 'assistant') %}"
+    "{{- '<|im_start|>' + message.role + '\n' }}{%- set content = message.content %}" + _CONTENT + "<|im_end|>\n"
+    "{% endif %}"
+    "{%- endfor %}"
+    "{%- if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+)
+
+
+@dataclass(frozen=True)
+class ModelClass:
+    """One ``transformers`` model class of a family, and what drives it.
+
+    Attributes:
+        model_type: the checkpoint's ``config.model_type`` (``"qwen3_vl_moe"``).
+        hf_class: the ``transformers`` class ``compress`` wraps (``"Qwen3VLMoeForConditionalGeneration"``); also the
+            architecture name vLLM registers.
+        module: the module that defines ``hf_class`` (imported on demand).
+        adapter: ``"module:attribute"`` of the :class:`~arr_coc.integrations.base.FamilyAdapter` ``compress`` uses.
+        vllm_class: ``"module:Class"`` of the vLLM plugin's class for ``hf_class``, or ``None`` (not served).
+    """
+
+    model_type: str
+    hf_class: str
+    module: str
+    adapter: str
+    vllm_class: str | None = None
+
+
+@dataclass(frozen=True)
+class Family:
+    """A model family: one row of the registry.
+
+    Attributes:
+        name: canonical name, what messages, JSON and the demo say (``"qwen2.5-vl"``).
+        patch_size: vision patch side in pixels (14 or 16).
+        merge_size: patches merged per visual token side (2); a token covers ``patch_size * merge_size`` pixels.
+        min_pixels: the processor's default smallest resized area (``56 * 56``; ``256 * 256`` for Qwen3-VL).
+        eval_pixels: (min_pixels, max_pixels) lmms-eval's model class uses by default.
+        image_mean / image_std: the image processor's default per-channel normalisation.
+        processor: the ``transformers`` processor class of the published checkpoints.
+        classes: the model classes of the family (the first is the main one).
+        token_ids: special token ids (:data:`QWEN2_TOKEN_IDS` for every Qwen-VL); ``compress`` falls back on
+            ``im_start`` / ``im_end`` / ``newline`` when it has no tokenizer.
+        added_tokens: how many added tokens the published tokenizer has from id 151643 (14, 22 or 26).
+        chat_template: the Jinja template of the published checkpoints (text, images, videos).
+        spellings: extra names a user may type besides ``name`` and the model types.
+        min_transformers: the oldest ``transformers`` release ``compress`` gives exact answers with for this family.
+    """
+
+    name: str
+    patch_size: int
+    merge_size: int
+    min_pixels: int
+    eval_pixels: tuple[int, int]
+    image_mean: tuple[float, float, float]
+    image_std: tuple[float, float, float]
+    processor: str
+    classes: tuple[ModelClass, ...]
+    token_ids: dict[str, int] = field(default_factory=lambda: dict(QWEN2_TOKEN_IDS), hash=False)  # rows stay hashable
+    added_tokens: int = 14
+    chat_template: str = QWEN2_VL_TEMPLATE
+    spellings: tuple[str, ...] = ()
+    min_transformers: str = TRANSFORMERS_FLOOR
+
+    @property
+    def cell(self) -> int:
+        """Pixels per visual token side in the resized image (``patch_size * merge_size``)."""
+        return self.patch_size * self.merge_size
+
+    @property
+    def model_types(self) -> tuple[str, ...]:
+        return tuple(c.model_type for c in self.classes)
+
+    def keys(self) -> set[str]:
+        """Every spelling that finds this family, squashed (:func:`spelling_key`)."""
+        return {spelling_key(s) for s in (self.name, *self.model_types, *self.spellings)}
+
+
+def spelling_key(name: str) -> str:
+    """``name`` lower-cased without ``-``, ``_``, ``.`` and whitespace: the form spellings are compared in.
+
+    >>> spelling_key("Qwen2.5_VL") == spelling_key("qwen2_5_vl") == spelling_key("qwen25-vl")
+    True
+    """
+    return re.sub(r"[\s._-]+", "", str(name).lower())
+
+
+_MOD = "arr_coc.integrations"
+_VLLM = "arr_coc.vllm"
+BUILTIN: tuple[Family, ...] = (
+    Family(
+        name="qwen2-vl",
+        patch_size=14,
+        merge_size=2,
+        min_pixels=56 * 56,
+        eval_pixels=(3136, 602112),
+        image_mean=OPENAI_CLIP_MEAN,
+        image_std=OPENAI_CLIP_STD,
+        processor="Qwen2VLProcessor",
+        classes=(
+            ModelClass(
+                "qwen2_vl",
+                "Qwen2VLForConditionalGeneration",
+                "transformers.models.qwen2_vl.modeling_qwen2_vl",
+                f"{_MOD}.qwen2_vl:ADAPTER",
+                f"{_VLLM}.qwen2_vl:ArrCocQwen2VLForConditionalGeneration",
+            ),
+        ),
+        added_tokens=14,
+    ),
+    Family(
+        name="qwen2.5-vl",
+        patch_size=14,
+        merge_size=2,
+        min_pixels=56 * 56,
+        eval_pixels=(256 * 28 * 28, 1605632),
+        image_mean=OPENAI_CLIP_MEAN,
+        image_std=OPENAI_CLIP_STD,
+        processor="Qwen2_5_VLProcessor",
+        classes=(
+            ModelClass(
+                "qwen2_5_vl",
+                "Qwen2_5_VLForConditionalGeneration",
+                "transformers.models.qwen2_5_vl.modeling_qwen2_5_vl",
+                f"{_MOD}.qwen2_5_vl:ADAPTER",
+                f"{_VLLM}.qwen2_5_vl:ArrCocQwen2_5_VLForConditionalGeneration",
+            ),
+        ),
+        added_tokens=22,
+    ),
+    Family(
+        name="qwen3-vl",
+        patch_size=16,
+        merge_size=2,
+        min_pixels=256 * 256,
+        eval_pixels=(256 * 28 * 28, 1605632),
+        image_mean=(0.5, 0.5, 0.5),
+        image_std=(0.5, 0.5, 0.5),
+        processor="Qwen3VLProcessor",
+        classes=(
+            ModelClass(
+                "qwen3_vl",
+                "Qwen3VLForConditionalGeneration",
+                "transformers.models.qwen3_vl.modeling_qwen3_vl",
+                f"{_MOD}.qwen3_vl:ADAPTER",
+                f"{_VLLM}.qwen3_vl:ArrCocQwen3VLForConditionalGeneration",
+            ),
+            ModelClass(
+                "qwen3_vl_moe",
+                "Qwen3VLMoeForConditionalGeneration",
+                "transformers.models.qwen3_vl_moe.modeling_qwen3_vl_moe",
+                f"{_MOD}.qwen3_vl:MOE_ADAPTER",
+                f"{_VLLM}.qwen3_vl:ArrCocQwen3VLMoeForConditionalGeneration",
+            ),
+        ),
+        added_tokens=26,
+        chat_template=QWEN3_VL_TEMPLATE,
+    ),
+)
+
+_REGISTRY: dict[str, Family] = {f.name: f for f in BUILTIN}
+
+
+def families() -> tuple[Family, ...]:
+    """The registered families, built-in ones first, in registration order."""
+    return tuple(_REGISTRY.values())
+
+
+def family_names() -> tuple[str, ...]:
+    """Canonical names of the registered families (``("qwen2-vl", "qwen2.5-vl", "qwen3-vl")`` by default)."""
+    return tuple(_REGISTRY)
+
+
+def register(family: Family) -> Family:
+    """Add ``family`` to the registry (a process-wide table, as ``transformers``' Auto classes are).
+
+    Raises:
+        ValueError: if its name or a spelling is already taken by another family, or a field is invalid.
+    """
+    if not isinstance(family, Family):
+        raise TypeError(f"register() takes a Family, got {type(family).__name__}")
+    if family.patch_size < 1 or family.merge_size < 1 or not family.classes:
+        raise ValueError(f"{family.name}: patch_size and merge_size must be positive and classes not empty")
+    for other in _REGISTRY.values():
+        clash = family.keys() & other.keys()
+        if other.name != family.name and clash:
+            raise ValueError(f"{family.name}: spelling(s) {sorted(clash)} already name {other.name}")
+        if other.name == family.name and other != family:
+            raise ValueError(f"a different family named {family.name!r} is already registered")
+    _REGISTRY[family.name] = family
+    return family
+
+
+def unregister(name: str) -> None:
+    """Remove a family added with :func:`register` (built-in families cannot be removed)."""
+    family = get_family(name)
+    if family in BUILTIN:
+        raise ValueError(f"{family.name} is built in and cannot be unregistered")
+    del _REGISTRY[family.name]
+
+
+def get_family(name: str) -> Family:
+    """The family spelled ``name``: any case, ``-`` / ``_`` / ``.`` optional, or a ``config.model_type``.
+
+    Raises:
+        ValueError: for an unknown name; the message lists the supported ones.
+    """
+    key = spelling_key(name)
+    for family in _REGISTRY.values():
+        if key and key in family.keys():
+            return family
+    raise ValueError(f"unknown model family {name!r}; supported: {', '.join(_REGISTRY)}")
+
+
+def model_class_for_type(model_type: str) -> ModelClass | None:
+    """The :class:`ModelClass` whose ``config.model_type`` is ``model_type`` (exactly), else ``None``."""
+    for family in _REGISTRY.values():
+        for cls in family.classes:
+            if cls.model_type == model_type:
+                return cls
+    return None
+
+
+def family_of_type(model_type: str) -> Family | None:
+    """The family a ``config.model_type`` belongs to, else ``None``."""
+    for family in _REGISTRY.values():
+        if model_type in family.model_types:
+            return family
+    return None
+
+
+def supported_classes() -> tuple[str, ...]:
+    """Names of every ``transformers`` class ``compress`` accepts."""
+    return tuple(c.hf_class for f in _REGISTRY.values() for c in f.classes)
+
+
+def vllm_architectures() -> dict[str, str]:
+    """vLLM architecture name (the ``transformers`` class name) -> ``"module:Class"`` of the plugin's class."""
+    return {c.hf_class: c.vllm_class for f in _REGISTRY.values() for c in f.classes if c.vllm_class}
+
+
+def load_object(path: str) -> Any:
+    """The object a ``"module:attribute"`` path names (imported on demand)."""
+    module, _, attribute = path.partition(":")
+    return getattr(importlib.import_module(module), attribute)
+
+
+def match_model(model: Any) -> tuple[Family, ModelClass] | None:
+    """The family and class of a ``transformers`` model: the registered class nearest in ``type(model)``'s MRO (a
+    subclass registered as its own family wins over its parent's family), else ``None``.
+
+    Modules of ``transformers`` that fail to import (a class this release lacks) are skipped.
+    """
+    found: dict[type, tuple[Family, ModelClass]] = {}
+    for family in _REGISTRY.values():
+        for cls in family.classes:
+            try:
+                found[getattr(importlib.import_module(cls.module), cls.hf_class)] = (family, cls)
+            except (ImportError, AttributeError):
+                continue
+    for klass in type(model).__mro__:
+        if klass in found:
+            return found[klass]
+    return None
+
+
+def check_transformers(family: Family, installed: str | None = None) -> None:
+    """Refuse a ``transformers`` older than ``family.min_transformers``.
+
+    A pre-release of the floor (``5.18.0.dev0``) is older than the floor, as pip orders versions.
+
+    Args:
+        family: the family of the model being wrapped.
+        installed: the version to check; default ``transformers.__version__``.
+
+    Raises:
+        RuntimeError: naming the installed and the required version, and why.
+    """
+    from packaging.version import InvalidVersion, Version  # a requirement of transformers itself
+
+    if installed is None:
+        import transformers
+
+        installed = transformers.__version__
+    try:
+        too_old = Version(str(installed)) < Version(family.min_transformers)
+    except InvalidVersion:
+        too_old = True  # an unreadable version is not one we know to work
+    if too_old:
+        raise RuntimeError(
+            f"compress() needs transformers>={family.min_transformers} for {family.name}; transformers {installed} "
+            "is installed. Older releases ignore forward(mm_encoder_outputs=...), so the model would read the image "
+            "placeholders instead of the kept visual tokens and answer wrongly without an error. Upgrade: "
+            f"pip install 'transformers>={family.min_transformers},<6'"
+        )
+
+
+__all__ = [
+    "BUILTIN",
+    "QWEN2_TOKEN_IDS",
+    "TRANSFORMERS_FLOOR",
+    "Family",
+    "ModelClass",
+    "check_transformers",
+    "families",
+    "family_names",
+    "family_of_type",
+    "get_family",
+    "load_object",
+    "match_model",
+    "model_class_for_type",
+    "register",
+    "spelling_key",
+    "supported_classes",
+    "unregister",
+    "vllm_architectures",
+]
