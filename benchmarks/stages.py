@@ -121,8 +121,8 @@ def _median(rows: list[dict[str, float]]) -> dict[str, float]:
     return {k: statistics.median(r.get(k, 0.0) for r in rows) for k in STAGES}
 
 
-def measure(repeat: int, device: torch.device, dtype: torch.dtype, ocr: dict[str, Any],
-            log: Callable[[str], None]) -> tuple[list[dict[str, Any]], dict[str, tuple[float, float]]]:  # fmt: skip
+def measure(repeat: int, device: torch.device, dtype: torch.dtype, ocr: dict[str, Any], log: Callable[[str], None],
+            n_pages: int = 2) -> tuple[list[dict[str, Any]], dict[str, tuple[float, float]]]:  # fmt: skip
     """Per page and question (first / cached second): median stage times; and the networks' floor on the invoice."""
     from arr_coc.reading import Reading, ReadingConfig
     from arr_coc.realizing import Realizer
@@ -132,7 +132,7 @@ def measure(repeat: int, device: torch.device, dtype: torch.dtype, ocr: dict[str
     realizer = Realizer().eval().to(device=device)
     out = []
     with torch.inference_mode():
-        for name, image, max_tokens in pages():
+        for name, image, max_tokens in pages()[:n_pages]:
             run_once(image, max_tokens, QUESTIONS[0], reading, realizer, device, dtype)  # warm caches of torch/ORT
             first, second, tokens, lines = [], [], 0, 0
             for _ in range(repeat):
@@ -270,6 +270,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--device", default="cpu", help="device of the torch stages (texture, scorers, selection)")
     parser.add_argument("--dtype", default="float32", choices=("float32", "bfloat16", "float16"))
     parser.add_argument("--threads", type=int, default=0, help="torch and OCR threads (0: their defaults)")
+    parser.add_argument("--invoice-only", action="store_true", help="skip the 2 x 2 tiled page (a shorter run)")
     parser.add_argument("--backend", default="onnxruntime", choices=("onnxruntime", "torch"),
                         help="OCR networks: onnxruntime (CPU) or torch on --device")  # fmt: skip
     parser.add_argument("--out", type=Path, default=ROOT / "results" / "stages.md")
@@ -285,7 +286,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.backend == "torch":
         ocr.update(backend="torch", device=args.device, dtype=args.dtype)
     rows, floor = measure(args.repeat, device, getattr(torch, args.dtype), ocr,
-                          lambda s: print(s, file=sys.stderr, flush=True))  # fmt: skip
+                          lambda s: print(s, file=sys.stderr, flush=True), 1 if args.invoice_only else 2)  # fmt: skip
     load = os.getloadavg()
     header = (
         f"Median over {args.repeat} runs, milliseconds: wall (process CPU, all threads). Text-aware relevance, "
