@@ -239,8 +239,8 @@ def tower_counts(model: Any, pixel_values: torch.Tensor, grid_thw: torch.Tensor,
             with OpCounter() as c_ours:
                 block_forward(block, x, pe, layout.attend)
             out[kind] = {
-                "own": {"ops": c_own.n_ops, "syncs": c_own.n_syncs, "attention_calls": _sdpa_calls(c_own)},
-                "batched": {"ops": c_ours.n_ops, "syncs": c_ours.n_syncs, "attention_calls": _sdpa_calls(c_ours)},
+                name: {"ops": c.n_ops, "views": c.n_views, "syncs": c.n_syncs, "attention_calls": _sdpa_calls(c)}
+                for name, c in (("own", c_own), ("batched", c_ours))
             }
     return out
 
@@ -358,6 +358,17 @@ def bench_batch(
     one, tok = page_inputs(spec, args.tokens, args.question)
     n_vis, n_text = n_visual(one), int(one["input_ids"].shape[1]) - n_visual(one)
     full = to_device(batched(one, batch))
+    if args.tower_only:  # the foveated tower's counts alone: no timing of the rows
+        tower = []
+        for b in args.budgets:
+            runner = compress(model, budget=parse_budget(b), tokenizer=tok, foveate=True)
+            with torch.inference_mode():
+                runner(**full, logits_to_keep=1)
+            keeps = [a.keep for per in runner.last_allocation for a in per]
+            counts = tower_counts(model, full["pixel_values"], full["image_grid_thw"], keeps)
+            tower.append({"budget": b, "kept": int(keeps[0].numel()), **counts, "ms": None})
+        log(f"{name} batch {batch}: tower counts done")
+        return {"model": name, "batch": batch, "n_vis": n_vis, "n_text": n_text, "rows": [], "tower": tower}
     rows = [Row("unpruned", "-", "-", model, full)]
     modes = [m for m in args.modes if m != "text" or ocr_available()]
     for b in args.budgets:
@@ -429,6 +440,8 @@ def bench_batch(
 # ---------------------------------------------------------------------------------------------------------------------
 def analyse(res: dict[str, Any]) -> list[dict[str, Any]]:
     """Per row: images/s, speed-up over unpruned and share of the downscaled page's speed-up at that budget."""
+    if not res["rows"]:
+        return []
     base = res["rows"][0]["ttft"]
     down = {r["budget"]: base / r["ttft"] for r in res["rows"] if r["kind"] == "downscaled"}
     out = []
@@ -452,7 +465,13 @@ def render(results: list[dict[str, Any]], env: dict[str, str], depth: dict[str, 
         f"Command: `{env['command']}`",
         "",
         f"{env['device']}, {args.dtype}, torch {env['torch']}, transformers {env['transformers']}, attention "
-        f"`{args.attn}`; median of {args.repeat} run(s) after a warm-up; load average at the start {env['load']} "
+        f"`{args.attn}`; "
+        + (
+            "counts only (`--tower-only`: deterministic, nothing timed); "
+            if args.tower_only
+            else f"median of {args.repeat} run(s) after a warm-up; "
+        )
+        + f"load average at the start {env['load']} "
         f"({'timings under contention: compare rows, not machines' if env['contended'] else 'quiet machine'}). "
         "Random weights on the named config; page `examples/invoice.jpg`; a batch is B copies of the sample. "
         "TTFT = one forward with `logits_to_keep=1`. Text rows: OCR cached (the page was read before) unless "
@@ -467,10 +486,13 @@ def render(results: list[dict[str, Any]], env: dict[str, str], depth: dict[str, 
             f"## {res['model']}, batch {res['batch']}: {res['n_vis']} visual + {res['n_text']} text tokens a sample; "
             f"{depth[res['model']]}",
             "",
-            "| row | mode | budget | visual tokens | LM seq | TTFT ms | images/s | speed-up | % of downscaled | "
-            "decision ops | decision syncs |",
-            "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|",
         ]
+        if rows:
+            lines += [
+                "| row | mode | budget | visual tokens | LM seq | TTFT ms | images/s | speed-up | % of downscaled | "
+                "decision ops | decision syncs |",
+                "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+            ]
         for r in rows:
             pct = "—" if r["pct_of_downscaled"] is None else f"{r['pct_of_downscaled']:.0f}%"
             lines.append(
@@ -499,10 +521,14 @@ def render(results: list[dict[str, Any]], env: dict[str, str], depth: dict[str, 
                     c = t if part == "tower" else t.get(part)
                     if c is None:
                         continue
-                    ms = f"{t['ms']['own']:,.1f} → {t['ms']['batched']:,.1f}" if part == "tower" else ""
+                    ms = f"{t['ms']['own']:,.1f} → {t['ms']['batched']:,.1f}" if part == "tower" and t["ms"] else ""
+
+                    def ops(x: dict[str, Any]) -> str:
+                        return f"{x['ops']}" + (f" (+{x['views']} views)" if "views" in x else "")
+
                     lines.append(
                         f"| {t['budget']} | {t['kept']} | {t['windows']} | {t['images']} | {part} | "
-                        f"{c['own']['ops']} → {c['batched']['ops']} | {c['own']['syncs']} → {c['batched']['syncs']} | "
+                        f"{ops(c['own'])} → {ops(c['batched'])} | {c['own']['syncs']} → {c['batched']['syncs']} | "
                         f"{c['own']['attention_calls']} → {c['batched']['attention_calls']} | {ms} |"
                     )
             lines.append("")
@@ -527,6 +553,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--repeat", type=int, default=None, help="timed runs per row, median (default 5 GPU, 3 CPU)")
     p.add_argument("--question", default=QUESTION)
     p.add_argument("--threads", type=int, default=None, help="torch CPU threads (default torch's)")
+    p.add_argument("--tower-only", action="store_true", help="only the foveated tower's counts (Qwen2.5-VL), no timing")
     p.add_argument("--out", type=Path, default=Path("results/throughput.md"), help="markdown output (JSON alongside)")
     args = p.parse_args(argv)
     on_gpu = str(args.device).startswith("cuda")

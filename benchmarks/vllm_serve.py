@@ -13,6 +13,8 @@ to 1,024 visual tokens) and, for a GPU, the published ``qwen2.5-vl-7b`` and ``qw
 Run (from the repository root, in the vLLM environment; ``bash .ci/vllm_env.sh`` makes one):
 
     .venv-vllm/bin/python benchmarks/vllm_serve.py --model cpu --requests 12 --rate 0.5 --out results/vllm_serve_cpu.md
+    # the OCR-aware decision (mode text) against texture, at one budget:
+    .venv-vllm/bin/python benchmarks/vllm_serve.py --model cpu --mode both --budgets 0.22 --requests 8 --rate 4
     # on a GPU (vLLM's CUDA build, ``pip install -e '.[vllm]' in the arr-coc-vis clone``):
     python benchmarks/vllm_serve.py --model qwen2.5-vl-7b --requests 200 --rate 4 --dtype bfloat16 --kv-cache-mib 0 \
         --no-enforce-eager --out results/vllm_serve_qwen2.5-vl-7b.md
@@ -230,8 +232,11 @@ async def main_async(args: argparse.Namespace) -> list[dict]:
         )
     )
     timer = DecisionTimer()
+    modes = ("texture", "text") if args.mode == "both" else (args.mode,)
     settings = [("vLLM (no plugin options)", None)] + [
-        (f"arr_coc {b:.0%}", {"budget": b, "mode": "texture"}) for b in BUDGETS
+        (f"arr_coc {b:.0%}" + ("" if modes == ("texture",) else f" {mode}"), {"budget": b, "mode": mode})
+        for mode in modes
+        for b in args.budgets
     ]
     n = args.requests
     pics = images(n * (len(settings) + 1), n)
@@ -241,7 +246,8 @@ async def main_async(args: argparse.Namespace) -> list[dict]:
             {"prompt": prompt_text(folder, QUESTIONS[0]), "multi_modal_data": {"image": pics[-1]}},
         ]
         await run_setting(engine, warm, None, 1.0, 2, "warm")
-        await run_setting(engine, warm, {"budget": 0.5, "mode": "texture"}, 1.0, 2, "warm2")
+        for mode in modes:  # loads the decision's models (text: the OCR and text models) before any timing
+            await run_setting(engine, warm, {"budget": 0.5, "mode": mode}, 1.0, 2, f"warm-{mode}")
         timer.take()
         for s, (label, options) in enumerate(settings):
             reqs = []
@@ -298,6 +304,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--rate", type=float, default=0.5, help="arrivals per second (fixed spacing)")
     p.add_argument("--max-tokens", type=int, default=16, help="output tokens per request (ignore_eos)")
     p.add_argument("--max-num-seqs", type=int, default=8)
+    p.add_argument(
+        "--mode", default="texture", choices=("texture", "text", "both"), help="the decision's mode (text: OCR prior)"
+    )
+    p.add_argument(
+        "--budgets", type=lambda v: tuple(float(b) for b in v.split(",")), default=BUDGETS, help="e.g. 1.0,0.22"
+    )
     p.add_argument("--dtype", default="float32")
     p.add_argument("--kv-cache-mib", type=int, default=1024, help="KV cache size (0: vLLM's default)")
     p.add_argument("--enforce-eager", action=argparse.BooleanOptionalAction, default=True, help="no CUDA graphs")

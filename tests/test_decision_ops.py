@@ -144,3 +144,28 @@ def test_batched_budget_and_top_k_equal_the_one_map_versions(n: int) -> None:
     for b in range(scores.shape[0]):
         assert int(ks[b]) == _adaptive_k_reference(scores[b]), b
         assert torch.equal(mask[b].nonzero()[:, 0], select(scores[b], int(ks[b]))), b
+
+
+def test_relevance_items_equal_each_item_alone_and_batch_the_ops() -> None:
+    """Items of equal size with different questions (and token features / query embeddings of different lengths)
+    go through one pass: each equals relevance() on it alone, bit for bit, and eight cost about what one costs."""
+    g = torch.Generator().manual_seed(4)
+    realizer = Realizer(RelevanceConfig(cpu_band_elements=0)).eval()
+    grid = (6, 5)
+    frames = [torch.randint(0, 256, (1, 3, 6 * 28, 5 * 28), generator=g, dtype=torch.uint8) for _ in range(8)]
+    frames.append(torch.randint(0, 256, (2, 3, 4 * 28, 5 * 28), generator=g, dtype=torch.uint8))  # another size
+    grids = [grid] * 8 + [(4, 5)]
+    queries = ["What is the total?", "the red part at the top", None, "Describe the image"] * 2 + ["What is it?"]
+    feats = [torch.randn(f.shape[0] * 30 if i < 8 else 40, 16, generator=g) for i, f in enumerate(frames)]
+    embeds = [torch.randn(1 + i % 3, 16, generator=g) for i in range(9)]
+    embeds[2] = None
+    together = realizer.relevance_items(frames, grids, queries, feats, embeds)
+    for i in range(9):
+        alone = realizer.relevance(frames[i], grids[i], queries[i], feats[i], embeds[i])
+        assert torch.equal(together[i].scores, alone.scores), i
+        assert torch.equal(together[i].weights, alone.weights), i
+    with OpCounter() as one:
+        realizer.relevance_items(frames[:1], grids[:1], queries[:1], feats[:1], embeds[:1])
+    with OpCounter() as eight:
+        realizer.relevance_items(frames[:8], grids[:8], queries[:8], feats[:8], embeds[:8])
+    assert eight.n_ops <= 1.5 * one.n_ops, (one.summary(), eight.summary())

@@ -77,3 +77,17 @@ def test_batched_repeats_the_sample():
     assert three["input_ids"].shape == (3, 3) and three["pixel_values"].shape == (12, 2)
     assert torch.equal(three["image_grid_thw"], torch.tensor([[1, 2, 2]] * 3))
     assert torch.equal(three["pixel_values"][8:], one["pixel_values"])
+
+
+def test_throughput_bench_tower_only(tmp_path):
+    """``--tower-only``: the foveated tower's counts per block, no timed rows."""
+    bench = load_bench()
+    out = tmp_path / "tower.md"
+    argv = ["--models", "tiny-qwen2.5-vl", "--device", "cpu", "--tokens", "48", "--batches", "2", "--budgets", "25%"]
+    assert bench.main([*argv, "--tower-only", "--out", str(out)]) == 0
+    res = json.loads(out.with_suffix(".json").read_text())["results"][0]
+    assert res["rows"] == [] and len(res["tower"]) == 1
+    tower = res["tower"][0]
+    assert tower["images"] == 2 and tower["batched"]["attention_calls"] == 2
+    assert tower["full block"]["own"]["attention_calls"] == 2 and tower["full block"]["batched"]["attention_calls"] == 1
+    assert "window block" in out.read_text()

@@ -30,7 +30,7 @@ from torch import nn
 
 from .config import CHANNELS, RelevanceConfig
 from .query import QueryCues
-from .tensors import CONSTANTS, cached_constant, constant
+from .tensors import CONSTANTS, cached_constant
 
 _CH = {name: i for i, name in enumerate(CHANNELS)}
 
@@ -167,20 +167,9 @@ class ParticipatoryScorer(nn.Module):
             terms.append(prior.clamp(0, 1))
             weights.append(term_weight[0] * (prior.flatten(1).amax(1) > 0))  # x * True is x: no cast needed
         if token_feats is not None and query_embeds is not None:
-            sims, has = [], []
-            for i in range(b):
-                q = query_embeds[i]
-                if q is None or q.numel() == 0:
-                    sims.append(texture.new_zeros(h, w))
-                    has.append(0.0)
-                    continue
-                feats = F.normalize(token_feats[i].to(texture), dim=-1)  # (N, D)
-                cos = feats @ F.normalize(q.to(texture), dim=-1).T  # (N, Q)
-                top = cos.topk(min(self.top_k, cos.shape[1]), dim=1).values.mean(1)  # (N,)
-                sims.append(top.view(h, w))
-                has.append(1.0)
-            terms.append(unit(torch.stack(sims)))
-            weights.append(term_weight[1] * constant(has, texture))
+            sims, has = self._coupling(texture, token_feats, query_embeds)
+            terms.append(unit(sims))
+            weights.append(term_weight[1] * cached_constant(has, texture))
         cue_maps, has_cue = self._cue_maps(texture, cues, textness)
         terms.append(cue_maps)
         weights.append(term_weight[2] * has_cue)
@@ -189,6 +178,34 @@ class ParticipatoryScorer(nn.Module):
         total = wts.sum(1)  # (B,)
         scores = torch.einsum("bthw,bt->bhw", stacked, wts) / total.clamp_min(1e-8).view(b, 1, 1)
         return scores, (total > 0) * concentration(scores)
+
+    def _coupling(
+        self, texture: torch.Tensor, token_feats: torch.Tensor, query_embeds: list[torch.Tensor | None]
+    ) -> tuple[torch.Tensor, list[float]]:
+        """Each token's mean top-k cosine similarity to the query's token embeddings: (B, H, W) maps (zeros where a
+        sample has no query embeddings) and (B,) 1.0 / 0.0 for "had some". The samples of one query (the frames of a
+        video, or several images asked the same question) share one matmul; different queries get one each (a
+        batched matmul over stacked queries rounds differently from a plain one, by an ulp, on a CPU)."""
+        b, _, h, w = texture.shape
+        has = [0.0 if q is None or q.numel() == 0 else 1.0 for q in query_embeds]
+        groups: dict[int, list[int]] = {}  # query (by identity) -> samples
+        for i, q in enumerate(query_embeds):
+            if has[i]:
+                groups.setdefault(id(q), []).append(i)
+        feats = F.normalize(token_feats.to(texture), dim=-1)  # (B, N, D)
+        sims = None if len(groups) == 1 and sum(has) == b else texture.new_zeros(b, h, w)  # (B, H, W)
+        firsts = [query_embeds[m[0]].to(texture) for m in groups.values()]  # type: ignore[union-attr]  # each (Q_g, D)
+        # every query normalised in one pass (row by row: the same bits as each alone)
+        normed = F.normalize(torch.cat(firsts), dim=-1).split([q.shape[0] for q in firsts]) if firsts else []
+        for members, q in zip(groups.values(), normed, strict=True):
+            whole = len(members) == b
+            cos = (feats if whole else feats[members]) @ q.T  # (G, N, Q)
+            top = cos.topk(min(self.top_k, cos.shape[2]), dim=2).values.mean(2).view(-1, h, w)  # (G, H, W)
+            if whole:
+                sims = top
+            else:
+                sims[members] = top  # type: ignore[index]
+        return sims, has  # type: ignore[return-value]
 
     def textness_raw(self, texture: torch.Tensor, edge_unit: torch.Tensor) -> torch.Tensor:
         """ "The answer is text" before its rescaling: ``unit(edge_density)`` (B, H, W) plus the entropy in [0, 1]."""

@@ -7,7 +7,9 @@ tolerances is in :data:`LOGPROB_ATOL`.
 from __future__ import annotations
 
 import gc
+import json
 import math
+import os
 import pathlib
 
 import torch
@@ -17,7 +19,11 @@ MAX_PIXELS = {"qwen2-vl": 160 * 28 * 28, "qwen2.5-vl": 160 * 28 * 28, "qwen3-vl"
 
 
 def engine_kwargs() -> dict:
-    """What every test engine uses: float32 (exact comparisons), a 256 MiB KV cache, no compilation."""
+    """What every test engine uses: float32 (exact comparisons), a 256 MiB KV cache, no compilation.
+
+    ``ARR_COC_VLLM_ENGINE`` (a JSON object of ``LLM`` keyword arguments) overrides them, for the GPU checks of
+    ``docs/serving-vllm.md`` (encoder CUDA graphs, ``compile_mm_encoder``, the data-parallel encoder).
+    """
     return dict(
         dtype="float32",
         max_model_len=4096,
@@ -26,7 +32,7 @@ def engine_kwargs() -> dict:
         kv_cache_memory_bytes=256 << 20,
         enforce_eager=True,
         seed=0,
-    )
+    ) | json.loads(os.environ.get("ARR_COC_VLLM_ENGINE") or "{}")
 
 
 def open_engine(folder: pathlib.Path):

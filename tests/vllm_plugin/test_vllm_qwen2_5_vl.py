@@ -196,3 +196,72 @@ def test_enabled_false_is_unpruned(engine):
     prompt = chat_prompt(folder, [img], QUESTION)
     own, off = generate(llm, [request(prompt, [img], None), request(prompt, [img], {"budget": 0.1, "enabled": False})])
     assert off == own
+
+
+def pruned_batch(llm, prompt: str, images: list, options: dict):
+    """The batch the model runner hands the encoder for one request's images (vLLM's own grouping)."""
+    from vllm.multimodal import MULTIMODAL_REGISTRY
+    from vllm.multimodal.processing.context import TimingContext
+    from vllm.multimodal.processing.inputs import ProcessorInputs
+    from vllm.multimodal.utils import group_and_batch_mm_kwargs
+
+    proc = MULTIMODAL_REGISTRY.create_processor(llm.llm_engine.model_config)
+    ids = proc.info.get_tokenizer().encode(prompt, add_special_tokens=False)
+    res = proc.apply(
+        ProcessorInputs(prompt=ids, mm_data_items=proc.info.parse_mm_data({"image": images}),
+                        hf_processor_mm_kwargs={"arr_coc": options} if options else {}),
+        TimingContext(),
+    )  # fmt: skip
+    ((modality, n, batch),) = list(group_and_batch_mm_kwargs([("image", it) for it in res["mm_kwargs"]["image"]]))
+    return batch
+
+
+def test_encoder_cuda_graphs_run_pruned_images_eagerly(engine):
+    """cudagraph_mm_encoder: vLLM's own graph manager, given a pruned batch, runs every pruned image eagerly (the
+    manager holds no captured graph here, so an image sent to a graph would fail its ``assert graph_output``), splits
+    the output by the KEPT counts, and gives what the eager path gives; a pruned batch at a graph fails loudly.
+    (Before: the manager sized pruned images at their full grid and vLLM took the first k of the full rows.)"""
+    import torch
+    from vllm.v1.worker.encoder_cudagraph import EncoderCudaGraphManager
+
+    llm, folder = engine
+    imgs = [image("invoice.jpg"), image("chart.jpg")]
+    prompt = chat_prompt(folder, imgs, QUESTION)
+    batch = pruned_batch(llm, prompt, imgs, {"budget": 0.22, "mode": "texture"})
+    full = pruned_batch(llm, prompt, imgs, None)
+
+    def run(model):
+        manager = EncoderCudaGraphManager(model.vllm_config, torch.device("cpu"), torch.float32, model)
+        specs = model.get_encoder_cudagraph_item_specs(batch)
+        via_manager = manager.execute(batch)
+        misses, hits = manager.graph_misses, manager.graph_hits
+        eager = model.embed_multimodal(**batch)
+        try:
+            model.prepare_encoder_cudagraph_replay_buffers(batch, manager.max_batch_size, 0)
+            guard = ""
+        except RuntimeError as exc:
+            guard = str(exc)
+        try:
+            manager.execute(full)  # unpruned images go to the graphs (none captured here)
+            full_route = "eager"
+        except AssertionError:
+            full_route = "graph"
+        return {
+            "rows": [int(o.shape[0]) for o in via_manager],
+            "eager_rows": [int(o.shape[0]) for o in eager],
+            "kept": [s.output_tokens for s in specs],
+            "grid_tokens": [int(g.prod()) // 4 for g in torch.as_tensor(batch["image_grid_thw"])],
+            "equal": all(torch.equal(a, b) for a, b in zip(via_manager, eager, strict=True)),
+            "misses": misses,
+            "hits": hits,
+            "guard": guard,
+            "full_route": full_route,
+        }
+
+    (got,) = llm.apply_model(run)
+    assert got["rows"] == got["eager_rows"] == got["kept"]
+    assert all(k < n for k, n in zip(got["kept"], got["grid_tokens"], strict=True))  # really pruned
+    assert got["equal"]
+    assert got["misses"] == 2 and got["hits"] == 0  # both images eager, none replayed
+    assert "reached vLLM's encoder CUDA graph" in got["guard"]
+    assert got["full_route"] == "graph"

