@@ -313,25 +313,42 @@ class Realizer(nn.Module):
         Returns:
             A :class:`~arr_coc.deciding.Scoring` on the frames' device.
         """
-        rows, cols = int(grid[0]), int(grid[1])
-        units: list[np.ndarray] = []
-        boxes: list[list[Any]] = []
-        evidence: list[Any] = []
-        ocr_ms = 0.0
-        if mode == "text" and prior is None:
-            t0 = time.perf_counter()
-            pics = list(pictures) if pictures is not None else pictures_from_frames(frames)
-            prior, boxes, evidence, units = text_prior_maps(pics, query or "", rows, cols, text_options, reader, self)
-            prior = prior.to(frames.device)  # (T, rows, cols)
-            ocr_ms = (time.perf_counter() - t0) * 1e3
+        read = self._read(frames, grid, query, mode, prior, pictures, text_options, reader)
         # grad: relevance's own code without its inference_mode (functools.wraps keeps it as __wrapped__), so training
         # scores with exactly the code that decides
         relevance = functools.partial(type(self).relevance.__wrapped__, self) if grad else self.relevance
         rel = relevance(
-            frames, (rows, cols), query, token_feats=token_feats, query_embeds=query_embeds, prior=prior
-        )  # scores (T, rows, cols)
-        timings = {"ocr": ocr_ms, **rel.timings_ms}
-        return Scoring(rel.scores, units, prior, mode, rel, boxes, evidence, timings)
+            frames, (int(grid[0]), int(grid[1])), query, token_feats=token_feats, query_embeds=query_embeds,
+            prior=read.prior,
+        )  # fmt: skip
+        read.relevance, read.scores = rel, rel.scores  # (T, rows, cols)
+        read.timings_ms.update(rel.timings_ms)
+        return read
+
+    def _read(
+        self,
+        frames: torch.Tensor,
+        grid: tuple[int, int],
+        query: str | None,
+        mode: str,
+        prior: torch.Tensor | None,
+        pictures: Sequence[Image.Image] | None,
+        text_options: dict[str, Any] | None,
+        reader: Any,
+    ) -> Scoring:
+        """The text path of :meth:`score` (mode ``"text"`` without a given prior: OCR + matching -> prior, boxes,
+        evidence, word units), as a :class:`Scoring` whose scores and relevance are still to come."""
+        rows, cols = int(grid[0]), int(grid[1])
+        out = Scoring(frames.new_zeros(0), prior=prior, mode=mode, timings_ms={"ocr": 0.0})
+        if mode == "text" and prior is None:
+            t0 = time.perf_counter()
+            pics = list(pictures) if pictures is not None else pictures_from_frames(frames)
+            found, out.boxes, out.evidence, out.units = text_prior_maps(
+                pics, query or "", rows, cols, text_options, reader, self
+            )
+            out.prior = found.to(frames.device)  # (T, rows, cols)
+            out.timings_ms["ocr"] = (time.perf_counter() - t0) * 1e3
+        return out
 
     def decide(
         self,
@@ -399,12 +416,34 @@ class Realizer(nn.Module):
         feats, embeds, given = (_per_item(x, n, name) for x, name in ((token_feats, "token_feats"),
                                 (query_embeds, "query_embeds"), (priors, "priors")))  # fmt: skip
         pics, redund = _per_item(pictures, n, "pictures"), _per_item(features, n, "features")
+        if grad:  # one differentiable pass per item
+            scorings = [
+                self.score(
+                    frames[i],
+                    grids[i],
+                    queries[i],
+                    modes[i],
+                    token_feats=feats[i],
+                    query_embeds=embeds[i],
+                    prior=given[i],
+                    pictures=pics[i],
+                    text_options=text_options,
+                    reader=reader,
+                    grad=True,
+                )  # fmt: skip
+                for i in range(n)
+            ]
+        else:  # the text path per item (OCR reads each page), then every item's relevance in as few passes as can be
+            scorings = [
+                self._read(frames[i], grids[i], queries[i], modes[i], given[i], pics[i], text_options, reader)
+                for i in range(n)
+            ]
+            rels = self.relevance_items(frames, grids, queries, feats, embeds, [s.prior for s in scorings])
+            for scoring, rel in zip(scorings, rels, strict=True):
+                scoring.relevance, scoring.scores = rel, rel.scores  # (T, rows, cols)
+                scoring.timings_ms.update(rel.timings_ms)
         items = []
-        for i in range(n):
-            scoring = self.score(
-                frames[i], grids[i], queries[i], modes[i], token_feats=feats[i], query_embeds=embeds[i],
-                prior=given[i], pictures=pics[i], text_options=text_options, reader=reader, grad=grad,
-            )  # fmt: skip
+        for i, scoring in enumerate(scorings):
             # the choice runs outside inference_mode: its indices are ordinary tensors a caller may index with under
             # autograd (compress trained through with labels)
             t0 = time.perf_counter()
