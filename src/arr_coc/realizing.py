@@ -313,19 +313,17 @@ class Realizer(nn.Module):
         Returns:
             A :class:`~arr_coc.deciding.Scoring` on the frames' device.
         """
-        read = self._read(frames, grid, query, mode, prior, pictures, text_options, reader)
+        rows, cols = int(grid[0]), int(grid[1])
+        text = self._text_prior(frames, (rows, cols), query, mode, prior, pictures, text_options, reader)
         # grad: relevance's own code without its inference_mode (functools.wraps keeps it as __wrapped__), so training
         # scores with exactly the code that decides
         relevance = functools.partial(type(self).relevance.__wrapped__, self) if grad else self.relevance
         rel = relevance(
-            frames, (int(grid[0]), int(grid[1])), query, token_feats=token_feats, query_embeds=query_embeds,
-            prior=read.prior,
-        )  # fmt: skip
-        read.relevance, read.scores = rel, rel.scores  # (T, rows, cols)
-        read.timings_ms.update(rel.timings_ms)
-        return read
+            frames, (rows, cols), query, token_feats=token_feats, query_embeds=query_embeds, prior=text.prior
+        )  # scores (T, rows, cols)
+        return text.scoring(rel, mode)
 
-    def _read(
+    def _text_prior(
         self,
         frames: torch.Tensor,
         grid: tuple[int, int],
@@ -335,20 +333,15 @@ class Realizer(nn.Module):
         pictures: Sequence[Image.Image] | None,
         text_options: dict[str, Any] | None,
         reader: Any,
-    ) -> Scoring:
-        """The text path of :meth:`score` (mode ``"text"`` without a given prior: OCR + matching -> prior, boxes,
-        evidence, word units), as a :class:`Scoring` whose scores and relevance are still to come."""
-        rows, cols = int(grid[0]), int(grid[1])
-        out = Scoring(frames.new_zeros(0), prior=prior, mode=mode, timings_ms={"ocr": 0.0})
-        if mode == "text" and prior is None:
-            t0 = time.perf_counter()
-            pics = list(pictures) if pictures is not None else pictures_from_frames(frames)
-            found, out.boxes, out.evidence, out.units = text_prior_maps(
-                pics, query or "", rows, cols, text_options, reader, self
-            )
-            out.prior = found.to(frames.device)  # (T, rows, cols)
-            out.timings_ms["ocr"] = (time.perf_counter() - t0) * 1e3
-        return out
+    ) -> _TextPrior:
+        """The text path of one item (mode ``"text"`` without a given prior): OCR + matching -> the prior
+        (T, rows, cols) on the frames' device, word units, boxes and evidence; else ``prior`` as given."""
+        if not (mode == "text" and prior is None):
+            return _TextPrior(prior)
+        t0 = time.perf_counter()
+        pics = list(pictures) if pictures is not None else pictures_from_frames(frames)
+        prior, boxes, evidence, units = text_prior_maps(pics, query or "", grid[0], grid[1], text_options, reader, self)
+        return _TextPrior(prior.to(frames.device), units, boxes, evidence, (time.perf_counter() - t0) * 1e3)
 
     def decide(
         self,
@@ -416,7 +409,7 @@ class Realizer(nn.Module):
         feats, embeds, given = (_per_item(x, n, name) for x, name in ((token_feats, "token_feats"),
                                 (query_embeds, "query_embeds"), (priors, "priors")))  # fmt: skip
         pics, redund = _per_item(pictures, n, "pictures"), _per_item(features, n, "features")
-        if grad:  # one differentiable pass per item
+        if grad:  # training: item by item, outside inference_mode
             scorings = [
                 self.score(
                     frames[i],
@@ -433,17 +426,17 @@ class Realizer(nn.Module):
                 )  # fmt: skip
                 for i in range(n)
             ]
-        else:  # the text path per item (OCR reads each page), then every item's relevance in as few passes as can be
-            scorings = [
-                self._read(frames[i], grids[i], queries[i], modes[i], given[i], pics[i], text_options, reader)
+        else:  # the text priors (host OCR), then every item's relevance in one pass per frame size
+            texts = [
+                self._text_prior(frames[i], tuple(grids[i]), queries[i], modes[i], given[i], pics[i], text_options,
+                                 reader)
                 for i in range(n)
-            ]
-            rels = self.relevance_items(frames, grids, queries, feats, embeds, [s.prior for s in scorings])
-            for scoring, rel in zip(scorings, rels, strict=True):
-                scoring.relevance, scoring.scores = rel, rel.scores  # (T, rows, cols)
-                scoring.timings_ms.update(rel.timings_ms)
+            ]  # fmt: skip
+            rels = self.relevance_items(frames, grids, queries, feats, embeds, [t.prior for t in texts])
+            scorings = [t.scoring(rel, m) for t, rel, m in zip(texts, rels, modes, strict=True)]
         items = []
-        for i, scoring in enumerate(scorings):
+        for i in range(n):
+            scoring = scorings[i]
             # the choice runs outside inference_mode: its indices are ordinary tensors a caller may index with under
             # autograd (compress trained through with labels)
             t0 = time.perf_counter()
@@ -621,6 +614,22 @@ class Realizer(nn.Module):
 
 _default_lock = threading.Lock()
 _default: Realizer | None = None
+
+
+@dataclass
+class _TextPrior:
+    """What the text path gave one item (:meth:`Realizer._text_prior`): the prior and what comes with it."""
+
+    prior: torch.Tensor | None  # (T, rows, cols) on the frames' device, or None (texture mode)
+    units: list[np.ndarray] = field(default_factory=list)
+    boxes: list[list[Any]] = field(default_factory=list)
+    evidence: list[Any] = field(default_factory=list)
+    ocr_ms: float = 0.0
+
+    def scoring(self, rel: Relevance, mode: str) -> Scoring:
+        """The item's :class:`~arr_coc.deciding.Scoring` from its relevance."""
+        timings = {"ocr": self.ocr_ms, **rel.timings_ms}
+        return Scoring(rel.scores, self.units, self.prior, mode, rel, self.boxes, self.evidence, timings)
 
 
 def default_realizer() -> Realizer:

@@ -267,7 +267,12 @@ class CompressedModel:
         embed = self.model.get_input_embeddings()
         with torch.no_grad():
             q_ids = [torch.tensor(q, dtype=torch.long, device=positions.device) for q, _ in asked]  # each (Q,)
-            embeds = [embed(q.to(embed.weight.device)) if q.numel() else None for q in q_ids]  # each (Q, D)
+            # one embedding per distinct question: items asked the same share it (and one coupling matmul)
+            by_text: dict[tuple[int, ...], torch.Tensor | None] = {}
+            for (q, _), t in zip(asked, q_ids, strict=True):
+                if tuple(q) not in by_text:
+                    by_text[tuple(q)] = embed(t.to(embed.weight.device)) if t.numel() else None  # (Q, D)
+            embeds = [by_text[tuple(q)] for q, _ in asked]  # each (Q, D) or None
         pixels = [visual[it.kind][0][it.patch_start : it.patch_start + it.n_patches] for it in items]  # type: ignore[index]
         feats = [encoded[it.kind].features[it.index].detach() if encoded else None for it in items]  # (N, D) or None
         n = [math.prod(it.merged_grid(merge)) for it in items]
