@@ -11,15 +11,11 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from arr_coc.integrations.compress import (
-    allocate_tokens,
-    generation_position_ids,
-    kept_columns,
-    locate_items,
-    padding_side,
-    repack,
-    turn_query_ids,
-)
+from arr_coc.deciding import allocate_tokens
+from arr_coc.integrations.base import FamilyAdapter
+from arr_coc.integrations.sequence import kept_columns, locate_items, padding_side, repack, turn_query_ids
+
+generation_position_ids = FamilyAdapter.generation_position_ids
 
 IDS = dict(image=9, video=8, vision_start=5, vision_end=6, im_start=1, im_end=2, newline=3)
 

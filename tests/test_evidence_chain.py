@@ -95,7 +95,7 @@ def test_select_units_property(n: int, seed: int, k_frac: float, sizes: list[int
 
 
 def test_token_scores_reach_compress_selection() -> None:
-    from arr_coc.integrations.compress import allocate_tokens
+    from arr_coc.deciding import allocate_tokens
 
     scores = torch.tensor([1.0, 0.9, 0.8, 0.7, 0.6, 0.5])
     assert allocate_tokens(scores, 4, units=[[0, 4, 5]]).tolist() == [0, 1, 4, 5]
@@ -352,7 +352,7 @@ def test_compress_keeps_words_whole_like_allocate(form_image) -> None:
     kept tokens are the ones ``allocate_tokens`` picks with those units; every word fitting the budget is whole."""
     from transformers.models.qwen2_vl.image_processing_pil_qwen2_vl import Qwen2VLImageProcessorPil
 
-    from arr_coc.integrations.compress import allocate_tokens
+    from arr_coc.deciding import allocate_tokens
     from arr_coc.realizing import score_visual_tokens
 
     proc = Qwen2VLImageProcessorPil(patch_size=14, merge_size=2, temporal_patch_size=2)

@@ -54,3 +54,14 @@ def test_counter_is_inactive_outside_and_count_ops_returns_result() -> None:
     result, c2 = count_ops(torch.add, torch.ones(2), 1.0)
     assert torch.equal(result, torch.full((2,), 2.0))
     assert c2.n_ops == 1 and "add" in c2.summary()
+
+
+def test_scalar_reads_are_syncs_in_inference_mode_too() -> None:
+    """Under inference_mode ``bool(t)`` and ``int(t)`` reach the mode as ``is_nonzero`` / ``item``, not as their inner
+    ``_local_scalar_dense``: still one sync each."""
+    x = torch.arange(5)
+    for mode in (torch.inference_mode(), torch.no_grad()):
+        with mode, OpCounter() as c:
+            bool((x > 1).all())
+            int(x.max())
+        assert c.n_syncs == 2, c.summary()

@@ -235,3 +235,32 @@ def test_derived_sources_and_source_folds(tmp_path: Path) -> None:
     assert f == source_folds(qs, k=3, seed=0)
     held = holdout_sources(qs, 0.3, (), seed=0)
     assert "a" not in held and held & {"b", "c", "d"} and held & {"e", "f"}
+
+
+def test_default_decision_needs_every_kind_docgen_and_held_out_sources() -> None:
+    """The learned scorer is the default only if it loses no kind on source folds, on docgen's test split (which
+    must be measured) and on held-out sources."""
+    from arr_coc.training.evidence import decide
+
+    def t(**kinds: float) -> dict:
+        return {k: {"recall": v, "full_hit": v, "n": 1} for k, v in kinds.items()}
+
+    heldout = {
+        "rules": {"doc_type": t(form=0.9, overall=0.8), "wording": t(literal=0.8, overall=0.8)},
+        "nested": {"doc_type": t(form=0.95, overall=0.9), "wording": t(literal=0.9, overall=0.9)},
+    }
+    meta = {"heldout": heldout, "folds_by": "source", "family": "res16-b2", "docgen_test": {}, "holdout": {}}
+    assert decide(meta)["default"] == "rules"  # docgen not measured
+    meta["docgen_test"] = {"rules": t(form=1.0, overall=1.0), "res16-b2": t(form=1.0, overall=1.0)}
+    assert decide(meta)["default"] == "learned"
+    meta["holdout"] = {"rules": t(text=0.95), "res16-b2": t(text=0.94)}
+    assert (
+        decide(meta) == {**decide(meta), "default": "rules"}
+        and "held-out sources text -0.010" in decide(meta)["losses"]
+    )
+    meta["holdout"] = {}
+    meta["docgen_test"]["res16-b2"] = t(form=0.99, overall=0.99)
+    assert decide(meta)["default"] == "rules"
+    meta["docgen_test"]["res16-b2"] = t(form=1.0, overall=1.0)
+    meta["folds_by"] = "document"
+    assert decide(meta)["default"] == "rules"  # optimistic folds decide nothing

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 from numbers import Integral, Real
 from typing import NamedTuple
 
@@ -122,6 +123,8 @@ def parse_budget(budget: Budget) -> Budget:
         ValueError: naming the bad value and the allowed forms.
     """
     allowed = "an integer token count >= 1, a fraction in (0, 1] (e.g. 0.22 or '22%'), or 'adaptive'"
+    if isinstance(budget, TokenBudget):
+        return budget.value
     if isinstance(budget, str):
         text = budget.strip().lower()
         if text == "adaptive":
@@ -150,23 +153,67 @@ def parse_budget(budget: Budget) -> Budget:
     return value
 
 
+@dataclass(frozen=True)
+class TokenBudget:
+    """A budget parsed once (:meth:`parse`) and resolved per image (:meth:`resolve`) with a realizer's config.
+
+    Attributes:
+        value: an ``int`` count >= 1, a ``float`` fraction in (0, 1], or ``"adaptive"`` (what :func:`parse_budget`
+            returns).
+
+    Example:
+        >>> b = TokenBudget.parse("22%")
+        >>> b.value, b.resolve(100)
+        (0.22, 22)
+    """
+
+    value: int | float | str
+
+    @classmethod
+    def parse(cls, budget: Budget | TokenBudget) -> TokenBudget:
+        """The budget of a user's value (see the module doc); a :class:`TokenBudget` is returned as it is.
+
+        Raises:
+            ValueError: naming the bad value and the allowed forms.
+        """
+        return budget if isinstance(budget, TokenBudget) else cls(parse_budget(budget))
+
+    @property
+    def adaptive(self) -> bool:
+        """Whether the count depends on the scores (``"adaptive"``)."""
+        return self.value == "adaptive"
+
+    def resolve(self, n_tokens: int, scores: torch.Tensor | None = None, config: RelevanceConfig | None = None) -> int:
+        """Number of tokens to keep out of ``n_tokens``, always in [1, n_tokens].
+
+        Args:
+            n_tokens: the image's visual tokens N.
+            scores (torch.Tensor of shape (N,) or None): needed only for ``"adaptive"``.
+            config: whose adaptive settings (``adaptive_mass``, ``adaptive_tiers``); None: the default config.
+        """
+        if n_tokens < 1:
+            raise ValueError(f"an image needs at least one visual token, got {n_tokens}")
+        if self.value == "adaptive":
+            if scores is None:
+                raise ValueError("an 'adaptive' budget needs the relevance scores")
+            return adaptive_k(scores, config)
+        if isinstance(self.value, int):
+            return min(self.value, n_tokens)
+        return max(1, min(n_tokens, round(float(self.value) * n_tokens)))
+
+
 def resolve_budget(
-    budget: Budget, n_tokens: int, scores: torch.Tensor | None = None, config: RelevanceConfig | None = None
+    budget: Budget | TokenBudget,
+    n_tokens: int,
+    scores: torch.Tensor | None = None,
+    config: RelevanceConfig | None = None,
 ) -> int:
     """Number of tokens to keep out of ``n_tokens`` for ``budget`` (see module doc). Always in [1, n_tokens].
 
-    ``scores`` (N,) is needed only for ``"adaptive"`` (with ``config``'s adaptive settings).
+    ``scores`` (N,) is needed only for ``"adaptive"`` (with ``config``'s adaptive settings). Shorthand for
+    ``TokenBudget.parse(budget).resolve(n_tokens, scores, config)``.
     """
-    if n_tokens < 1:
-        raise ValueError(f"an image needs at least one visual token, got {n_tokens}")
-    budget = parse_budget(budget)
-    if budget == "adaptive":
-        if scores is None:
-            raise ValueError("an 'adaptive' budget needs the relevance scores")
-        return adaptive_k(scores, config)
-    if isinstance(budget, int):
-        return min(budget, n_tokens)
-    return max(1, min(n_tokens, round(budget * n_tokens)))
+    return TokenBudget.parse(budget).resolve(n_tokens, scores, config)
 
 
 def select(

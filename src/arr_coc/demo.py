@@ -51,7 +51,7 @@ from PIL import Image
 
 from .attending import parse_budget
 from .evaluation.allocators import stride_keep  # the one stride baseline (also eval's uniform allocator)
-from .families import family_names
+from .families import family_names, get_family
 from .grid import GridSpec, normalize_family
 from .heatmap import render_heatmap
 from .io import MAX_PIXELS_IN, load_image_with_size
@@ -142,6 +142,8 @@ class ModelRunner:
         device: torch device; ``None`` = cuda if available, else cpu.
         dtype: ``"auto"`` or a floating torch dtype name.
         max_new_tokens: answer length cap.
+        detail: also answer with ``compress(..., detail=...)``.
+        realizer: the relevance model every pruned answer decides with (the heatmap's; None: the default one).
     """
 
     def __init__(
@@ -151,8 +153,10 @@ class ModelRunner:
         dtype: str = "auto",
         max_new_tokens: int = 64,
         detail: str | None = None,
+        realizer: Any = None,
     ):
         self.model_id = model_id
+        self.realizer = realizer
         self.detail = detail  # also answer with compress(..., detail=...)
         self.device = device
         self.dtype = dtype
@@ -182,7 +186,8 @@ class ModelRunner:
     def compare(
         self, image: Image.Image, question: str, budget: Any, text_prior: bool, progress: Progress | None = None
     ) -> list[AnswerRow]:
-        """Answer ``question`` about ``image`` unpruned, pruned to ``budget`` and (if supported) foveated.
+        """Answer ``question`` about ``image`` unpruned, pruned to ``budget`` and (if supported) foveated, each pruned
+        model deciding with :attr:`realizer` (the heatmap's).
 
         Each model is first run once on a tiny image, so that one-time set-up (lazy imports, the OCR models,
         CUDA initialisation) is in no timed run, as ``arr-coc ask`` does. One comparison at a time (a lock).
@@ -203,7 +208,8 @@ class ModelRunner:
             runs += [(f"detail {self.detail}", {"detail": self.detail})] if self.detail else []
             for name, extra in runs:
                 scorer = TimedScorer(resolve_scorer("auto"), self.device)
-                cm = compress(model, budget=budget, processor=processor, scorer=scorer, text_prior=text_prior, **extra)
+                cm = compress(model, budget=budget, processor=processor, scorer=scorer, text_prior=text_prior,
+                              realizer=self.realizer, **extra)  # fmt: skip
                 variants.append((name, cm, scorer))
             rows = []
             for i, (name, m, scorer) in enumerate(variants):
@@ -367,27 +373,26 @@ class DemoApp:
 def detail_picture(image: Image.Image, alloc: Allocation, mode: str) -> tuple[Image.Image, Any]:
     """The composite the model is shown when ``alloc``'s budget is spent with level of detail ``mode``.
 
-    The split is ``plan_detail`` on the allocation's own scores and word units (the selection ``compress`` makes),
-    drawn at the model's resized pixels (``alloc.resized``).
+    The split is the one ``compress`` makes (``arr_coc.deciding.choose`` with ``detail``) on the allocation's own
+    scores, word units and budget, with the config of the realizer that made the allocation, drawn at the model's
+    resized pixels (``alloc.resized``).
 
     Returns:
         (picture, the ``DetailPlan``).
     """
     import torch
 
-    from .attending import select
-    from .integrations.detail import DetailPlan, composite, plan_detail
+    from .deciding import choose
+    from .integrations.detail import composite
 
     rows, cols = alloc.grid
     flat = torch.from_numpy(np.ascontiguousarray(alloc.scores, dtype=np.float32).ravel())  # (N,)
-
-    def select_k(k: int) -> torch.Tensor:
-        return select(flat, k, units=alloc.units)
-
-    try:
-        plan = plan_detail(mode, flat, (rows, cols), alloc.budget, select_k)
-    except ValueError as err:  # a budget too small for a coarse view: drop-only, as compress does
-        plan = DetailPlan("drop", select_k(alloc.budget), alloc.budget, alloc.budget, note=str(err))
+    family = get_family(alloc.family)  # the thumbnail's grid is the family's, as compress makes it
+    patch, merge = family.patch_size, family.merge_size
+    plan = choose(
+        flat, alloc.budget, alloc.config, units=alloc.units, detail=mode, grid=(rows, cols), patch=patch, merge=merge
+    ).plan
+    assert plan is not None
     view = np.asarray(image.convert("RGB").resize(tuple(alloc.resized), Image.BICUBIC))  # (H, W, 3)
     shown = composite(view, (rows, cols), plan if plan.mode != "drop" else None, keep=plan.fine.numpy())
     return Image.fromarray(shown), plan
@@ -597,15 +602,17 @@ def main(
 ) -> int:
     """``arr-coc demo``: build the app and serve it until interrupted. Returns the exit code.
 
-    ``relevance``: a checkpoint folder of ``arr-coc train`` for the heatmap's allocation (None: the rules)."""
-    runner = ModelRunner(model, device, dtype, max_new_tokens, detail) if model else None
-    if model:
-        print(f"the model ({model}) is loaded when the first question is asked")
+    ``relevance``: a checkpoint folder of ``arr-coc train`` for the heatmap's allocation and the model's pruning
+    (None: the rules)."""
     realizer = None
     if relevance is not None:
         from .realizing import Realizer
 
         realizer = Realizer.from_pretrained(relevance)
+    # the heatmap and the model's own pruning decide with the same realizer
+    runner = ModelRunner(model, device, dtype, max_new_tokens, detail, realizer) if model else None
+    if model:
+        print(f"the model ({model}) is loaded when the first question is asked")
     launch(build_app(DemoApp(runner, detail=detail, realizer=realizer)), host, port, block=True)
     return 0
 

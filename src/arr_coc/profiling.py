@@ -15,7 +15,8 @@ What counts (:class:`OpCounter`):
 * **sync**: a point where the host must wait for the device's result:
 
   - ``aten._local_scalar_dense``: ``Tensor.item()``, ``int(t)``, ``float(t)``, ``bool(t)`` (Python control flow on a
-    tensor, ``if t > 0:``), ``t.__index__``;
+    tensor, ``if t > 0:``), ``t.__index__`` (under ``inference_mode`` these arrive as ``aten.item`` /
+    ``aten.is_nonzero``, counted the same);
   - ops whose output size depends on values (the device must finish before the host can size the output):
     ``nonzero``, ``masked_select``, ``unique`` in all its spellings, ``index`` / ``index_put_`` with a boolean mask
     (``x[mask]``, ``x[mask] = v``), ``repeat_interleave`` without ``output_size``, ``bincount``, ``equal``;
@@ -55,6 +56,8 @@ _aten = torch.ops.aten
 _SYNC_OPS = frozenset(
     {
         _aten._local_scalar_dense.default,
+        _aten.item.default,  # under inference_mode item / is_nonzero reach the mode themselves (not their inner
+        _aten.is_nonzero.default,  # _local_scalar_dense): the same sync, counted once either way
         _aten.nonzero.default,
         _aten.nonzero_static.default,
         _aten.argwhere.default,

@@ -5,13 +5,15 @@
     (text mode) OCR + query matching ─► text prior ──────┘                                          │
                                                                      attending (budget, top-K) ◄────┘
 
-One object runs it: a :class:`Realizer` built from one :class:`~arr_coc.config.RelevanceConfig`, whose
-:meth:`Realizer.relevance` takes frames (T, 3, H, W) at the processor's resolution on any device, a query, and
-optionally the model's token features, the query's embeddings and a text prior, and returns scores (T, rows, cols).
-``allocate`` calls it on an image resized as the processor does and returns an ``Allocation`` (what is kept, the
-scores, and the sizes that tie them to the model's tokens); ``score_visual_tokens`` calls it on a processor's
-``pixel_values`` and the model's own visual tokens, inside ``arr_coc.compress``. Same frames, same config: same
-tokens.
+One object decides: a :class:`Realizer` built from one :class:`~arr_coc.config.RelevanceConfig`.
+:meth:`Realizer.decide` takes a batch of items (frames (T, 3, H, W) at the processor's resolution, on any device),
+their grids, questions, a budget and a mode, and returns a :class:`~arr_coc.deciding.Decision`: per item the kept
+tokens, scores, word units, the budget resolved with THIS realizer's config, the text prior and the level-of-detail
+plan. It is :meth:`Realizer.score` (text prior -> :meth:`Realizer.relevance`; with ``grad=True`` the same code with
+gradients, what the answer trainer calls) then :meth:`Realizer.choose` (:func:`arr_coc.deciding.choose`).
+Every entry point is a few lines on top of it: ``allocate`` (an image resized as the processor does -> an
+``Allocation``), ``score_visual_tokens`` and ``compress`` (a processor's ``pixel_values``), the vLLM plugin, the demo,
+``eval`` and the trainer. Same frames, same realizer: same tokens.
 
 Modes: ``"text"`` adds the OCR-based text prior (needs the ``[ocr]`` extra; the primary path for documents),
 ``"texture"`` is the fast query-agnostic-pixels path (query cues only), ``"auto"`` picks ``"text"`` when the
@@ -26,6 +28,7 @@ Example:
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import threading
 import time
@@ -39,9 +42,10 @@ import torch
 from PIL import Image
 from torch import nn
 
-from .attending import Budget, TokenScores, parse_budget, resolve_budget, select
+from .attending import Budget, TokenBudget, TokenScores
 from .balancing import SCORERS, TensionBalancer
 from .config import CHANNELS, RelevanceConfig
+from .deciding import Choice, Decision, ItemDecision, Scoring, choose
 from .grid import GridSpec
 from .io import load_image_with_size
 from .knowing import InformationScorer, ParticipatoryScorer, PerspectivalScorer, channel_index, unit_last
@@ -74,6 +78,7 @@ class Allocation:
     evidence: Any = None  # structural evidence kept first (text mode; ``.rule`` names the budget rule), or None
     units: list[np.ndarray] = field(default_factory=list)  # text mode: each word's cells, kept whole by ``select``
     notes: list[str] = field(default_factory=list)  # what the user should know (question not understood, frames)
+    config: RelevanceConfig | None = None  # the realizer's config that decided (its adaptive tiers); None: default
 
     @property
     def budget(self) -> int:
@@ -98,9 +103,9 @@ class Allocation:
     def select(self, budget: Budget) -> torch.Tensor:
         """The tokens this allocation keeps at another ``budget`` (same scores, words kept whole): (K,) ascending.
 
-        ``"adaptive"`` uses the default config's tiers."""
+        ``"adaptive"`` uses the tiers of the realizer that made the allocation (:attr:`config`)."""
         scores = torch.from_numpy(np.ascontiguousarray(self.scores, dtype=np.float32)).flatten()  # (rows * cols,)
-        return select(scores, resolve_budget(budget, scores.numel(), scores), units=self.units)
+        return choose(scores, TokenBudget.parse(budget), self.config, units=self.units).keep
 
     def to_json(self, id: Any = None) -> dict[str, Any]:
         """The JSON contract of ``arr-coc allocate``.
@@ -239,9 +244,210 @@ class Realizer(nn.Module):
         units: Sequence[torch.Tensor | np.ndarray] = (),
     ) -> torch.Tensor:
         """Kept token indices (k,), ascending, for ``budget`` over ``scores`` (N,) (adaptive settings from config);
-        each of ``units`` (the cells of one word) kept whole or not at all (``arr_coc.attending.select``)."""
-        k = resolve_budget(budget, scores.numel(), scores, self.config)
-        return select(scores, k, features if redundancy > 0 else None, redundancy, units)
+        each of ``units`` (the cells of one word) kept whole or not at all (:meth:`choose`'s ``keep``)."""
+        return self.choose(scores, budget, units=units, features=features, redundancy=redundancy).keep
+
+    def choose(
+        self,
+        scores: torch.Tensor,
+        budget: Budget | TokenBudget,
+        *,
+        units: Sequence[torch.Tensor | np.ndarray] = (),
+        features: torch.Tensor | None = None,
+        redundancy: float = 0.0,
+        detail: str | None = None,
+        grid: tuple[int, int] | None = None,
+        patch: int = 14,
+        merge: int = 2,
+    ) -> Choice:
+        """Which tokens of one item to keep for ``budget``, resolved with THIS realizer's config (its adaptive
+        tiers): :func:`arr_coc.deciding.choose` (top-K with words whole, or the level-of-detail split with
+        ``detail``). The second half of :meth:`decide`; ``compress`` calls it on a custom scorer's scores.
+
+        Args:
+            scores (torch.Tensor of shape (N,)): relevance.
+            budget: a :class:`~arr_coc.attending.TokenBudget` (or a value it parses).
+            units, features, redundancy, detail, grid, patch, merge: see :func:`arr_coc.deciding.choose`.
+        """
+        return choose(
+            scores, budget, self.config, units=units, features=features, redundancy=redundancy, detail=detail,
+            grid=grid, patch=patch, merge=merge,
+        )  # fmt: skip
+
+    def score(
+        self,
+        frames: torch.Tensor,
+        grid: tuple[int, int],
+        query: str | None,
+        mode: str = "texture",
+        *,
+        token_feats: torch.Tensor | None = None,
+        query_embeds: torch.Tensor | None = None,
+        prior: torch.Tensor | None = None,
+        pictures: Sequence[Image.Image] | None = None,
+        text_options: dict[str, Any] | None = None,
+        reader: Any = None,
+        grad: bool = False,
+    ) -> Scoring:
+        """Relevance of every visual token of one image or video (T frames), with the text path in mode ``"text"``.
+
+        The first half of :meth:`decide`, and the one differentiable scoring method: with ``grad=True`` the scores
+        carry gradients to the realizer's parameters (the answer trainer calls it so).
+
+        Args:
+            frames (torch.Tensor of shape (T, 3, rows * cell, cols * cell)): the pixels the vision tower sees, uint8 or
+                floats in [0, 1], any device.
+            grid: (rows, cols) of merged visual tokens.
+            query: the question (None or empty: query-blind).
+            mode: ``"text"`` (add the OCR text prior, unless ``prior`` is given) or ``"texture"``.
+            token_feats (torch.Tensor of shape (T * rows * cols, D) or None): the model's merged visual tokens.
+            query_embeds (torch.Tensor of shape (Q, D) or None): the language model's embeddings of the query.
+            prior (torch.Tensor of shape (T, rows, cols) or None): a text prior already computed (e.g. cached).
+            pictures: what the OCR reads (T pictures covering the grid; default: the frames themselves, one uint8
+                copy to the CPU).
+            text_options: the text path's ablation switches (``ReadingConfig.with_switches``).
+            reader: the OCR reader (default: this realizer's).
+            grad: run :meth:`relevance`'s code outside ``inference_mode``, so the scores carry gradients to the
+                realizer's parameters (training); default: under ``inference_mode``.
+
+        Returns:
+            A :class:`~arr_coc.deciding.Scoring` on the frames' device.
+        """
+        rows, cols = int(grid[0]), int(grid[1])
+        text = self._text_prior(frames, (rows, cols), query, mode, prior, pictures, text_options, reader)
+        # grad: relevance's own code without its inference_mode (functools.wraps keeps it as __wrapped__), so training
+        # scores with exactly the code that decides
+        relevance = functools.partial(type(self).relevance.__wrapped__, self) if grad else self.relevance
+        rel = relevance(
+            frames, (rows, cols), query, token_feats=token_feats, query_embeds=query_embeds, prior=text.prior
+        )  # scores (T, rows, cols)
+        return text.scoring(rel, mode)
+
+    def _text_prior(
+        self,
+        frames: torch.Tensor,
+        grid: tuple[int, int],
+        query: str | None,
+        mode: str,
+        prior: torch.Tensor | None,
+        pictures: Sequence[Image.Image] | None,
+        text_options: dict[str, Any] | None,
+        reader: Any,
+    ) -> _TextPrior:
+        """The text path of one item (mode ``"text"`` without a given prior): OCR + matching -> the prior
+        (T, rows, cols) on the frames' device, word units, boxes and evidence; else ``prior`` as given."""
+        if not (mode == "text" and prior is None):
+            return _TextPrior(prior)
+        t0 = time.perf_counter()
+        pics = list(pictures) if pictures is not None else pictures_from_frames(frames)
+        prior, boxes, evidence, units = text_prior_maps(pics, query or "", grid[0], grid[1], text_options, reader, self)
+        return _TextPrior(prior.to(frames.device), units, boxes, evidence, (time.perf_counter() - t0) * 1e3)
+
+    def decide(
+        self,
+        frames: Sequence[torch.Tensor],
+        grids: Sequence[tuple[int, int]],
+        queries: Sequence[str | None],
+        budget: Budget | TokenBudget | Sequence[Budget | TokenBudget] = "adaptive",
+        mode: str | Sequence[str] = "texture",
+        *,
+        token_feats: Sequence[torch.Tensor | None] | None = None,
+        query_embeds: Sequence[torch.Tensor | None] | None = None,
+        priors: Sequence[torch.Tensor | None] | None = None,
+        pictures: Sequence[Sequence[Image.Image] | None] | None = None,
+        features: Sequence[torch.Tensor | None] | None = None,
+        redundancy: float = 0.0,
+        detail: str | None = None,
+        patch: int = 14,
+        merge: int = 2,
+        text_options: dict[str, Any] | None = None,
+        reader: Any = None,
+        grad: bool = False,
+    ) -> Decision:
+        """Which visual tokens of each image or video to keep: the one home of the decision.
+
+        Per item: text prior (mode ``"text"``) -> :meth:`relevance` -> the budget resolved with THIS realizer's config
+        (a checkpoint's adaptive tiers) -> top-K with words whole, or the level-of-detail split (``detail``).
+        ``allocate``, ``score_visual_tokens``, ``compress`` (drop, foveate, thumbnail, mixed), the vLLM plugin, the
+        demo, ``eval`` and the answer trainer all decide here. The budget is parsed once per call.
+
+        Args:
+            frames: per item, frames (T, 3, rows * cell, cols * cell), uint8 or floats in [0, 1], any device
+                (:func:`arr_coc.texture.frames_from_image` / ``frames_from_patches``).
+            grids: per item, (rows, cols) of merged visual tokens.
+            queries: per item, the question (None or empty: query-blind).
+            budget: one budget for every item, or one per item (count, fraction, ``"adaptive"`` or a parsed
+                :class:`~arr_coc.attending.TokenBudget`).
+            mode: ``"text"`` / ``"texture"`` (``"auto"`` resolved here), one for every item or one per item.
+            token_feats: per item, the model's merged visual tokens (T * rows * cols, D), or None.
+            query_embeds: per item, the LM embeddings of the question's tokens (Q, D), or None.
+            priors: per item, a text prior (T, rows, cols) already computed (skips the OCR), or None.
+            pictures: per item, what the OCR reads (default: the frames; ``allocate`` passes the loaded image).
+            features: per item, features (N, D) for ``redundancy`` (near-duplicates), or None.
+            redundancy: in [0, 1] (``arr_coc.attending.select``).
+            detail: None (drop-only), ``"thumbnail"`` or ``"mixed"`` (single-frame items; see
+                ``arr_coc.integrations.detail``).
+            patch, merge: the tower's patch side and merge size (the thumbnail's grid).
+            text_options: the text path's switches; reader: the OCR reader (default: this realizer's).
+            grad: score outside ``inference_mode`` so the scores carry gradients (training); default off.
+
+        Returns:
+            A :class:`~arr_coc.deciding.Decision`: one :class:`~arr_coc.deciding.ItemDecision` per item.
+
+        Example:
+            >>> r = Realizer()
+            >>> d = r.decide([torch.zeros(1, 3, 56, 84, dtype=torch.uint8)], [(2, 3)], ["What is the title?"], 2)
+            >>> d[0].keep.tolist(), d[0].budget
+            ([0, 1], 2)
+        """
+        n = len(frames)
+        if len(grids) != n or len(queries) != n:
+            raise ValueError(f"decide got {n} items, {len(grids)} grids and {len(queries)} queries")
+        budgets = _per_item(budget, n, "budget", (str, int, float, TokenBudget))
+        parsed = [TokenBudget.parse(b) for b in budgets]  # parsed once per call
+        modes = [resolve_mode(m) for m in _per_item(mode, n, "mode", (str,))]
+        feats, embeds, given = (_per_item(x, n, name) for x, name in ((token_feats, "token_feats"),
+                                (query_embeds, "query_embeds"), (priors, "priors")))  # fmt: skip
+        pics, redund = _per_item(pictures, n, "pictures"), _per_item(features, n, "features")
+        if grad:  # training: item by item, outside inference_mode
+            scorings = [
+                self.score(
+                    frames[i],
+                    grids[i],
+                    queries[i],
+                    modes[i],
+                    token_feats=feats[i],
+                    query_embeds=embeds[i],
+                    prior=given[i],
+                    pictures=pics[i],
+                    text_options=text_options,
+                    reader=reader,
+                    grad=True,
+                )  # fmt: skip
+                for i in range(n)
+            ]
+        else:  # the text priors (host OCR), then every item's relevance in one pass per frame size
+            texts = [
+                self._text_prior(frames[i], tuple(grids[i]), queries[i], modes[i], given[i], pics[i], text_options,
+                                 reader)
+                for i in range(n)
+            ]  # fmt: skip
+            rels = self.relevance_items(frames, grids, queries, feats, embeds, [t.prior for t in texts])
+            scorings = [t.scoring(rel, m) for t, rel, m in zip(texts, rels, modes, strict=True)]
+        items = []
+        for i in range(n):
+            scoring = scorings[i]
+            # the choice runs outside inference_mode: its indices are ordinary tensors a caller may index with under
+            # autograd (compress trained through with labels)
+            t0 = time.perf_counter()
+            single = frames[i].shape[0] == 1
+            choice = self.choose(
+                scoring.scores.flatten(), parsed[i], units=scoring.units, features=redund[i], redundancy=redundancy,
+                detail=detail if single else None, grid=tuple(grids[i]), patch=patch, merge=merge,
+            )  # fmt: skip
+            scoring.timings_ms["select"] = (time.perf_counter() - t0) * 1e3
+            items.append(ItemDecision(scoring, choice))
+        return Decision(items, self.config)
 
     @torch.inference_mode()
     def relevance(
@@ -265,7 +471,8 @@ class Realizer(nn.Module):
             prior (torch.Tensor of shape (T, rows, cols) or None): a query-conditioned map in [0, 1] (the text prior).
 
         Returns:
-            :class:`Relevance`, on the frames' device.
+            :class:`Relevance`, on the frames' device (under ``inference_mode``; ``score(..., grad=True)`` runs this
+            same code with gradients).
         """
         rows, cols = int(grid[0]), int(grid[1])
         t = frames.shape[0]
@@ -409,6 +616,22 @@ _default_lock = threading.Lock()
 _default: Realizer | None = None
 
 
+@dataclass
+class _TextPrior:
+    """What the text path gave one item (:meth:`Realizer._text_prior`): the prior and what comes with it."""
+
+    prior: torch.Tensor | None  # (T, rows, cols) on the frames' device, or None (texture mode)
+    units: list[np.ndarray] = field(default_factory=list)
+    boxes: list[list[Any]] = field(default_factory=list)
+    evidence: list[Any] = field(default_factory=list)
+    ocr_ms: float = 0.0
+
+    def scoring(self, rel: Relevance, mode: str) -> Scoring:
+        """The item's :class:`~arr_coc.deciding.Scoring` from its relevance."""
+        timings = {"ocr": self.ocr_ms, **rel.timings_ms}
+        return Scoring(rel.scores, self.units, self.prior, mode, rel, self.boxes, self.evidence, timings)
+
+
 def default_realizer() -> Realizer:
     """The shared training-free :class:`Realizer` (``RelevanceConfig()``), used when no ``realizer=`` is passed.
 
@@ -443,6 +666,19 @@ def resolve_mode(mode: str) -> str:
             "onnxruntime); or use mode='texture'"
         )
     return mode
+
+
+def _per_item(value: Any, n: int, name: str, scalar: tuple[type, ...] = ()) -> list[Any]:
+    """``value`` for each of ``n`` items: None -> n Nones; a scalar of one of the ``scalar`` types -> repeated; else a
+    sequence of exactly n entries."""
+    if value is None:
+        return [None] * n
+    if scalar and isinstance(value, scalar):
+        return [value] * n
+    values = list(value)
+    if len(values) != n:
+        raise ValueError(f"{name} has {len(values)} entries for {n} items")
+    return values
 
 
 def _reading(text_options: dict[str, Any] | None, realizer: Realizer | None = None):
@@ -583,7 +819,7 @@ def allocate(
     Returns:
         An ``Allocation``.
     """
-    parse_budget(budget)  # fail fast, before any image work
+    budget = TokenBudget.parse(budget)  # fail fast, before any image work; parsed once
     mode = resolve_mode(mode)
     realizer = realizer or default_realizer()
     t_models = time.perf_counter()
@@ -600,26 +836,26 @@ def allocate(
     frames = frames_from_image(img, grid)  # (1, 3, H, W) uint8, resized as the processor does
     if device is not None:
         frames = frames.to(device)
-
     t1 = time.perf_counter()
-    prior, boxes, evidence, units = None, [], None, []
-    if mode == "text":
-        prior, found, evs, units = text_prior_maps([img], text, grid.rows, grid.cols, text_options, reader, realizer)
-        prior, boxes, evidence = prior.to(frames.device), found[0], evs[0]
-    t2 = time.perf_counter() if mode == "text" else t1
-    rel = realizer.relevance(frames, (grid.rows, grid.cols), text, prior=prior)
-    scores = rel.scores[0].flatten()  # (rows * cols,)
-    keep = realizer.select(scores, budget, units=units).cpu()  # (K,) words kept whole
+    # the OCR reads the loaded image at its own size (boxes are mapped to the grid)
+    item = realizer.decide(
+        [frames], [(grid.rows, grid.cols)], [text], budget, mode, pictures=[[img]], text_options=text_options,
+        reader=reader,
+    )[0]  # fmt: skip
     t3 = time.perf_counter()
+    scoring = item.scoring
+    rel = scoring.relevance
+    assert rel is not None
     components = {name: m[0].float().cpu().numpy() for name, m in rel.maps.items()}
-    if prior is not None:
-        components["text_prior"] = prior[0].float().cpu().numpy()
+    if scoring.prior is not None:
+        components["text_prior"] = scoring.prior[0].float().cpu().numpy()
+    ocr_ms = scoring.timings_ms["ocr"]
     return Allocation(
         family=spec.family,
         grid=(grid.rows, grid.cols),
         resized=grid.resized,
         original=(orig_w, orig_h),
-        keep=keep,
+        keep=item.keep.cpu(),
         scores=rel.scores[0].float().cpu().numpy(),
         query=("" if query is None else str(query))[:MAX_QUERY_CHARS],  # as typed; cut as the pipeline cuts it
         mode=mode,
@@ -628,15 +864,16 @@ def allocate(
         timings_ms={
             "load": (t1 - t0) * 1e3,
             "texture": rel.timings_ms["texture"],
-            "ocr": (t2 - t1) * 1e3,
-            "scoring": (t3 - t2) * 1e3 - rel.timings_ms["texture"],
+            "ocr": ocr_ms,
+            "scoring": (t3 - t1) * 1e3 - ocr_ms - rel.timings_ms["texture"],
             "total": (t3 - t0) * 1e3,
             "model_load": models_ms,
         },
-        text_boxes=boxes,
-        evidence=evidence,
-        units=units,
+        text_boxes=scoring.boxes[0] if scoring.boxes else [],
+        evidence=scoring.evidence[0] if scoring.evidence else None,
+        units=scoring.units,
         notes=notes,
+        config=realizer.config,
     )
 
 
@@ -690,13 +927,10 @@ def score_visual_tokens(
     )  # (t, 3, H, W)
     rows, cols = int(grid_thw[1]) // merge_size, int(grid_thw[2]) // merge_size
     realizer = realizer or default_realizer()
-    units: list[np.ndarray] = []
-    if text_prior and prior is None and query_text:
-        pictures = pictures_from_frames(frames)
-        prior, _, _, units = text_prior_maps(pictures, query_text, rows, cols, text_options, realizer=realizer)
-        prior = prior.to(frames.device)  # (t, rows, cols)
-    rel = realizer.relevance(
-        frames, (rows, cols), query_text, token_feats=token_feats, query_embeds=query_embeds, prior=prior
-    )
-    scores = rel.scores.flatten()  # (N,)
-    return TokenScores(scores, units) if return_units else scores
+    mode = "text" if text_prior and prior is None and query_text else "texture"
+    scoring = realizer.score(
+        frames, (rows, cols), query_text, mode, token_feats=token_feats, query_embeds=query_embeds, prior=prior,
+        text_options=text_options,
+    )  # fmt: skip
+    scores = scoring.scores.flatten()  # (N,)
+    return TokenScores(scores, scoring.units) if return_units else scores

@@ -72,11 +72,12 @@ def downscale_max_pixels(height: int, width: int, tokens: int, factor: int, min_
 
 
 def texture_scorer(ctx: ImageContext) -> torch.Tensor | TokenScores:
-    """Relevance from the model's own pixels and the question's words: the default scorer with the model's
-    features (visual tokens, question embeddings) taken away and no OCR (so its ``TokenScores`` has no units)."""
-    from ..integrations.base import realizing_scorer
+    """Relevance from the model's own pixels and the question's words: the default scorer of ``ctx.realizer`` (the
+    one ``compress(realizer=...)`` decides with) with the model's features (visual tokens, question embeddings) taken
+    away and no OCR (so its ``TokenScores`` has no units)."""
+    from ..integrations.base import default_scorer
 
-    return realizing_scorer()(replace(ctx, token_feats=None, query_embeds=None, scorer_config=None))
+    return default_scorer(replace(ctx, token_feats=None, query_embeds=None, text_prior=False))
 
 
 @dataclass(frozen=True)

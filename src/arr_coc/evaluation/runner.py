@@ -106,8 +106,9 @@ class EvalConfig:
         progress: show a progress bar on stderr.
         details: level-of-detail modes (``"thumbnail"``, ``"mixed"``) added to every allocator that scores tokens.
         relevance: a relevance checkpoint folder (``arr-coc train``): its ``Realizer`` goes to
-            ``compress(..., realizer=...)`` of the allocators that score with the default scorer (model, text,
-            foveate); ``None``: the default rules.
+            ``compress(..., realizer=...)`` of the allocators that score with it (model, text, texture, foveate): it
+            scores and its config resolves their budgets (an ``"adaptive"`` one with its tiers); ``None``: the
+            default rules. The query-blind baselines (random, uniform) never see it.
     """
 
     model: str
@@ -339,14 +340,14 @@ def wrap_model(
     model: Any, processor: Any, variant: Variant, questions: list[str], seed: int, realizer: Any = None
 ) -> Any:
     """``model`` itself for the unpruned variant, else ``compress(model, ...)`` scoring with the bare questions;
-    ``realizer`` (``--relevance``) goes to the allocators that score with the default scorer."""
+    ``realizer`` (``--relevance``) goes to the allocators that score with it (model, text, texture, foveate)."""
     if variant.allocator is None:
         return model
     from ..integrations import compress
 
     options = compress_options(variant.allocator, variant.budget, seed)
-    if realizer is not None and options.get("scorer") == "auto":
-        options["realizer"] = realizer
+    if realizer is not None and variant.allocator in DETAIL_ALLOCATORS:  # the allocators that score with it
+        options["realizer"] = realizer  # it scores (texture too) and resolves their budgets with its tiers
     if variant.detail is not None:
         options["detail"] = variant.detail
     return compress(model, budget=variant.budget, processor=processor, query=list(questions), **options)
@@ -777,8 +778,8 @@ def add_eval_arguments(p: argparse.ArgumentParser) -> None:
         "--relevance",
         type=Path,
         default=None,
-        help="a relevance checkpoint folder (arr-coc train) for the allocators that use the default scorer (model, "
-        "text, foveate); default: the rules",
+        help="a relevance checkpoint folder (arr-coc train) for the allocators that score with it (model, text, "
+        "texture, foveate: it scores and resolves their budgets); default: the rules",
     )
 
 

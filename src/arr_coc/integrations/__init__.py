@@ -7,9 +7,11 @@ original M-RoPE position. ``transformers`` is imported only when a model is wrap
 
 from .base import ImageContext, VisualAllocation, cosine_scorer
 from .compress import SUPPORTED_CLASSES, CompressedModel, PrunedInputs, compress, tier_levels
+from .options import CompressOptions
 
 __all__ = [
     "SUPPORTED_CLASSES",
+    "CompressOptions",
     "CompressedModel",
     "ImageContext",
     "PrunedInputs",

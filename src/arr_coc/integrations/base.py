@@ -16,11 +16,12 @@ The wrapper in ``compress.py`` never reaches into a model directly. Everything i
 
 The family files (``qwen2_vl.py``, ``qwen2_5_vl.py``, ``qwen3_vl.py``) subclass :class:`FamilyAdapter` with the few
 things that differ: which classes they accept, extra arguments of ``get_rope_index`` (Qwen2.5-VL's
-``second_per_grid_ts``) and Qwen3-VL's DeepStack features.
+``second_per_grid_ts``) and Qwen3-VL's DeepStack features. The defaults here carry what every Qwen-VL family shares
+and the family-independent sequence steps (``sequence.py``) must not know: the chat template's token ids, the
+token-type ids, the 3-row M-RoPE positions of decoded text and the 4-row positions ``generate`` takes.
 
-This module also defines the default, training-free relevance scorer (:func:`cosine_scorer`) and the
-:class:`ImageContext` every scorer receives, so a better scorer (``arr_coc.realizing.score_visual_tokens``) can be
-swapped in without touching the wrapper.
+This module also defines the scorers (:func:`default_scorer`: the realizer's relevance; :func:`cosine_scorer`:
+query-embedding similarity alone) and the :class:`ImageContext` every scorer receives.
 """
 
 from __future__ import annotations
@@ -28,11 +29,14 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
 from arr_coc.attending import TokenScores
+
+if TYPE_CHECKING:
+    from arr_coc.realizing import Realizer
 
 Kind = str  # "image" or "video"
 
@@ -62,10 +66,14 @@ class ImageContext:
         query_embeds (torch.Tensor of shape (Q, D) or None): the language model's input embeddings of ``query_ids``.
         query_text: the query as text, when a tokenizer or an explicit ``query=`` was given; else ``None``.
         config: the model's config (``model.config``).
-        scorer_config: ``compress(..., scorer_config=...)``: for the realizing scorer, a dict of extra keyword
-            arguments of ``score_visual_tokens``; custom scorers may use it as they like.
+        scorer_config: ``compress(..., scorer_config=...)``, for a custom scorer to use as it likes (the default
+            scorer reads the typed fields below, never this).
         image_mean, image_std: the processor's per-channel normalisation of ``pixel_values`` (from
             ``compress(processor=...)``, else the family's default), so a scorer can recover the exact pixels.
+        realizer: the relevance model ``compress`` decides with (``compress(realizer=...)``, else the default one):
+            the default scorer scores with it, and its config resolves the budget whatever the scorer.
+        text_prior: whether the default scorer adds the OCR text prior (``compress(text_prior=True)`` and a question).
+        text_options: the text prior's ablation switches (``ReadingConfig.with_switches``), or None.
     """
 
     kind: Kind
@@ -86,6 +94,9 @@ class ImageContext:
     scorer_config: Any = None
     image_mean: tuple[float, ...] | None = None
     image_std: tuple[float, ...] | None = None
+    realizer: Realizer | None = None
+    text_prior: bool = False
+    text_options: dict[str, Any] | None = None
 
     @property
     def n_tokens(self) -> int:
@@ -197,7 +208,65 @@ class FamilyAdapter:
             "vision_end": int(cfg.vision_end_token_id),
         }
 
+    def special_ids(self, model: Any, tokenizer: Any = None) -> dict[str, int]:
+        """Every token id the sequence steps need: placeholders and vision markers (:meth:`token_ids`) and the chat
+        template's turn markers (``im_start``, ``im_end``, ``newline``: from ``tokenizer`` when it knows them, else
+        the family's row in :mod:`arr_coc.families`)."""
+        from arr_coc.families import get_family
+
+        defaults = get_family(self.name).token_ids
+        ids = {**self.token_ids(model), **{k: defaults[k] for k in ("im_start", "im_end", "newline")}}
+        if tokenizer is not None and hasattr(tokenizer, "convert_tokens_to_ids"):
+            for key, text in (("im_start", "<|im_start|>"), ("im_end", "<|im_end|>"), ("newline", "Ċ")):
+                value = tokenizer.convert_tokens_to_ids(text)
+                if isinstance(value, int) and value >= 0 and value != getattr(tokenizer, "unk_token_id", None):
+                    ids[key] = value
+        return ids
+
     # ----- positions --------------------------------------------------------------------------------------------
+    def mm_token_type_ids(self, input_ids: torch.Tensor, ids: dict[str, int]) -> torch.Tensor:
+        """(batch_size, sequence_length) int: 0 text, 1 image placeholder, 2 video placeholder (what the processor
+        returns as ``mm_token_type_ids``)."""
+        return (input_ids == ids["image"]).int() + 2 * (input_ids == ids["video"]).int()
+
+    @staticmethod
+    def generation_position_ids(attention_mask: torch.Tensor, position_ids: torch.Tensor) -> torch.Tensor:
+        """The 4-row position ids Qwen-VL's ``generate`` takes: a text row (0, 1, ... over real tokens) above the 3
+        M-RoPE rows.
+
+        Args:
+            attention_mask (torch.LongTensor of shape (batch_size, length)): 0 on padding.
+            position_ids (torch.LongTensor of shape (3, batch_size, length)).
+
+        Returns:
+            torch.LongTensor of shape (4, batch_size, length).
+        """
+        text = (attention_mask.long().cumsum(-1) - 1).masked_fill(attention_mask == 0, 0)  # (B, L)
+        return torch.cat([text.unsqueeze(0).to(position_ids.device), position_ids], dim=0)  # (4, B, L)
+
+    def decode_position_ids(self, positions: torch.Tensor) -> torch.Tensor:
+        """Position ids of text tokens decoded after the prompt: (B, n) -> the model's (3, B, n) (all three M-RoPE
+        rows equal for text)."""
+        return positions.unsqueeze(0).expand(3, -1, -1)
+
+    def model_inputs(self, kwargs: dict[str, Any], packed: Any, mm_outputs: Any, generation: bool) -> dict[str, Any]:
+        """The model's keyword arguments for a packed (pruned) batch (``arr_coc.integrations.sequence.Repacked``): the
+        caller's others, the shorter ids, mask, labels and token types, the pruned ``mm_encoder_outputs`` and the
+        packed positions (for generation in the ``(4, B, L')`` form that decoding continues from)."""
+        out = dict(kwargs)
+        out.update(input_ids=packed.input_ids, mm_encoder_outputs=mm_outputs)
+        out["mm_token_type_ids"] = packed.mm_token_type_ids
+        if packed.attention_mask is not None:
+            out["attention_mask"] = packed.attention_mask
+        if packed.labels is not None:
+            out["labels"] = packed.labels
+        if generation:
+            assert packed.attention_mask is not None  # the packing always builds a mask for generation
+            out["position_ids"] = self.generation_position_ids(packed.attention_mask, packed.position_ids)
+        else:
+            out["position_ids"] = packed.position_ids
+        return out
+
     def rope_index(
         self,
         model: Any,
@@ -380,46 +449,52 @@ def cosine_scorer(ctx: ImageContext) -> torch.Tensor:
     return top.mean(1)  # (N,)
 
 
-def realizing_scorer() -> Scorer:
-    """``arr_coc.realizing.score_visual_tokens`` (texture scorers + embedding coupling + balancer) as a :data:`Scorer`.
-
-    Called as ``score_visual_tokens(pixel_values, grid_thw, patch_size, merge_size, temporal_patch_size,
-    token_feats=..., query_embeds=..., query_text=..., image_mean=..., image_std=..., **scorer_config)``:
-    ``compress(..., scorer_config={...})`` carries extra keyword arguments (e.g. ``realizer=``, ``prior=``,
-    ``text_prior=``).
+def default_scorer(ctx: ImageContext) -> TokenScores:
+    """The default scorer (``scorer="auto"``): ``ctx.realizer``'s :meth:`~arr_coc.realizing.Realizer.score` on the
+    item's own pixels (``arr_coc.realizing.score_visual_tokens``: texture scorers, query cues, the model's
+    token / question coupling when the features exist, the OCR text prior with ``ctx.text_prior``), with the words'
+    units. ``compress`` runs it through :meth:`~arr_coc.realizing.Realizer.decide` directly; a wrapper of it (e.g. a
+    timer) gets it per item through this function, with the same result.
     """
     from arr_coc.realizing import score_visual_tokens
 
-    def scorer(ctx: ImageContext) -> torch.Tensor:
-        return score_visual_tokens(
-            ctx.pixel_values,
-            ctx.grid_thw,
-            ctx.patch_size,
-            ctx.merge_size,
-            ctx.temporal_patch_size,
-            token_feats=ctx.token_feats,
-            query_embeds=ctx.query_embeds,
-            query_text=ctx.query_text,
-            image_mean=ctx.image_mean,
-            image_std=ctx.image_std,
-            return_units=True,
-            **dict(ctx.scorer_config or {}),
-        )
+    out = score_visual_tokens(
+        ctx.pixel_values,
+        ctx.grid_thw,
+        ctx.patch_size,
+        ctx.merge_size,
+        ctx.temporal_patch_size,
+        token_feats=ctx.token_feats,
+        query_embeds=ctx.query_embeds,
+        query_text=ctx.query_text,
+        text_prior=ctx.text_prior,
+        text_options=ctx.text_options,
+        realizer=ctx.realizer,
+        image_mean=ctx.image_mean,
+        image_std=ctx.image_std,
+        return_units=True,
+    )
+    assert isinstance(out, TokenScores)
+    return out
 
-    return scorer
+
+def realizing_scorer() -> Scorer:
+    """The default scorer (:func:`default_scorer`), as ``resolve_scorer("auto")`` returns it."""
+    return default_scorer
 
 
 def resolve_scorer(scorer: str | Scorer | None) -> Scorer:
     """Turn the ``scorer=`` option into a callable.
 
-    ``"auto"`` / ``None`` / ``"realizing"``: :func:`realizing_scorer` (the full relevance pipeline);
+    ``"auto"`` / ``None`` / ``"realizing"``: :func:`default_scorer` (the realizer's relevance; ``compress`` then
+    decides with ``Realizer.decide``);
     ``"cosine"``: :func:`cosine_scorer` (query-embedding similarity alone); a callable
     ``f(ImageContext) -> Tensor (N,)`` is used as is.
     """
     if callable(scorer):
         return scorer
     if scorer is None or scorer in ("auto", "realizing"):
-        return realizing_scorer()
+        return default_scorer
     if scorer == "cosine":
         return cosine_scorer
     raise ValueError(

@@ -66,7 +66,10 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-from arr_coc.attending import TIERS, adaptive_k
+from arr_coc.attending import adaptive_k
+from arr_coc.config import RelevanceConfig
+
+from .sequence import VisualItem
 
 DETAIL_MODES: tuple[str, ...] = ("thumbnail", "mixed")
 COARSE_FACTORS: tuple[int, ...] = (2, 4, 8)  # block side, in merged tokens, of the mixed mode's coarse cells
@@ -281,9 +284,10 @@ def plan_detail(
     *,
     patch: int = 14,
     merge: int = 2,
-    tiers: Sequence[int] = TIERS,
+    tiers: Sequence[int] | None = None,
     factors: Sequence[int] = COARSE_FACTORS,
     fine_need: int | None = None,
+    config: RelevanceConfig | None = None,
 ) -> DetailPlan:
     """Split one image's budget between the coarse view and full-resolution tokens (see the module doc).
 
@@ -294,7 +298,10 @@ def plan_detail(
         budget: B, tokens for this image (already resolved, in [1, N]).
         select_k: the wrapper's selection at k (``allocate_tokens``: top-k, word units, redundancy).
         patch, merge: the tower's patch side and merge size (thumbnail grid).
-        fine_need: override of ``adaptive_k(scores)`` (tests).
+        tiers: the budget tiers (default: ``config.adaptive_tiers``).
+        fine_need: override of ``adaptive_k(scores, config)`` (tests).
+        config: the realizer's config, whose adaptive settings split the budget (None: the default config); the
+            caller resolves ``budget`` with the same config (``Realizer.choose``).
 
     Returns:
         A :class:`DetailPlan`; ``plan.budget <= budget`` and, without word units, ``== budget``.
@@ -308,7 +315,8 @@ def plan_detail(
         raise ValueError(f"{scores.numel()} scores for a {h}x{w} token grid")
     if mode not in DETAIL_MODES:
         raise ValueError(f"detail must be one of {DETAIL_MODES}, got {mode!r}")
-    need = int(fine_need) if fine_need is not None else adaptive_k(scores)
+    need = int(fine_need) if fine_need is not None else adaptive_k(scores, config)
+    tiers = tuple(int(t) for t in (tiers if tiers is not None else (config or RelevanceConfig()).adaptive_tiers))
     if budget >= n:
         return DetailPlan("full", torch.arange(n), n, need)
     if mode == "thumbnail":
@@ -434,6 +442,63 @@ def describe_plan(plan: DetailPlan) -> str:
         f"{plan.fine.numel()} full-resolution tokens + {plan.n_coarse} coarse cells of {plan.factor}x{plan.factor} "
         f"tokens = {plan.budget} (relevance asked for {plan.fine_need})"
     )
+
+
+# ----- the coarse view in the batch (compress's level-of-detail step) ------------------------------------------
+
+
+def coarse_view(
+    items: Sequence[VisualItem],
+    plans: dict[int, DetailPlan],
+    image_px: torch.Tensor,
+    image_grid: torch.Tensor,
+    patch: int,
+    merge: int,
+    tps: int,
+) -> tuple[torch.Tensor, torch.Tensor, list[tuple[str, int]]]:
+    """The batch's image patch rows as the foveated tower gets them: a mixed image's anchor rows hold their block's
+    downsampled pixels (:func:`coarse_rows`); a thumbnail image is preceded by its thumbnail (:func:`thumbnail_rows`).
+
+    Args:
+        items: the batch's located items (images are used, in order).
+        plans: image index -> its plan.
+        image_px (torch.Tensor of shape (sum(t*h*w), C*tps*p*p)): the batch's ``pixel_values``.
+        image_grid (torch.LongTensor of shape (num_images, 3)): their ``image_grid_thw``.
+
+    Returns:
+        pixel rows (R', C*tps*p*p), the grid of every image of the augmented batch (num_images', 3), and each of
+        those images' role: ``("thumb", i)`` (the thumbnail of image i) or ``("image", i)``.
+    """
+    parts, grid_rows, roles = [], [], []
+    for it in (i for i in items if i.kind == "image"):
+        plan = plans[it.index]
+        rows = image_px[it.patch_start : it.patch_start + it.n_patches]  # (t*h*w, D)
+        grid_hw = (it.grid_thw[1], it.grid_thw[2])
+        if plan.mode == "mixed":
+            rows = coarse_rows(rows, grid_hw, plan, patch, merge, tps)
+        if plan.mode == "thumbnail" and plan.thumb_grid is not None:
+            parts.append(thumbnail_rows(rows, grid_hw, plan.thumb_grid, patch, merge, tps))
+            grid_rows.append([1, *plan.thumb_grid])
+            roles.append(("thumb", it.index))
+        parts.append(rows)
+        grid_rows.append(list(it.grid_thw))
+        roles.append(("image", it.index))
+    return torch.cat(parts), image_grid.new_tensor(grid_rows), roles
+
+
+def thumbnail_inserts(
+    input_ids: torch.Tensor, items: Sequence[VisualItem], plans: dict[int, DetailPlan], ids: dict[str, int]
+) -> dict[int, list[tuple[int, int]]]:
+    """Where :func:`insert_thumbnails` puts each thumbnail: sample -> [(column, n_tokens)], before the image's
+    ``<|vision_start|>`` (or its first placeholder when there is none)."""
+    inserts: dict[int, list[tuple[int, int]]] = {}
+    for it in items:
+        if it.kind != "image" or plans[it.index].mode != "thumbnail":
+            continue
+        first = int(it.cols[0])
+        at = first - 1 if first > 0 and int(input_ids[it.sample, first - 1]) == ids["vision_start"] else first
+        inserts.setdefault(it.sample, []).append((at, plans[it.index].n_thumb))
+    return inserts
 
 
 # ----- thumbnail: the augmented prompt -------------------------------------------------------------------------

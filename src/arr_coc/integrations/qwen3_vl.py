@@ -193,3 +193,50 @@ class Qwen3Adapter(FamilyAdapter):
 # The dense and the MoE model: two classes of the "qwen3-vl" row of arr_coc.families.
 ADAPTER = Qwen3Adapter(name="qwen3-vl")
 MOE_ADAPTER = Qwen3Adapter(name="qwen3-vl-moe")
+
+
+# ----- DeepStack tiers (compress(deepstack_tiers=...)) ---------------------------------------------------------
+def check_tiers(tiers: Sequence[float] | None) -> tuple[float, ...] | None:
+    """``deepstack_tiers`` validated: None, or fractions in (0, 1] adding up to at most 1, as a tuple."""
+    if tiers is None:
+        return None
+    try:
+        values = tuple(float(t) for t in tiers)
+    except (TypeError, ValueError):
+        raise ValueError(f"deepstack_tiers must be None or a sequence of fractions, got {tiers!r}") from None
+    if not values or any(not (0.0 < v <= 1.0) for v in values) or sum(values) > 1.0 + 1e-6:
+        raise ValueError(f"deepstack_tiers must be fractions in (0, 1] that add up to at most 1, got {tiers!r}")
+    return values
+
+
+def tier_levels(scores: torch.Tensor, n_levels: int, tiers: Sequence[float]) -> torch.Tensor:
+    """How many DeepStack levels each kept token receives, from relevance tiers.
+
+    Kept tokens are ranked by score (ties to the lower index); the first ``tiers[0]`` share of them forms the top
+    tier, the next ``tiers[1]`` share the second, ...; if the fractions add up to less than 1 the rest forms one more,
+    lowest tier. With ``m`` tiers, tier ``i`` (0 = top) receives the first ``round(n_levels * (m-1-i) / (m-1))``
+    levels: the top tier all of them, the lowest none. A single tier covering everything receives all levels.
+
+    Args:
+        scores (torch.Tensor of shape (k,)): relevance of the kept tokens, in kept (ascending index) order.
+        n_levels: number of DeepStack levels of the model.
+        tiers: fractions, see above.
+
+    Returns:
+        torch.LongTensor of shape (k,): levels received per kept token.
+    """
+    k = scores.numel()
+    fractions = list(tiers)
+    if sum(fractions) < 1.0 - 1e-6:
+        fractions.append(1.0 - sum(fractions))
+    m = len(fractions)
+    order = torch.sort(torch.nan_to_num(scores.float(), nan=-torch.inf), descending=True, stable=True).indices
+    bounds = [round(k * c) for c in torch.cumsum(torch.tensor(fractions, dtype=torch.float64), 0).tolist()]
+    bounds[-1] = k
+    levels = torch.zeros(k, dtype=torch.long, device=scores.device)
+    start = 0
+    for i, end in enumerate(bounds):
+        n = n_levels if m == 1 else round(n_levels * (m - 1 - i) / (m - 1))
+        levels[order[start:end]] = n
+        start = max(start, end)
+    return levels

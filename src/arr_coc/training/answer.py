@@ -79,8 +79,9 @@ import torch
 import torch.nn.functional as F
 from PIL import Image
 
-from ..attending import Budget, parse_budget, resolve_budget, select
+from ..attending import Budget, parse_budget, select
 from ..config import RelevanceConfig
+from ..deciding import ItemDecision
 from ..realizing import Realizer
 
 GATES = ("st", "soft")
@@ -298,13 +299,14 @@ class Prepared:
     """What a step needs of one sample that does not change during training (cached by :class:`AnswerTrainer`).
 
     Attributes:
-        texture (torch.Tensor of shape (1, 13, rows, cols)): the texture of the model's own resized pixels.
-        prior (torch.Tensor of shape (1, rows, cols) or None): the OCR text prior (text mode).
+        frames (torch.Tensor of shape (1, 3, H, W)): the model's own resized pixels in [0, 1] (what the realizer
+            scores).
+        prior (torch.Tensor of shape (1, rows, cols) or None): the OCR text prior (text mode), read once.
         cells (torch.LongTensor of shape (E,) or None): evidence cells of the answer boxes.
         grid: (rows, cols) of visual tokens.
     """
 
-    texture: torch.Tensor
+    frames: torch.Tensor
     prior: torch.Tensor | None
     cells: torch.Tensor | None
     grid: tuple[int, int]
@@ -460,47 +462,43 @@ class AnswerTrainer:
             frames = frames_from_patches(
                 inputs["pixel_values"], (t, h, w), self.patch, self.merge, self.tps, self.image_mean, self.image_std
             )  # (1, 3, H, W) in [0, 1]
-            with torch.no_grad():
-                texture = self.realizer.texture(frames, rows, cols)  # (1, 13, rows, cols)
             prior = None
-            if self.mode == "text":
-                from ..realizing import pictures_from_frames, text_prior_maps
-
-                prior, _, _, _ = text_prior_maps(
-                    pictures_from_frames(frames), sample.query, rows, cols, realizer=self.realizer
-                )
-                prior = prior.to(self.device)  # (1, rows, cols)
+            if self.mode == "text":  # the OCR text prior, read once per sample (Realizer.score's text path)
+                with torch.no_grad():
+                    prior = self.realizer.score(frames, (rows, cols), sample.query, "text").prior  # (1, rows, cols)
             cells = None
             if sample.boxes:
                 found = evidence_cells(sample.boxes, width, height, rows, cols)
                 cells = torch.from_numpy(found).to(self.device) if found.size else None
-            prepared = Prepared(texture, prior, cells, (rows, cols))
+            prepared = Prepared(frames, prior, cells, (rows, cols))
             self._cache[sample.id] = prepared
         return inputs, answer_ids.to(self.device), prepared
 
-    def scores(self, prepared: Prepared, token_feats: torch.Tensor, query: str) -> torch.Tensor:
-        """The Realizer's relevance of every visual token, differentiable in its parameters.
+    def decision(self, prepared: Prepared, token_feats: torch.Tensor, query: str) -> ItemDecision:
+        """The Realizer's decision on one sample (:meth:`~arr_coc.realizing.Realizer.decide` with ``grad=True``):
+        scores differentiable in its parameters, the budget resolved with its config, the kept tokens.
 
         Args:
-            prepared: the sample's texture / prior.
+            prepared: the sample's frames / prior.
             token_feats (torch.Tensor of shape (N, D)): the merged visual tokens (constants).
             query: the question.
-
-        Returns:
-            torch.Tensor of shape (N,), float32.
         """
         tokenizer = getattr(self.processor, "tokenizer", self.processor)
         q_ids = tokenizer.encode(query, add_special_tokens=False)
         embed = self.model.get_input_embeddings()
         with torch.no_grad():
             q_embeds = embed(torch.tensor(q_ids, dtype=torch.long, device=self.device)).float() if q_ids else None
-        rows, cols = prepared.grid
-        feats = token_feats.detach().float().reshape(1, rows * cols, -1)  # (1, N, D)
-        scores, _, _ = self.realizer(
-            prepared.texture, [self.realizer.cues(query)], prior=prepared.prior, token_feats=feats,
-            query_embeds=[q_embeds],
+        feats = token_feats.detach().float()  # (N, D)
+        decision = self.realizer.decide(
+            [prepared.frames], [prepared.grid], [query], self.budget, self.mode, token_feats=[feats],
+            query_embeds=[q_embeds], priors=[prepared.prior], grad=True,
         )  # fmt: skip
-        return scores.flatten()  # (N,)
+        return decision[0]
+
+    def scores(self, prepared: Prepared, token_feats: torch.Tensor, query: str) -> torch.Tensor:
+        """The Realizer's relevance of every visual token (N,), float32, differentiable in its parameters (the
+        scores of :meth:`decision`)."""
+        return self.decision(prepared, token_feats, query).scores.flatten()
 
     def loss(self, sample: AnswerSample) -> tuple[torch.Tensor, dict[str, Any]]:
         """The objective of one sample and what it is made of.
@@ -520,15 +518,16 @@ class AnswerTrainer:
             if len(self._encoded) < self.cache_encoded:
                 self._encoded[sample.id] = (inputs, answer_ids, prepared, encoded)
         feats = encoded.features[0]  # (N, D)
-        scores = self.scores(prepared, feats, sample.query)  # (N,)
+        decision = self.decision(prepared, feats, sample.query)
+        scores = decision.scores.flatten()  # (N,) with gradients
         n = scores.numel()
-        k = resolve_budget(self.budget, n, scores.detach(), self.realizer.config)
+        k = decision.choice.requested  # the budget resolved with the realizer's config
         gate = keep_gate(scores, k, self.gate, self.temperature)  # (N,)
         out = gated_forward(self.model, inputs, [gate], encoded, self.adapter, answer_ids.numel() + 1, self.mask)
         lm = answer_loss(out.logits[0], answer_ids)
         loss, ev, recall = lm, None, None
         if prepared.cells is not None:
-            kept = select(scores.detach(), k)
+            kept = decision.keep
             recall = float(torch.isin(prepared.cells, kept).float().mean())
             if self.evidence_weight > 0:
                 ev_loss = evidence_loss(scores, prepared.cells, self.temperature)

@@ -666,7 +666,8 @@ def _table(title: str, tables: dict[str, dict[str, dict[str, float]]], spread: d
 
 def decide(meta: dict[str, Any]) -> dict[str, Any]:
     """Issue 26's rule: the learned scorer becomes the default only if, on source-grouped folds, it is better than
-    the rules overall and worse in no doc_type and no wording, and the same on docgen's test split. Returns
+    the rules overall and worse in no doc_type and no wording, and the same on docgen's test split (which must be
+    measured) and on held-out sources (when there are any). Returns
     {"default": "learned" | "rules", "losses": [...], "gains": [...]}."""
     losses, gains = [], []
     nested = meta["heldout"].get("nested")
@@ -678,6 +679,12 @@ def decide(meta: dict[str, Any]) -> dict[str, Any]:
                 d = v["recall"] - meta["heldout"]["rules"][by][g]["recall"]
                 (losses if d < -1e-9 else gains).append(f"{g} {d:+.3f}")
     test = meta.get("docgen_test") or {}
+    if not test:
+        losses.append("docgen test split not measured (--docgen-test N)")
+    for g, v in (meta.get("holdout") or {}).get(meta["family"], {}).items():
+        d = v["recall"] - meta["holdout"]["rules"][g]["recall"]
+        if d < -1e-9:
+            losses.append(f"held-out sources {g} {d:+.3f}")
     if "rules" in test and meta["family"] in test and meta["family"] != "rules":
         for g, v in test[meta["family"]].items():
             d = v["recall"] - test["rules"][g]["recall"]

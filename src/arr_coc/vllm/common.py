@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from arr_coc.attending import Budget, TokenScores, parse_budget, resolve_budget, select
+from arr_coc.attending import Budget, parse_budget
 
 KEY = "arr_coc"  # the key in mm_processor_kwargs
 KEEP_FIELD = "arr_coc_keep"  # the field added to each pruned image item: its kept merged-token indices
@@ -250,13 +250,13 @@ def special_ids(tokenizer: Any, image_token_id: int, video_token_id: int) -> dic
 def turn_questions(prompt: Sequence[int], ids: Mapping[str, int], tokenizer: Any) -> list[str]:
     """The question of each image of a prompt, in order: the text of the user turn that holds it.
 
-    Exactly ``compress``'s rule (:func:`arr_coc.integrations.compress.turn_query_ids`: the turn's text without its
+    Exactly ``compress``'s rule (:func:`arr_coc.integrations.sequence.turn_query_ids`: the turn's text without its
     role header, placeholders and vision markers), decoded with the model's tokenizer.
 
     Args:
         prompt: the request's token ids before vLLM expands the placeholders (one image token per image).
     """
-    from arr_coc.integrations.compress import turn_query_ids
+    from arr_coc.integrations.sequence import turn_query_ids
 
     row = list(prompt)
     mask = [1] * len(row)
@@ -284,9 +284,9 @@ def decide(
 ) -> torch.Tensor:
     """Which merged tokens of one image to keep: ``compress(..., foveate=True)``'s decision.
 
-    The same :func:`arr_coc.realizing.score_visual_tokens` (pixels + question, no token features: they do not exist
-    before the tower runs) and the same selection (``resolve_budget`` with the realizer's config, as ``compress``'s
-    ``allocate_tokens``, + ``select``, words kept whole in text mode).
+    :meth:`arr_coc.realizing.Realizer.decide` on the image's own pixels and the question (no token features: they do
+    not exist before the tower runs): the budget resolved with the realizer's config (a checkpoint's adaptive tiers),
+    words kept whole in text mode. The text prior runs when the mode is ``"text"`` and there is a question.
 
     Args:
         pixel_values (torch.Tensor of shape (t*h*w, C*temporal_patch_size*patch_size**2)): the image's patches.
@@ -296,27 +296,26 @@ def decide(
     Returns:
         torch.LongTensor of shape (k,): kept indices, strictly increasing, raster order over (t, h/m, w/m).
     """
-    from arr_coc.realizing import score_visual_tokens
+    from arr_coc.texture import frames_from_patches
 
     realizer = realizer_for(options.relevance)
-    out = score_visual_tokens(
+    t, h, w = (int(v) for v in grid_thw)
+    m = geometry.merge_size
+    frames = frames_from_patches(
         pixel_values,
-        tuple(int(v) for v in grid_thw),
+        (t, h, w),
         geometry.patch_size,
-        geometry.merge_size,
+        m,
         geometry.temporal_patch_size,
-        query_text=question,
-        text_prior=options.mode == "text",
-        text_options=dict(options.text_options) if options.text_options is not None else None,
-        realizer=realizer,
-        image_mean=geometry.image_mean,
-        image_std=geometry.image_std,
-        return_units=True,
+        geometry.image_mean,
+        geometry.image_std,
+    )  # (t, 3, H, W)
+    mode = "text" if options.mode == "text" and question else "texture"
+    text_options = dict(options.text_options) if options.text_options is not None else None
+    decision = realizer.decide(
+        [frames], [(h // m, w // m)], [question], options.budget, mode, text_options=text_options
     )
-    assert isinstance(out, TokenScores)
-    scores = out.scores.detach().float().flatten()  # (N,)
-    k = resolve_budget(options.budget, scores.numel(), scores, realizer.config)  # "adaptive": the checkpoint's tiers
-    return select(scores, k, None, 0.0, out.units).long().cpu()  # (k,)
+    return decision[0].keep.long().cpu()  # (k,)
 
 
 def decide_all(

@@ -1,0 +1,63 @@
+"""Kept sets of ``arr_coc.allocate`` on the example images, to show a refactor keeps exactly the same tokens.
+
+Every example image (``examples/*.jpg`` but the heatmap) x 4 questions (one empty) x texture and text mode x budgets
+0.11, "adaptive" and 64 x Qwen2.5-VL and Qwen3-VL grids: 192 allocations, each with its kept indices and its
+``Allocation.select(64)``. Run it once on the old checkout and once on the new one, then compare the two files.
+
+Example:
+    git worktree add /tmp/old <old commit>
+    (cd /tmp/old && PYTHONPATH=src python "$OLDPWD/benchmarks/kept_sets.py" --out /tmp/before.json)
+    PYTHONPATH=src python benchmarks/kept_sets.py --out /tmp/after.json --compare /tmp/before.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+QUERIES = ("How much must be paid?", "What is the total?", "What is in the top left corner?", "")
+BUDGETS = (0.11, "adaptive", 64)
+FAMILIES = ("qwen2.5-vl", "qwen3-vl")
+
+
+def kept_sets(examples: Path) -> dict[str, dict[str, list[int]]]:
+    """``{"<image>|<mode>|<query>|<budget>|<family>": {"keep": [...], "select64": [...]}}``."""
+    import arr_coc
+
+    out = {}
+    for path in sorted(examples.glob("*.jpg")):
+        if "heatmap" in path.name:
+            continue
+        for mode in ("texture", "text"):
+            for query in QUERIES:
+                for budget in BUDGETS:
+                    for family in FAMILIES:
+                        a = arr_coc.allocate(str(path), query, budget, family=family, mode=mode)
+                        key = f"{path.name}|{mode}|{query}|{budget}|{family}"
+                        out[key] = {"keep": a.keep.tolist(), "select64": a.select(64).tolist()}
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--examples", type=Path, default=Path("examples"))
+    parser.add_argument("--out", type=Path, required=True, help="where to write this checkout's kept sets (JSON)")
+    parser.add_argument("--compare", type=Path, default=None, help="an earlier run's JSON to compare with")
+    args = parser.parse_args(argv)
+    sets = kept_sets(args.examples)
+    args.out.write_text(json.dumps(sets))
+    print(f"{len(sets)} allocations -> {args.out}")
+    if args.compare is None:
+        return 0
+    before = json.loads(args.compare.read_text())
+    differ = sorted(k for k in sets.keys() | before.keys() if sets.get(k) != before.get(k))
+    print(f"compared with {args.compare}: {len(differ)} of {len(sets)} allocations differ")
+    for key in differ[:20]:
+        print("  differs:", key)
+    return 1 if differ else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
