@@ -365,7 +365,7 @@ def test_text_reader_torch_backend_reads_the_same_boxes() -> None:
     ref = TextReader().read(page)
     reader = TextReader(backend="torch", device="cpu", dtype="float32")
     got = reader.read(page)
-    assert isinstance(reader.engine()[0], TorchRapidOCR)  # the detector; lines go through LineRecognizer
+    assert isinstance(reader.engine()[0], TorchRapidOCR)  # the detector; lines: PageRecognizer (one call a page)
     assert any(b.text == "4711" for b in ref)  # the key/value split ran on both
     assert [b.text for b in got] == [b.text for b in ref]
     np.testing.assert_allclose([b.box for b in got], [b.box for b in ref], atol=1.0)  # pixels

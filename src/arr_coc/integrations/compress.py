@@ -45,18 +45,16 @@ from arr_coc.families import check_transformers, load_object, match_model, suppo
 from .base import EncodedVisual, FamilyAdapter, ImageContext, Scorer, VisualAllocation, default_scorer
 from .options import CompressOptions, normalisation
 from .qwen3_vl import tier_levels
-from .sequence import (  # noqa: F401  (locate_items, turn_query_ids: this module's names before the split)
+from .sequence import (
     PrunedInputs,
     VisualItem,
     check_inputs,
     kept_columns,
     locate,
-    locate_items,
     padding_side,
     past_length,
     questions,
     repack,
-    turn_query_ids,
 )
 
 SUPPORTED_CLASSES: tuple[str, ...] = supported_classes()  # the built-in families' classes (arr_coc.families)
@@ -267,8 +265,7 @@ class CompressedModel:
         embed = self.model.get_input_embeddings()
         with torch.no_grad():
             q_ids = [torch.tensor(q, dtype=torch.long, device=positions.device) for q, _ in asked]  # each (Q,)
-            # one embedding per distinct question: items asked the same share it (and one coupling matmul)
-            by_text: dict[tuple[int, ...], torch.Tensor | None] = {}
+            by_text: dict[tuple[int, ...], torch.Tensor | None] = {}  # one embedding per distinct question (shared)
             for (q, _), t in zip(asked, q_ids, strict=True):
                 if tuple(q) not in by_text:
                     by_text[tuple(q)] = embed(t.to(embed.weight.device)) if t.numel() else None  # (Q, D)

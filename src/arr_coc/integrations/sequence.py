@@ -72,6 +72,7 @@ class VisualItem:
         cols (torch.LongTensor of shape (N,)): columns of its placeholder tokens in that row, ascending.
         grid_thw: (t, h, w) patch grid (NOT merged).
         patch_start: first row of its patches in ``pixel_values`` / ``pixel_values_videos``.
+        span: (first, last) of ``cols``, on the host (the question is read around them without a device read).
     """
 
     kind: str
@@ -80,6 +81,7 @@ class VisualItem:
     cols: torch.Tensor
     grid_thw: tuple[int, int, int]
     patch_start: int
+    span: tuple[int, int] = (-1, -1)
 
     @property
     def n_patches(self) -> int:
@@ -135,15 +137,16 @@ def locate_items(
         if not bool(attention_mask[where[:, 0], where[:, 1]].all()):
             raise ValueError(f"some {kind} placeholder tokens are masked out by attention_mask")
     items, start, patch = [], 0, 0
+    host = where.tolist()  # [(sample, column)]: one read of the placeholders' places for every item below
     for i, (n, thw) in enumerate(zip(sizes, grid_list, strict=True)):
         block = where[start : start + n]  # (n, 2)
-        rows = block[:, 0].unique()
-        if rows.numel() != 1:
+        rows = sorted({r for r, _ in host[start : start + n]})
+        if len(rows) != 1:
             raise ValueError(
-                f"the placeholder tokens of {kind} {i} span samples {rows.tolist()}; input_ids and "
-                f"{kind}_grid_thw do not match"
+                f"the placeholder tokens of {kind} {i} span samples {rows}; input_ids and {kind}_grid_thw do not match"
             )
-        items.append(VisualItem(kind, i, int(rows[0]), block[:, 1], thw, patch))  # type: ignore[arg-type]
+        span = (host[start][1], host[start + n - 1][1]) if n else (-1, -1)
+        items.append(VisualItem(kind, i, rows[0], block[:, 1], thw, patch, span))  # type: ignore[arg-type]
         start += n
         patch += thw[0] * thw[1] * thw[2]
     return items
@@ -214,11 +217,10 @@ def padding_side(attention_mask: torch.Tensor | None, override: str | None = Non
     """``override`` if given, else the side the input is padded on (``"left"`` when unpadded or unknown)."""
     if override is not None:
         return override
-    if attention_mask is not None and bool((attention_mask[:, 0] == 0).any()):
+    if attention_mask is None:
         return "left"
-    if attention_mask is not None and bool((attention_mask[:, -1] == 0).any()):
-        return "right"
-    return "left"
+    left, right = torch.stack([(attention_mask[:, 0] == 0).any(), (attention_mask[:, -1] == 0).any()]).tolist()
+    return "right" if right and not left else "left"  # one read of both flags
 
 
 @dataclass
@@ -410,6 +412,7 @@ def questions(
                 encoded = tokenizer.encode(q)
             out.append(([int(i) for i in encoded], q))
             continue
-        q_ids = turn_query_ids(rows[it.sample], masks[it.sample], int(it.cols[0]), int(it.cols[-1]), ids)
+        first, last = it.span if it.span[0] >= 0 else (int(it.cols[0]), int(it.cols[-1]))
+        q_ids = turn_query_ids(rows[it.sample], masks[it.sample], first, last, ids)
         out.append((q_ids, tokenizer.decode(q_ids) if hasattr(tokenizer, "decode") else None))
     return out

@@ -21,6 +21,8 @@ Three rooms and what they share (imports go down this list, never up; ``tests/te
                            downloads), ``TextBox``, ``ReadResult``, ``OcrCache`` (each page is read once); lines are
                            split after a trailing-colon word ("Invoice No: 4711" -> "Invoice No:" | "4711")
         recognition.py     ``LineRecognizer``: the CTC line recogniser (Latin head, width-sorted batches)
+        lines.py           ``PageRecognizer``: a page's lines cut (one ``grid_sample``), recognised (one call) and
+                           CTC-decoded (one copy back) on a torch device (``backend="torch"``)
         onnx_torch.py      ``OnnxModule``: the PP-OCR ONNX graphs run by torch on any device and dtype
         torch_backend.py   ``TorchOcrSession`` / ``TorchRapidOCR``: rapidocr with its networks on ``OnnxModule``
     matching/        how much each box matters for a question, painted onto the token grid

@@ -48,7 +48,8 @@ class OcrConfig:
     split_key_value: bool = True  # split a recognised line after each word ending in ':' or '=' (key | value)
     charset: str = "latin"  # recogniser classes: "latin" (605 Latin-script classes of 18,710) or "all"
     squeeze: float = 1.0  # recognise lines at 48 px height and this share of their width (0.75 breaks fine print)
-    rec_batch_size: int = 8  # text lines per recognition call (sorted by width, padded to the batch's widest)
+    rec_batch_size: int = 8  # onnxruntime: lines per recognition call (sorted by width, padded to the batch's
+    # widest); backend='torch' recognises all lines of a page in one call
     rec_model_path: str | None = None  # PP-OCR recognition ONNX model (None: the one bundled with rapidocr)
     num_threads: int | None = None  # detector intra-op threads and recognition workers (None: all cores)
     cache_items: int = 64  # OCR results kept per reader (LRU by count, one entry per distinct page); 0 disables

@@ -440,9 +440,19 @@ class QueryMatcher:
 
     def units(self, boxes: Sequence[TextBox], rows: int, cols: int, original_size: tuple[int, int]) -> list[np.ndarray]:
         """The cells of each recognised word (``arr_coc.reading.matching.propagation.word_units``), for a selection
-        that keeps words whole (``arr_coc.attending.select``); empty when ``layout.whole_words`` is off."""
+        that keeps words whole (``arr_coc.attending.select``); empty when ``layout.whole_words`` is off. They depend
+        on the page only: computed once per page and grid (``page_cached``), read-only arrays in a new list."""
         cfg = self.config.layout
-        return word_units(boxes, rows, cols, original_size, cfg.word_pad) if cfg.whole_words else []
+        if not cfg.whole_words:
+            return []
+
+        def compute() -> list[np.ndarray]:
+            units = word_units(boxes, rows, cols, original_size, cfg.word_pad)
+            for u in units:
+                u.setflags(write=False)
+            return units
+
+        return list(self.page_cached(f"units {rows} {cols} {tuple(original_size)}", boxes, compute))
 
     def evidence(self, boxes: Sequence[TextBox], query: str, layout: Layout | None = None) -> Evidence | None:
         """The structural evidence the query needs (``arr_coc.reading.layout.structural_query.Evidence``), or None

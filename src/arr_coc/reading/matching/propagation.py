@@ -8,7 +8,6 @@ are the next item of a list rather than its value and get a small share. All wei
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -49,35 +48,51 @@ def paint_boxes(
     if width <= 0 or height <= 0:
         raise ValueError(f"original_size must be a positive (width, height), got {original_size}")
     out = np.zeros((rows, cols), dtype=np.float32)
-    for tb, s in zip(boxes, scores, strict=True):
-        s = float(np.clip(np.nan_to_num(s, nan=0.0), 0.0, 1.0))
-        span = cell_span(tb.box, rows, cols, (width, height)) if s > 0.0 else None
-        if span is None:
-            continue
-        r0, r1, c0, c1 = span
-        region = out[r0:r1, c0:c1]
-        np.maximum(region, s, out=region)
+    values = np.clip(np.nan_to_num(np.asarray(list(scores), dtype=np.float64), nan=0.0), 0.0, 1.0)  # (N,)
+    if len(values) != len(boxes):
+        raise ValueError(f"one score per box: {len(boxes)} boxes, {len(values)} scores")
+    if not len(boxes):
+        return out
+    inside, r0, r1, c0, c1 = cell_spans(np.array([tb.box for tb in boxes], dtype=np.float64),
+                                        rows, cols, (width, height))  # fmt: skip
+    for i in np.flatnonzero(inside & (values > 0.0)):  # a slice a box: overlaps keep the max
+        region = out[r0[i] : r1[i], c0[i] : c1[i]]
+        np.maximum(region, float(values[i]), out=region)
     return out
+
+
+def cell_spans(
+    boxes: np.ndarray, rows: int, cols: int, original_size: tuple[float, float]
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """``paint_boxes``' rule for many boxes at once: which grid cells each ``(x0, y0, x1, y1)`` row of ``boxes``
+    (N, 4) touches. Pixel ``(x, y)`` lies in column ``floor(x * cols / W)`` and row ``floor(y * rows / H)``; a box's
+    right / bottom edge is exclusive, and a degenerate box still covers one cell.
+
+    Returns:
+        ``inside`` (N,) bool (False: the box lies entirely outside the image) and ``r0, r1, c0, c1`` (N,) int64: the
+        box touches rows ``r0:r1`` and columns ``c0:c1``.
+    """
+    width, height = float(original_size[0]), float(original_size[1])
+    b = np.asarray(boxes, dtype=np.float64).reshape(-1, 4)  # (N, 4)
+    x0, x1 = np.minimum(b[:, 0], b[:, 2]), np.maximum(b[:, 0], b[:, 2])
+    y0, y1 = np.minimum(b[:, 1], b[:, 3]), np.maximum(b[:, 1], b[:, 3])
+    inside = (x1 >= 0) & (y1 >= 0) & (x0 <= width) & (y0 <= height)  # (N,)
+    x0, x1 = np.clip(x0, 0, width), np.clip(x1, 0, width)
+    y0, y1 = np.clip(y0, 0, height), np.clip(y1, 0, height)
+    c0 = np.minimum(cols - 1, np.floor(x0 * cols / width)).astype(np.int64)
+    r0 = np.minimum(rows - 1, np.floor(y0 * rows / height)).astype(np.int64)
+    c1 = np.maximum(c0 + 1, np.minimum(cols, np.ceil(x1 * cols / width))).astype(np.int64)
+    r1 = np.maximum(r0 + 1, np.minimum(rows, np.ceil(y1 * rows / height))).astype(np.int64)
+    return inside, r0, r1, c0, c1
 
 
 def cell_span(
     box: tuple[float, float, float, float], rows: int, cols: int, original_size: tuple[float, float]
 ) -> tuple[int, int, int, int] | None:
-    """``(r0, r1, c0, c1)``: the grid rows ``r0:r1`` and columns ``c0:c1`` a box touches (``paint_boxes``' rule), or
-    None when the box lies entirely outside the image."""
-    width, height = float(original_size[0]), float(original_size[1])
-    x0, y0, x1, y1 = box
-    x0, x1 = sorted((x0, x1))
-    y0, y1 = sorted((y0, y1))
-    if x1 < 0 or y1 < 0 or x0 > width or y0 > height:
-        return None
-    x0, x1 = sorted((min(max(x0, 0.0), width), min(max(x1, 0.0), width)))
-    y0, y1 = sorted((min(max(y0, 0.0), height), min(max(y1, 0.0), height)))
-    c0 = min(cols - 1, int(math.floor(x0 * cols / width)))
-    r0 = min(rows - 1, int(math.floor(y0 * rows / height)))
-    c1 = max(c0 + 1, min(cols, int(math.ceil(x1 * cols / width))))
-    r1 = max(r0 + 1, min(rows, int(math.ceil(y1 * rows / height))))
-    return r0, r1, c0, c1
+    """``(r0, r1, c0, c1)``: the grid rows ``r0:r1`` and columns ``c0:c1`` a box touches (``cell_spans`` for one
+    box), or None when the box lies entirely outside the image."""
+    inside, r0, r1, c0, c1 = cell_spans(np.asarray([box], dtype=np.float64), rows, cols, original_size)
+    return (int(r0[0]), int(r1[0]), int(c0[0]), int(c1[0])) if inside[0] else None
 
 
 def word_units(
@@ -110,18 +125,7 @@ def word_units(
         )
     if not spans:
         return []
-    width, height = float(original_size[0]), float(original_size[1])
-    b = np.asarray(spans, dtype=np.float64)  # (W, 4)
-    x0, x1 = np.minimum(b[:, 0], b[:, 2]), np.maximum(b[:, 0], b[:, 2])
-    y0, y1 = np.minimum(b[:, 1], b[:, 3]), np.maximum(b[:, 1], b[:, 3])
-    inside = (x1 >= 0) & (y1 >= 0) & (x0 <= width) & (y0 <= height)  # (W,) the rest lies outside the image
-    x0, x1 = np.clip(x0, 0, width), np.clip(x1, 0, width)
-    y0, y1 = np.clip(y0, 0, height), np.clip(y1, 0, height)
-    # paint_boxes' rule (cell_span), for all words at once
-    c0 = np.minimum(cols - 1, np.floor(x0 * cols / width)).astype(np.int64)
-    r0 = np.minimum(rows - 1, np.floor(y0 * rows / height)).astype(np.int64)
-    c1 = np.maximum(c0 + 1, np.minimum(cols, np.ceil(x1 * cols / width))).astype(np.int64)
-    r1 = np.maximum(r0 + 1, np.minimum(rows, np.ceil(y1 * rows / height))).astype(np.int64)
+    inside, r0, r1, c0, c1 = cell_spans(np.asarray(spans, dtype=np.float64), rows, cols, original_size)  # (W,)
     return [
         (np.arange(r0[i], r1[i])[:, None] * cols + np.arange(c0[i], c1[i])[None, :]).ravel()
         for i in np.flatnonzero(inside)

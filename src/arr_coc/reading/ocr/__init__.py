@@ -4,6 +4,8 @@
                       ``ReadResult``, ``OcrCache`` (pages keyed by a hash of their pixels), ``to_rgb_pil``
     recognition.py    ``LineRecognizer``: PP-OCR's CTC line recogniser (Latin head, width-sorted batches) on
                       onnxruntime or any callable runtime
+    lines.py          ``PageRecognizer``: every line of a page cut with one ``grid_sample``, recognised in one call
+                      and CTC-decoded with one copy back, on a torch device (``backend="torch"``)
     onnx_torch.py     ``OnnxModule``: an ONNX graph of the PP-OCR op set run by torch on any device and dtype
     torch_backend.py  ``TorchOcrSession`` / ``TorchRapidOCR``: rapidocr with its networks run by ``OnnxModule``
                       (imports rapidocr and torch; loaded only by ``TextReader(backend="torch")``)

@@ -21,7 +21,7 @@ from PIL import Image
 
 from ..config import OcrConfig, ReadingConfig
 from ..errors import INSTALL_HINT, MissingExtraError
-from .recognition import LineRecognizer, bundled_rec_model
+from .recognition import LineRecognizer
 
 
 @dataclass(frozen=True)
@@ -247,9 +247,10 @@ class TextReader:
         p.update(c.det_params)
         return p
 
-    def engine(self) -> tuple[Any, LineRecognizer]:
-        """The detector (rapidocr's ``RapidOCR`` with recognition off) and the ``LineRecognizer``, loaded on first
-        use.
+    def engine(self) -> tuple[Any, Any]:
+        """The detector (rapidocr's ``RapidOCR`` with recognition off) and the recogniser (``LineRecognizer`` on
+        onnxruntime; ``lines.PageRecognizer`` for ``backend="torch"``: a page's lines cut, recognised and decoded on
+        the device in one pass), loaded on first use.
 
         Raises:
             MissingExtraError: if rapidocr, onnxruntime or onnx is not installed.
@@ -270,15 +271,14 @@ class TextReader:
                         try:
                             import torch
 
-                            from .torch_backend import TorchOcrSession, TorchRapidOCR
+                            from .lines import PageRecognizer
+                            from .torch_backend import TorchRapidOCR
                         except ImportError as e:
                             msg = f"backend='torch' needs the onnx package ({e}); {INSTALL_HINT}"
                             raise MissingExtraError(msg) from e
                         device, dtype = torch.device(c.device or "cpu"), getattr(torch, c.dtype or "float32")
                         detector = TorchRapidOCR(params=self._det_params(), device=device, dtype=dtype)
-                        session = TorchOcrSession(c.rec_model_path or bundled_rec_model(), device, dtype)
-                        recognizer = LineRecognizer(c.rec_model_path, c.charset, c.squeeze, c.rec_batch_size,
-                                                    workers=1, run=session)  # fmt: skip
+                        recognizer = PageRecognizer(c.rec_model_path, c.charset, c.squeeze, device, dtype)
                     else:
                         detector = RapidOCR(params=self._det_params())
                         recognizer = LineRecognizer(
@@ -346,7 +346,10 @@ class TextReader:
             return [], (t1 - t0) * 1e3, 0.0
         bgr = np.ascontiguousarray(np.asarray(pil)[:, :, ::-1])  # (H, W, 3) as rapidocr and the models expect
         quads = np.asarray(quads, dtype=np.float32).reshape(-1, 4, 2)  # (N, 4, 2) corners in image pixels
-        lines = recognizer([crop_quad(bgr, q) for q in quads])
+        if hasattr(recognizer, "read_page"):  # lines.PageRecognizer: crops, recognition, decoding on the device
+            lines = recognizer.read_page(bgr, quads)
+        else:  # LineRecognizer (or any callable on crops): OpenCV crops, width-sorted batches
+            lines = recognizer([crop_quad(bgr, q) for q in quads])
         out: list[TextBox] = []
         for quad, line in zip(quads, lines, strict=True):
             text = line.text.strip()

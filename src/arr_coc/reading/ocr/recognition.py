@@ -94,7 +94,7 @@ def bundled_rec_model() -> Path:
     return path
 
 
-def _load_model(path: Path, charset: str) -> tuple[bytes, list[str], np.ndarray | None]:
+def load_rec_model(path: Path, charset: str) -> tuple[bytes, list[str], np.ndarray | None]:
     """The serialised recognition model (its head sliced to ``charset``), its class list (blank first), and the
     indices of the kept classes among the full model's (None for ``"all"``)."""
     try:
@@ -188,7 +188,7 @@ class LineRecognizer:
                 import onnxruntime as ort
             except ImportError as e:
                 raise MissingExtraError(f"text recognition needs onnxruntime ({e}); {INSTALL_HINT}") from e
-            blob, characters, keep = _load_model(self.model_path or bundled_rec_model(), self.charset)
+            blob, characters, keep = load_rec_model(self.model_path or bundled_rec_model(), self.charset)
             if self._run is not None and keep is not None:
                 # a replacement network computes every class: a softmax restricted to the kept classes is the full
                 # softmax's kept probabilities renormalised, so the result equals the sliced head's
@@ -218,6 +218,31 @@ class LineRecognizer:
         out[:, :, :own] = resized.transpose(2, 0, 1) / 127.5 - 1.0
         return out, own
 
+    def batches(self, crops: Sequence[np.ndarray]) -> list[tuple[np.ndarray, np.ndarray, list[int]]]:
+        """The network's inputs for ``crops``: lines sorted by width, ``batch_size`` a batch, each batch padded to its
+        widest line, the widest batches first (they go to the workers first).
+
+        Returns:
+            Per batch: the indices of its lines in ``crops``, its input (B, 3, 48, width) float32 in [-1, 1], and
+            each line's own width within it.
+        """
+        n = len(crops)
+        widths = np.array([REC_HEIGHT * c.shape[1] / max(c.shape[0], 1) * self.squeeze for c in crops])  # (N,)
+        order = np.argsort(widths, kind="stable")
+        groups = [order[i : i + self.batch_size] for i in range(0, n, self.batch_size)]
+        groups.sort(key=lambda idx: -float(widths[idx].max()) * len(idx))  # longest first: better balance
+        out = []
+        for idx in groups:
+            width = max(8, math.ceil(float(widths[idx].max())))
+            prepared = [self._prepare(crops[i], width) for i in idx]
+            out.append((idx, np.stack([x for x, _ in prepared]), [own for _, own in prepared]))
+        return out
+
+    def run(self, x: np.ndarray) -> np.ndarray:
+        """The network alone: (B, 3, 48, W) float32 -> (B, T, classes) probabilities (the model loads first)."""
+        self.load()
+        return np.asarray(self._run(x))
+
     def __call__(self, crops: Sequence[np.ndarray]) -> list[LineText]:
         """Recognise text lines.
 
@@ -228,39 +253,62 @@ class LineRecognizer:
             N ``LineText`` in the order of ``crops``.
         """
         self.load()
-        n = len(crops)
-        out: list[LineText | None] = [None] * n
-        widths = np.array([REC_HEIGHT * c.shape[1] / max(c.shape[0], 1) * self.squeeze for c in crops])  # (N,)
-        order = np.argsort(widths, kind="stable")
-        batches = [order[i : i + self.batch_size] for i in range(0, n, self.batch_size)]
-        batches.sort(key=lambda idx: -float(widths[idx].max()) * len(idx))  # longest first: better balance
+        out: list[LineText | None] = [None] * len(crops)
 
-        def work(idx: np.ndarray) -> None:
-            width = max(8, math.ceil(float(widths[idx].max())))
-            prepared = [self._prepare(crops[i], width) for i in idx]
-            x = np.stack([p for p, _ in prepared])  # (B, 3, 48, width)
+        def work(batch: tuple[np.ndarray, np.ndarray, list[int]]) -> None:
+            idx, x, owns = batch
             probs = np.asarray(self._run(x))  # (B, T, classes)
-            for k, i in enumerate(idx):
-                out[i] = self._decode(probs[k], width, prepared[k][1])
+            for i, line in zip(idx, decode_lines(best_path(probs), self.characters, x.shape[3], owns), strict=True):
+                out[i] = line
 
+        batches = self.batches(crops)
         if self.workers > 1 and len(batches) > 1:
             with ThreadPoolExecutor(min(self.workers, len(batches))) as pool:
                 list(pool.map(work, batches))
         else:
-            for idx in batches:
-                work(idx)
+            for batch in batches:
+                work(batch)
         return out  # type: ignore[return-value]
 
-    def _decode(self, probs: np.ndarray, width: int, own: int) -> LineText:
-        """Greedy CTC decoding of one line's ``probs`` (T, classes); ``width``: padded input width, ``own``: the
-        line's own width within it."""
-        best = probs.argmax(-1)  # (T,)
-        frames = probs.shape[0]
-        kept = np.ones(frames, dtype=bool)
-        kept[1:] = best[1:] != best[:-1]
-        kept &= best != 0
-        pos = np.flatnonzero(kept)
-        text = "".join(self.characters[j] for j in best[pos])
-        score = float(probs[pos, best[pos]].mean()) if pos.size else 0.0
-        frac = (pos + 0.5) * (width / frames) / own  # frame centre / line width
-        return LineText(text, score, tuple(np.clip(frac, 0.0, 1.0).tolist()))
+
+def best_path(probs: np.ndarray) -> np.ndarray:
+    """Greedy CTC's per-frame choice: (N, T, 2) float32, the most likely class of each frame (the first maximum;
+    exact as float32 for fewer than 2**24 classes) and its probability. ``lines.ctc_best_path`` is the same on a
+    torch device.
+
+    Args:
+        probs: (N, T, K) class probabilities (class 0 is the CTC blank).
+    """
+    probs = np.asarray(probs, dtype=np.float32)
+    best = probs.argmax(-1)  # (N, T)
+    conf = np.take_along_axis(probs, best[..., None], -1)[..., 0]  # (N, T)
+    return np.stack([best.astype(np.float32), conf], -1)
+
+
+def decode_lines(best: np.ndarray, characters: Sequence[str], width: int, own: Sequence[int]) -> list[LineText]:
+    """Greedy CTC decoding of a batch from its ``best_path``: repeats collapsed, blanks dropped.
+
+    Args:
+        best: (N, T, 2) float32 from ``best_path`` (or ``lines.ctc_best_path``).
+        characters: the class list (blank first).
+        width: the padded input width of the batch.
+        own: (N,) each line's own width within it.
+
+    Returns:
+        N ``LineText``: the text, the mean probability of its kept frames (0 for an empty line), and each
+        character's frame centre as a fraction of the line's width.
+    """
+    cls = best[..., 0].astype(np.int64)  # (N, T)
+    conf = np.ascontiguousarray(best[..., 1], dtype=np.float32)  # (N, T)
+    frames = cls.shape[1]
+    kept = cls != 0  # (N, T)
+    kept[:, 1:] &= cls[:, 1:] != cls[:, :-1]
+    chars = np.asarray(characters, dtype=object)
+    out = []
+    for b in range(cls.shape[0]):  # a string per line: the host's part
+        pos = np.flatnonzero(kept[b])
+        text = "".join(chars[cls[b, pos]])
+        score = float(conf[b, pos].mean()) if pos.size else 0.0
+        frac = (pos + 0.5) * (width / frames) / int(own[b])  # frame centre / line width
+        out.append(LineText(text, score, tuple(np.clip(frac, 0.0, 1.0).tolist())))
+    return out
