@@ -7,6 +7,7 @@ Example::
 """
 
 import sys
+
 from arr_coc.reading import QueryMatcher, default_reading
 from arr_coc.reading.matching.learned import BoxScorer
 from arr_coc.training.data import docgen_questions
