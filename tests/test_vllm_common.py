@@ -34,7 +34,7 @@ def test_options_parse_with_defaults():
     "raw, message",
     [
         ({"budget": 1.5}, "budget 1.5"),
-        ({"budget": 0}, "keeps no token"),
+        ({"budget": 0}, "budget 0 is not a number in (0, 1]"),
         ({"budgte": 0.2}, "unknown option 'budgte'; allowed: " + ", ".join(OPTIONS)),
         ({"mode": "psychic"}, "mode 'psychic'"),
         ({"enabled": "no"}, "enabled must be true or false"),
