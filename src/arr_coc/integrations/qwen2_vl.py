@@ -66,8 +66,12 @@ def image_batched_tower(visual: Any, hidden: torch.Tensor, kwargs: dict[str, tor
 class Qwen2Adapter(FamilyAdapter):
     """Adapter for Qwen2-VL (full attention per image / frame in the vision tower)."""
 
+    def batched_tower(self) -> tuple[Any, tuple[str, ...], str]:
+        """The family's one-call-per-block tower, the tower attributes it reads, and the family's name (messages)."""
+        return image_batched_tower, _TOWER_ATTRS, "Qwen2-VL"
+
     def run_tower(self, model: Any, hidden: torch.Tensor, grid_thw: torch.Tensor, kwargs: dict[str, Any]) -> Any:
-        """On SDPA with several images / frames, :func:`image_batched_tower` (one attention call per block);
+        """On SDPA with several images / frames, :meth:`batched_tower` (one attention call per block);
         otherwise the model's own tower (one segment: already one call; flash-attn: one varlen call per block; eager:
         the reference path the user chose).
 
@@ -80,8 +84,9 @@ class Qwen2Adapter(FamilyAdapter):
         one_segment = kwargs["cu_seqlens"].numel() <= 2
         if one_segment or getattr(visual.config, "_attn_implementation", None) != "sdpa":
             return super().run_tower(model, hidden, grid_thw, kwargs)
-        check_tower(visual, _TOWER_ATTRS, "Qwen2-VL")
-        return image_batched_tower(visual, hidden, kwargs)
+        tower, attrs, family = self.batched_tower()
+        check_tower(visual, attrs, family)
+        return tower(visual, hidden, kwargs)
 
 
 ADAPTER = Qwen2Adapter(name="qwen2-vl")  # its classes and other facts: the "qwen2-vl" row of arr_coc.families
