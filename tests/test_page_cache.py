@@ -275,3 +275,27 @@ def test_second_question_recomputes_nothing_of_the_page_and_equals_the_uncached_
     third = arr_coc.allocate(image, "How much is due?", 0.2, mode="text", realizer=r)
     assert len(ocr_calls) == 2 and counted[-1] == 1 and len(counted) == 4  # (the uncached realizer's two)
     same(third, arr_coc.allocate(image, "How much is due?", 0.2, mode="text", realizer=plain))
+
+
+@pytest.mark.skipif(not HAS_OCR, reason="the [ocr] extra is not installed")
+def test_reading_clear_forgets_every_page() -> None:
+    from types import SimpleNamespace
+
+    from arr_coc.reading import Reading, ReadingConfig
+    from arr_coc.reading.ocr.recognition import LineText
+
+    reading = Reading(ReadingConfig().replace(semantic={"enabled": False}))
+    detected = []
+    quad = np.array([[[1, 2], [30, 2], [30, 12], [1, 12]]], dtype=np.float32)
+    reading.reader._engine = (
+        lambda pil: detected.append(pil.size) or SimpleNamespace(boxes=quad),  # a stand-in detector
+        lambda crops: [LineText("Total:", 0.9, tuple(np.linspace(0.1, 0.9, 6))) for _ in crops],
+    )
+    page = Image.new("RGB", (40, 30), "white")
+    matcher = reading.matcher()
+    boxes = reading.reader.read(page)
+    matcher.layout_of(boxes)
+    assert reading.reader.read(page) == boxes and len(detected) == 1 and len(matcher._layouts) == 1
+    reading.clear()
+    assert len(reading.reader.cache) == 0 and len(matcher._layouts) == 0
+    assert reading.reader.read(page) == boxes and len(detected) == 2  # read again
