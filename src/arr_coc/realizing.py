@@ -159,11 +159,11 @@ class Realizer(nn.Module):
 
     ``allocate`` and ``compress`` both call :meth:`relevance`, so the map a user sees is the map the model gets.
     Every weight and threshold comes from ``config`` (:class:`~arr_coc.config.RelevanceConfig`); the learnable ones
-    become parameters of the three scorers and the balancer. The only state kept between calls is a bounded,
-    thread-safe cache of texture arrays (``texture_cache``, ``config.texture_cache_items`` pages; see
-    :meth:`texture`), which changes no result, so one instance may serve several threads; it runs on the frames'
-    device (parameters are used as ``p.to(x)``, a no-op once the module sits there: ``realizer.to("cuda")`` saves the
-    copy of its ~30 numbers per call).
+    become parameters of the three scorers and the balancer. The only state kept between calls is two bounded,
+    thread-safe page caches (``texture_cache`` of texture arrays, :meth:`texture`; ``frames_cache`` of pictures
+    resized to the grid, :meth:`frames`; sizes in the config), which change no result, so one instance may serve
+    several threads; it runs on the frames' device (parameters are used as ``p.to(x)``, a no-op once the module sits
+    there: ``realizer.to("cuda")`` saves the copy of its ~30 numbers per call).
 
     Example:
         >>> r = Realizer(RelevanceConfig(edge_quantile=0.8))
@@ -681,9 +681,9 @@ def default_realizer() -> Realizer:
     """The shared training-free :class:`Realizer` (``RelevanceConfig()``), used when no ``realizer=`` is passed.
 
     Built once, under a lock, frozen (``eval()``, no gradients) and never modified afterwards: a call reads it
-    and keeps nothing but a page's texture array in its bounded, thread-safe ``texture_cache``, so threads may share
-    it. To use other weights, or to train, build ``Realizer(config)`` and
-    pass it as ``realizer=`` to ``allocate`` / ``compress``.
+    and keeps nothing but a page's frames and texture array in its bounded, thread-safe page caches, so threads may
+    share it. To use other weights, or to train, build ``Realizer(config)`` and pass it as ``realizer=`` to
+    ``allocate`` / ``compress``.
     """
     global _default
     with _default_lock:
