@@ -19,7 +19,7 @@ CPU time says how much work it is even on a shared machine) and wall ms beside i
 (mode "text", the default rules, Qwen2.5-VL grid at realdocs-dev's 1,280-token cap) with each variant's OCR, scored
 with realdocs' evidence-cell rule at 11.1% of the tokens, words kept whole (``benchmarks/realdocs_recall.py``'s
 ``recall_of``). The subset: every ``--every``-th page of realdocs-dev in sorted file-name order (offset 0), all of its
-questions; calibration pages: every 25th from offset 2 (never in the subset for ``--every`` 5).
+questions; calibration pages: every 25th from offset 2 (never measured).
 
 Example:
     python benchmarks/ocr_recogniser_variants.py --data /work/data/realdocs-dev --workdir /tmp/rec \\
@@ -128,6 +128,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--every", type=int, default=5, help="the subset: every N-th page (sorted file names)")
     parser.add_argument("--variants", default="", help="comma-separated variant names (default: all)")
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--reuse", action="store_true", help="use the models already in --workdir")
     parser.add_argument("--out", type=Path, default=ROOT / "results" / "ocr_recogniser_variants.md")
     args = parser.parse_args(argv)
 
@@ -138,12 +139,17 @@ def main(argv: list[str] | None = None) -> int:
 
     questions = load_jsonl(args.data)
     pages = sorted({str(q.image_path) for q in questions})
-    subset = set(pages[:: args.every])
-    calibration = [Path(p) for p in pages[2::25] if p not in subset]
+    calibration = [Path(p) for p in pages[2::25]]
+    subset = set(pages[:: args.every]) - {str(p) for p in calibration}  # the calibration pages are never measured
     asked = [q for q in questions if str(q.image_path) in subset]
     base = TextReader(cache_items=0)
     detector, _ = base.engine()
-    models = build_models(args.workdir, calibration, detector)
+    built = {"fp32": args.workdir / "rec_latin_fp32.onnx", "int8": args.workdir / "rec_latin_int8_static.onnx"}
+    models = (
+        built
+        if args.reuse and all(p.is_file() for p in built.values())
+        else build_models(args.workdir, calibration, detector)
+    )
     chosen = variants(models)
     if args.variants:
         chosen = {k: v for k, v in chosen.items() if k in args.variants.split(",")}
@@ -170,7 +176,8 @@ def main(argv: list[str] | None = None) -> int:
         "",
         f"- command: `{command.strip()}`",
         f"- subset: every {args.every}th page of {args.data} (sorted file names, offset 0): {len(subset)} pages, "
-        f"{len(asked)} questions; int8 calibration: {len(calibration)} other pages (every 25th from offset 2)",
+        f"{len(asked)} questions; int8 calibration: {len(calibration)} other pages (every 25th from offset 2, never "
+        "measured)",
         f"- recogniser: the network alone on the example invoice's {len(invoice)} detected lines (width-sorted "
         "batches of 8), 1 onnxruntime thread, least of "
         f"{args.repeat} runs; process CPU ms (wall ms in brackets; 2 shared cores, under contention)",
