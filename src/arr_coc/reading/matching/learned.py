@@ -41,6 +41,7 @@ Example:
 
 from __future__ import annotations
 
+import copy
 import json
 import math
 import re
@@ -273,6 +274,19 @@ def page_features(boxes: Sequence[TextBox], layout: Layout, original_size: tuple
     return out
 
 
+class _Members(nn.Module):
+    """Several networks of one shape trained with different seeds; the output is their mean (a seed ensemble:
+    the correction a single seed learns varies from seed to seed on sources it never saw; the mean varies less)."""
+
+    def __init__(self, nets: Sequence[nn.Module]) -> None:
+        super().__init__()
+        self.members = nn.ModuleList(nets)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """(..., 1) the mean of the members' (..., 1) outputs for (..., F) standardised rows."""
+        return torch.stack([m(x) for m in self.members]).mean(0)
+
+
 class BoxScorer(nn.Module):
     """Per-box relevance from ``box_features`` rows: standardise, then a linear map or a one-hidden-layer MLP, used
     either freely (the logit) or as a bounded correction of the rules' score (``residual``).
@@ -289,6 +303,7 @@ class BoxScorer(nn.Module):
         ood_margin: residual only; a box with a (standardised, unmasked) feature outside the training range widened
             by ``ood_margin`` times that range gets ``c = 0`` (the rules' score). None: no check.
         floor: a rules score of 0 is lifted to ``floor * (exp(c) - 1)`` when ``c > 0`` (residual only).
+        members: networks of this shape whose outputs are averaged (a seed ensemble; ``BoxScorer.ensemble``).
     """
 
     def __init__(
@@ -300,8 +315,11 @@ class BoxScorer(nn.Module):
         bound: float | None = None,
         ood_margin: float | None = None,
         floor: float = 0.01,
+        members: int = 1,
     ) -> None:
         super().__init__()
+        if members < 1:
+            raise ValueError(f"members must be >= 1, got {members}")
         unknown = sorted(set(drop_groups) - set(FEATURE_GROUPS))
         if unknown:
             raise ValueError(f"unknown feature group(s) {unknown}; allowed: {', '.join(FEATURE_GROUPS)}")
@@ -322,6 +340,7 @@ class BoxScorer(nn.Module):
         self.bound = None if bound is None else float(bound)
         self.ood_margin = None if ood_margin is None else float(ood_margin)
         self.floor = float(floor)
+        self.members = int(members)
         f = len(self.features)
         dropped = {name for g in self.drop_groups for name in FEATURE_GROUPS[g]}
         self.register_buffer("mean", torch.zeros(f))
@@ -330,10 +349,39 @@ class BoxScorer(nn.Module):
         # training range of each standardised feature (the out-of-distribution check); +-inf: nothing is out
         self.register_buffer("lo", torch.full((f,), -math.inf))
         self.register_buffer("hi", torch.full((f,), math.inf))
+        nets = [self._new_net(f) for _ in range(self.members)]
+        self.net: nn.Module = nets[0] if self.members == 1 else _Members(nets)
+
+    def _new_net(self, f: int) -> nn.Module:
         if self.hidden:
-            self.net: nn.Module = nn.Sequential(nn.Linear(f, self.hidden), nn.ReLU(), nn.Linear(self.hidden, 1))
-        else:
-            self.net = nn.Linear(f, 1)
+            return nn.Sequential(nn.Linear(f, self.hidden), nn.ReLU(), nn.Linear(self.hidden, 1))
+        return nn.Linear(f, 1)
+
+    @classmethod
+    def ensemble(cls, scorers: Sequence[BoxScorer]) -> BoxScorer:
+        """One scorer whose network output is the mean of ``scorers``' (same shape, same standardisation: trained on
+        the same rows with different seeds). The bound, the out-of-range check and the floor act on the mean.
+
+        Raises:
+            ValueError: if ``scorers`` is empty or their shapes or standardisations differ.
+        """
+        if not scorers:
+            raise ValueError("an ensemble needs at least one scorer")
+        first = scorers[0]
+        for s in scorers[1:]:
+            if s.config != first.config or not all(
+                torch.equal(getattr(s, b), getattr(first, b)) for b in ("mean", "scale", "mask", "lo", "hi")
+            ):
+                raise ValueError("ensemble members must share their shape and standardisation (one training set)")
+        if len(scorers) == 1:
+            return first
+        cfg = {**first.config, "members": sum(s.members for s in scorers)}
+        out = cls(**cfg)
+        nets = [m for s in scorers for m in (s.net.members if isinstance(s.net, _Members) else [s.net])]
+        out.net = _Members([copy.deepcopy(n) for n in nets])
+        for b in ("mean", "scale", "mask", "lo", "hi"):
+            getattr(out, b).copy_(getattr(first, b))
+        return out.eval()
 
     @property
     def config(self) -> dict[str, Any]:
@@ -346,6 +394,7 @@ class BoxScorer(nn.Module):
             "bound": self.bound,
             "ood_margin": self.ood_margin,
             "floor": self.floor,
+            "members": self.members,
         }
 
     def fit_standardisation(self, feats: torch.Tensor) -> None:
