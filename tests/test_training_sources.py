@@ -307,3 +307,25 @@ def test_seed_ensemble_is_the_mean_of_its_members(three_sources, tmp_path: Path)
         BoxScorer.ensemble([members[0], other])
     with pytest.raises(ValueError, match="members must be"):
         BoxScorer(members=0)
+
+
+def test_page_unlike_training_is_scored_by_the_rules(three_sources) -> None:
+    """``ood_page``: a page on which more than that share of the boxes lie outside the training range gets the
+    rules' scores on every box (a kind never trained on), while a page like the training pages keeps the learned
+    correction; the threshold is checked."""
+    scorer = fit(three_sources["A"] + three_sources["B"], hidden=4, epochs=3, seed=0, residual=True, bound=2.0)
+    scorer.ood_page = 0.2
+    inside = three_sources["A"][0].feats  # a training page
+    assert not scorer.page_out_of_range(torch.from_numpy(inside))
+    learned = scorer.box_scores(inside)
+    assert not np.allclose(learned, inside[:, FEATURES.index("rule")])  # the correction acts
+    far = inside.copy()
+    far[: len(far) // 2, FEATURES.index("n_chars")] = 1e3  # half the boxes far outside the training range
+    assert scorer.page_out_of_range(torch.from_numpy(far))
+    np.testing.assert_array_equal(scorer.box_scores(far), np.clip(far[:, FEATURES.index("rule")], 0.0, None))
+    scorer.ood_page = 0.6  # half is not more than 60%: the correction acts again
+    assert not scorer.page_out_of_range(torch.from_numpy(far))
+    with pytest.raises(ValueError, match="ood_page"):
+        BoxScorer(residual=True, ood_page=1.0)
+    with pytest.raises(ValueError, match="residual=True"):
+        BoxScorer(ood_page=0.2)

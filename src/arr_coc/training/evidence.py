@@ -58,6 +58,8 @@ class Candidate:
         members: networks trained with seeds ``seed .. seed + members - 1`` whose outputs are averaged (a seed
             ensemble, ``BoxScorer.ensemble``).
         weight_decay: Adam's weight decay (residual: the pull of the correction toward 0, i.e. toward the rules).
+        ood_page: the rules alone on a page with more than this share of boxes outside the training range (residual;
+            None: never).
         rules: the rules (every other field ignored).
     """
 
@@ -68,10 +70,11 @@ class Candidate:
     drop_groups: tuple[str, ...] = ()
     members: int = 1
     weight_decay: float = 1e-4
+    ood_page: float | None = None
     rules: bool = False
 
     def fit_key(self) -> tuple:
-        """What training depends on (the out-of-range check is applied after training)."""
+        """What training depends on (the out-of-range checks are applied after training)."""
         return (self.hidden, self.residual, self.bound, self.drop_groups, self.members, self.weight_decay)
 
     def make(self, records: Sequence[Record], epochs: int, seed: int) -> BoxScorer | None:
@@ -92,7 +95,7 @@ class Candidate:
             for m in range(self.members)
         ]
         scorer = BoxScorer.ensemble(members)
-        scorer.ood_margin = self.ood_margin
+        scorer.ood_margin, scorer.ood_page = self.ood_margin, self.ood_page
         return scorer
 
 
@@ -112,6 +115,8 @@ CANDIDATES: dict[str, Candidate] = {
     "res16-b2-x5": Candidate(hidden=16, residual=True, bound=2.0, members=5),
     "res16-b2-wd": Candidate(hidden=16, residual=True, bound=2.0, weight_decay=1e-2),
     "mlp16-x5": Candidate(hidden=16, members=5),
+    "res16-b2-page": Candidate(hidden=16, residual=True, bound=2.0, ood_page=0.2),
+    "res16-b2-x5-page": Candidate(hidden=16, residual=True, bound=2.0, members=5, ood_page=0.2),
 }
 DEFAULT_CANDIDATES = ("rules", "mlp16", "res16-b2", "res16-b2-ood", "res16-b2-nopos", "res16-b2-nopos-ood")
 
@@ -419,7 +424,7 @@ def candidate_recalls(
                 if cand.fit_key() not in fits:
                     fits[cand.fit_key()] = cand.make(train, epochs, seed)
                 scorer = copy.deepcopy(fits[cand.fit_key()])
-                scorer.ood_margin = cand.ood_margin
+                scorer.ood_margin, scorer.ood_page = cand.ood_margin, cand.ood_page
             scorers[name][f] = scorer
             for i in held:
                 r = records[i]

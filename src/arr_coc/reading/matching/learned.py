@@ -30,7 +30,8 @@ Two forms (``BoxScorer(residual=...)``):
     residual   a correction of the rules: relevance ``r * exp(c)`` with ``r`` the rules' own score of the box and
                ``c = bound * tanh(net / bound)`` (a bounded correction; unbounded when ``bound`` is None). Weight
                decay pulls ``c`` toward 0, i.e. toward the rules, and a box whose features lie outside the range
-               seen in training (``ood_margin``) gets ``c = 0``: it is scored exactly as the rules score it.
+               seen in training (``ood_margin``) gets ``c = 0``: it is scored exactly as the rules score it, and a
+               page on which too many boxes do (``ood_page``) is scored by the rules alone.
 
 Example:
     >>> scorer = BoxScorer(hidden=16)
@@ -304,6 +305,10 @@ class BoxScorer(nn.Module):
             by ``ood_margin`` times that range gets ``c = 0`` (the rules' score). None: no check.
         floor: a rules score of 0 is lifted to ``floor * (exp(c) - 1)`` when ``c > 0`` (residual only).
         members: networks of this shape whose outputs are averaged (a seed ensemble; ``BoxScorer.ensemble``).
+        ood_page: residual only; a page (the boxes of one ``box_scores`` call) on which more than this share of the
+            boxes lie outside the training range (no margin) is scored by the rules alone: a page unlike every
+            training page (a kind never trained on) gets the rules, not a correction learned elsewhere. None: no
+            check.
     """
 
     def __init__(
@@ -316,6 +321,7 @@ class BoxScorer(nn.Module):
         ood_margin: float | None = None,
         floor: float = 0.01,
         members: int = 1,
+        ood_page: float | None = None,
     ) -> None:
         super().__init__()
         if members < 1:
@@ -329,8 +335,10 @@ class BoxScorer(nn.Module):
             raise ValueError(f"bound must be > 0 or None (unbounded), got {bound}")
         if ood_margin is not None and not ood_margin >= 0:
             raise ValueError(f"ood_margin must be >= 0 or None (no check), got {ood_margin}")
-        if not residual and (bound is not None or ood_margin is not None):
-            raise ValueError("bound and ood_margin need residual=True (they bound a correction of the rules)")
+        if ood_page is not None and not 0.0 <= ood_page < 1.0:
+            raise ValueError(f"ood_page must be in [0, 1) or None (no check), got {ood_page}")
+        if not residual and (bound is not None or ood_margin is not None or ood_page is not None):
+            raise ValueError("bound, ood_margin and ood_page need residual=True (they bound a correction of the rules)")
         if "rule" not in features and residual:
             raise ValueError("a residual scorer needs the 'rule' feature (the rules' score it corrects)")
         self.hidden = int(hidden)
@@ -341,6 +349,7 @@ class BoxScorer(nn.Module):
         self.ood_margin = None if ood_margin is None else float(ood_margin)
         self.floor = float(floor)
         self.members = int(members)
+        self.ood_page = None if ood_page is None else float(ood_page)
         f = len(self.features)
         dropped = {name for g in self.drop_groups for name in FEATURE_GROUPS[g]}
         self.register_buffer("mean", torch.zeros(f))
@@ -395,6 +404,7 @@ class BoxScorer(nn.Module):
             "ood_margin": self.ood_margin,
             "floor": self.floor,
             "members": self.members,
+            "ood_page": self.ood_page,
         }
 
     def fit_standardisation(self, feats: torch.Tensor) -> None:
@@ -416,9 +426,24 @@ class BoxScorer(nn.Module):
         """
         if self.ood_margin is None:
             return torch.zeros(feats.shape[:-1], dtype=torch.bool, device=feats.device)
+        return self._outside(feats, self.ood_margin)
+
+    def _outside(self, feats: torch.Tensor, margin: float) -> torch.Tensor:
+        """(...,) bool: a (standardised, unmasked) feature outside the training range widened by ``margin`` times it."""
         z = (feats.to(self.mean) - self.mean) / self.scale * self.mask  # (..., F)
-        pad = self.ood_margin * (self.hi - self.lo)  # (F,)
+        pad = margin * (self.hi - self.lo)  # (F,)
         return ((z < self.lo - pad - 1e-6) | (z > self.hi + pad + 1e-6)).any(-1)
+
+    def page_out_of_range(self, feats: torch.Tensor) -> bool:
+        """Whether more than ``ood_page`` of a page's boxes lie outside the training range (False without
+        ``ood_page`` or without boxes).
+
+        Args:
+            feats (torch.Tensor of shape (N, F)): the ``box_features`` rows of one page and question.
+        """
+        if self.ood_page is None or feats.shape[0] == 0:
+            return False
+        return bool(self._outside(feats, 0.0).float().mean() > self.ood_page)
 
     def correction(self, feats: torch.Tensor) -> torch.Tensor:
         """(...,) the residual form's correction ``c`` of the rules' log-score (0 for out-of-range boxes)."""
@@ -459,7 +484,7 @@ class BoxScorer(nn.Module):
         (the best box scores 1); the gaps stay as wide as the model means them, so the text prior keeps its ranking
         when ``Realizer`` adds the other scorers (a sigmoid squeezed them: measured on realdocs receipts, end to end).
         Residual form: ``residual_scores`` divided by ``max(1, its max)``: the rules' own scores wherever the
-        correction is 0."""
+        correction is 0, and on every box of a page that ``page_out_of_range`` (``ood_page``)."""
         if len(feats) == 0:
             return np.zeros(0, dtype=np.float32)
         with torch.no_grad():
@@ -467,7 +492,10 @@ class BoxScorer(nn.Module):
             if feats.shape[-1] != len(self.features):
                 raise ValueError(f"expected {len(self.features)} features per box, got {feats.shape[-1]}")
             if self.residual:
-                s = self.residual_scores(x).float()  # (N,)
+                if self.page_out_of_range(x):  # a page unlike the training pages: the rules alone
+                    s = x[:, self.features.index("rule")].to(self.mean).clamp_min(0.0)  # (N,)
+                else:
+                    s = self.residual_scores(x).float()  # (N,)
                 return (s / s.max().clamp_min(1.0)).numpy().astype(np.float32)
             logits = self(x).float()  # (N,)
         return torch.exp(logits - logits.max()).numpy().astype(np.float32)
