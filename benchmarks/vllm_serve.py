@@ -4,7 +4,7 @@ For each setting (vLLM's own path: no options; the plugin at budgets 100/33/22/1
 document image each, made unique per request so no cache is hit, and a question) arrive at a fixed rate; we record
 each request's time to first token and completion, and report requests/s and output tokens/s over the setting's
 makespan, TTFT p50/p95, prompt tokens per request, and the relevance step's share: the time of the plugin's decision
-(``arr_coc.vllm.common.decide``, timed where it runs, in vLLM's input processing) over the requests' latency.
+(``arr_coc.vllm.common.decide_all``, timed where it runs, in vLLM's input processing) over the requests' latency.
 
 Models are random weights from configs written here (``load_format="dummy"``: no weights on disk, no hub):
 ``cpu`` (a CPU-sized Qwen2.5-VL: 8-block 512-wide vision tower, 6-layer 512-wide language model, document pages up
@@ -185,15 +185,16 @@ async def run_setting(engine, reqs: list[dict], options: dict | None, rate: floa
 
 class DecisionTimer:
     """Times the plugin's decision where it runs: vLLM's input processing runs in this process (the frontend), so
-    the benchmark wraps ``arr_coc.vllm.common.decide``, the one function the plugin's processor calls per image."""
+    the benchmark wraps ``arr_coc.vllm.common.decide_all``, the one function the plugin's processor calls per request
+    (one image per request here, so one call is one image's decision)."""
 
     def __init__(self) -> None:
         import arr_coc.vllm.common as common
 
         self.common = common
-        self.decide = common.decide
+        self.decide = common.decide_all
         self.seconds: list[float] = []
-        common.decide = self.timed  # the benchmark's own instrumentation of its own function
+        common.decide_all = self.timed  # the benchmark's own instrumentation of its own function
 
     def timed(self, *args, **kwargs):
         t = time.perf_counter()

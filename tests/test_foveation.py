@@ -651,7 +651,7 @@ def test_block_forward_is_the_blocks_own_computation():
             x = theirs
 
 
-@pytest.mark.parametrize("family", ["qwen2_5_vl", "qwen3_vl", "qwen3_vl_moe"])
+@pytest.mark.parametrize("family", ["qwen2_vl", "qwen2_5_vl", "qwen3_vl", "qwen3_vl_moe"])
 @pytest.mark.parametrize("seed", [0, 1, 2, 3])
 def test_batched_tower_equals_model_tower(family, seed):
     """The foveated tower with one attention call per block against the model's own tower (one call per window or
@@ -677,10 +677,10 @@ def test_batched_tower_equals_model_tower(family, seed):
         torch.testing.assert_close(
             a, b, rtol=0.0, atol=vision.depth * vision.hidden_size * torch.finfo(b.dtype).eps * b.abs().max()
         )
-    assert (getattr(theirs, "deepstack_features", None) is None) == (family == "qwen2_5_vl")
+    assert (getattr(theirs, "deepstack_features", None) is None) == (family in ("qwen2_vl", "qwen2_5_vl"))
 
 
-@pytest.mark.parametrize("family", ["qwen2_5_vl", "qwen3_vl"])
+@pytest.mark.parametrize("family", ["qwen2_vl", "qwen2_5_vl", "qwen3_vl"])
 def test_batched_tower_exact_when_segments_have_one_length(family):
     """Kept = 8 tokens in each of two images (Qwen2.5-VL: two whole windows each): every window segment holds 16
     patches and every image 32, so no padding, no mask: the very same kernels on the same blocks, EXACTLY the model's
@@ -708,7 +708,7 @@ def _attention_calls(fn) -> int:
     return sum(n for name, n in counter.ops.items() if "scaled_dot_product" in name)
 
 
-@pytest.mark.parametrize("family", ["qwen2_5_vl", "qwen3_vl"])
+@pytest.mark.parametrize("family", ["qwen2_vl", "qwen2_5_vl", "qwen3_vl"])
 def test_foveated_tower_makes_one_attention_call_per_block(family):
     """Counted with a dispatch mode: the model's own tower makes one SDPA call per kept window in each window block and
     one per image / frame in each full-attention block; the foveated tower one per block."""

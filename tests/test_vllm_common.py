@@ -4,6 +4,8 @@ gathered at the kept tokens). The plugin inside vLLM is tested in tests/vllm_plu
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 import torch
 
@@ -128,3 +130,33 @@ def test_tiny_config_for_vllm_has_text_head_dim_32(family):
     head_dim = getattr(text, "head_dim", None) or text.hidden_size // text.num_attention_heads
     assert (head_dim, text.num_attention_heads, text.num_key_value_heads) == (32, 2, 1)
     assert sum(text.rope_parameters["mrope_section"]) == head_dim // 2
+
+
+def test_decide_all_is_each_images_own_decision_in_one_call(monkeypatch):
+    """The processor decides every image of a request in ONE ``Realizer.decide`` call; each image's kept set is what
+    deciding it alone (its own pixels, grid and question) gives, bit for bit, and an image without a question is
+    decided query-blind in texture mode even when the request asks for mode ``"text"``."""
+    from arr_coc.realizing import Realizer
+    from arr_coc.vllm.common import Geometry, _frames, decide, decide_all, realizer_for
+
+    geometry = Geometry(14, 2, 2, (0.48, 0.46, 0.41), (0.27, 0.26, 0.28))
+    grids = [(1, 8, 12), (1, 6, 6), (1, 10, 4)]
+    gen = torch.Generator().manual_seed(0)
+    pixels = torch.randn(sum(t * h * w for t, h, w in grids), 3 * 2 * 14 * 14, generator=gen)
+    options = Options(budget=5, mode="text", queries=("total?", "", "date of the invoice"))
+    calls = []
+    original = Realizer.decide
+    monkeypatch.setattr(Realizer, "decide", lambda self, *a, **k: calls.append(a[4]) or original(self, *a, **k))
+    texture = replace(options, mode="texture")
+    keeps = decide_all(pixels, torch.tensor(grids), geometry, texture)
+    assert calls == [["texture"] * 3]
+    start = 0
+    for (t, h, w), question, keep in zip(grids, options.queries, keeps, strict=True):
+        frames = _frames(pixels[start : start + t * h * w], (t, h, w), geometry)
+        alone = original(realizer_for(None), [frames], [(h // 2, w // 2)], [question or None], 5)[0].keep
+        assert torch.equal(keep, alone.long()) and keep.numel() == 5
+        assert torch.equal(decide(pixels[start : start + t * h * w], (t, h, w), geometry, question, texture), keep)
+        start += t * h * w
+    calls.clear()  # no question: texture, whatever the request's mode
+    assert torch.equal(decide(pixels[96:132], (1, 6, 6), geometry, "", options), keeps[1]) and calls == [["texture"]]
+    assert decide_all(pixels[:0], torch.zeros(0, 3, dtype=torch.long), geometry, options) == []

@@ -1,13 +1,92 @@
 """Qwen2-VL adapter for ``compress``.
 
-Qwen2-VL needs nothing beyond the shared seams in :class:`~arr_coc.integrations.base.FamilyAdapter`: videos get
-temporal positions ``0, 1, 2, ...`` per temporal patch and ``get_rope_index`` takes no extra argument. Under
-foveation (:meth:`~arr_coc.integrations.base.FamilyAdapter.kept_item`) the kept patches of an image (of a frame, for
-videos) attend to each other with full attention, with the rotary (h, w) angles of their place in the full grid.
+Qwen2-VL needs nothing beyond the shared seams in :class:`~arr_coc.integrations.base.FamilyAdapter` to compute the
+right thing: videos get temporal positions ``0, 1, 2, ...`` per temporal patch and ``get_rope_index`` takes no extra
+argument. Under foveation (:meth:`~arr_coc.integrations.base.FamilyAdapter.kept_item`) the kept patches of an image
+(of a frame, for videos) attend to each other with full attention, with the rotary (h, w) angles of their place in
+the full grid.
+
+One attention call per block (:meth:`Qwen2Adapter.run_tower`): on SDPA the library's vision attention loops over the
+images and frames of a batch (``torch.split(..., lengths.tolist())``, one ``scaled_dot_product_attention`` each).
+:func:`image_batched_tower` runs the tower's own modules (patch embedding, rotary embedding, each block's norms /
+``qkv`` / ``proj`` / MLP, the merger) with the modeling file's ``apply_rotary_pos_emb_vision`` and attends with
+:class:`~arr_coc.integrations.foveation.PaddedSegments`: all images and frames of a block in one call.
 """
 
 from __future__ import annotations
 
-from .base import FamilyAdapter
+import importlib
+from dataclasses import dataclass
+from typing import Any
 
-ADAPTER = FamilyAdapter(name="qwen2-vl")  # its classes and other facts: the "qwen2-vl" row of arr_coc.families
+import torch
+
+from .base import FamilyAdapter
+from .foveation import PaddedSegments
+from .qwen2_5_vl import block_forward, check_tower
+
+# what image_batched_tower reads of the tower (checked before use; a release without them is refused)
+_TOWER_ATTRS = ("patch_embed", "rotary_pos_emb", "blocks", "merger")
+
+
+def image_batched_tower(visual: Any, hidden: torch.Tensor, kwargs: dict[str, torch.Tensor]) -> Any:
+    """The Qwen2-VL vision tower on packed kept patches with ONE attention call per block for all images / frames.
+
+    What ``Qwen2VisionTransformerPretrainedModel.forward`` computes from precomputed tensors (the keyword arguments
+    of :meth:`FamilyAdapter.kept_item`, packed by ``concat_items``): patch embedding, rotary embedding, the blocks
+    (one segment per image / frame, ``cu_seqlens``), the merger. One host read (the segment layout), none per block.
+
+    Args:
+        visual: ``model.model.visual``.
+        hidden (torch.Tensor of shape (P, C*temporal_patch_size*patch_size**2)): kept patches, in the tower's dtype.
+        kwargs: ``position_ids`` (P, 2) and ``cu_seqlens`` (segments + 1,).
+
+    Returns:
+        ``BaseModelOutputWithPooling`` with ``last_hidden_state`` (P, D) and ``pooler_output`` (P / merge**2, out),
+        in kept order, as the model's tower returns them.
+    """
+    from transformers.modeling_outputs import BaseModelOutputWithPooling
+
+    module = importlib.import_module(type(visual).__module__)  # the tower's own modeling file
+    rotary = getattr(module, "apply_rotary_pos_emb_vision", None)
+    if rotary is None:
+        raise RuntimeError(
+            f"{module.__name__} lacks apply_rotary_pos_emb_vision; the foveated tower needs it (tested with "
+            "transformers 5.18 and 5.24)"
+        )
+    segments = PaddedSegments.from_cu_seqlens(kwargs["cu_seqlens"])
+    hidden = visual.patch_embed(hidden)  # (P, D)
+    position_embeddings = visual.rotary_pos_emb(hidden, kwargs["position_ids"])  # (cos, sin), each (P, head_dim)
+    for block in visual.blocks:
+        hidden = block_forward(block, hidden, position_embeddings, segments.attend, rotary)
+    return BaseModelOutputWithPooling(last_hidden_state=hidden, pooler_output=visual.merger(hidden))
+
+
+@dataclass
+class Qwen2Adapter(FamilyAdapter):
+    """Adapter for Qwen2-VL (full attention per image / frame in the vision tower)."""
+
+    def batched_tower(self) -> tuple[Any, tuple[str, ...], str]:
+        """The family's one-call-per-block tower, the tower attributes it reads, and the family's name (messages)."""
+        return image_batched_tower, _TOWER_ATTRS, "Qwen2-VL"
+
+    def run_tower(self, model: Any, hidden: torch.Tensor, grid_thw: torch.Tensor, kwargs: dict[str, Any]) -> Any:
+        """On SDPA with several images / frames, :meth:`batched_tower` (one attention call per block);
+        otherwise the model's own tower (one segment: already one call; flash-attn: one varlen call per block; eager:
+        the reference path the user chose).
+
+        Args:
+            hidden (torch.Tensor of shape (P, C*temporal_patch_size*patch_size**2)): kept patches.
+            grid_thw (torch.LongTensor of shape (num_items, 3)): the FULL patch grids.
+            kwargs: the packed keyword arguments of :meth:`kept_item`.
+        """
+        visual = model.model.visual
+        one_segment = kwargs["cu_seqlens"].numel() <= 2
+        if one_segment or getattr(visual.config, "_attn_implementation", None) != "sdpa":
+            return super().run_tower(model, hidden, grid_thw, kwargs)
+        tower, attrs, family = self.batched_tower()
+        check_tower(visual, attrs, family)
+        return tower(visual, hidden, kwargs)
+
+
+ADAPTER = Qwen2Adapter(name="qwen2-vl")  # its classes and other facts: the "qwen2-vl" row of arr_coc.families

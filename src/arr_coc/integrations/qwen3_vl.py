@@ -29,9 +29,10 @@ from typing import Any
 
 import torch
 
-from .base import EncodedVisual, FamilyAdapter, take_rows
+from .base import EncodedVisual, take_rows
 from .foveation import PaddedSegments
-from .qwen2_5_vl import block_forward, check_tower
+from .qwen2_5_vl import block_forward
+from .qwen2_vl import Qwen2Adapter
 
 # what frame_batched_tower reads of the tower (checked before use; a release without them is refused)
 _TOWER_ATTRS = (
@@ -85,8 +86,12 @@ def frame_batched_tower(visual: Any, hidden: torch.Tensor, kwargs: dict[str, tor
 
 
 @dataclass
-class Qwen3Adapter(FamilyAdapter):
-    """Adapter for Qwen3-VL-style models with DeepStack features."""
+class Qwen3Adapter(Qwen2Adapter):
+    """Adapter for Qwen3-VL-style models with DeepStack features (the tower's run as Qwen2-VL's:
+    :meth:`Qwen2Adapter.run_tower`, with :func:`frame_batched_tower`)."""
+
+    def batched_tower(self) -> tuple[Any, tuple[str, ...], str]:
+        return frame_batched_tower, _TOWER_ATTRS, "Qwen3-VL"
 
     def supports_deepstack(self) -> bool:
         return True
@@ -127,23 +132,6 @@ class Qwen3Adapter(FamilyAdapter):
             interp_indices=gather_rows(indices, keep, merge), interp_weights=gather_rows(weights, keep, merge)
         )
         return item
-
-    def run_tower(self, model: Any, hidden: torch.Tensor, grid_thw: torch.Tensor, kwargs: dict[str, Any]) -> Any:
-        """On SDPA with several images / frames, :func:`frame_batched_tower` (one attention call per block);
-        otherwise the model's own tower (one segment: already one call; flash-attn: one varlen call per block; eager:
-        the reference path the user chose).
-
-        Args:
-            hidden (torch.Tensor of shape (P, C*temporal_patch_size*patch_size**2)): kept patches.
-            grid_thw (torch.LongTensor of shape (num_items, 3)): the FULL patch grids.
-            kwargs: the packed keyword arguments of :meth:`kept_item`.
-        """
-        visual = model.model.visual
-        one_segment = kwargs["cu_seqlens"].numel() <= 2
-        if one_segment or getattr(visual.config, "_attn_implementation", None) != "sdpa":
-            return super().run_tower(model, hidden, grid_thw, kwargs)
-        check_tower(visual, _TOWER_ATTRS, "Qwen3-VL")
-        return frame_batched_tower(visual, hidden, kwargs)
 
     def pruned_output(
         self,

@@ -279,14 +279,27 @@ class Geometry:
     image_std: tuple[float, ...]
 
 
+def _frames(pixel_values: torch.Tensor, grid_thw: Sequence[int], geometry: Geometry) -> torch.Tensor:
+    """One image's processed patches -> its frames (t, 3, H, W), floats in [0, 1] (``frames_from_patches``)."""
+    from arr_coc.texture import frames_from_patches
+
+    t, h, w = (int(v) for v in grid_thw)
+    return frames_from_patches(
+        pixel_values,
+        (t, h, w),
+        geometry.patch_size,
+        geometry.merge_size,
+        geometry.temporal_patch_size,
+        geometry.image_mean,
+        geometry.image_std,
+    )  # (t, 3, H, W)
+
+
 def decide(
     pixel_values: torch.Tensor, grid_thw: Sequence[int], geometry: Geometry, question: str | None, options: Options
 ) -> torch.Tensor:
-    """Which merged tokens of one image to keep: ``compress(..., foveate=True)``'s decision.
-
-    :meth:`arr_coc.realizing.Realizer.decide` on the image's own pixels and the question (no token features: they do
-    not exist before the tower runs): the budget resolved with the realizer's config (a checkpoint's adaptive tiers),
-    words kept whole in text mode. The text prior runs when the mode is ``"text"`` and there is a question.
+    """Which merged tokens of one image to keep: ``compress(..., foveate=True)``'s decision (:func:`decide_all` for
+    one image).
 
     Args:
         pixel_values (torch.Tensor of shape (t*h*w, C*temporal_patch_size*patch_size**2)): the image's patches.
@@ -296,46 +309,42 @@ def decide(
     Returns:
         torch.LongTensor of shape (k,): kept indices, strictly increasing, raster order over (t, h/m, w/m).
     """
-    from arr_coc.texture import frames_from_patches
-
-    realizer = realizer_for(options.relevance)
-    t, h, w = (int(v) for v in grid_thw)
-    m = geometry.merge_size
-    frames = frames_from_patches(
-        pixel_values,
-        (t, h, w),
-        geometry.patch_size,
-        m,
-        geometry.temporal_patch_size,
-        geometry.image_mean,
-        geometry.image_std,
-    )  # (t, 3, H, W)
-    mode = "text" if options.mode == "text" and question else "texture"
-    text_options = dict(options.text_options) if options.text_options is not None else None
-    decision = realizer.decide(
-        [frames], [(h // m, w // m)], [question], options.budget, mode, text_options=text_options
-    )
-    return decision[0].keep.long().cpu()  # (k,)
+    return decide_all(pixel_values, torch.tensor([list(grid_thw)]), geometry, replace(options, query=question or ""))[0]
 
 
 def decide_all(
     pixel_values: torch.Tensor, grid_thw: torch.Tensor, geometry: Geometry, options: Options
 ) -> list[torch.Tensor]:
-    """:func:`decide` for every image of one processed batch (their patches concatenated), questions from
-    ``options.query`` or ``options.queries`` (one per image, in order)."""
+    """Which merged tokens of each image of one processed batch (their patches concatenated) to keep, in ONE
+    :meth:`arr_coc.realizing.Realizer.decide` call (every image's texture and relevance in one pass per frame size).
+
+    Each image is decided on its own pixels and question (``options.query``, else ``options.queries``: one per image,
+    in order; no token features: they do not exist before the tower runs); the budget is resolved with the realizer's
+    config (a checkpoint's adaptive tiers), words kept whole in text mode. The text prior runs for an image when the
+    mode is ``"text"`` and it has a question.
+
+    Returns:
+        per image, torch.LongTensor of shape (k_i,): kept indices, strictly increasing, raster order over
+        (t, h/m, w/m), on the CPU.
+    """
     grids = [tuple(int(v) for v in g) for g in grid_thw.tolist()]
     if options.query is not None:
-        questions: list[str | None] = [options.query] * len(grids)
+        questions: list[str | None] = [options.query or None] * len(grids)
     elif options.queries is not None and len(options.queries) == len(grids):
         questions = list(options.queries)
     else:
         questions = [None] * len(grids)
-    keeps, start = [], 0
-    for grid, question in zip(grids, questions, strict=True):
-        n = grid[0] * grid[1] * grid[2]
-        keeps.append(decide(pixel_values[start : start + n], grid, geometry, question, options))
-        start += n
-    return keeps
+    if not grids:
+        return []
+    m = geometry.merge_size
+    starts = np.cumsum([0] + [t * h * w for t, h, w in grids]).tolist()
+    frames = [_frames(pixel_values[a:b], g, geometry) for a, b, g in zip(starts, starts[1:], grids, strict=False)]
+    modes = ["text" if options.mode == "text" and q else "texture" for q in questions]
+    text_options = dict(options.text_options) if options.text_options is not None else None
+    decision = realizer_for(options.relevance).decide(
+        frames, [(h // m, w // m) for _, h, w in grids], questions, options.budget, modes, text_options=text_options
+    )
+    return [decision[i].keep.long().cpu() for i in range(len(decision))]  # each (k_i,)
 
 
 # ----- positions ---------------------------------------------------------------------------------------------------
