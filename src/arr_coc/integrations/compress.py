@@ -359,7 +359,7 @@ class CompressedModel:
         unless foveated) -> decide -> read the decision to the host (sync 2) -> level of detail: the coarse view ->
         foveated: the tower on the kept patches -> kept columns -> repack (one upload, a few gathers).
         """
-        from .detail import coarse_view, insert_thumbnails, thumbnail_inserts
+        from .detail import coarse_view, thumbnail_inserts, thumbnail_layout, thumbnails_to_device
 
         if not check_inputs(input_ids, kwargs, self.adapter.token_ids(self.model)):
             return None
@@ -422,16 +422,26 @@ class CompressedModel:
         origin = None
         if self.options.detail is not None and visual["image"][0] is not None:  # level of detail: the coarse view
             plans = {it.index: c.plan for it, (c, _) in zip(items, decided, strict=True) if it.kind == "image"}
+            by_index = {it.index: it for it in items if it.kind == "image"}
             image_px, image_grid = visual["image"]
             px, grid, roles = coarse_view(items, plans, image_px, image_grid, patch, merge, tps)  # type: ignore[arg-type]
             visual = {**visual, "image": (px, grid)}
             inserts = thumbnail_inserts(prompt.input_ids, items, plans, ids)
             if inserts:  # thumbnails before their images: a longer prompt, and the model's positions of it
                 pad_id = getattr(self.model.config.get_text_config(), "pad_token_id", None)
-                aug = insert_thumbnails(input_ids, mask, mm_types, labels, inserts, ids, int(pad_id or 0))
+                layout = thumbnail_layout(
+                    prompt.input_ids, prompt.attention_mask, prompt.mm_token_type_ids, inserts, ids, int(pad_id or 0)
+                )  # the augmented prompt, on the host (no device read)
+                aug = thumbnails_to_device(layout, input_ids, mask, mm_types, labels)
                 input_ids, mask, mm_types, labels, origin = aug
                 full_pos, full_deltas = positions()
-                prompt = read(input_ids, mask, mm_types)  # the augmented prompt (one more read, thumbnails only)
+                grid_rows = [
+                    [1, *plans[i].thumb_grid] if role == "thumb" else list(by_index[i].grid_thw)  # type: ignore[misc]
+                    for role, i in roles
+                ]  # the augmented batch's image grids (what coarse_view sent to the device), on the host
+                prompt = HostPrompt(
+                    layout[0], layout[1], layout[2], {**prompt.grids, "image": np.asarray(grid_rows, dtype=np.int64)}
+                )
                 by_item = {(it.kind, it.index): (k, h) for it, k, h in zip(items, keeps, host_keeps, strict=True)}
                 host_visual = {k: (pv, prompt.grids.get(k)) for k, (pv, _) in visual.items()}
                 items = locate(prompt.input_ids, prompt.attention_mask, host_visual, ids, merge)
