@@ -348,6 +348,19 @@ def test_ocr_reads_rendered_form(reader: TextReader) -> None:
 
 
 @needs_ocr
+def test_detector_cuts_no_crops_and_finds_the_same_boxes(reader: TextReader) -> None:
+    from rapidocr import RapidOCR
+
+    img, _ = render_form()
+    detector, _ = reader.engine()
+    plain = RapidOCR(params=reader._det_params())  # rapidocr as it comes: cuts a crop per line
+    ours, theirs = detector(img), plain(img)
+    assert np.array_equal(ours.boxes, theirs.boxes) and np.array_equal(ours.scores, theirs.scores)
+    assert len(ours.boxes) >= 6 and detector.crop_text_regions(np.asarray(img), ours.boxes) == []
+    assert len(plain.crop_text_regions(np.asarray(img), theirs.boxes)) == len(theirs.boxes)  # the class untouched
+
+
+@needs_ocr
 def test_ocr_blank_image_has_no_text(reader: TextReader) -> None:
     assert reader.read(Image.new("RGB", (320, 240), "white")) == []
     rel, boxes = text_relevance(

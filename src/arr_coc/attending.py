@@ -292,13 +292,21 @@ def select_units(order: torch.Tensor, k: int, units: Sequence[torch.Tensor | np.
     n = order.numel()
     if not 1 <= k <= n:
         raise ValueError(f"k must be in [1, {n}], got {k}")
-    members: list[np.ndarray] = []
-    for u in units:
-        cells = np.unique(u.detach().cpu().numpy() if isinstance(u, torch.Tensor) else np.asarray(u)).astype(np.int64)
-        if cells.size and (cells[0] < 0 or cells[-1] >= n):
-            raise ValueError(f"a unit holds token {int(cells[0] if cells[0] < 0 else cells[-1])}, outside [0, {n})")
-        if cells.size <= k:  # a unit larger than the budget cannot be kept whole: its cells are free tokens
-            members.append(cells)
+    cell_sets = [
+        np.asarray(u.detach().cpu().numpy() if isinstance(u, torch.Tensor) else u).astype(np.int64).ravel()
+        for u in units
+    ]
+    if cell_sets:
+        flat = np.concatenate(cell_sets)  # (M,) every unit's cells, unit after unit
+        if flat.size and (flat.min() < 0 or flat.max() >= n):
+            raise ValueError(f"a unit holds token {int(flat[(flat < 0) | (flat >= n)][0])}, outside [0, {n})")
+        rising = np.diff(flat) > 0  # (M - 1,) strictly increasing within each unit (word_units' are)?
+        starts = np.cumsum([len(c) for c in cell_sets])[:-1]  # where each next unit starts in flat
+        rising[starts[(starts > 0) & (starts < flat.size)] - 1] = True  # one unit's last cell -> the next one's first
+        if not rising.all():
+            cell_sets = [np.unique(c) for c in cell_sets]  # sorted, each cell once
+    # a unit larger than the budget cannot be kept whole: its cells are free tokens
+    members = [cells for cells in cell_sets if cells.size <= k]
     of_cell: list[list[int]] = [[] for _ in range(n)]  # units each token belongs to
     for j, cells in enumerate(members):
         for c in cells.tolist():
@@ -315,7 +323,8 @@ def select_units(order: torch.Tensor, k: int, units: Sequence[torch.Tensor | np.
             taken[c] = True
             left -= 1
             continue
-        need = np.unique(np.concatenate([members[j] for j in of_cell[c]]))
+        owners = of_cell[c]  # one unit (already unique and sorted), or several to merge
+        need = members[owners[0]] if len(owners) == 1 else np.unique(np.concatenate([members[j] for j in owners]))
         need = need[~taken[need]]
         if need.size <= left:
             taken[need] = True

@@ -92,6 +92,15 @@ class RelevanceConfig:
     # 0: whole frames at once with torch's FFT, exactly the ops a GPU runs (``benchmarks/decision_ops.py`` counts them
     # so). Other devices: whole frames.
     cpu_band_elements: int = 32767
+    # Pages whose texture array a Realizer keeps (``Realizer.texture_cache``: least recently used out, keyed by a
+    # digest of all the frames' bytes, ``arr_coc.caching``), so a second question about a page skips the texture.
+    # CPU frames only (on a GPU the texture is a few kernels; hashing would copy the frames to the host). An entry is
+    # 13 float32 a token: 66 KB for a 1,280-token page, 1.3 MB for 25,600 tokens. 0: off.
+    texture_cache_items: int = 32
+    # Pages whose frames (the picture resized to the grid as the processor resizes it, ``Realizer.frames``) a Realizer
+    # keeps, keyed by a digest of the picture's pixels: ``allocate``'s resize costs more than the texture. An entry is
+    # 2.35 KB a token (uint8, 28 x 28 x 3): 3 MB for a 1,280-token page. 0: off.
+    frames_cache_items: int = 8
 
     def __post_init__(self) -> None:
         problems = []
@@ -113,6 +122,9 @@ class RelevanceConfig:
             problems.append(f"adaptive_tiers must be ascending and non-empty, got {self.adaptive_tiers!r}")
         if self.coupling_top_k < 1 or self.spectral_side < 8 or self.edge_sample < 1 or self.cpu_band_elements < 0:
             problems.append("coupling_top_k, edge_sample must be >= 1, spectral_side >= 8, cpu_band_elements >= 0")
+        if self.texture_cache_items < 0 or self.frames_cache_items < 0:
+            problems.append(f"texture_cache_items and frames_cache_items must be >= 0, got {self.texture_cache_items}, "
+                            f"{self.frames_cache_items}")  # fmt: skip
         for name in ("information", "perspectival"):
             unknown = set(getattr(self, name)) - set(CHANNELS)
             if unknown or not getattr(self, name):

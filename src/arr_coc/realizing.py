@@ -44,9 +44,10 @@ from torch import nn
 
 from .attending import Budget, TokenBudget, TokenScores
 from .balancing import SCORERS, TensionBalancer
+from .caching import LruCache, page_digest
 from .config import CHANNELS, RelevanceConfig
 from .deciding import Choice, Decision, ItemDecision, Scoring, choose
-from .grid import GridSpec
+from .grid import Grid, GridSpec
 from .io import load_image_with_size
 from .knowing import InformationScorer, ParticipatoryScorer, PerspectivalScorer, channel_index, unit_last
 from .query import MAX_QUERY_CHARS, QueryCues, broken_text_notes, normalize_text, parse_query
@@ -158,9 +159,11 @@ class Realizer(nn.Module):
 
     ``allocate`` and ``compress`` both call :meth:`relevance`, so the map a user sees is the map the model gets.
     Every weight and threshold comes from ``config`` (:class:`~arr_coc.config.RelevanceConfig`); the learnable ones
-    become parameters of the three scorers and the balancer. The module holds no state between calls, so one
-    instance may serve several threads; it runs on the frames' device (parameters are used as ``p.to(x)``, a no-op
-    once the module sits there: ``realizer.to("cuda")`` saves the copy of its ~30 numbers per call).
+    become parameters of the three scorers and the balancer. The only state kept between calls is a bounded,
+    thread-safe cache of texture arrays (``texture_cache``, ``config.texture_cache_items`` pages; see
+    :meth:`texture`), which changes no result, so one instance may serve several threads; it runs on the frames'
+    device (parameters are used as ``p.to(x)``, a no-op once the module sits there: ``realizer.to("cuda")`` saves the
+    copy of its ~30 numbers per call).
 
     Example:
         >>> r = Realizer(RelevanceConfig(edge_quantile=0.8))
@@ -181,6 +184,10 @@ class Realizer(nn.Module):
         self.balancer = TensionBalancer(self.config)
         self._reading: Any = None  # the text path's Reading for config.reading, built on first use
         self._reading_lock = threading.Lock()
+        # texture arrays of pages seen before, keyed by a digest of all their frames' bytes and the grid (CPU only)
+        self.texture_cache: LruCache[bytes, torch.Tensor] = LruCache(self.config.texture_cache_items)
+        # frames of pictures seen before (allocate's resize to the grid), keyed by a digest of the picture's pixels
+        self.frames_cache: LruCache[bytes, torch.Tensor] = LruCache(self.config.frames_cache_items)
 
     @property
     def reading(self) -> Any:
@@ -232,8 +239,46 @@ class Realizer(nn.Module):
         return parse_query(query, self.config)
 
     def texture(self, frames: torch.Tensor, rows: int, cols: int) -> torch.Tensor:
-        """Texture of frames (T, 3, rows * cell, cols * cell) at the processor's resolution -> (T, 13, rows, cols)."""
-        return texture_from_frames(frames, rows, cols, self.config)
+        """Texture of frames (T, 3, rows * cell, cols * cell) at the processor's resolution -> (T, 13, rows, cols).
+
+        The texture depends on the page only, so a second question about a page takes it from ``texture_cache``
+        (keyed by ``arr_coc.caching.page_digest`` of ALL the frames' bytes, shape, dtype and memory order plus the
+        grid: another page or frames changed in place are another key; the memory order is part of the key because
+        the texture's float sums follow it, last bits included). Cached only where that is cheap and safe
+        (:meth:`_texture_cacheable`: CPU frames, under ``inference_mode``, no dispatch mode such as fake tensors or
+        an op counter); the caller gets its own copy, equal bit for bit to computing it again. Items decided
+        together (:meth:`relevance_items`) are one batch, keyed as one.
+        """
+        if not self._texture_cacheable(frames):
+            return texture_from_frames(frames, rows, cols, self.config)
+        key = page_digest(frames, f"texture {rows} {cols}")
+        texture, _ = self.texture_cache.get_or_compute(
+            key, lambda: texture_from_frames(frames, rows, cols, self.config)
+        )
+        return texture.clone()  # the cached tensor stays the cache's: a caller may write into its copy
+
+    def frames(self, image: Image.Image, grid: Grid) -> torch.Tensor:
+        """``arr_coc.texture.frames_from_image``: ``image`` resized to ``grid`` as the processor resizes it, (1, 3,
+        rows * cell, cols * cell) uint8; from ``frames_cache`` when this picture (all its pixels: ``page_digest``)
+        was resized to this grid before. The caller gets its own copy."""
+        rgb = image if image.mode == "RGB" else image.convert("RGB")
+        if self.frames_cache.max_items == 0:
+            return frames_from_image(rgb, grid)
+        key = page_digest(np.asarray(rgb), f"frames {grid.resized}")
+        frames, _ = self.frames_cache.get_or_compute(key, lambda: frames_from_image(rgb, grid))
+        return frames.clone()  # (1, 3, H, W), the same memory order as frames_from_image's
+
+    def _texture_cacheable(self, frames: torch.Tensor) -> bool:
+        """Whether :meth:`texture` may use ``texture_cache`` for ``frames``: a cache that holds pages, CPU frames
+        (a GPU computes the texture in a few kernels; a digest would copy the frames to the host), inference mode
+        (a cached inference tensor cannot enter an autograd graph: training recomputes) and no active dispatch mode
+        (fake tensors have no bytes; an op counter counts what a call computes)."""
+        return (
+            self.texture_cache.max_items > 0
+            and frames.device.type == "cpu"
+            and torch.is_inference_mode_enabled()
+            and torch._C._len_torch_dispatch_stack() == 0
+        )
 
     def select(
         self,
@@ -636,7 +681,8 @@ def default_realizer() -> Realizer:
     """The shared training-free :class:`Realizer` (``RelevanceConfig()``), used when no ``realizer=`` is passed.
 
     Built once, under a lock, frozen (``eval()``, no gradients) and never modified afterwards: a call reads it
-    and keeps nothing, so threads may share it. To use other weights, or to train, build ``Realizer(config)`` and
+    and keeps nothing but a page's texture array in its bounded, thread-safe ``texture_cache``, so threads may share
+    it. To use other weights, or to train, build ``Realizer(config)`` and
     pass it as ``realizer=`` to ``allocate`` / ``compress``.
     """
     global _default
@@ -833,7 +879,7 @@ def allocate(
     grid = spec.grid_for(orig_h, orig_w)
     text = normalize_text(query or "")
     notes.extend(query_notes(text))
-    frames = frames_from_image(img, grid)  # (1, 3, H, W) uint8, resized as the processor does
+    frames = realizer.frames(img, grid)  # (1, 3, H, W) uint8, resized as the processor does (cached per page)
     if device is not None:
         frames = frames.to(device)
     t1 = time.perf_counter()

@@ -55,6 +55,16 @@ class Reading:
                 self._matchers[key] = QueryMatcher(self.config, embedder=self.embedder, scorer=self.scorer, **switches)
             return self._matchers[key]
 
+    def clear(self) -> None:
+        """Forget every page and text seen (OCR cache, embeddings, the matchers' per-page layouts and word cells);
+        the models stay loaded. The next question about any page is a first question again."""
+        self.reader.cache.clear()
+        self.embedder.clear()
+        with self._lock:
+            matchers = list(self._matchers.values())
+        for m in matchers:
+            m.clear()
+
     def warmup(self, ocr: bool = True, semantic: bool = True) -> None:
         """Load the OCR models and (if semantic matching is on) the MiniLM model now, not on first use."""
         if ocr and not self.reader.loaded:

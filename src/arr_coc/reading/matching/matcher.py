@@ -277,6 +277,12 @@ class QueryMatcher:
             keys = np.maximum(keys, np.where(sem >= kc.semantic_min * kc.min_match, sem, 0.0))
         return keys.astype(np.float32)
 
+    def clear(self) -> None:
+        """Forget the per-page caches (layouts and ``page_cached`` values); the embedder's cache is its own."""
+        with self._layouts_lock:
+            self._layouts.clear()
+            self._page_cache.clear()
+
     def layout_of(self, boxes: Sequence[TextBox]) -> Layout:
         """The page's layout: ``arr_coc.reading.layout.structure.analyse`` (``structure.enabled``) or, off,
         ``flat_layout`` (boxes in OCR order, no columns, tables or reading order).

@@ -8,6 +8,7 @@ are the next item of a list rather than its value and get a small share. All wei
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -155,9 +156,10 @@ class Geometry:
         return cls(arr[:, 0], arr[:, 1], arr[:, 2], arr[:, 3])
 
 
+@functools.lru_cache(maxsize=65536)
 def shape(text: str) -> str:
     """Character-class shape of a text: letters -> 'a', digits -> '9', runs collapsed ("Q3" -> "a9", "$7.50" ->
-    "$9.9", "Due date:" -> "a a:")."""
+    "$9.9", "Due date:" -> "a a:"). Memoised (a pure function of the text: a page's boxes are shaped once)."""
     out: list[str] = []
     for ch in text.strip():
         c = "a" if ch.isalpha() else "9" if ch.isdigit() else " " if ch.isspace() else ch

@@ -6,6 +6,7 @@ shares one between its matchers). There is no process-wide instance in this modu
 
 from __future__ import annotations
 
+import functools
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
@@ -155,8 +156,10 @@ class MiniLMEmbedder:
         return np.stack([found[t] for t in texts]).astype(np.float32)  # (N, 384)
 
 
+@functools.lru_cache(maxsize=65536)
 def digit_share(text: str) -> float:
-    """Share of digits among the letters and digits of ``text`` (0 when it has none)."""
+    """Share of digits among the letters and digits of ``text`` (0 when it has none). Memoised (a pure function of
+    the text: a page's boxes are counted once)."""
     chars = [c for c in text if c.isalnum()]
     return sum(c.isdigit() for c in chars) / len(chars) if chars else 0.0
 

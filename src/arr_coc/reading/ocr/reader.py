@@ -1,17 +1,17 @@
 """OCR: ``TextReader`` wraps rapidocr (PP-OCR ONNX models bundled with the wheel) and returns ``TextBox`` es in
 original-image pixels; a detected line is split after each word ending in ':' or '=' so a key and its value become
-separate boxes. ``OcrCache`` keeps each page's result, keyed by a hash of its pixels, so a page is read once."""
+separate boxes. ``OcrCache`` keeps each page's result, keyed by a digest of all its pixels
+(``arr_coc.caching.page_digest``), so a page is read once."""
 
 from __future__ import annotations
 
 import dataclasses
-import hashlib
+import functools
 import json
 import logging
 import re
 import threading
 import time
-from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 from PIL import Image
 
+from ...caching import LruCache, page_digest
 from ..config import OcrConfig, ReadingConfig
 from ..errors import INSTALL_HINT, MissingExtraError
 from .recognition import LineRecognizer
@@ -54,120 +55,34 @@ def _quad_to_box(quad: Any) -> tuple[float, float, float, float]:
     return float(pts[:, 0].min()), float(pts[:, 1].min()), float(pts[:, 0].max()), float(pts[:, 1].max())
 
 
-class _InFlight:
-    """A page one thread is reading: the others wait on ``done``; ``boxes`` is None if the read failed."""
-
-    def __init__(self) -> None:
-        self.done = threading.Event()
-        self.boxes: tuple[TextBox, ...] | None = None
-
-
-class OcrCache:
-    """OCR results per page content: a bounded, thread-safe LRU map from a pixel hash to the page's boxes.
+class OcrCache(LruCache[bytes, tuple[TextBox, ...]]):
+    """OCR results per page content: a bounded, thread-safe LRU map (``arr_coc.caching.LruCache``) from a pixel
+    digest to the page's boxes.
 
     Document-QA asks several questions about one page; with the cache, the second question costs only matching.
-    The key is a 128-bit blake2b digest of the page's uint8 RGB pixels and shape, salted with the reader's settings
-    (``TextReader.fingerprint``), so one cache can serve readers with different settings. At most ``max_items`` pages
-    are kept (least recently used first out); a page's entry is its boxes, a few KiB for a dense page. Threads that
-    miss on the same page at once read it once (:meth:`get_or_read`): the first reads, the others wait for its result
-    (if the first fails, one of them reads in its place).
+    The key (:meth:`key`) is ``arr_coc.caching.page_digest`` of the page's uint8 RGB pixels (all of them: a mutated
+    array or another page is another key), salted with the reader's settings (``TextReader.fingerprint``), so one
+    cache can serve readers with different settings. At most ``max_items`` pages are kept (least recently used first
+    out); a page's entry is its boxes, a few KiB for a dense page (about 10 KiB for the 67 boxes of the example
+    invoice). Threads that miss on the same page at once read it once (:meth:`get_or_read`).
 
     Args:
         max_items: Pages kept (0: nothing is stored).
     """
 
-    def __init__(self, max_items: int = 64) -> None:
-        if max_items < 0:
-            raise ValueError(f"max_items must be >= 0, got {max_items}")
-        self.max_items = int(max_items)
-        self._items: OrderedDict[bytes, tuple[TextBox, ...]] = OrderedDict()
-        self._lock = threading.Lock()
-        self._reading: dict[bytes, _InFlight] = {}  # pages being read now, by key: the others wait on them
-        self.hits = 0
-        self.misses = 0
-
     @staticmethod
     def key(pixels: np.ndarray, salt: str = "") -> bytes:
         """16-byte digest of ``pixels`` ((H, W, C) uint8, any memory layout), their shape and ``salt``."""
-        arr = np.ascontiguousarray(pixels)
-        h = hashlib.blake2b(digest_size=16)
-        h.update(repr((arr.shape, arr.dtype.str, salt)).encode())
-        h.update(memoryview(arr).cast("B"))
-        return h.digest()
-
-    def get(self, key: bytes) -> tuple[TextBox, ...] | None:
-        """The boxes stored for ``key`` (and mark them recently used), or None."""
-        with self._lock:
-            boxes = self._items.get(key)
-            if boxes is None:
-                self.misses += 1
-                return None
-            self._items.move_to_end(key)
-            self.hits += 1
-            return boxes
+        return page_digest(np.asarray(pixels), salt)
 
     def get_or_read(self, key: bytes, read: Callable[[], Sequence[TextBox]]) -> tuple[tuple[TextBox, ...], bool]:
-        """The boxes of ``key``: stored, being read by another thread (wait for it), or ``read()`` here and stored.
-
-        One page is read once however many threads ask for it at the same time. A thread that waited counts as a
-        hit. If ``read`` raises, the error goes to the thread that called it, and a waiting thread reads in its
-        place.
+        """The boxes of ``key``: stored, being read by another thread (wait for it), or ``read()`` here and stored
+        (``LruCache.get_or_compute``: one page is read once however many threads ask for it at the same time).
 
         Returns:
             (boxes, whether they came from the cache or another thread's read).
         """
-        while True:
-            with self._lock:
-                boxes = self._items.get(key)
-                if boxes is not None:
-                    self._items.move_to_end(key)
-                    self.hits += 1
-                    return boxes, True
-                flight = self._reading.get(key)
-                owner = flight is None
-                if owner:
-                    flight = self._reading[key] = _InFlight()
-                    self.misses += 1
-            assert flight is not None
-            if not owner:
-                flight.done.wait()
-                if flight.boxes is not None:
-                    with self._lock:
-                        self.hits += 1
-                    return flight.boxes, True
-                continue  # the reading thread failed: try again (this thread may read now)
-            try:
-                flight.boxes = tuple(read())
-                self.put(key, flight.boxes)
-                return flight.boxes, False
-            finally:
-                with self._lock:
-                    self._reading.pop(key, None)
-                flight.done.set()
-
-    def put(self, key: bytes, boxes: Sequence[TextBox]) -> None:
-        """Store ``boxes`` for ``key``, dropping the least recently used pages beyond ``max_items``."""
-        if self.max_items == 0:
-            return
-        with self._lock:
-            self._items[key] = tuple(boxes)
-            self._items.move_to_end(key)
-            while len(self._items) > self.max_items:
-                self._items.popitem(last=False)
-
-    def clear(self) -> None:
-        """Forget every page (and reset the hit/miss counters)."""
-        with self._lock:
-            self._items.clear()
-            self.hits = self.misses = 0
-
-    def __len__(self) -> int:
-        with self._lock:
-            return len(self._items)
-
-    def __contains__(self, key: object) -> bool:
-        with self._lock:
-            return key in self._items
+        return self.get_or_compute(key, lambda: tuple(read()))
 
 
 @dataclass(frozen=True)
@@ -277,10 +192,10 @@ class TextReader:
                             msg = f"backend='torch' needs the onnx package ({e}); {INSTALL_HINT}"
                             raise MissingExtraError(msg) from e
                         device, dtype = torch.device(c.device or "cpu"), getattr(torch, c.dtype or "float32")
-                        detector = TorchRapidOCR(params=self._det_params(), device=device, dtype=dtype)
+                        detector = detect_only(TorchRapidOCR)(params=self._det_params(), device=device, dtype=dtype)
                         recognizer = PageRecognizer(c.rec_model_path, c.charset, c.squeeze, device, dtype)
                     else:
-                        detector = RapidOCR(params=self._det_params())
+                        detector = detect_only(RapidOCR)(params=self._det_params())
                         recognizer = LineRecognizer(
                             c.rec_model_path, c.charset, c.squeeze, c.rec_batch_size, c.num_threads
                         )
@@ -314,7 +229,7 @@ class TextReader:
         pil = to_rgb_pil(image)
         if pil.width < 4 or pil.height < 4:
             return ReadResult([], False, {"hash": 0.0, "detect": 0.0, "recognize": 0.0, "total": 0.0})
-        key = OcrCache.key(np.asarray(pil), self.fingerprint)
+        key = self.cache.key(np.asarray(pil), self.fingerprint)
         t1 = time.perf_counter()
         timed: list[float] = []
 
@@ -361,6 +276,26 @@ class TextReader:
             else:
                 out.append(box)
         return out, (t1 - t0) * 1e3, (time.perf_counter() - t1) * 1e3
+
+
+@functools.cache
+def detect_only(engine: type) -> type:
+    """``engine`` (rapidocr's ``RapidOCR`` or a subclass) as a text detector that cuts no line crops.
+
+    With recognition off, ``RapidOCR.__call__`` still cuts every detected line out of the page
+    (``crop_text_regions``: a perspective warp a line, then a resize of each crop back to the original scale) for a
+    recogniser it never calls: 66 warps on the example invoice, about a third of the detector's time outside its
+    network. The reader cuts its own crops (``crop_quad`` / ``lines.cut_lines``), so the subclass returns none;
+    detection, box post-processing and the mapping of boxes to the original image are rapidocr's own, unchanged
+    (the same boxes, tested). A subclass overriding one seam, not a patch: other ``RapidOCR`` objects are untouched.
+    """
+
+    class DetectOnly(engine):  # type: ignore[misc, valid-type]
+        def crop_text_regions(self, img: np.ndarray, det_boxes: np.ndarray) -> list[np.ndarray]:
+            return []  # nothing to recognise here: no crops
+
+    DetectOnly.__name__ = DetectOnly.__qualname__ = f"DetectOnly{engine.__name__}"
+    return DetectOnly
 
 
 def crop_quad(image: np.ndarray, quad: np.ndarray) -> np.ndarray:
