@@ -415,7 +415,10 @@ class Realizer(nn.Module):
         Per item: text prior (mode ``"text"``) -> :meth:`relevance` -> the budget resolved with THIS realizer's config
         (a checkpoint's adaptive tiers) -> top-K with words whole, or the level-of-detail split (``detail``).
         ``allocate``, ``score_visual_tokens``, ``compress`` (drop, foveate, thumbnail, mixed), the vLLM plugin, the
-        demo, ``eval`` and the answer trainer all decide here. The budget is parsed once per call.
+        demo, ``eval`` and the answer trainer all decide here. The budget is parsed once per call. Batched: items of
+        one frame size are scored in one pass (:meth:`relevance_items`), and plain top-K items (no word units, no
+        redundancy, no level of detail) of one size and count are chosen together (``top_k_indices``), with one host
+        read of the counts for the adaptive ones; the result equals deciding each item alone, bit for bit.
 
         Args:
             frames: per item, frames (T, 3, rows * cell, cols * cell), uint8 or floats in [0, 1], any device

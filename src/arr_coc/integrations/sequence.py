@@ -111,12 +111,19 @@ class VisualItem:
 Host = np.ndarray  # a host copy of a small integer tensor (ids, mask, token types, grids, kept indices)
 
 
+def to_host(t: torch.Tensor) -> np.ndarray:
+    """One device-to-host copy of ``t`` as a NumPy array (``t.cpu().numpy()``; on a CPU tensor just ``numpy()``, so
+    the op counter counts the one copy a GPU makes, not two). Shares memory with ``t`` when ``t`` is on the CPU."""
+    t = t.detach()
+    return (t if t.device.type == "cpu" else t.cpu()).numpy()
+
+
 def host(x: torch.Tensor | np.ndarray | None) -> np.ndarray | None:
     """``x`` on the host as a NumPy array of the same integer / bool dtype (arrays pass through; a tensor is read:
-    one host sync if it lives on a device)."""
+    one host sync if it lives on a device; the copy is the caller's own)."""
     if x is None or isinstance(x, np.ndarray):
         return x
-    return np.asarray(x.tolist(), dtype=_NUMPY.get(x.dtype, np.int64)).reshape(tuple(x.shape))
+    return to_host(x).copy()
 
 
 @dataclass
@@ -154,7 +161,7 @@ def read_prompt(
     present = [(name, t) for name, t in named if t is not None]
     device = input_ids.device
     flat = torch.cat([t.reshape(-1).to(device=device, dtype=torch.long) for _, t in present])  # (sum numel,)
-    values = np.asarray(flat.tolist(), dtype=np.int64)  # the one device-to-host read
+    values = to_host(flat)  # the one device-to-host read (int64)
     out: dict[str, np.ndarray | None] = {name: None for name, _ in named}
     start = 0
     for name, t in present:
@@ -565,13 +572,13 @@ def read_decision(keeps: Sequence[torch.Tensor], scores: Sequence[torch.Tensor])
     if not keeps:
         return [], []
     device = keeps[0].device
-    exact = all(s.is_floating_point() for s in scores) and max(s.numel() for s in scores) < 2**24
+    exact = all(s.dtype in (torch.float32, torch.float64) for s in scores) and max(s.numel() for s in scores) < 2**24
     if exact:  # one cat: type promotion makes the indices floats, exact below 2**24
         flat = torch.cat([*(k.reshape(-1) for k in keeps), *(s.reshape(-1).to(device) for s in scores)])
     else:
         finite = torch.isfinite(torch.cat([s.reshape(-1).to(device) for s in scores]))
         flat = torch.cat([*(k.reshape(-1) for k in keeps), finite])  # (sum k + sum N,) long
-    values = np.asarray(flat.tolist())  # the one device-to-host read of the decision
+    values = to_host(flat)  # the one device-to-host read of the decision
     out, flags, start = [], [], 0
     for k in keeps:
         out.append(values[start : start + k.numel()].astype(np.int64))
