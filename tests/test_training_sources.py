@@ -329,3 +329,17 @@ def test_page_unlike_training_is_scored_by_the_rules(three_sources) -> None:
         BoxScorer(residual=True, ood_page=1.0)
     with pytest.raises(ValueError, match="residual=True"):
         BoxScorer(ood_page=0.2)
+
+
+def test_candidate_epochs_override_the_commands(three_sources) -> None:
+    """``Candidate(epochs=N)`` trains N passes whatever the command's ``--epochs`` (so the nested validation can
+    choose the number of passes), and candidates differing only in it do not share a fit."""
+    from arr_coc.training.evidence import Candidate
+
+    train = three_sources["A"] + three_sources["B"]
+    x = np.concatenate([r.feats for r in three_sources["C"][:2]])
+    own = Candidate(hidden=4, residual=True, bound=2.0, epochs=3).make(train, 1, 0)
+    ref = fit(train, hidden=4, epochs=3, seed=0, residual=True, bound=2.0)
+    np.testing.assert_array_equal(own.box_scores(x), ref.box_scores(x))
+    assert Candidate(epochs=3).fit_key() != Candidate().fit_key()
+    assert CANDIDATES["res16-b2-x5-page-e30"].epochs == 30

@@ -58,6 +58,7 @@ class Candidate:
         members: networks trained with seeds ``seed .. seed + members - 1`` whose outputs are averaged (a seed
             ensemble, ``BoxScorer.ensemble``).
         weight_decay: Adam's weight decay (residual: the pull of the correction toward 0, i.e. toward the rules).
+        epochs: passes over the training data (None: the command's ``--epochs``).
         ood_page: the rules alone on a page with more than this share of boxes outside the training range (residual;
             None: never).
         rules: the rules (every other field ignored).
@@ -71,14 +72,15 @@ class Candidate:
     members: int = 1
     weight_decay: float = 1e-4
     ood_page: float | None = None
+    epochs: int | None = None
     rules: bool = False
 
     def fit_key(self) -> tuple:
         """What training depends on (the out-of-range checks are applied after training)."""
-        return (self.hidden, self.residual, self.bound, self.drop_groups, self.members, self.weight_decay)
+        return (self.hidden, self.residual, self.bound, self.drop_groups, self.members, self.weight_decay, self.epochs)
 
     def make(self, records: Sequence[Record], epochs: int, seed: int) -> BoxScorer | None:
-        """Train on ``records`` (None for the rules)."""
+        """Train on ``records`` for ``self.epochs`` (or ``epochs``) passes (None for the rules)."""
         if self.rules:
             return None
         members = [
@@ -86,7 +88,7 @@ class Candidate:
                 records,
                 hidden=self.hidden,
                 drop_groups=self.drop_groups,
-                epochs=epochs,
+                epochs=self.epochs or epochs,
                 seed=seed + m,
                 residual=self.residual,
                 bound=self.bound,
@@ -117,6 +119,7 @@ CANDIDATES: dict[str, Candidate] = {
     "mlp16-x5": Candidate(hidden=16, members=5),
     "res16-b2-page": Candidate(hidden=16, residual=True, bound=2.0, ood_page=0.2),
     "res16-b2-x5-page": Candidate(hidden=16, residual=True, bound=2.0, members=5, ood_page=0.2),
+    "res16-b2-x5-page-e30": Candidate(hidden=16, residual=True, bound=2.0, members=5, ood_page=0.2, epochs=30),
 }
 # issue 26, round 2's set (results/learned_relevance.md); ties go to the first listed, so the page fallback comes
 # before the same candidate without it
