@@ -123,7 +123,15 @@ CANDIDATES: dict[str, Candidate] = {
 }
 # issue 26, round 2's set (results/learned_relevance.md); ties go to the first listed, so the page fallback comes
 # before the same candidate without it
-DEFAULT_CANDIDATES = ("rules", "mlp16", "res16-b2-x5-page", "res16-b2-page", "res16-b2-x5", "res16-b2")
+DEFAULT_CANDIDATES = (
+    "rules",
+    "mlp16",
+    "res16-b2-x5-page",
+    "res16-b2-x5-page-e30",
+    "res16-b2-page",
+    "res16-b2-x5",
+    "res16-b2",
+)
 
 
 # --------------------------------------------------------------------------------------------------- OCR cache
