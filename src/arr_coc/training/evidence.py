@@ -118,7 +118,9 @@ CANDIDATES: dict[str, Candidate] = {
     "res16-b2-page": Candidate(hidden=16, residual=True, bound=2.0, ood_page=0.2),
     "res16-b2-x5-page": Candidate(hidden=16, residual=True, bound=2.0, members=5, ood_page=0.2),
 }
-DEFAULT_CANDIDATES = ("rules", "mlp16", "res16-b2", "res16-b2-ood", "res16-b2-nopos", "res16-b2-nopos-ood")
+# issue 26, round 2's set (results/learned_relevance.md); ties go to the first listed, so the page fallback comes
+# before the same candidate without it
+DEFAULT_CANDIDATES = ("rules", "mlp16", "res16-b2-x5-page", "res16-b2-page", "res16-b2-x5", "res16-b2")
 
 
 # --------------------------------------------------------------------------------------------------- OCR cache
