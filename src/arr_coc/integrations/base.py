@@ -35,6 +35,7 @@ import numpy as np
 import torch
 
 from arr_coc.attending import TokenScores
+from arr_coc.tensors import joined
 
 if TYPE_CHECKING:
     from arr_coc.realizing import Realizer
@@ -433,8 +434,8 @@ def take_rows(
     """The kept rows of each item's tensor: ``tensors[i][keeps[i]]`` (``None``: all rows).
 
     With ``flat`` (the kept rows of every item as ONE index into the items' rows stacked in order), one gather for
-    all items (two ops: the stacking and the gather, one with a single item) instead of one per item; the result is
-    the same rows, split per item.
+    all items instead of one per item (plus a copy to stack the items, unless they already lie side by side, as the
+    splits of the tower's one output do); the result is the same rows, split per item.
 
     Args:
         tensors: per item, (N_i, D).
@@ -447,7 +448,7 @@ def take_rows(
     if flat is None:
         return tuple(f if k is None else f[k.to(f.device)] for f, k in zip(tensors, keeps, strict=True))
     sizes = [int(f.shape[0]) if k is None else int(k.numel()) for f, k in zip(tensors, keeps, strict=True)]
-    stacked = tensors[0] if len(tensors) == 1 else torch.cat(list(tensors))  # (sum N_i, D)
+    stacked = joined(list(tensors))  # (sum N_i, D): a view when the items are the parts of one output, as the tower's
     return tuple(stacked.index_select(0, flat.to(stacked.device)).split(sizes))  # each (k_i, D)
 
 

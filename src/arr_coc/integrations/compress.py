@@ -42,6 +42,7 @@ import torch
 from arr_coc.attending import Budget, TokenBudget, TokenScores
 from arr_coc.deciding import Choice, allocate_tokens  # noqa: F401  (allocate_tokens: as before the split)
 from arr_coc.families import check_transformers, load_object, match_model, supported_classes
+from arr_coc.tensors import joined
 
 from .base import EncodedVisual, FamilyAdapter, ImageContext, Scorer, VisualAllocation, default_scorer
 from .options import CompressOptions, normalisation
@@ -283,7 +284,8 @@ class CompressedModel:
         embed = self.model.get_input_embeddings()
         with torch.no_grad():
             nonempty = [q for q in distinct if q]
-            embedded = embed(torch.cat([q_of[q] for q in nonempty]).to(embed.weight.device)) if nonempty else None
+            together = joined([q_of[q] for q in nonempty]) if nonempty else None  # adjacent in the upload: a view
+            embedded = embed(together.to(embed.weight.device)) if together is not None else None  # (sum Q, D)
             by_text: dict[tuple[int, ...], torch.Tensor | None] = {q: None for q in distinct}
             if embedded is not None:
                 by_text.update(zip(nonempty, embedded.split([len(q) for q in nonempty]), strict=True))  # (Q, D)
