@@ -22,6 +22,10 @@ Example::
         --collection unstructured --src /work/data/general/extra-src
     python benchmarks/realdocs_extra.py copy --git-dir /work/.mirror/docling-project+docling/repo \\
         --collection docling --src /work/data/general/extra-src
+    python benchmarks/realdocs_extra.py copy --git-dir /work/.mirror/mozilla+pdf.js/repo --collection pdfjs \\
+        --src /work/data/general/extra-src
+    python benchmarks/realdocs_extra.py copy --git-dir /work/.mirror/py-pdf+sample-files/repo \\
+        --collection pypdf-samples --src /work/data/general/extra-src
     python benchmarks/realdocs_extra.py make --src /work/data/general/extra-src --out /work/data/general/realdocs-extra
     arr-coc train --data /work/data/realdocs-dev --data /work/data/general/realdocs-extra ...
 """
@@ -39,6 +43,8 @@ from pathlib import Path
 
 UNSTRUCTURED = ("github:Unstructured-IO/unstructured", "3e5482bfcdc843b5218ad98d2845b4b71ab013b7", "Apache-2.0")
 DOCLING = ("github:docling-project/docling", "e1cb2b234c48ff29746b0f2f843d07f8e23905a0", "MIT")
+PDFJS = ("github:mozilla/pdf.js", "0f26334f9d6f96119f6e5164fb65832fbbde7344", "Apache-2.0")
+PYPDF_SAMPLES = ("github:py-pdf/sample-files", "6921079eb3e1ed0944db5ec75016910d59da7fdb", "CC-BY-SA-4.0")
 # collection -> (repository, commit, repository licence, [paths]); the documents inside are public example
 # documents (papers, reports, manuals, statements) the projects ship as test data under the repository's licence
 MANIFEST: dict[str, tuple[str, str, str, list[str]]] = {
@@ -86,6 +92,23 @@ MANIFEST: dict[str, tuple[str, str, str, list[str]]] = {
                 "skipped_1page",
                 "skipped_2pages",
             )
+        ],
+    ),
+    # pdf.js' test PDFs are mostly reduced rendering cases; these two are whole documents with a text layer (a
+    # two-column conference paper, a working paper); the repository's other real documents are stored as links
+    "pdfjs": (*PDFJS, ["test/pdfs/tracemonkey.pdf", "test/pdfs/TAMReview.pdf"]),
+    # py-pdf's sample files (every PDF CC-BY-SA-4.0 by the repository's README): LaTeX multi-column, a German
+    # thesis, a Google Docs export, LaTeX and LibreOffice documents
+    "pypdf-samples": (
+        *PYPDF_SAMPLES,
+        [
+            "026-latex-multicolumn/multicolumn.pdf",
+            "009-pdflatex-geotopo/GeoTopo-komprimiert.pdf",
+            "011-google-doc-document/google-doc-document.pdf",
+            "004-pdflatex-4-pages/pdflatex-4-pages.pdf",
+            "006-pdflatex-outline/pdflatex-outline.pdf",
+            "021-pdfa/crazyones-pdfa.pdf",
+            "002-trivial-libre-office-writer/002-trivial-libre-office-writer.pdf",
         ],
     ),
 }

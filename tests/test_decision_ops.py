@@ -169,3 +169,156 @@ def test_relevance_items_equal_each_item_alone_and_batch_the_ops() -> None:
     with OpCounter() as eight:
         realizer.relevance_items(frames[:8], grids[:8], queries[:8], feats[:8], embeds[:8])
     assert eight.n_ops <= 1.5 * one.n_ops, (one.summary(), eight.summary())
+
+
+# ----- compress: what a wrapped forward adds (issue 24: <= 200 ops at batch 1, <= 1.5x at batch 8, <= 2 syncs) -----
+
+
+def _compress_inputs(processor, n: int, sizes: list[tuple[int, int]]) -> dict:
+    from PIL import Image
+
+    g = torch.Generator().manual_seed(5)
+    questions = ["How much must be paid?", "What is the total?"]
+    texts, images = [], []
+    for i in range(n):
+        w, h = sizes[i % len(sizes)]
+        pixels = torch.randint(0, 256, (h, w, 3), generator=g, dtype=torch.uint8).numpy()
+        messages = [{"role": "user", "content": [{"type": "image"}, {"type": "text", "text": questions[i % 2]}]}]
+        texts.append(processor.apply_chat_template(messages, tokenize=False, add_generation_prompt=True))
+        images.append(Image.fromarray(pixels))
+    return dict(processor(text=texts, images=images, return_tensors="pt", padding=True))
+
+
+def _added(cm, model, inputs: dict) -> tuple[int, dict[str, int]]:
+    """(ops the wrapped forward adds, sync causes that grow: cause -> how many more)."""
+    with torch.inference_mode():
+        cm(**inputs)  # warm-up: cached constants
+        with OpCounter() as base:
+            model(**inputs)
+        with OpCounter() as wrapped:
+            cm(**inputs)
+    grown = {k: v - base.syncs[k] for k, v in wrapped.syncs.items() if v > base.syncs[k]}
+    return wrapped.n_ops - base.n_ops, grown
+
+
+def test_compress_adds_few_ops_and_two_host_reads() -> None:
+    """A compress forward reads the prompt once and the decision once (2 syncs, whatever the batch), and its ops grow
+    per page SIZE (one relevance pass each), never per item: batch 8 of one size costs about what batch 1 costs."""
+    pytest.importorskip("transformers")
+    from arr_coc import compress
+    from arr_coc.testing import tiny_model
+
+    model, processor = tiny_model("qwen2.5-vl")
+    cm = compress(model, budget=0.22, processor=processor, realizer=Realizer(RelevanceConfig(cpu_band_elements=0)))
+    one_size, two_sizes = [(336, 252)], [(336, 252), (224, 308)]
+    ops1, syncs1 = _added(cm, model, _compress_inputs(processor, 1, one_size))
+    ops8, syncs8 = _added(cm, model, _compress_inputs(processor, 8, one_size))
+    ops8x2, syncs8x2 = _added(cm, model, _compress_inputs(processor, 8, two_sizes))
+    assert ops1 <= 200, ops1
+    assert ops8 <= 1.5 * 200 and ops8 <= ops1 + 30, (ops1, ops8)  # nothing per item
+    assert ops8x2 <= 2 * ops1, (ops1, ops8x2)  # one more relevance pass for the second size, nothing per item
+    for grown in (syncs1, syncs8, syncs8x2):  # the two reads; no other sync cause grows
+        assert grown == {"Tensor.numpy": 2}, grown  # read_prompt, read_decision (one copy each)
+
+
+def test_compress_adaptive_budget_reads_the_counts_once() -> None:
+    """An adaptive budget needs each item's count on the host: one more read for the whole batch, not one per item."""
+    pytest.importorskip("transformers")
+    from arr_coc import compress
+    from arr_coc.testing import tiny_model
+
+    model, processor = tiny_model("qwen2.5-vl")
+    cm = compress(model, processor=processor, realizer=Realizer(RelevanceConfig(cpu_band_elements=0)))
+    for n in (1, 8):
+        _, grown = _added(cm, model, _compress_inputs(processor, n, [(336, 252), (224, 308)]))
+        assert grown == {"Tensor.numpy": 2, "Tensor.tolist": 1}, (n, grown)  # + the counts, once
+
+
+def test_top_k_indices_equals_select_row_by_row() -> None:
+    from arr_coc.attending import select, top_k_indices
+
+    g = torch.Generator().manual_seed(6)
+    scores = torch.rand(5, 40, generator=g)
+    scores[1] = (scores[1] * 4).round()  # heavy ties
+    scores[2, ::3] = float("nan")
+    scores[3] = float("nan")  # nothing finite
+    scores[4, 5] = float("inf")
+    for k in (1, 7, 40, 99):
+        got = top_k_indices(scores, k)
+        for b in range(5):
+            assert torch.equal(got[b], select(scores[b], k)), (k, b)
+
+
+def test_joined_is_a_view_of_adjacent_parts_and_a_copy_otherwise() -> None:
+    from arr_coc.tensors import joined
+
+    x = torch.arange(24.0).view(4, 6)
+    parts = [x[0:1], x[1:3], x[3:4]]
+    view = joined(parts)
+    assert torch.equal(view, x) and view.data_ptr() == x.data_ptr()
+    rows = [x[i] for i in range(4)]
+    assert torch.equal(joined(rows, stack=True), x) and joined(rows, stack=True).data_ptr() == x.data_ptr()
+    apart = [x[0:1], x[2:3]]  # not adjacent: copied
+    assert torch.equal(joined(apart), torch.cat(apart)) and joined(apart).data_ptr() != x.data_ptr()
+    reordered = [x[2], x[0]]
+    assert torch.equal(joined(reordered, stack=True), torch.stack(reordered))
+
+
+def test_read_prompt_and_decision_are_one_read_each() -> None:
+    from arr_coc.integrations.sequence import read_decision, read_prompt, upload
+
+    ids = torch.tensor([[1, 9, 9, 2], [3, 4, 9, 9]])
+    mask = torch.tensor([[1, 1, 1, 1], [0, 1, 1, 1]])
+    grid = torch.tensor([[1, 2, 2], [1, 2, 2]])
+    with OpCounter() as c:
+        prompt = read_prompt(ids, mask, None, {"image": grid, "video": None})
+    assert c.n_syncs == 1 and c.n_ops == 1, c.summary()
+    assert prompt.input_ids.tolist() == ids.tolist() and prompt.attention_mask.tolist() == mask.tolist()
+    assert prompt.grids["image"].tolist() == grid.tolist() and prompt.grids["video"] is None
+    assert prompt.mm_token_type_ids is None
+    keeps = [torch.tensor([0, 3]), torch.tensor([1])]
+    scores = [torch.tensor([0.1, float("nan"), 0.3, 0.5]), torch.full((3,), float("nan"))]
+    with OpCounter() as c:
+        host_keeps, finite = read_decision(keeps, scores)
+    assert c.n_syncs == 1 and c.n_ops == 1, c.summary()
+    assert [h.tolist() for h in host_keeps] == [[0, 3], [1]] and finite == [True, False]
+    with OpCounter() as c:
+        sent = upload([prompt.input_ids, prompt.grids["image"]], torch.device("cpu"))  # a device, as compress passes
+    assert c.n_ops == 1 and c.n_syncs == 0, c.summary()  # one copy, as a GPU makes it
+    assert torch.equal(sent[0], ids) and torch.equal(sent[1], grid)
+
+
+def test_compress_refuses_a_scorer_without_a_finite_score() -> None:
+    """The finiteness check moved into the decision's one read: a custom scorer of NaNs still gets the clear error."""
+    pytest.importorskip("transformers")
+    from arr_coc import compress
+    from arr_coc.testing import tiny_model
+
+    model, processor = tiny_model("qwen2.5-vl")
+    cm = compress(model, budget=0.5, processor=processor, scorer=lambda ctx: torch.full((ctx.n_tokens,), float("nan")))
+    with pytest.raises(ValueError, match="no finite score"):
+        cm(**_compress_inputs(processor, 2, [(336, 252)]))
+
+
+def test_decide_chooses_together_what_each_item_chooses_alone() -> None:
+    """Realizer.decide chooses plain top-K items of one size and count in one batch (adaptive counts read once):
+    each item keeps exactly what ``choose`` keeps for it alone; with a redundancy the items go one by one."""
+    g = torch.Generator().manual_seed(7)
+    realizer = Realizer(RelevanceConfig(cpu_band_elements=0)).eval()
+    sizes = [(6, 5), (4, 7), (6, 5), (6, 5), (4, 7), (6, 5)]
+    frames = [torch.randint(0, 256, (1, 3, r * 28, c * 28), generator=g, dtype=torch.uint8) for r, c in sizes]
+    frames[3] = frames[0].clone()  # identical scores: equal ranks, ties to the lower index
+    budgets = [0.3, 7, "adaptive", 0.3, "adaptive", 5]
+    queries = ["What is the total?", None, "the red logo", "What is the total?", "Describe it", None]
+    decision = realizer.decide(frames, sizes, queries, budgets)
+    for d, budget in zip(decision.items, budgets, strict=True):
+        alone = realizer.choose(d.scores.flatten(), budget)
+        assert torch.equal(d.keep, alone.keep) and d.budget == alone.budget, budget
+    with OpCounter() as c:
+        realizer.decide(frames, sizes, queries, budgets)
+    assert c.syncs["Tensor.tolist"] == 1 and c.n_syncs == 1, c.syncs  # the adaptive counts, once
+    feats = [torch.randn(r * c, 8, generator=g) for r, c in sizes]
+    redundant = realizer.decide(frames, sizes, queries, budgets, features=feats, redundancy=0.5)
+    for d, f, budget in zip(redundant.items, feats, budgets, strict=True):
+        alone = realizer.choose(d.scores.flatten(), budget, features=f, redundancy=0.5)
+        assert torch.equal(d.keep, alone.keep), budget

@@ -210,6 +210,26 @@ def test_insert_thumbnails_by_hand():
     assert labels is None
 
 
+def test_insert_thumbnails_reads_each_input_once_not_each_column():
+    """The longer prompt is laid out on host copies (``thumbnail_layout``): one read per integer input and one upload,
+    where the per-column loop read the mask once per column (16 syncs here, B * L on a GPU)."""
+    from arr_coc.integrations.detail import thumbnail_layout
+    from arr_coc.profiling import OpCounter
+
+    ids = {"image": 9, "vision_start": 7, "vision_end": 8}
+    input_ids = torch.tensor([[0, 0, 1, 7, 9, 9, 8, 2], [1, 7, 9, 9, 8, 2, 3, 4]])
+    mask = torch.tensor([[0, 0, 1, 1, 1, 1, 1, 1], [1] * 8])
+    types = (input_ids == 9).long()
+    with OpCounter() as c:
+        new, *_ = insert_thumbnails(input_ids, mask, types, None, {0: [(3, 2)]}, ids, 0)
+    assert c.n_syncs == 3 and c.n_ops == 1, c.summary()  # ids, mask, types read; one upload
+    hosts = (input_ids.numpy(), mask.numpy(), types.numpy())
+    with OpCounter() as c:
+        layout = thumbnail_layout(*hosts, {0: [(3, 2)]}, ids, 0)
+    assert c.n_syncs == 0 and c.n_ops == 0  # compress passes its host copies: nothing on the device
+    assert layout[0].tolist() == new.tolist()
+
+
 def test_composite_by_hand():
     image = np.full((40, 40, 3), 0, dtype=np.uint8)
     drop = composite(image, (4, 4), None, keep=np.array([0, 5]))

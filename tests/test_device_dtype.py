@@ -72,6 +72,17 @@ def test_relevance_step_runs_on_a_fake_cuda_device(dtype: torch.dtype, budget) -
         assert keep.device.type == "cuda"
 
 
+def test_batched_choice_of_decide_stays_on_a_fake_cuda_device() -> None:
+    """``Realizer.decide`` chooses the plain top-K items of one size and count together (``top_k_indices``, a view
+    instead of a stack where the scores lie side by side): the kept indices stay on the frames' device."""
+    with FakeTensorMode(allow_non_fake_inputs=False), BasicIndexing():
+        realizer = Realizer(RelevanceConfig())
+        frames = [torch.empty(1, 3, ROWS * CELL, COLS * CELL, device="cuda", dtype=torch.bfloat16) for _ in range(3)]
+        decision = realizer.decide(frames, [(ROWS, COLS)] * 3, ["What is the total?"] * 3, [0.3, 5, 0.3])
+        assert [k.device.type for k in decision.keeps] == ["cuda"] * 3
+        assert [k.numel() for k in decision.keeps] == [round(0.3 * ROWS * COLS), 5, round(0.3 * ROWS * COLS)]
+
+
 def test_relevance_step_on_fake_cuda_with_uint8_frames_and_cpu_parameters() -> None:
     """A realizer left on the CPU still runs on CUDA frames (its parameters are used as ``p.to(x)``)."""
     with FakeTensorMode(allow_non_fake_inputs=False), BasicIndexing():

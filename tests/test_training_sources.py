@@ -264,3 +264,82 @@ def test_default_decision_needs_every_kind_docgen_and_held_out_sources() -> None
     meta["docgen_test"]["res16-b2"] = t(form=1.0, overall=1.0)
     meta["folds_by"] = "document"
     assert decide(meta)["default"] == "rules"  # optimistic folds decide nothing
+
+
+def test_held_out_sources_of_a_kind_do_not_move_when_another_kind_is_added() -> None:
+    """Each doc_type draws its held-out sources from its own seeded generator: adding a new kind's data (a new
+    collection) must not change which receipts are held out (it did with one generator shared across kinds)."""
+
+    def qs(kinds: dict[str, int]) -> list[Question]:
+        return [
+            Question(f"{t}{s}-{i}", "q", [(0, 0, 1, 1)], doc=f"{t}{s}/{i}", doc_type=t, source=f"{t}:{s}")
+            for t, n_sources in kinds.items()
+            for s in range(n_sources)
+            for i in range(3)
+        ]
+
+    before = holdout_sources(qs({"receipt": 10, "table": 6}), 0.2, (), seed=0)
+    after = holdout_sources(qs({"apdf": 7, "receipt": 10, "table": 6}), 0.2, (), seed=0)
+    assert {s for s in before if s.startswith("receipt")} == {s for s in after if s.startswith("receipt")}
+    assert {s for s in before if s.startswith("table")} == {s for s in after if s.startswith("table")}
+    assert any(s.startswith("apdf") for s in after)
+
+
+def test_seed_ensemble_is_the_mean_of_its_members(three_sources, tmp_path: Path) -> None:
+    """A seed ensemble (``Candidate(members=3)``) outputs the mean of its members' network outputs, saves and loads
+    exactly, and refuses members trained on other rows."""
+    train = three_sources["A"] + three_sources["B"]
+    members = [fit(train, hidden=4, epochs=2, seed=s, residual=True, bound=2.0) for s in range(3)]
+    ens = BoxScorer.ensemble(members)
+    assert ens.members == 3 and ens.config["members"] == 3
+    x = torch.from_numpy(np.concatenate([r.feats for r in three_sources["C"][:3]]))
+    z = (x - members[0].mean) / members[0].scale * members[0].mask
+    with torch.no_grad():
+        mean_net = torch.stack([m.net(z).squeeze(-1) for m in members]).mean(0)
+        torch.testing.assert_close(ens.correction(x), 2.0 * torch.tanh(mean_net / 2.0))
+    ens.save(tmp_path)
+    loaded = BoxScorer.load(tmp_path)
+    np.testing.assert_array_equal(loaded.box_scores(x.numpy()), ens.box_scores(x.numpy()))
+    made = CANDIDATES["res16-b2-x5"].__class__(hidden=4, residual=True, bound=2.0, members=3).make(train, 2, 0)
+    np.testing.assert_array_equal(made.box_scores(x.numpy()), ens.box_scores(x.numpy()))  # seeds 0, 1, 2
+    other = fit(three_sources["C"], hidden=4, epochs=1, seed=0, residual=True, bound=2.0)
+    with pytest.raises(ValueError, match="standardisation"):
+        BoxScorer.ensemble([members[0], other])
+    with pytest.raises(ValueError, match="members must be"):
+        BoxScorer(members=0)
+
+
+def test_page_unlike_training_is_scored_by_the_rules(three_sources) -> None:
+    """``ood_page``: a page on which more than that share of the boxes lie outside the training range gets the
+    rules' scores on every box (a kind never trained on), while a page like the training pages keeps the learned
+    correction; the threshold is checked."""
+    scorer = fit(three_sources["A"] + three_sources["B"], hidden=4, epochs=3, seed=0, residual=True, bound=2.0)
+    scorer.ood_page = 0.2
+    inside = three_sources["A"][0].feats  # a training page
+    assert not scorer.page_out_of_range(torch.from_numpy(inside))
+    learned = scorer.box_scores(inside)
+    assert not np.allclose(learned, inside[:, FEATURES.index("rule")])  # the correction acts
+    far = inside.copy()
+    far[: len(far) // 2, FEATURES.index("n_chars")] = 1e3  # half the boxes far outside the training range
+    assert scorer.page_out_of_range(torch.from_numpy(far))
+    np.testing.assert_array_equal(scorer.box_scores(far), np.clip(far[:, FEATURES.index("rule")], 0.0, None))
+    scorer.ood_page = 0.6  # half is not more than 60%: the correction acts again
+    assert not scorer.page_out_of_range(torch.from_numpy(far))
+    with pytest.raises(ValueError, match="ood_page"):
+        BoxScorer(residual=True, ood_page=1.0)
+    with pytest.raises(ValueError, match="residual=True"):
+        BoxScorer(ood_page=0.2)
+
+
+def test_candidate_epochs_override_the_commands(three_sources) -> None:
+    """``Candidate(epochs=N)`` trains N passes whatever the command's ``--epochs`` (so the nested validation can
+    choose the number of passes), and candidates differing only in it do not share a fit."""
+    from arr_coc.training.evidence import Candidate
+
+    train = three_sources["A"] + three_sources["B"]
+    x = np.concatenate([r.feats for r in three_sources["C"][:2]])
+    own = Candidate(hidden=4, residual=True, bound=2.0, epochs=3).make(train, 1, 0)
+    ref = fit(train, hidden=4, epochs=3, seed=0, residual=True, bound=2.0)
+    np.testing.assert_array_equal(own.box_scores(x), ref.box_scores(x))
+    assert Candidate(epochs=3).fit_key() != Candidate().fit_key()
+    assert CANDIDATES["res16-b2-x5-page-e30"].epochs == 30

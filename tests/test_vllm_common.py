@@ -160,3 +160,32 @@ def test_decide_all_is_each_images_own_decision_in_one_call(monkeypatch):
     calls.clear()  # no question: texture, whatever the request's mode
     assert torch.equal(decide(pixels[96:132], (1, 6, 6), geometry, "", options), keeps[1]) and calls == [["texture"]]
     assert decide_all(pixels[:0], torch.zeros(0, 3, dtype=torch.long), geometry, options) == []
+
+
+def test_decision_device_setting(monkeypatch):
+    """``ARR_COC_VLLM_DEVICE``: unset is the CPU default (the shared realizer, onnxruntime OCR); a device gives a
+    realizer with the same weights whose OCR runs on the torch backend there, and the same texture decision; a value
+    that is no device, or a CUDA device this process cannot see, is one clear ValueError."""
+    from arr_coc.realizing import default_realizer
+    from arr_coc.vllm.common import DEVICE_ENV, Geometry, decide_all, decision_device, realizer_for
+
+    monkeypatch.delenv(DEVICE_ENV, raising=False)
+    assert decision_device() is None and realizer_for(None) is default_realizer()
+    geometry = Geometry(14, 2, 2, (0.48, 0.46, 0.41), (0.27, 0.26, 0.28))
+    pixels = torch.randn(96, 3 * 2 * 14 * 14, generator=torch.Generator().manual_seed(1))
+    options = Options(budget=6, mode="texture", query="total?")
+    on_cpu = decide_all(pixels, torch.tensor([[1, 8, 12]]), geometry, options)
+    monkeypatch.setenv(DEVICE_ENV, "cpu")
+    assert decision_device() == torch.device("cpu")
+    realizer = realizer_for(None, decision_device())
+    assert realizer is not default_realizer() and realizer is realizer_for(None, torch.device("cpu"))
+    ocr = realizer.reading.config.ocr
+    assert (ocr.backend, ocr.device) == ("torch", "cpu")
+    assert realizer.config.reading["ocr"]["backend"] == "torch" and default_realizer().config.reading is None
+    assert torch.equal(decide_all(pixels, torch.tensor([[1, 8, 12]]), geometry, options)[0], on_cpu[0])
+    for bad, message in (("gpu0", "is not a torch device"), ("cuda:7", "CUDA device")):
+        monkeypatch.setenv(DEVICE_ENV, bad)
+        if bad.startswith("cuda") and torch.cuda.device_count() > 7:
+            continue
+        with pytest.raises(ValueError, match=message):
+            decision_device()

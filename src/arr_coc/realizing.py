@@ -42,7 +42,7 @@ import torch
 from PIL import Image
 from torch import nn
 
-from .attending import Budget, TokenBudget, TokenScores
+from .attending import Budget, TokenBudget, TokenScores, adaptive_ks, top_k_indices
 from .balancing import SCORERS, TensionBalancer
 from .caching import LruCache, page_digest
 from .config import CHANNELS, RelevanceConfig
@@ -51,6 +51,7 @@ from .grid import Grid, GridSpec
 from .io import load_image_with_size
 from .knowing import InformationScorer, ParticipatoryScorer, PerspectivalScorer, channel_index, unit_last
 from .query import MAX_QUERY_CHARS, QueryCues, broken_text_notes, normalize_text, parse_query
+from .tensors import joined
 from .texture import frames_from_image, frames_from_patches, texture_from_frames
 
 MODES = ("auto", "text", "texture")
@@ -414,7 +415,10 @@ class Realizer(nn.Module):
         Per item: text prior (mode ``"text"``) -> :meth:`relevance` -> the budget resolved with THIS realizer's config
         (a checkpoint's adaptive tiers) -> top-K with words whole, or the level-of-detail split (``detail``).
         ``allocate``, ``score_visual_tokens``, ``compress`` (drop, foveate, thumbnail, mixed), the vLLM plugin, the
-        demo, ``eval`` and the answer trainer all decide here. The budget is parsed once per call.
+        demo, ``eval`` and the answer trainer all decide here. The budget is parsed once per call. Batched: items of
+        one frame size are scored in one pass (:meth:`relevance_items`), and plain top-K items (no word units, no
+        redundancy, no level of detail) of one size and count are chosen together (``top_k_indices``), with one host
+        read of the counts for the adaptive ones; the result equals deciding each item alone, bit for bit.
 
         Args:
             frames: per item, frames (T, 3, rows * cell, cols * cell), uint8 or floats in [0, 1], any device
@@ -479,19 +483,52 @@ class Realizer(nn.Module):
             ]  # fmt: skip
             rels = self.relevance_items(frames, grids, queries, feats, embeds, [t.prior for t in texts])
             scorings = [t.scoring(rel, m) for t, rel, m in zip(texts, rels, modes, strict=True)]
+        # the choice runs outside inference_mode: its indices are ordinary tensors a caller may index with under
+        # autograd (compress trained through with labels). Plain top-K items (no word units, no redundancy, no level
+        # of detail) of one size and count are chosen together (3-4 ops a group); their adaptive counts are computed
+        # together too and read to the host once for the whole call (the one sync of an adaptive budget)
+        choices: list[Choice | None] = [None] * n
+        counts: dict[int, int] = {}  # item -> its token count K, for the plain items
+        adaptive: dict[tuple[Any, ...], list[int]] = {}
+        for i in range(n):
+            s = scorings[i].scores
+            single = frames[i].shape[0] == 1
+            plain = not scorings[i].units and (redund[i] is None or redundancy <= 0) and not (detail and single)
+            if plain and not grad:
+                if parsed[i].adaptive:
+                    adaptive.setdefault((s.numel(), s.device, s.dtype), []).append(i)
+                else:
+                    counts[i] = parsed[i].resolve(s.numel())
+        if adaptive:
+            ks = [
+                adaptive_ks(joined([scorings[i].scores.reshape(-1) for i in members], stack=True), self.config)
+                for members in adaptive.values()
+            ]  # each (G,)
+            values = (ks[0] if len(ks) == 1 else torch.cat(ks)).tolist()  # one read for every adaptive item
+            counts.update(zip([i for members in adaptive.values() for i in members], values, strict=True))
+        batched: dict[tuple[Any, ...], list[int]] = {}
+        for i, k in counts.items():
+            s = scorings[i].scores
+            batched.setdefault((s.numel(), int(k), s.device, s.dtype), []).append(i)
+        for (_, k, _, _), members in batched.items():
+            t0 = time.perf_counter()
+            keeps = top_k_indices(joined([scorings[i].scores.reshape(-1) for i in members], stack=True), k)  # (G, k)
+            for row, i in enumerate(members):
+                choices[i] = Choice(keeps[row], k, k)
+                scorings[i].timings_ms["select"] = (time.perf_counter() - t0) * 1e3
         items = []
         for i in range(n):
             scoring = scorings[i]
-            # the choice runs outside inference_mode: its indices are ordinary tensors a caller may index with under
-            # autograd (compress trained through with labels)
-            t0 = time.perf_counter()
-            single = frames[i].shape[0] == 1
-            choice = self.choose(
-                scoring.scores.flatten(), parsed[i], units=scoring.units, features=redund[i], redundancy=redundancy,
-                detail=detail if single else None, grid=tuple(grids[i]), patch=patch, merge=merge,
-            )  # fmt: skip
-            scoring.timings_ms["select"] = (time.perf_counter() - t0) * 1e3
-            items.append(ItemDecision(scoring, choice))
+            if choices[i] is None:
+                t0 = time.perf_counter()
+                single = frames[i].shape[0] == 1
+                choices[i] = self.choose(
+                    scoring.scores.flatten(), parsed[i], units=scoring.units, features=redund[i],
+                    redundancy=redundancy, detail=detail if single else None, grid=tuple(grids[i]), patch=patch,
+                    merge=merge,
+                )  # fmt: skip
+                scoring.timings_ms["select"] = (time.perf_counter() - t0) * 1e3
+            items.append(ItemDecision(scoring, choices[i]))  # type: ignore[arg-type]
         return Decision(items, self.config)
 
     @torch.inference_mode()
@@ -582,7 +619,7 @@ class Realizer(nn.Module):
                 continue
             counts = [int(frames[i].shape[0]) for i in members]  # frames per item
             t0 = time.perf_counter()
-            texture = self.texture(torch.cat([frames[i] for i in members]), rows, cols)  # (sum T, 13, rows, cols)
+            texture = self.texture(joined([frames[i] for i in members]), rows, cols)  # (sum T, 13, rows, cols)
             t1 = time.perf_counter()
             cues, embeds, feats, prior = [], [], None, None
             for i, t in zip(members, counts, strict=True):
@@ -593,7 +630,7 @@ class Realizer(nn.Module):
                 for i, t in zip(members, counts, strict=True):
                     if feats_in[i].shape[0] != t * rows * cols:  # type: ignore[union-attr]
                         raise ValueError(f"token_feats of item {i} do not match its grid of {t * rows * cols} tokens")
-                feats = torch.cat(
+                feats = joined(
                     [feats_in[i].reshape(t, rows * cols, -1) for i, t in zip(members, counts, strict=True)]  # type: ignore[union-attr]
                 )  # (sum T, rows * cols, D)
             if not no_prior:

@@ -12,6 +12,7 @@ Example:
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import torch
@@ -94,3 +95,36 @@ def _frozen(values: Any) -> Any:
     if isinstance(values, (list, tuple)):
         return tuple(_frozen(v) for v in values)
     return float(values)
+
+
+def joined(tensors: Sequence[torch.Tensor], stack: bool = False) -> torch.Tensor:
+    """``torch.cat(tensors)`` (or ``torch.stack`` with ``stack=True``), as a VIEW when the tensors already lie side by
+    side in one storage, in order (the parts of one tensor, e.g. the items of one batched pass): no copy, no op.
+    Otherwise the copy. The values are the same either way; a view shares memory, so never modify the result in place.
+
+    Args:
+        tensors: same shape (``stack``) or same trailing shape (``cat`` along dim 0), same dtype and device.
+    """
+    first = tensors[0]
+    adjacent = len(tensors) > 1 and all(t.is_contiguous() and t.dtype == first.dtype for t in tensors)
+    if adjacent and not torch._C._get_dispatch_mode(torch._C._TorchDispatchModeKey.FAKE):
+        storage = first.untyped_storage().data_ptr()
+        offset = first.storage_offset()
+        for t in tensors:
+            if t.untyped_storage().data_ptr() != storage or t.storage_offset() != offset:
+                adjacent = False
+                break
+            if t.shape[0 if stack else 1 :] != first.shape[0 if stack else 1 :]:
+                adjacent = False
+                break
+            offset += t.numel()
+    if not adjacent:
+        if len(tensors) == 1:
+            return first.unsqueeze(0) if stack else first
+        return torch.stack(list(tensors)) if stack else torch.cat(list(tensors))
+    rows = len(tensors) if stack else sum(int(t.shape[0]) for t in tensors)
+    shape = (rows, *first.shape) if stack else (rows, *first.shape[1:])
+    strides = [1] * len(shape)
+    for d in range(len(shape) - 2, -1, -1):
+        strides[d] = strides[d + 1] * shape[d + 1]
+    return first.as_strided(shape, strides, first.storage_offset())

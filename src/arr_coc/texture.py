@@ -48,7 +48,7 @@ from PIL import Image
 
 from .config import CHANNELS, RelevanceConfig  # noqa: F401  (CHANNELS: importable from here too)
 from .grid import Grid
-from .tensors import CONSTANTS, constant  # noqa: F401  (constant: importable from here too; it lives in arr_coc.tensors)
+from .tensors import CONSTANTS, cached_constant, constant  # noqa: F401  (constant: importable from here too; it lives in arr_coc.tensors)
 
 N_CHANNELS = len(CHANNELS)
 
@@ -106,8 +106,8 @@ def frames_from_patches(
     if image_mean is not None and image_std is not None:
         if len(image_mean) != 3 or len(image_std) != 3:
             raise ValueError(f"image_mean and image_std need 3 numbers each, got {image_mean!r}, {image_std!r}")
-        std = constant([float(v) for v in image_std], x).view(1, 3, 1, 1)
-        mean = constant([float(v) for v in image_mean], x).view(1, 3, 1, 1)
+        std = cached_constant([float(v) for v in image_std], x).view(1, 3, 1, 1)
+        mean = cached_constant([float(v) for v in image_mean], x).view(1, 3, 1, 1)
         return (x * std + mean).clamp(0.0, 1.0)
     lo = x.amin(dim=(1, 2, 3), keepdim=True)
     hi = x.amax(dim=(1, 2, 3), keepdim=True)

@@ -31,9 +31,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 import torch
 
 from arr_coc.attending import TokenScores
+from arr_coc.tensors import joined
 
 if TYPE_CHECKING:
     from arr_coc.realizing import Realizer
@@ -224,9 +226,11 @@ class FamilyAdapter:
         return ids
 
     # ----- positions --------------------------------------------------------------------------------------------
-    def mm_token_type_ids(self, input_ids: torch.Tensor, ids: dict[str, int]) -> torch.Tensor:
-        """(batch_size, sequence_length) int: 0 text, 1 image placeholder, 2 video placeholder (what the processor
-        returns as ``mm_token_type_ids``)."""
+    def mm_token_type_ids(self, input_ids: Any, ids: dict[str, int]) -> Any:
+        """(batch_size, sequence_length) int32: 0 text, 1 image placeholder, 2 video placeholder (what the processor
+        returns as ``mm_token_type_ids``), a tensor for a tensor, a host array for a host array."""
+        if isinstance(input_ids, np.ndarray):
+            return (input_ids == ids["image"]).astype(np.int32) + 2 * (input_ids == ids["video"]).astype(np.int32)
         return (input_ids == ids["image"]).int() + 2 * (input_ids == ids["video"]).int()
 
     @staticmethod
@@ -383,17 +387,24 @@ class FamilyAdapter:
         return EncodedVisual(raw=raw, features=features, deepstack=deepstack)
 
     def pruned_output(
-        self, encoded: EncodedVisual, keeps: Sequence[torch.Tensor], levels: Sequence[torch.Tensor | None]
+        self,
+        encoded: EncodedVisual,
+        keeps: Sequence[torch.Tensor | None],
+        levels: Sequence[torch.Tensor | None],
+        flat: torch.Tensor | None = None,
     ) -> Any:
         """A fresh encoder output holding only the kept tokens of each item (the original is not modified).
 
         Args:
             encoded: output of :meth:`encode`.
-            keeps: one LongTensor of kept indices per item, ascending.
+            keeps: one LongTensor of kept indices per item, ascending; ``None``: every row (a foveated item, whose
+                features are already the kept tokens).
             levels: per item, how many DeepStack levels each kept token receives (ignored by families without
                 DeepStack); ``None`` = all levels.
+            flat (torch.LongTensor of shape (sum k_i,) or None): the same rows as one index into the items'
+                features stacked (see :func:`take_rows`): one gather for every item.
         """
-        pooled = tuple(f[k.to(f.device)] for f, k in zip(encoded.features, keeps, strict=True))  # each (k_i, D)
+        pooled = take_rows(encoded.features, keeps, flat)  # each (k_i, D)
         return type(encoded.raw)(pooler_output=pooled)
 
     def gated_output(self, encoded: EncodedVisual, gates: Sequence[torch.Tensor]) -> Any:
@@ -415,6 +426,30 @@ class FamilyAdapter:
     def n_deepstack_levels(self, model: Any) -> int:
         """Number of DeepStack levels the model injects (0 for families without DeepStack)."""
         return 0
+
+
+def take_rows(
+    tensors: Sequence[torch.Tensor], keeps: Sequence[torch.Tensor | None], flat: torch.Tensor | None = None
+) -> tuple[torch.Tensor, ...]:
+    """The kept rows of each item's tensor: ``tensors[i][keeps[i]]`` (``None``: all rows).
+
+    With ``flat`` (the kept rows of every item as ONE index into the items' rows stacked in order), one gather for
+    all items instead of one per item (plus a copy to stack the items, unless they already lie side by side, as the
+    splits of the tower's one output do); the result is the same rows, split per item.
+
+    Args:
+        tensors: per item, (N_i, D).
+        keeps: per item, (k_i,) kept row indices, or None (all N_i rows).
+        flat (torch.LongTensor of shape (sum k_i,) or None): ``keeps[i] + sum(N_j for j < i)``, concatenated.
+
+    Returns:
+        Per item, (k_i, D).
+    """
+    if flat is None:
+        return tuple(f if k is None else f[k.to(f.device)] for f, k in zip(tensors, keeps, strict=True))
+    sizes = [int(f.shape[0]) if k is None else int(k.numel()) for f, k in zip(tensors, keeps, strict=True)]
+    stacked = joined(list(tensors))  # (sum N_i, D): a view when the items are the parts of one output, as the tower's
+    return tuple(stacked.index_select(0, flat.to(stacked.device)).split(sizes))  # each (k_i, D)
 
 
 def _normalize(x: torch.Tensor) -> torch.Tensor:

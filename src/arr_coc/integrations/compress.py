@@ -36,16 +36,19 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
 import torch
 
 from arr_coc.attending import Budget, TokenBudget, TokenScores
 from arr_coc.deciding import Choice, allocate_tokens  # noqa: F401  (allocate_tokens: as before the split)
 from arr_coc.families import check_transformers, load_object, match_model, supported_classes
+from arr_coc.tensors import joined
 
 from .base import EncodedVisual, FamilyAdapter, ImageContext, Scorer, VisualAllocation, default_scorer
 from .options import CompressOptions, normalisation
 from .qwen3_vl import tier_levels
 from .sequence import (
+    HostPrompt,
     PrunedInputs,
     VisualItem,
     check_inputs,
@@ -54,7 +57,10 @@ from .sequence import (
     padding_side,
     past_length,
     questions,
+    read_decision,
+    read_prompt,
     repack,
+    upload,
 )
 
 SUPPORTED_CLASSES: tuple[str, ...] = supported_classes()  # the built-in families' classes (arr_coc.families)
@@ -250,25 +256,39 @@ class CompressedModel:
         visual: Visual,
         encoded: dict[str, EncodedVisual],
         positions: torch.Tensor,
-        input_ids: torch.Tensor,
-        mask: torch.Tensor | None,
+        prompt: HostPrompt,
         budgets: list[TokenBudget],
         ids: dict[str, int],
     ) -> list[tuple[Choice, torch.Tensor]]:
         """Step 4: per item, what to keep and the scores (N,): :meth:`Realizer.decide` for the default scorer (one
         call per modality), else the scorer's scores and :meth:`Realizer.choose`; the realizer's config resolves
-        every budget either way."""
-        from arr_coc.texture import frames_from_patches
+        every budget either way.
 
+        Batched, with no host sync: the questions come from the host copy of the prompt; their ids and the patch
+        rows of items that share a grid go to the device in one copy; one embedding call for every distinct
+        question; one ``frames_from_patches`` per grid (the items of a grid side by side, as the frames of one
+        video). The scores' finiteness is checked with the kept indices (:func:`read_decision`).
+        """
         o, (patch, merge, tps) = self.options, self.adapter.geometry(self.model)
-        asked = questions(items, input_ids, mask, self.options.query, ids, self.tokenizer)  # [(ids, text)]
+        asked = questions(items, prompt.input_ids, prompt.attention_mask, o.query, ids, self.tokenizer)  # [(ids, text)]
+        device = positions.device
+        distinct = list(dict.fromkeys(tuple(q) for q, _ in asked))  # each distinct question once
+        default = o.scorer is default_scorer
+        groups = _grid_groups(items) if default else {}  # (kind, grid_thw) -> item indices
+        rows = {key: _patch_rows(items, members) for key, members in groups.items()}  # None: a contiguous run
+        arrays = [np.asarray(q, dtype=np.int64) for q in distinct]
+        arrays += [r for r in rows.values() if r is not None]
+        sent = iter(upload(arrays, device)) if arrays else iter(())  # the one host-to-device copy of this step
+        q_of = {q: next(sent) for q in distinct}  # each (Q,)
+        q_ids = [q_of[tuple(q)] for q, _ in asked]
         embed = self.model.get_input_embeddings()
         with torch.no_grad():
-            q_ids = [torch.tensor(q, dtype=torch.long, device=positions.device) for q, _ in asked]  # each (Q,)
-            by_text: dict[tuple[int, ...], torch.Tensor | None] = {}  # one embedding per distinct question (shared)
-            for (q, _), t in zip(asked, q_ids, strict=True):
-                if tuple(q) not in by_text:
-                    by_text[tuple(q)] = embed(t.to(embed.weight.device)) if t.numel() else None  # (Q, D)
+            nonempty = [q for q in distinct if q]
+            together = joined([q_of[q] for q in nonempty]) if nonempty else None  # adjacent in the upload: a view
+            embedded = embed(together.to(embed.weight.device)) if together is not None else None  # (sum Q, D)
+            by_text: dict[tuple[int, ...], torch.Tensor | None] = {q: None for q in distinct}
+            if embedded is not None:
+                by_text.update(zip(nonempty, embedded.split([len(q) for q in nonempty]), strict=True))  # (Q, D)
             embeds = [by_text[tuple(q)] for q, _ in asked]  # each (Q, D) or None
         pixels = [visual[it.kind][0][it.patch_start : it.patch_start + it.n_patches] for it in items]  # type: ignore[index]
         feats = [encoded[it.kind].features[it.index].detach() if encoded else None for it in items]  # (N, D) or None
@@ -279,38 +299,52 @@ class CompressedModel:
         ]  # near-duplicates by the tower's features, or (foveated) by the tokens' pixels
         grids = [it.merged_grid(merge)[1:] for it in items]
         out: list[Any] = [None] * len(items)
-        if o.scorer is default_scorer:
+        if default:
+            from arr_coc.texture import frames_from_patches
+
+            frames: list[torch.Tensor | None] = [None] * len(items)
+            for (kind, thw), members in groups.items():
+                px = visual[kind][0]
+                assert px is not None
+                first = items[members[0]]
+                run = rows[(kind, thw)]
+                block = (
+                    px[first.patch_start : first.patch_start + first.n_patches * len(members)]
+                    if run is None
+                    else (px.index_select(0, next(sent).to(px.device)))
+                )  # (G * t*h*w, D): the group's patch rows, in order
+                t = thw[0]
+                together = frames_from_patches(
+                    block, (t * len(members), thw[1], thw[2]), patch, merge, tps, self.image_mean, self.image_std
+                )  # (G * t, 3, H, W): exactly each item's frames, side by side
+                for j, i in enumerate(members):
+                    frames[i] = together[j * t : (j + 1) * t]  # (t, 3, H, W)
             for kind in ("image", "video"):
                 at = [i for i, it in enumerate(items) if it.kind == kind]
                 if not at:
                     continue
-                frames = [
-                    frames_from_patches(
-                        pixels[i], items[i].grid_thw, patch, merge, tps, self.image_mean, self.image_std
-                    )
-                    for i in at
-                ]  # each (t, 3, H, W)
                 modes = ["text" if o.text_prior and asked[i][1] else "texture" for i in at]
                 decision = self.realizer.decide(
-                    frames, [grids[i] for i in at], [asked[i][1] for i in at], [budgets[items[i].sample] for i in at],
-                    modes, token_feats=[feats[i] for i in at], query_embeds=[embeds[i] for i in at],
-                    features=[redund[i] for i in at], redundancy=o.redundancy,
+                    [frames[i] for i in at], [grids[i] for i in at], [asked[i][1] for i in at],  # type: ignore[misc]
+                    [budgets[items[i].sample] for i in at], modes, token_feats=[feats[i] for i in at],
+                    query_embeds=[embeds[i] for i in at], features=[redund[i] for i in at], redundancy=o.redundancy,
                     detail=o.detail if kind == "image" else None, patch=patch, merge=merge, text_options=o.text_options,
                 )  # fmt: skip
                 for i, d in zip(at, decision.items, strict=True):
-                    out[i] = (d.choice, _finite(d.scores.detach().float().flatten(), n[i]))
+                    out[i] = (d.choice, _counted(d.scores.detach().float().flatten(), n[i]))
             return out
         for i, it in enumerate(items):
+            cols = torch.from_numpy(it.cols).to(positions.device)
             ctx = ImageContext(
                 it.kind, it.sample, it.index, pixels[i], it.grid_thw, it.merged_grid(merge), patch, merge, tps,
-                feats[i], positions[:, it.sample, it.cols.to(positions.device)], q_ids[i], embeds[i], asked[i][1],
+                feats[i], positions[:, it.sample, cols], q_ids[i], embeds[i], asked[i][1],
                 self.model.config, o.scorer_config, self.image_mean, self.image_std, self.realizer,
                 bool(o.text_prior and asked[i][1]), o.text_options,
             )  # fmt: skip
             answer = o.scorer(ctx)
             units = answer.units if isinstance(answer, TokenScores) else ()
             raw = answer.scores if isinstance(answer, TokenScores) else answer
-            scores = _finite(torch.as_tensor(raw).detach().float().flatten(), n[i])  # (N,)
+            scores = _counted(torch.as_tensor(raw).detach().float().flatten(), n[i])  # (N,)
             choice = self.realizer.choose(
                 scores, budgets[it.sample], units=units, features=redund[i], redundancy=o.redundancy,
                 detail=o.detail if it.kind == "image" else None, grid=grids[i], patch=patch, merge=merge,
@@ -323,10 +357,11 @@ class CompressedModel:
     ) -> tuple[dict[str, Any], torch.Tensor] | None:
         """Prune one batch. Returns (kwargs for the model call, original input_ids) or None if there is no image.
 
-        The steps: validate -> locate -> full positions (and the tower, unless foveated) -> decide -> level of
-        detail: the coarse view -> foveated: the tower on the kept patches -> kept columns -> repack.
+        The steps: validate -> read the prompt to the host (sync 1) -> locate -> full positions (and the tower,
+        unless foveated) -> decide -> read the decision to the host (sync 2) -> level of detail: the coarse view ->
+        foveated: the tower on the kept patches -> kept columns -> repack (one upload, a few gathers).
         """
-        from .detail import coarse_view, insert_thumbnails, thumbnail_inserts
+        from .detail import coarse_view, thumbnail_inserts, thumbnail_layout, thumbnails_to_device
 
         if not check_inputs(input_ids, kwargs, self.adapter.token_ids(self.model)):
             return None
@@ -340,12 +375,28 @@ class CompressedModel:
         extras = {"second_per_grid_ts": kwargs.pop("second_per_grid_ts", None)}
         if mask is not None and mask.shape != input_ids.shape:
             raise ValueError(f"attention_mask has shape {tuple(mask.shape)}, input_ids {tuple(input_ids.shape)}")
+        if mm_types is not None and mm_types.shape != input_ids.shape:
+            raise ValueError(f"mm_token_type_ids has shape {tuple(mm_types.shape)}, input_ids {tuple(input_ids.shape)}")
         budgets = self.options.budgets(input_ids.shape[0])
         ids = self.adapter.special_ids(self.model, self.tokenizer)
         patch, merge, tps = self.adapter.geometry(self.model)
-        items = locate(input_ids, mask, visual, ids, merge)
+
+        def read(ids_t: torch.Tensor, mask_t: torch.Tensor | None, types_t: torch.Tensor | None) -> HostPrompt:
+            """The prompt's integers on the host in one read; the token types computed there when none came."""
+            for kind in ("image", "video"):
+                grid = visual[kind][1]
+                if grid is not None and grid.dim() != 2:
+                    raise ValueError(f"{kind}_grid_thw must have shape (num_{kind}s, 3), got {tuple(grid.shape)}")
+            prompt = read_prompt(ids_t, mask_t, types_t, {k: g for k, (px, g) in visual.items() if px is not None})
+            if prompt.mm_token_type_ids is None:
+                prompt.mm_token_type_ids = self.adapter.mm_token_type_ids(prompt.input_ids, ids)
+            return prompt
+
+        prompt = read(input_ids, mask, mm_types)  # host sync 1
+        host_visual = {k: (px, prompt.grids.get(k)) for k, (px, _) in visual.items()}
+        items = locate(prompt.input_ids, prompt.attention_mask, host_visual, ids, merge)
         if mm_types is None:
-            mm_types = self.adapter.mm_token_type_ids(input_ids, ids)  # (B, L)
+            mm_types = self.adapter.mm_token_type_ids(input_ids, ids)  # (B, L) on the device, for the model's positions
 
         def positions() -> tuple[torch.Tensor, torch.Tensor]:  # the model's own: (3, B, L), (B, 1)
             grids = (visual["image"][1], visual["video"][1])
@@ -353,10 +404,14 @@ class CompressedModel:
 
         full_pos, full_deltas = positions()
         encoded = {} if self.foveate else self._encode(visual)
-        decided = self._decide(items, visual, encoded, full_pos, input_ids, mask, budgets, ids)
+        decided = self._decide(items, visual, encoded, full_pos, prompt, budgets, ids)
+        # host sync 2: every item's kept indices (the bookkeeping below) and whether its scores are finite
+        host_keeps, finite = read_decision([c.keep for c, _ in decided], [s for _, s in decided])
+        _check_finite(finite, [s.numel() for _, s in decided])
         n_levels, tiers = self.adapter.n_deepstack_levels(self.model), self.options.deepstack_tiers
         allocation: list[list[VisualAllocation]] = [[] for _ in range(input_ids.shape[0])]
-        keeps, levels = [], []
+        keeps: list[torch.Tensor | None] = []
+        levels: list[torch.Tensor | None] = []
         for item, (choice, scores) in zip(items, decided, strict=True):
             lv = tier_levels(scores[choice.keep], n_levels, tiers) if tiers is not None and n_levels > 0 else None
             merged = item.merged_grid(merge)
@@ -369,39 +424,69 @@ class CompressedModel:
         origin = None
         if self.options.detail is not None and visual["image"][0] is not None:  # level of detail: the coarse view
             plans = {it.index: c.plan for it, (c, _) in zip(items, decided, strict=True) if it.kind == "image"}
+            by_index = {it.index: it for it in items if it.kind == "image"}
             image_px, image_grid = visual["image"]
             px, grid, roles = coarse_view(items, plans, image_px, image_grid, patch, merge, tps)  # type: ignore[arg-type]
             visual = {**visual, "image": (px, grid)}
-            inserts = thumbnail_inserts(input_ids, items, plans, ids)
+            inserts = thumbnail_inserts(prompt.input_ids, items, plans, ids)
             if inserts:  # thumbnails before their images: a longer prompt, and the model's positions of it
                 pad_id = getattr(self.model.config.get_text_config(), "pad_token_id", None)
-                aug = insert_thumbnails(input_ids, mask, mm_types, labels, inserts, ids, int(pad_id or 0))
+                layout = thumbnail_layout(
+                    prompt.input_ids, prompt.attention_mask, prompt.mm_token_type_ids, inserts, ids, int(pad_id or 0)
+                )  # the augmented prompt, on the host (no device read)
+                aug = thumbnails_to_device(layout, input_ids, mask, mm_types, labels)
                 input_ids, mask, mm_types, labels, origin = aug
                 full_pos, full_deltas = positions()
-                by_item = {(it.kind, it.index): k for it, k in zip(items, keeps, strict=True)}
-                items = locate(input_ids, mask, visual, ids, merge)
+                grid_rows = [
+                    [1, *plans[i].thumb_grid] if role == "thumb" else list(by_index[i].grid_thw)  # type: ignore[misc]
+                    for role, i in roles
+                ]  # the augmented batch's image grids (what coarse_view sent to the device), on the host
+                prompt = HostPrompt(
+                    layout[0], layout[1], layout[2], {**prompt.grids, "image": np.asarray(grid_rows, dtype=np.int64)}
+                )
+                by_item = {(it.kind, it.index): (k, h) for it, k, h in zip(items, keeps, host_keeps, strict=True)}
+                host_visual = {k: (pv, prompt.grids.get(k)) for k, (pv, _) in visual.items()}
+                items = locate(prompt.input_ids, prompt.attention_mask, host_visual, ids, merge)
+                thumb = [it.kind == "image" and roles[it.index][0] == "thumb" for it in items]
+                source = [(it.kind, roles[it.index][1] if it.kind == "image" else it.index) for it in items]
                 keeps = [
-                    torch.arange(it.n_patches // merge**2) if it.kind == "image" and roles[it.index][0] == "thumb"
-                    else by_item[(it.kind, roles[it.index][1] if it.kind == "image" else it.index)]
-                    for it in items
+                    torch.arange(it.n_patches // merge**2) if is_thumb else by_item[key][0]
+                    for it, is_thumb, key in zip(items, thumb, source, strict=True)
+                ]  # fmt: skip
+                host_keeps = [
+                    np.arange(it.n_patches // merge**2) if is_thumb else by_item[key][1]
+                    for it, is_thumb, key in zip(items, thumb, source, strict=True)
                 ]  # fmt: skip
                 levels = [None] * len(items)
         kinds = [kind for kind, (px, _) in visual.items() if px is not None]
         per_kind = {k: [kp for it, kp in zip(items, keeps, strict=True) if it.kind == k] for k in kinds}
         per_levels = {k: [lv for it, lv in zip(items, levels, strict=True) if it.kind == k] for k in kinds}
+        flat: dict[str, np.ndarray | None] = {}
         if self.foveate:  # the tower on the kept patches only; its outputs are the kept tokens, in order
-            encoded = self._encode_kept(visual, per_kind)
-            per_kind = {k: [torch.arange(f.shape[0]) for f in encoded[k].features] for k in kinds}
-        mm_outputs = {k: self.adapter.pruned_output(encoded[k], per_kind[k], per_levels[k]) for k in kinds}
+            encoded = self._encode_kept(visual, per_kind)  # type: ignore[arg-type]
+            per_kind = {k: [None] * len(encoded[k].features) for k in kinds}
+            flat = {k: None for k in kinds}
+        else:  # one index per modality into its items' features stacked: one gather for all items
+            for k in kinds:
+                sizes = [int(f.shape[0]) for f in encoded[k].features]
+                offsets = np.cumsum([0, *sizes[:-1]])
+                mine = [h for it, h in zip(items, host_keeps, strict=True) if it.kind == k]
+                flat[k] = np.concatenate([h + o for h, o in zip(mine, offsets, strict=True)]) if mine else None
 
         # ---- repack: every row shrinks by its own amount; old padding is dropped and laid anew on one side ----
-        keep_col = kept_columns(input_ids, mask, items, keeps)  # (B, L)
-        side = "left" if generation else padding_side(mask, self.options.padding_side)
+        keep_col = kept_columns(prompt.input_ids, prompt.attention_mask, items, host_keeps)  # (B, L) host
+        side = "left" if generation else padding_side(prompt.attention_mask, self.options.padding_side)
         pad_id = getattr(self.model.config.get_text_config(), "pad_token_id", None)
+        to_send = [k for k in kinds if flat.get(k) is not None]
         packed = repack(
-            input_ids, mask, keep_col, full_pos, full_deltas, side, 0 if pad_id is None else int(pad_id),
-            mm_token_type_ids=mm_types, labels=labels, always_mask=generation,
+            prompt.input_ids, prompt.attention_mask, keep_col, full_pos, full_deltas, side,
+            0 if pad_id is None else int(pad_id), mm_token_type_ids=prompt.mm_token_type_ids, labels=labels,
+            always_mask=generation, extra=[flat[k] for k in to_send],  # type: ignore[misc]
         )  # fmt: skip
+        sent = dict(zip(to_send, packed.extra, strict=True))
+        mm_outputs = {
+            k: self.adapter.pruned_output(encoded[k], per_kind[k], per_levels[k], flat=sent.get(k)) for k in kinds
+        }
         index_map = packed.index_map
         if origin is not None:  # columns of the augmented prompt -> the caller's columns (-1: padding or thumbnail)
             index_map = torch.where(index_map >= 0, origin.gather(1, index_map.clamp_min(0)), index_map)
@@ -413,16 +498,39 @@ class CompressedModel:
         return self.adapter.model_inputs(kwargs, packed, mm_outputs, generation), original_ids
 
 
-def _finite(scores: torch.Tensor, n: int) -> torch.Tensor:
-    """``scores`` (N,) when they hold N numbers of which at least one is finite (one host sync), else a clear error."""
+def _counted(scores: torch.Tensor, n: int) -> torch.Tensor:
+    """``scores`` (N,) when they hold N numbers, else a clear error (a host check: no sync)."""
     if scores.numel() != n:
         raise ValueError(f"the scorer returned {scores.numel()} scores for {n} visual tokens")
-    if not bool(torch.isfinite(scores).any()):  # nothing to rank would keep the top-left tokens
-        raise ValueError(
-            f"the scorer returned no finite score for the {n} visual tokens (all NaN or infinite), so there is "
-            "nothing to rank; a scorer must return a number per token (NaN marks a single token least relevant)"
-        )
     return scores
+
+
+def _check_finite(finite: Sequence[bool], sizes: Sequence[int]) -> None:
+    """A clear error for an item whose scores hold no finite number (``finite`` from :func:`read_decision`)."""
+    for ok, n in zip(finite, sizes, strict=True):
+        if not ok:  # nothing to rank would keep the top-left tokens
+            raise ValueError(
+                f"the scorer returned no finite score for the {n} visual tokens (all NaN or infinite), so there is "
+                "nothing to rank; a scorer must return a number per token (NaN marks a single token least relevant)"
+            )
+
+
+def _grid_groups(items: Sequence[VisualItem]) -> dict[tuple[str, tuple[int, int, int]], list[int]]:
+    """Items of one modality with the same patch grid, in order: ``(kind, grid_thw) -> item indices``."""
+    groups: dict[tuple[str, tuple[int, int, int]], list[int]] = {}
+    for i, it in enumerate(items):
+        groups.setdefault((it.kind, tuple(it.grid_thw)), []).append(i)  # type: ignore[arg-type]
+    return groups
+
+
+def _patch_rows(items: Sequence[VisualItem], members: Sequence[int]) -> np.ndarray | None:
+    """The patch rows of ``members`` (same grid), in order, as one host index; None when they are one contiguous
+    run of rows (a slice, nothing to gather)."""
+    first = items[members[0]]
+    starts = [items[i].patch_start for i in members]
+    if starts == [first.patch_start + j * first.n_patches for j in range(len(members))]:
+        return None
+    return np.concatenate([np.arange(s, s + first.n_patches, dtype=np.int64) for s in starts])
 
 
 def compress(

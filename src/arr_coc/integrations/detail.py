@@ -69,7 +69,7 @@ import torch
 from arr_coc.attending import adaptive_k
 from arr_coc.config import RelevanceConfig
 
-from .sequence import VisualItem
+from .sequence import VisualItem, host, upload
 
 DETAIL_MODES: tuple[str, ...] = ("thumbnail", "mixed")
 COARSE_FACTORS: tuple[int, ...] = (2, 4, 8)  # block side, in merged tokens, of the mixed mode's coarse cells
@@ -504,6 +504,58 @@ def thumbnail_inserts(
 # ----- thumbnail: the augmented prompt -------------------------------------------------------------------------
 
 
+def thumbnail_layout(
+    input_ids: np.ndarray,
+    attention_mask: np.ndarray | None,
+    mm_token_type_ids: np.ndarray,
+    inserts: dict[int, list[tuple[int, int]]],
+    ids: dict[str, int],
+    pad_id: int,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The augmented prompt of :func:`insert_thumbnails`, on the host (NumPy bookkeeping, no device read).
+
+    Args:
+        input_ids, attention_mask, mm_token_type_ids (numpy.ndarray of shape (batch_size, L)): host copies.
+        inserts, ids, pad_id: see :func:`insert_thumbnails`.
+
+    Returns:
+        input_ids, attention_mask, mm_token_type_ids and origin, each (batch_size, L2), padded on the LEFT (same
+        dtypes as given; origin int64: the caller's column, -1 for inserted tokens and padding).
+    """
+    batch, length = input_ids.shape
+    mask = attention_mask if attention_mask is not None else np.ones_like(input_ids)
+    out_rows = []
+    for b in range(batch):
+        at = {col: n for col, n in inserts.get(b, [])}
+        cols: list[int] = []
+        real = mask[b].astype(bool).tolist()
+        for j in range(length):
+            if j in at:
+                cols += [-3] + [-2] * at[j] + [-4]  # vision_start, thumbnail placeholders, vision_end
+            if real[j]:
+                cols.append(j)
+        out_rows.append(cols)
+    new_len = max(len(c) for c in out_rows)
+    origin = np.full((batch, new_len), -1, dtype=np.int64)
+    new_ids = np.full((batch, new_len), pad_id, dtype=input_ids.dtype)
+    new_mask = np.zeros((batch, new_len), dtype=mask.dtype)
+    new_types = np.zeros((batch, new_len), dtype=mm_token_type_ids.dtype)
+    special = {-3: ids["vision_start"], -2: ids["image"], -4: ids["vision_end"]}
+    for b, cols in enumerate(out_rows):
+        start = new_len - len(cols)
+        src = np.asarray(cols, dtype=np.int64)
+        real = src >= 0
+        dest = np.arange(start, new_len)
+        origin[b, dest[real]] = src[real]
+        new_ids[b, dest[real]] = input_ids[b, src[real]]
+        new_types[b, dest[real]] = mm_token_type_ids[b, src[real]]
+        for code, token in special.items():
+            new_ids[b, dest[src == code]] = token
+        new_types[b, dest[src == -2]] = 1
+        new_mask[b, start:] = 1
+    return new_ids, new_mask, new_types, origin
+
+
 def insert_thumbnails(
     input_ids: torch.Tensor,
     attention_mask: torch.Tensor | None,
@@ -514,6 +566,10 @@ def insert_thumbnails(
     pad_id: int,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor | None, torch.Tensor]:
     """The prompt with a thumbnail image block inserted before some images.
+
+    The layout is :func:`thumbnail_layout` on host copies of the integer inputs (one read each here; ``compress``
+    passes its host copies to :func:`thumbnail_layout` directly); the result goes back in one upload, and the labels
+    are gathered on their device.
 
     Args:
         input_ids (torch.LongTensor of shape (batch_size, L)): the caller's prompt.
@@ -530,47 +586,30 @@ def insert_thumbnails(
         origin (torch.LongTensor of shape (batch_size, L2)): the caller's column of each column, -1 for inserted
         tokens and padding.
     """
-    batch, length = input_ids.shape
-    mask = attention_mask if attention_mask is not None else torch.ones_like(input_ids)
-    out_rows = []
-    for b in range(batch):
-        at = {col: n for col, n in inserts.get(b, [])}
-        cols: list[int] = []
-        for j in range(length):
-            if j in at:
-                cols += [-3] + [-2] * at[j] + [-4]  # vision_start, thumbnail placeholders, vision_end
-            if int(mask[b, j]):
-                cols.append(j)
-        out_rows.append(cols)
-    new_len = max(len(c) for c in out_rows)
-    origin = torch.full((batch, new_len), -1, dtype=torch.long)
-    new_ids = torch.full((batch, new_len), pad_id, dtype=input_ids.dtype)
-    new_mask = torch.zeros((batch, new_len), dtype=mask.dtype)
-    new_types = torch.zeros((batch, new_len), dtype=mm_token_type_ids.dtype)
-    new_labels = torch.full((batch, new_len), -100, dtype=labels.dtype) if labels is not None else None
-    special = {-3: ids["vision_start"], -2: ids["image"], -4: ids["vision_end"]}
-    for b, cols in enumerate(out_rows):
-        start = new_len - len(cols)
-        src = torch.tensor(cols, dtype=torch.long)
-        real = src >= 0
-        dest = torch.arange(start, new_len)
-        origin[b, dest[real]] = src[real]
-        new_ids[b, dest[real]] = input_ids[b, src[real]].cpu()
-        new_types[b, dest[real]] = mm_token_type_ids[b, src[real]].cpu()
-        if new_labels is not None and labels is not None:
-            new_labels[b, dest[real]] = labels[b, src[real]].cpu()
-        for code, token in special.items():
-            new_ids[b, dest[src == code]] = token
-        new_types[b, dest[src == -2]] = 1
-        new_mask[b, start:] = 1
-    device = input_ids.device
-    return (
-        new_ids.to(device),
-        new_mask.to(device),
-        new_types.to(mm_token_type_ids.device),
-        new_labels.to(labels.device) if new_labels is not None and labels is not None else None,
-        origin.to(device),
-    )
+    layout = thumbnail_layout(host(input_ids), host(attention_mask), host(mm_token_type_ids), inserts, ids, pad_id)  # type: ignore[arg-type]
+    return thumbnails_to_device(layout, input_ids, attention_mask, mm_token_type_ids, labels)
+
+
+def thumbnails_to_device(
+    layout: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray],
+    input_ids: torch.Tensor,
+    attention_mask: torch.Tensor | None,
+    mm_token_type_ids: torch.Tensor,
+    labels: torch.Tensor | None,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor | None, torch.Tensor]:
+    """:func:`thumbnail_layout`'s arrays on the device of ``input_ids`` in one upload (dtypes of the given
+    tensors; the mask int64 when none was given), and the labels gathered at ``origin`` (-100 on inserted tokens)."""
+    new_ids, new_mask, new_types, origin = upload(list(layout), input_ids.device)
+
+    def typed(t: torch.Tensor, like: torch.Tensor | None) -> torch.Tensor:
+        return t if like is None or t.dtype == like.dtype else t.to(like.dtype)
+
+    new_labels = None
+    if labels is not None:
+        at = origin.to(labels.device)
+        new_labels = labels.gather(1, at.clamp_min(0)).masked_fill(at < 0, -100)
+    new_types = typed(new_types, mm_token_type_ids).to(mm_token_type_ids.device)
+    return typed(new_ids, input_ids), typed(new_mask, attention_mask), new_types, new_labels, origin
 
 
 # ----- the composite the model is shown (for the second reader and the demo) ----------------------------------

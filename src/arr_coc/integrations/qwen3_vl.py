@@ -29,7 +29,7 @@ from typing import Any
 
 import torch
 
-from .base import EncodedVisual
+from .base import EncodedVisual, take_rows
 from .foveation import PaddedSegments
 from .qwen2_5_vl import block_forward
 from .qwen2_vl import Qwen2Adapter
@@ -134,28 +134,31 @@ class Qwen3Adapter(Qwen2Adapter):
         return item
 
     def pruned_output(
-        self, encoded: EncodedVisual, keeps: Sequence[torch.Tensor], levels: Sequence[torch.Tensor | None]
+        self,
+        encoded: EncodedVisual,
+        keeps: Sequence[torch.Tensor | None],
+        levels: Sequence[torch.Tensor | None],
+        flat: torch.Tensor | None = None,
     ) -> Any:
         """Kept main tokens AND kept DeepStack rows (same indices); rows of levels a token does not receive are zero.
 
         Args:
             encoded: output of :meth:`encode`.
-            keeps: per item, LongTensor (k_i,) of kept indices, ascending.
+            keeps: per item, LongTensor (k_i,) of kept indices, ascending (``None``: every row, foveated).
             levels: per item, LongTensor (k_i,) with the number of DeepStack levels each kept token receives (the
                 first ``n`` levels), or ``None`` for all levels.
+            flat: the same rows as one index into the items' rows stacked (:func:`~.base.take_rows`), or None.
         """
-        pooled = tuple(f[k.to(f.device)] for f, k in zip(encoded.features, keeps, strict=True))  # each (k_i, D)
+        pooled = take_rows(encoded.features, keeps, flat)  # each (k_i, D)
         if encoded.deepstack is None:
             return type(encoded.raw)(pooler_output=pooled)
         deepstack = []
         for level_idx, level in enumerate(encoded.deepstack):
-            rows = []
-            for feat, keep, n_levels in zip(level, keeps, levels, strict=True):
-                kept = feat[keep.to(feat.device)]  # (k_i, D)
+            rows = list(take_rows(level, keeps, flat))  # each (k_i, D)
+            for i, n_levels in enumerate(levels):
                 if n_levels is not None:
-                    receives = (n_levels.to(feat.device) > level_idx).unsqueeze(1)  # (k_i, 1)
-                    kept = kept * receives.to(kept.dtype)
-                rows.append(kept)
+                    receives = (n_levels.to(rows[i].device) > level_idx).unsqueeze(1)  # (k_i, 1)
+                    rows[i] = rows[i] * receives.to(rows[i].dtype)
             deepstack.append(tuple(rows))
         return type(encoded.raw)(pooler_output=pooled, deepstack_features=deepstack)
 

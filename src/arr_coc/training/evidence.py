@@ -55,6 +55,12 @@ class Candidate:
         bound: the correction's bound (residual; None: unbounded).
         ood_margin: fall back to the rules on boxes outside the training range (residual; None: never).
         drop_groups: feature groups the model never sees (e.g. "position": no absolute layout to memorise).
+        members: networks trained with seeds ``seed .. seed + members - 1`` whose outputs are averaged (a seed
+            ensemble, ``BoxScorer.ensemble``).
+        weight_decay: Adam's weight decay (residual: the pull of the correction toward 0, i.e. toward the rules).
+        epochs: passes over the training data (None: the command's ``--epochs``).
+        ood_page: the rules alone on a page with more than this share of boxes outside the training range (residual;
+            None: never).
         rules: the rules (every other field ignored).
     """
 
@@ -63,26 +69,35 @@ class Candidate:
     bound: float | None = None
     ood_margin: float | None = None
     drop_groups: tuple[str, ...] = ()
+    members: int = 1
+    weight_decay: float = 1e-4
+    ood_page: float | None = None
+    epochs: int | None = None
     rules: bool = False
 
     def fit_key(self) -> tuple:
-        """What training depends on (the out-of-range check is applied after training)."""
-        return (self.hidden, self.residual, self.bound, self.drop_groups)
+        """What training depends on (the out-of-range checks are applied after training)."""
+        return (self.hidden, self.residual, self.bound, self.drop_groups, self.members, self.weight_decay, self.epochs)
 
     def make(self, records: Sequence[Record], epochs: int, seed: int) -> BoxScorer | None:
-        """Train on ``records`` (None for the rules)."""
+        """Train on ``records`` for ``self.epochs`` (or ``epochs``) passes (None for the rules)."""
         if self.rules:
             return None
-        scorer = fit(
-            records,
-            hidden=self.hidden,
-            drop_groups=self.drop_groups,
-            epochs=epochs,
-            seed=seed,
-            residual=self.residual,
-            bound=self.bound,
-        )
-        scorer.ood_margin = self.ood_margin
+        members = [
+            fit(
+                records,
+                hidden=self.hidden,
+                drop_groups=self.drop_groups,
+                epochs=self.epochs or epochs,
+                seed=seed + m,
+                residual=self.residual,
+                bound=self.bound,
+                weight_decay=self.weight_decay,
+            )
+            for m in range(self.members)
+        ]
+        scorer = BoxScorer.ensemble(members)
+        scorer.ood_margin, scorer.ood_page = self.ood_margin, self.ood_page
         return scorer
 
 
@@ -98,8 +113,25 @@ CANDIDATES: dict[str, Candidate] = {
     "res16-b2-ood": Candidate(hidden=16, residual=True, bound=2.0, ood_margin=0.0),
     "res16-b2-nopos": Candidate(hidden=16, residual=True, bound=2.0, drop_groups=("position",)),
     "res16-b2-nopos-ood": Candidate(hidden=16, residual=True, bound=2.0, ood_margin=0.0, drop_groups=("position",)),
+    "res16-b1": Candidate(hidden=16, residual=True, bound=1.0),
+    "res16-b2-x5": Candidate(hidden=16, residual=True, bound=2.0, members=5),
+    "res16-b2-wd": Candidate(hidden=16, residual=True, bound=2.0, weight_decay=1e-2),
+    "mlp16-x5": Candidate(hidden=16, members=5),
+    "res16-b2-page": Candidate(hidden=16, residual=True, bound=2.0, ood_page=0.2),
+    "res16-b2-x5-page": Candidate(hidden=16, residual=True, bound=2.0, members=5, ood_page=0.2),
+    "res16-b2-x5-page-e30": Candidate(hidden=16, residual=True, bound=2.0, members=5, ood_page=0.2, epochs=30),
 }
-DEFAULT_CANDIDATES = ("rules", "mlp16", "res16-b2", "res16-b2-ood", "res16-b2-nopos", "res16-b2-nopos-ood")
+# issue 26, round 2's set (results/learned_relevance.md); ties go to the first listed, so the page fallback comes
+# before the same candidate without it
+DEFAULT_CANDIDATES = (
+    "rules",
+    "mlp16",
+    "res16-b2-x5-page",
+    "res16-b2-x5-page-e30",
+    "res16-b2-page",
+    "res16-b2-x5",
+    "res16-b2",
+)
 
 
 # --------------------------------------------------------------------------------------------------- OCR cache
@@ -405,7 +437,7 @@ def candidate_recalls(
                 if cand.fit_key() not in fits:
                     fits[cand.fit_key()] = cand.make(train, epochs, seed)
                 scorer = copy.deepcopy(fits[cand.fit_key()])
-                scorer.ood_margin = cand.ood_margin
+                scorer.ood_margin, scorer.ood_page = cand.ood_margin, cand.ood_page
             scorers[name][f] = scorer
             for i in held:
                 r = records[i]
@@ -493,18 +525,19 @@ def fold_spread(
 
 def holdout_sources(questions: Sequence[Question], share: float, prefixes: Sequence[str], seed: int) -> set[str]:
     """Sources kept out of training and validation: those starting with any of ``prefixes``, plus, for each doc_type
-    of the JSONL data (not docgen), seeded whole sources until at least ``share`` of its questions."""
+    of the JSONL data (not docgen), seeded whole sources until at least ``share`` of its questions. Each doc_type
+    draws from its own seeded generator, so adding data of another kind does not change a kind's held-out sources."""
     import random
 
     out = {q.source for q in questions if any(q.source.startswith(p) for p in prefixes)}
     if share > 0:
-        rng = random.Random(seed + 1)
         by_type: dict[str, dict[str, int]] = {}
         for q in questions:
             if q.origin == "jsonl":
                 by_type.setdefault(q.doc_type, {})
                 by_type[q.doc_type][q.source] = by_type[q.doc_type].get(q.source, 0) + 1
-        for _doc_type, sizes in sorted(by_type.items()):
+        for doc_type, sizes in sorted(by_type.items()):
+            rng = random.Random(f"{seed + 1}:{doc_type}")
             total, taken = sum(sizes.values()), 0
             names = sorted(sizes)
             rng.shuffle(names)

@@ -11,6 +11,7 @@ Per request::
 
 Server-wide defaults (merged under each request's own): ``LLM(..., mm_processor_kwargs={"arr_coc": {...}})`` or
 ``--mm-processor-kwargs '{"arr_coc": {...}}'``. Options: see :data:`arr_coc.vllm.common.OPTIONS`.
+Decide on a GPU (texture, relevance and the text mode's OCR; default the CPU): ``ARR_COC_VLLM_DEVICE=cuda:0``.
 Switch the plugin off: ``VLLM_PLUGINS=`` (an empty list of plugins to load) or a list without ``arr_coc``.
 """
 
@@ -53,11 +54,15 @@ def register() -> None:
 
     Raises:
         RuntimeError: this vLLM release is not supported (:func:`check_vllm_version`).
+        ValueError: ``ARR_COC_VLLM_DEVICE`` names no device this process can use (:func:`common.decision_device`).
     """
     import vllm
     from vllm import ModelRegistry
 
+    from .common import decision_device
+
     check_vllm_version(vllm.__version__)
+    decision_device()  # a bad ARR_COC_VLLM_DEVICE stops the server at start, not its first request
     for architecture, target in vllm_architectures().items():
         ModelRegistry.register_model(architecture, target)
 

@@ -197,35 +197,85 @@ def request_options(request_kwargs: Mapping[str, object]) -> Mapping[str, object
 
 
 # ----- the relevance model: one Realizer per checkpoint folder, shared, bounded -----------------------------------
-_realizers: OrderedDict[str, Any] = OrderedDict()
+_realizers: OrderedDict[tuple[str | None, str | None], Any] = OrderedDict()
 _realizers_lock = threading.Lock()
-MAX_REALIZERS = 4  # distinct relevance checkpoints held at once (least recently used dropped first)
+MAX_REALIZERS = 4  # distinct (relevance checkpoint, device) pairs held at once (least recently used dropped first)
+
+DEVICE_ENV = "ARR_COC_VLLM_DEVICE"  # where the decision runs: unset = the CPU of the process that processes inputs
 
 
-def realizer_for(relevance: str | None) -> Any:
-    """The :class:`~arr_coc.realizing.Realizer` for a relevance folder (None: the default training-free one).
+def decision_device() -> torch.device | None:
+    """Where the plugin decides (:data:`DEVICE_ENV`, read on each call; unset or empty: None, the CPU and
+    onnxruntime OCR, as ``allocate`` runs by default).
+
+    Set, e.g. ``ARR_COC_VLLM_DEVICE=cuda:0``, every image's frames go to that device for texture and relevance, and
+    the text mode's OCR runs there on the torch backend (``OcrConfig(backend="torch", device=...)``: the page's lines
+    cut, read and decoded in one batch). It runs in the process where vLLM processes inputs (the API server), which
+    then holds a CUDA context of its own on that GPU (a few hundred MiB).
+
+    Raises:
+        ValueError: the value is not a torch device, or names a CUDA device this process cannot use.
+    """
+    import os
+
+    value = os.environ.get(DEVICE_ENV, "").strip()
+    if not value:
+        return None
+    try:
+        device = torch.device(value)
+    except RuntimeError as exc:
+        raise ValueError(f"{DEVICE_ENV}={value!r} is not a torch device ({exc}); e.g. 'cuda:0', 'cpu'") from None
+    if device.type == "cuda" and not (torch.cuda.is_available() and (device.index or 0) < torch.cuda.device_count()):
+        raise ValueError(
+            f"{DEVICE_ENV}={value!r}: this process sees {torch.cuda.device_count()} CUDA device(s); unset it to "
+            "decide on the CPU"
+        )
+    return device
+
+
+def on_device(realizer: Any, device: torch.device) -> Any:
+    """A copy of ``realizer`` (same config, same learned box scorer) whose text path reads on ``device`` with the
+    torch OCR backend. Frozen like the original."""
+    from arr_coc.realizing import Realizer
+
+    reading = dict(realizer.config.reading or {})
+    reading["ocr"] = {**dict(reading.get("ocr") or {}), "backend": "torch", "device": str(device)}
+    config = replace(realizer.config, reading=reading)
+    return Realizer(config, box_scorer=realizer.box_scorer).eval().requires_grad_(False)
+
+
+def realizer_for(relevance: str | None, device: torch.device | None = None) -> Any:
+    """The :class:`~arr_coc.realizing.Realizer` for a relevance folder (None: the default training-free one), with
+    its OCR on ``device`` (:func:`on_device`) when one is given.
 
     A folder is loaded once with ``Realizer.from_pretrained`` (the same object and config ``allocate`` and
     ``compress`` use when given that folder) and kept in a small LRU table.
     """
     from arr_coc.realizing import Realizer, default_realizer
 
-    if relevance is None:
+    if relevance is None and device is None:
         return default_realizer()
-    key = str(Path(relevance).resolve())
+    key = (None if relevance is None else str(Path(relevance).resolve()), None if device is None else str(device))
     with _realizers_lock:
         if key in _realizers:
             _realizers.move_to_end(key)
             return _realizers[key]
-        if not hasattr(Realizer, "from_pretrained"):
-            raise ArrCocOptionError(
-                "arr_coc: relevance checkpoints need Realizer.from_pretrained, which this arr-coc-vis lacks; "
-                "upgrade arr-coc-vis or leave 'relevance' out"
-            )
-        try:
-            realizer = Realizer.from_pretrained(key).eval().requires_grad_(False)
-        except Exception as exc:  # a bad folder is the request's problem: one clear message
-            raise ArrCocOptionError(f"arr_coc: could not load the relevance checkpoint {relevance!r}: {exc}") from None
+        if relevance is None:
+            realizer = default_realizer()
+        else:
+            if not hasattr(Realizer, "from_pretrained"):
+                raise ArrCocOptionError(
+                    "arr_coc: relevance checkpoints need Realizer.from_pretrained, which this arr-coc-vis lacks; "
+                    "upgrade arr-coc-vis or leave 'relevance' out"
+                )
+            try:
+                realizer = Realizer.from_pretrained(key[0]).eval().requires_grad_(False)
+            except Exception as exc:  # a bad folder is the request's problem: one clear message
+                raise ArrCocOptionError(
+                    f"arr_coc: could not load the relevance checkpoint {relevance!r}: {exc}"
+                ) from None
+        if device is not None:
+            realizer = on_device(realizer, device)
         _realizers[key] = realizer
         while len(_realizers) > MAX_REALIZERS:
             _realizers.popitem(last=False)
@@ -321,7 +371,7 @@ def decide_all(
     Each image is decided on its own pixels and question (``options.query``, else ``options.queries``: one per image,
     in order; no token features: they do not exist before the tower runs); the budget is resolved with the realizer's
     config (a checkpoint's adaptive tiers), words kept whole in text mode. The text prior runs for an image when the
-    mode is ``"text"`` and it has a question.
+    mode is ``"text"`` and it has a question. Everything runs on :func:`decision_device` (default the CPU).
 
     Returns:
         per image, torch.LongTensor of shape (k_i,): kept indices, strictly increasing, raster order over
@@ -337,11 +387,14 @@ def decide_all(
     if not grids:
         return []
     m = geometry.merge_size
+    device = decision_device()
+    if device is not None:
+        pixel_values = pixel_values.to(device)  # one copy to the device for the whole request
     starts = np.cumsum([0] + [t * h * w for t, h, w in grids]).tolist()
     frames = [_frames(pixel_values[a:b], g, geometry) for a, b, g in zip(starts, starts[1:], grids, strict=False)]
     modes = ["text" if options.mode == "text" and q else "texture" for q in questions]
     text_options = dict(options.text_options) if options.text_options is not None else None
-    decision = realizer_for(options.relevance).decide(
+    decision = realizer_for(options.relevance, device).decide(
         frames, [(h // m, w // m) for _, h, w in grids], questions, options.budget, modes, text_options=text_options
     )
     return [decision[i].keep.long().cpu() for i in range(len(decision))]  # each (k_i,)

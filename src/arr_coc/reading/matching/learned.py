@@ -30,7 +30,8 @@ Two forms (``BoxScorer(residual=...)``):
     residual   a correction of the rules: relevance ``r * exp(c)`` with ``r`` the rules' own score of the box and
                ``c = bound * tanh(net / bound)`` (a bounded correction; unbounded when ``bound`` is None). Weight
                decay pulls ``c`` toward 0, i.e. toward the rules, and a box whose features lie outside the range
-               seen in training (``ood_margin``) gets ``c = 0``: it is scored exactly as the rules score it.
+               seen in training (``ood_margin``) gets ``c = 0``: it is scored exactly as the rules score it, and a
+               page on which too many boxes do (``ood_page``) is scored by the rules alone.
 
 Example:
     >>> scorer = BoxScorer(hidden=16)
@@ -41,6 +42,7 @@ Example:
 
 from __future__ import annotations
 
+import copy
 import json
 import math
 import re
@@ -273,6 +275,19 @@ def page_features(boxes: Sequence[TextBox], layout: Layout, original_size: tuple
     return out
 
 
+class _Members(nn.Module):
+    """Several networks of one shape trained with different seeds; the output is their mean (a seed ensemble:
+    the correction a single seed learns varies from seed to seed on sources it never saw; the mean varies less)."""
+
+    def __init__(self, nets: Sequence[nn.Module]) -> None:
+        super().__init__()
+        self.members = nn.ModuleList(nets)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """(..., 1) the mean of the members' (..., 1) outputs for (..., F) standardised rows."""
+        return torch.stack([m(x) for m in self.members]).mean(0)
+
+
 class BoxScorer(nn.Module):
     """Per-box relevance from ``box_features`` rows: standardise, then a linear map or a one-hidden-layer MLP, used
     either freely (the logit) or as a bounded correction of the rules' score (``residual``).
@@ -289,6 +304,11 @@ class BoxScorer(nn.Module):
         ood_margin: residual only; a box with a (standardised, unmasked) feature outside the training range widened
             by ``ood_margin`` times that range gets ``c = 0`` (the rules' score). None: no check.
         floor: a rules score of 0 is lifted to ``floor * (exp(c) - 1)`` when ``c > 0`` (residual only).
+        members: networks of this shape whose outputs are averaged (a seed ensemble; ``BoxScorer.ensemble``).
+        ood_page: residual only; a page (the boxes of one ``box_scores`` call) on which more than this share of the
+            boxes lie outside the training range (no margin) is scored by the rules alone: a page unlike every
+            training page (a kind never trained on) gets the rules, not a correction learned elsewhere. None: no
+            check.
     """
 
     def __init__(
@@ -300,8 +320,12 @@ class BoxScorer(nn.Module):
         bound: float | None = None,
         ood_margin: float | None = None,
         floor: float = 0.01,
+        members: int = 1,
+        ood_page: float | None = None,
     ) -> None:
         super().__init__()
+        if members < 1:
+            raise ValueError(f"members must be >= 1, got {members}")
         unknown = sorted(set(drop_groups) - set(FEATURE_GROUPS))
         if unknown:
             raise ValueError(f"unknown feature group(s) {unknown}; allowed: {', '.join(FEATURE_GROUPS)}")
@@ -311,8 +335,10 @@ class BoxScorer(nn.Module):
             raise ValueError(f"bound must be > 0 or None (unbounded), got {bound}")
         if ood_margin is not None and not ood_margin >= 0:
             raise ValueError(f"ood_margin must be >= 0 or None (no check), got {ood_margin}")
-        if not residual and (bound is not None or ood_margin is not None):
-            raise ValueError("bound and ood_margin need residual=True (they bound a correction of the rules)")
+        if ood_page is not None and not 0.0 <= ood_page < 1.0:
+            raise ValueError(f"ood_page must be in [0, 1) or None (no check), got {ood_page}")
+        if not residual and (bound is not None or ood_margin is not None or ood_page is not None):
+            raise ValueError("bound, ood_margin and ood_page need residual=True (they bound a correction of the rules)")
         if "rule" not in features and residual:
             raise ValueError("a residual scorer needs the 'rule' feature (the rules' score it corrects)")
         self.hidden = int(hidden)
@@ -322,6 +348,8 @@ class BoxScorer(nn.Module):
         self.bound = None if bound is None else float(bound)
         self.ood_margin = None if ood_margin is None else float(ood_margin)
         self.floor = float(floor)
+        self.members = int(members)
+        self.ood_page = None if ood_page is None else float(ood_page)
         f = len(self.features)
         dropped = {name for g in self.drop_groups for name in FEATURE_GROUPS[g]}
         self.register_buffer("mean", torch.zeros(f))
@@ -330,10 +358,39 @@ class BoxScorer(nn.Module):
         # training range of each standardised feature (the out-of-distribution check); +-inf: nothing is out
         self.register_buffer("lo", torch.full((f,), -math.inf))
         self.register_buffer("hi", torch.full((f,), math.inf))
+        nets = [self._new_net(f) for _ in range(self.members)]
+        self.net: nn.Module = nets[0] if self.members == 1 else _Members(nets)
+
+    def _new_net(self, f: int) -> nn.Module:
         if self.hidden:
-            self.net: nn.Module = nn.Sequential(nn.Linear(f, self.hidden), nn.ReLU(), nn.Linear(self.hidden, 1))
-        else:
-            self.net = nn.Linear(f, 1)
+            return nn.Sequential(nn.Linear(f, self.hidden), nn.ReLU(), nn.Linear(self.hidden, 1))
+        return nn.Linear(f, 1)
+
+    @classmethod
+    def ensemble(cls, scorers: Sequence[BoxScorer]) -> BoxScorer:
+        """One scorer whose network output is the mean of ``scorers``' (same shape, same standardisation: trained on
+        the same rows with different seeds). The bound, the out-of-range check and the floor act on the mean.
+
+        Raises:
+            ValueError: if ``scorers`` is empty or their shapes or standardisations differ.
+        """
+        if not scorers:
+            raise ValueError("an ensemble needs at least one scorer")
+        first = scorers[0]
+        for s in scorers[1:]:
+            if s.config != first.config or not all(
+                torch.equal(getattr(s, b), getattr(first, b)) for b in ("mean", "scale", "mask", "lo", "hi")
+            ):
+                raise ValueError("ensemble members must share their shape and standardisation (one training set)")
+        if len(scorers) == 1:
+            return first
+        cfg = {**first.config, "members": sum(s.members for s in scorers)}
+        out = cls(**cfg)
+        nets = [m for s in scorers for m in (s.net.members if isinstance(s.net, _Members) else [s.net])]
+        out.net = _Members([copy.deepcopy(n) for n in nets])
+        for b in ("mean", "scale", "mask", "lo", "hi"):
+            getattr(out, b).copy_(getattr(first, b))
+        return out.eval()
 
     @property
     def config(self) -> dict[str, Any]:
@@ -346,6 +403,8 @@ class BoxScorer(nn.Module):
             "bound": self.bound,
             "ood_margin": self.ood_margin,
             "floor": self.floor,
+            "members": self.members,
+            "ood_page": self.ood_page,
         }
 
     def fit_standardisation(self, feats: torch.Tensor) -> None:
@@ -367,9 +426,24 @@ class BoxScorer(nn.Module):
         """
         if self.ood_margin is None:
             return torch.zeros(feats.shape[:-1], dtype=torch.bool, device=feats.device)
+        return self._outside(feats, self.ood_margin)
+
+    def _outside(self, feats: torch.Tensor, margin: float) -> torch.Tensor:
+        """(...,) bool: a (standardised, unmasked) feature outside the training range widened by ``margin`` times it."""
         z = (feats.to(self.mean) - self.mean) / self.scale * self.mask  # (..., F)
-        pad = self.ood_margin * (self.hi - self.lo)  # (F,)
+        pad = margin * (self.hi - self.lo)  # (F,)
         return ((z < self.lo - pad - 1e-6) | (z > self.hi + pad + 1e-6)).any(-1)
+
+    def page_out_of_range(self, feats: torch.Tensor) -> bool:
+        """Whether more than ``ood_page`` of a page's boxes lie outside the training range (False without
+        ``ood_page`` or without boxes).
+
+        Args:
+            feats (torch.Tensor of shape (N, F)): the ``box_features`` rows of one page and question.
+        """
+        if self.ood_page is None or feats.shape[0] == 0:
+            return False
+        return bool(self._outside(feats, 0.0).float().mean() > self.ood_page)
 
     def correction(self, feats: torch.Tensor) -> torch.Tensor:
         """(...,) the residual form's correction ``c`` of the rules' log-score (0 for out-of-range boxes)."""
@@ -410,7 +484,7 @@ class BoxScorer(nn.Module):
         (the best box scores 1); the gaps stay as wide as the model means them, so the text prior keeps its ranking
         when ``Realizer`` adds the other scorers (a sigmoid squeezed them: measured on realdocs receipts, end to end).
         Residual form: ``residual_scores`` divided by ``max(1, its max)``: the rules' own scores wherever the
-        correction is 0."""
+        correction is 0, and on every box of a page that ``page_out_of_range`` (``ood_page``)."""
         if len(feats) == 0:
             return np.zeros(0, dtype=np.float32)
         with torch.no_grad():
@@ -418,7 +492,10 @@ class BoxScorer(nn.Module):
             if feats.shape[-1] != len(self.features):
                 raise ValueError(f"expected {len(self.features)} features per box, got {feats.shape[-1]}")
             if self.residual:
-                s = self.residual_scores(x).float()  # (N,)
+                if self.page_out_of_range(x):  # a page unlike the training pages: the rules alone
+                    s = x[:, self.features.index("rule")].to(self.mean).clamp_min(0.0)  # (N,)
+                else:
+                    s = self.residual_scores(x).float()  # (N,)
                 return (s / s.max().clamp_min(1.0)).numpy().astype(np.float32)
             logits = self(x).float()  # (N,)
         return torch.exp(logits - logits.max()).numpy().astype(np.float32)
