@@ -22,7 +22,10 @@ Rows:
   pruned encoder outputs and positions, makes some syncs fewer than the unwrapped one: the net can be below 2).
 * ``compress(foveate=True)`` (the decision before the vision tower, budget 22%): the whole wrapped forward against
   the unwrapped one (the tower runs on the kept patches only, so "added" mixes the decision's ops with the tower's
-  savings; the syncs are listed by cause).
+  savings, and can be negative; the syncs are listed by cause). The tower's inputs for the kept patches (rows,
+  rotary positions, segments, windows) are built from the decision's host copy on the host and uploaded once: those
+  ops run on host tensors, launch nothing on a GPU and are counted apart (``OpCounter.host_ops``, the last column;
+  ``arr_coc.profiling.on_host``).
 
 Targets (issue 24): relevance <= 150 ops for one frame and <= 1.5x that for eight; compress adds <= 200 ops at batch 1,
 <= 1.5x that at batch 8, and <= 2 host syncs per forward.
@@ -115,6 +118,7 @@ def compress_rows(realizer: arr_coc.Realizer) -> list[dict]:
         what = f"compress{'(foveate=True)' if foveate else ''} adds to a forward (texture)"
         batch = f"batch {n}" + ((", one page size" if one_size else ", two page sizes") if n > 1 else "")
         rows.append(dict(what=what, batch=batch, ops=wrapped.n_ops - base.n_ops, syncs=wrapped.n_syncs - base.n_syncs,
+                         host=wrapped.n_host_ops,
                          detail=f"forward {base.n_ops} ops / {base.n_syncs} syncs unwrapped, {wrapped.n_ops} / "
                                 f"{wrapped.n_syncs} wrapped; syncs wrapped - unwrapped: {detail}"))  # fmt: skip
     return rows
@@ -135,10 +139,10 @@ def main(argv: list[str] | None = None) -> int:
         f"Command: `python benchmarks/decision_ops.py{' --no-compress' if args.no_compress else ''}` "
         f"(torch {torch.__version__}).",
         "",
-        "| what | batch | aten ops | host syncs |",
-        "|---|---|---:|---:|",
+        "| what | batch | aten ops | host syncs | host-side ops (not launched) |",
+        "|---|---|---:|---:|---:|",
     ]
-    lines += [f"| {r['what']} | {r['batch']} | {r['ops']} | {r['syncs']} |" for r in rows]
+    lines += [f"| {r['what']} | {r['batch']} | {r['ops']} | {r['syncs']} | {r.get('host', 0)} |" for r in rows]
     lines += ["", "Detail (most frequent ops; sync causes):", ""]
     lines += [f"- {r['what']}, {r['batch']}: {r['detail']}" for r in rows]
     text = "\n".join(lines) + "\n"

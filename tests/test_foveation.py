@@ -774,3 +774,35 @@ def test_tower_hooks_see_one_run_of_either_tower(foveate):
         for h in handles:
             h.remove()
     assert events == ["start", "end"]
+
+
+@pytest.mark.parametrize("family", ["qwen2_vl", "qwen2_5_vl", "qwen3_vl"])
+def test_tower_inputs_built_on_the_host_sync_once_per_layout_not_per_item(family):
+    """``compress`` hands ``encode_kept`` the decision's host copies and the host grids: the tower's inputs are built
+    on the host (``profiling.on_host``) and uploaded once, with the same result bit for bit as building them from
+    the keeps item by item; the syncs counted do not grow with the number of items (only the batched tower's
+    segment layouts are read), where building them from device keeps costs syncs per item."""
+    import numpy as np
+
+    from arr_coc.profiling import OpCounter
+
+    model = build(family)
+    adapter = find_adapter(model)
+    all_grids = [(1, 8, 12), (1, 4, 8), (1, 6, 6), (1, 8, 8)]
+    all_keeps = [torch.tensor([0, 5, 6, 7, 13, 20]), torch.tensor([1, 2, 3]), torch.tensor([0, 4]), torch.tensor([9])]
+    counts = {}
+    for n in (2, 4):
+        grids, keeps = all_grids[:n], all_keeps[:n]
+        pv, grid = _pixels(model, grids), torch.tensor(grids)
+        with torch.no_grad():
+            reference = adapter.encode_kept(model, "image", pv, grid, keeps)
+            with OpCounter() as host:
+                ours = adapter.encode_kept(model, "image", pv, grid, keeps, np.asarray(grids))
+            with OpCounter() as device:
+                adapter.encode_kept(model, "image", pv, grid, keeps)
+        for a, b in zip(ours.features, reference.features, strict=True):
+            assert torch.equal(a, b)
+        assert host.n_host_ops > 0
+        counts[n] = (host.n_syncs, device.n_syncs)
+    assert counts[2][0] == counts[4][0] < counts[4][1]
+    assert counts[2][1] < counts[4][1]  # item by item: more items, more syncs

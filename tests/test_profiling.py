@@ -65,3 +65,22 @@ def test_scalar_reads_are_syncs_in_inference_mode_too() -> None:
             bool((x > 1).all())
             int(x.max())
         assert c.n_syncs == 2, c.summary()
+
+
+def test_host_region_counts_apart_and_syncs_nothing() -> None:
+    """Inside ``on_host`` (tensors on the host by construction) ops go to ``host_ops``: not ops, not syncs, even the
+    reads that would sync on a device tensor; outside it counting is unchanged, and it does nothing alone."""
+    from arr_coc.profiling import on_host
+
+    with OpCounter() as c:
+        x = torch.arange(6)
+        with on_host():
+            y = x[x > 2].tolist()  # a masked index and a host read: syncs on a device tensor
+            z = int((x * 2).sum())
+        _ = x.sum().item()
+    assert y == [3, 4, 5] and z == 30
+    assert c.n_host_ops >= 4 and c.host_ops["index"] == 1
+    assert c.n_syncs == 1 and c.syncs["item"] + c.syncs["_local_scalar_dense"] == 1
+    assert "index" not in c.ops and c.n_ops == 3  # arange, sum, the scalar read
+    with on_host():
+        assert torch.ones(2).sum().item() == 2.0

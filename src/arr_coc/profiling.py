@@ -30,6 +30,11 @@ What counts (:class:`OpCounter`):
     device, and not counted.
 
   Host-to-device uploads (``torch.tensor(...)`` then ``.to(device)``) do not wait for the device and are not syncs.
+* **host op**: an op inside :func:`on_host`, a region the caller declares to work on tensors that live on the host by
+  construction (index bookkeeping built from a host copy the code already read, e.g. the foveated tower's inputs
+  built from the decision's host copy, then uploaded once). On a GPU these launch nothing and wait for nothing; they
+  cost host time, so they are counted apart, in ``host_ops``, and neither as ops nor as syncs. A region may only
+  touch tensors made on the CPU inside it or from such copies: the code that opens one says why in a comment.
 
 Example:
     >>> import torch
@@ -42,7 +47,10 @@ Example:
 
 from __future__ import annotations
 
+import threading
 from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
 from types import TracebackType
 from typing import Any
 
@@ -77,6 +85,24 @@ _MASK_INDEX_OPS = frozenset({_aten.index.Tensor, _aten.index_put.default, _aten.
 _COPY_OPS = frozenset({_aten._to_copy.default, _aten.copy_.default, _aten.to.dtype_layout, _aten.to.device})
 # Tensor methods that copy to the host; seen at the Python level because on a CPU tensor they reach no aten op
 _HOST_METHODS = frozenset({"tolist", "numpy", "__array__", "cpu"})
+
+
+_host = threading.local()  # depth of nested on_host regions in this thread
+
+
+@contextmanager
+def on_host() -> Iterator[None]:
+    """Declare a region whose tensors live on the host by construction (see the module docstring): an
+    :class:`OpCounter` counts its ops in ``host_ops``, not as ops or syncs. Outside a counter it does nothing."""
+    _host.depth = getattr(_host, "depth", 0) + 1
+    try:
+        yield
+    finally:
+        _host.depth -= 1
+
+
+def _in_host_region() -> bool:
+    return getattr(_host, "depth", 0) > 0
 
 
 def _is_mask(index: Any) -> bool:
@@ -116,6 +142,10 @@ class _DispatchCounter(TorchDispatchMode):
     def __torch_dispatch__(self, func: Any, types: Any, args: tuple[Any, ...] = (), kwargs: Any = None) -> Any:
         kwargs = kwargs or {}
         name = str(func.overloadpacket.__name__)
+        if _in_host_region():
+            if not func.is_view:
+                self.owner.host_ops[name] += 1
+            return func(*args, **kwargs)
         (self.owner.views if func.is_view else self.owner.ops)[name] += 1
         if _is_sync(func, args, kwargs):
             self.owner.syncs[name] += 1
@@ -132,6 +162,8 @@ class _FunctionCounter(TorchFunctionMode):
     def __torch_function__(self, func: Any, types: Any, args: tuple[Any, ...] = (), kwargs: Any = None) -> Any:
         kwargs = kwargs or {}
         name = getattr(func, "__name__", "")
+        if _in_host_region():
+            return func(*args, **kwargs)
         if args and isinstance(args[0], torch.Tensor) and args[0].device.type == "cpu":
             to_host = name in _HOST_METHODS
             if name == "to":
@@ -149,6 +181,7 @@ class OpCounter:
         ops: calls per aten operator name, views excepted (e.g. ``{"add": 12, "mul": 9}``).
         views: calls per view operator name (no kernel launched).
         syncs: host syncs per cause (an aten operator name, or ``Tensor.tolist`` and the like).
+        host_ops: ops inside :func:`on_host` regions (host tensors by construction), per aten operator name.
 
     Not thread-safe across threads that run torch code at the same time (the modes are per thread in torch, but a
     counter object is meant for one measured region); nesting two counters counts in both.
@@ -158,6 +191,7 @@ class OpCounter:
         self.ops: Counter[str] = Counter()
         self.views: Counter[str] = Counter()
         self.syncs: Counter[str] = Counter()
+        self.host_ops: Counter[str] = Counter()
         self._modes: list[Any] = []
 
     @property
@@ -169,6 +203,11 @@ class OpCounter:
     def n_views(self) -> int:
         """Total view ops counted (not in :attr:`n_ops`)."""
         return sum(self.views.values())
+
+    @property
+    def n_host_ops(self) -> int:
+        """Total ops inside :func:`on_host` regions (not in :attr:`n_ops`)."""
+        return sum(self.host_ops.values())
 
     @property
     def n_syncs(self) -> int:
@@ -192,7 +231,8 @@ class OpCounter:
         """One line: totals, the most frequent ops and every sync cause."""
         common = ", ".join(f"{name} {n}" for name, n in self.ops.most_common(top))
         syncs = ", ".join(f"{name} {n}" for name, n in self.syncs.most_common()) or "none"
-        return f"{self.n_ops} ops ({common}); {self.n_views} views; {self.n_syncs} syncs ({syncs})"
+        host = f"; {self.n_host_ops} host ops" if self.host_ops else ""
+        return f"{self.n_ops} ops ({common}); {self.n_views} views; {self.n_syncs} syncs ({syncs}){host}"
 
 
 def count_ops(fn: Any, *args: Any, **kwargs: Any) -> tuple[Any, OpCounter]:

@@ -365,7 +365,13 @@ class FamilyAdapter:
         return model.model.visual(hidden, grid_thw=grid_thw, return_dict=True, **kwargs)
 
     def encode_kept(
-        self, model: Any, kind: Kind, pixel_values: torch.Tensor, grid_thw: torch.Tensor, keeps: Sequence[torch.Tensor]
+        self,
+        model: Any,
+        kind: Kind,
+        pixel_values: torch.Tensor,
+        grid_thw: torch.Tensor,
+        keeps: Sequence[torch.Tensor],
+        host_grids: Any = None,
     ) -> EncodedVisual:
         """Run the vision tower + merger once on the KEPT patches of all items of one modality (foveation).
 
@@ -374,13 +380,15 @@ class FamilyAdapter:
             pixel_values (torch.Tensor of shape (sum(t*h*w), C*temporal_patch_size*patch_size**2)): all patches.
             grid_thw (torch.LongTensor of shape (num_items, 3)): the FULL patch grids.
             keeps: per item, LongTensor (k_i,) of kept merged-token indices, strictly increasing.
+            host_grids: ``grid_thw`` on the host; with it and host ``keeps``, the tower's inputs are built on the
+                host and uploaded once (:func:`~arr_coc.integrations.foveation.encode_kept`).
 
         Returns:
             An :class:`EncodedVisual` whose ``features[i]`` has shape (k_i, D): the kept tokens, in kept order.
         """
         from .foveation import encode_kept
 
-        raw, sizes = encode_kept(model, self, pixel_values, grid_thw, keeps)
+        raw, sizes = encode_kept(model, self, pixel_values, grid_thw, keeps, host_grids)
         features = list(torch.split(raw.pooler_output, sizes))
         deep = getattr(raw, "deepstack_features", None)
         deepstack = [list(torch.split(level, sizes)) for level in deep] if deep else None

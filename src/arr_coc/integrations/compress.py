@@ -241,11 +241,15 @@ class CompressedModel:
         for each modality present)."""
         return {k: self.adapter.encode(self.model, k, px, grid) for k, (px, grid) in visual.items() if px is not None}
 
-    def _encode_kept(self, visual: Visual, keeps: dict[str, list[torch.Tensor]]) -> dict[str, EncodedVisual]:
+    def _encode_kept(
+        self, visual: Visual, keeps: dict[str, list[torch.Tensor]], host_grids: dict[str, np.ndarray | None]
+    ) -> dict[str, EncodedVisual]:
         """The foveated seam: the tower once per modality on the KEPT tokens' patches only (``keeps``: per modality,
-        (k_i,) kept merged-token indices per item); ``features[i]`` has shape (k_i, D), in kept order."""
+        (k_i,) kept merged-token indices per item, host copies, so the tower's inputs are built on the host and
+        uploaded once; ``host_grids``: the grids read with the prompt); ``features[i]`` has shape (k_i, D), in kept
+        order."""
         return {
-            k: self.adapter.encode_kept(self.model, k, px, grid, keeps[k])
+            k: self.adapter.encode_kept(self.model, k, px, grid, keeps[k], host_grids.get(k))
             for k, (px, grid) in visual.items()
             if px is not None
         }
@@ -463,7 +467,11 @@ class CompressedModel:
         per_levels = {k: [lv for it, lv in zip(items, levels, strict=True) if it.kind == k] for k in kinds}
         flat: dict[str, np.ndarray | None] = {}
         if self.foveate:  # the tower on the kept patches only; its outputs are the kept tokens, in order
-            encoded = self._encode_kept(visual, per_kind)  # type: ignore[arg-type]
+            on_host = {
+                k: [torch.from_numpy(np.asarray(h)) for it, h in zip(items, host_keeps, strict=True) if it.kind == k]
+                for k in kinds
+            }  # the decision's host copies (read above): the tower's inputs are built from them on the host
+            encoded = self._encode_kept(visual, on_host, prompt.grids)
             per_kind = {k: [None] * len(encoded[k].features) for k in kinds}
             flat = {k: None for k in kinds}
         else:  # one index per modality into its items' features stacked: one gather for all items

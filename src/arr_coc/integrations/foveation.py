@@ -35,6 +35,7 @@ call per block (``flash_attn_varlen_func`` on ``cu_seqlens``), and the model's o
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -266,9 +267,19 @@ class PaddedSegments:
 
 
 def encode_kept(
-    model: Any, adapter: Any, pixel_values: torch.Tensor, grid_thw: torch.Tensor, keeps: Sequence[torch.Tensor]
+    model: Any,
+    adapter: Any,
+    pixel_values: torch.Tensor,
+    grid_thw: torch.Tensor,
+    keeps: Sequence[torch.Tensor],
+    host_grids: Any = None,
 ) -> tuple[Any, list[int]]:
     """Run ``model.model.visual`` once on the kept patches of all items of one modality.
+
+    With ``host_grids`` (the grids already read to the host) and ``keeps`` on the CPU (host copies of the decision),
+    the tower's inputs (patch rows, rotary positions, segments, windows, interpolation taps) are built on the host
+    and uploaded once: on a GPU no launch and no sync per item (``profiling.on_host``). Otherwise they are built on
+    the device of ``grid_thw``, item by item.
 
     Args:
         model: the ``...ForConditionalGeneration`` model.
@@ -276,29 +287,38 @@ def encode_kept(
         pixel_values (torch.Tensor of shape (sum t*h*w, C*temporal_patch_size*patch_size**2)): all items' patches.
         grid_thw (torch.LongTensor of shape (num_items, 3)): their FULL patch grids.
         keeps: per item, LongTensor (k_i,) of kept merged-token indices, strictly increasing.
+        host_grids (array-like of shape (num_items, 3) or None): ``grid_thw`` on the host.
 
     Returns:
         The tower's raw output (``pooler_output`` of shape (sum k_i, D), in kept order; Qwen3-VL also
         ``deepstack_features``) and the split sizes ``[k_i]``.
     """
-    grids = [tuple(int(v) for v in g) for g in grid_thw.tolist()]
+    from arr_coc.profiling import on_host
+
+    on_the_host = host_grids is not None and all(k.device.type == "cpu" for k in keeps)
+    grid_rows = host_grids if on_the_host else grid_thw.tolist()
+    grids = [tuple(int(v) for v in g) for g in grid_rows]
     if len(keeps) != len(grids):
         raise ValueError(f"{len(keeps)} keep lists for {len(grids)} items")
     _, merge, _ = adapter.geometry(model)
-    items, starts, start = [], [], 0
-    for grid, keep in zip(grids, keeps, strict=True):
-        n_tokens = grid[0] * grid[1] * grid[2] // (merge * merge)
-        keep = _check_keep(keep.to(grid_thw.device), n_tokens)
-        items.append(adapter.kept_item(model, grid, keep))
-        starts.append(start)
-        start += grid[0] * grid[1] * grid[2]
-    if start != pixel_values.shape[0]:
-        raise ValueError(f"pixel_values has {pixel_values.shape[0]} patch rows, the grids make {start}")
-    rows, kwargs = concat_items(items, starts)
+    # on the host: every tensor of this region is made from ``keeps`` (host copies) and the host grids
+    with on_host() if on_the_host else contextlib.nullcontext():
+        items, starts, start = [], [], 0
+        for grid, keep in zip(grids, keeps, strict=True):
+            n_tokens = grid[0] * grid[1] * grid[2] // (merge * merge)
+            keep = _check_keep(keep if on_the_host else keep.to(grid_thw.device), n_tokens)
+            items.append(adapter.kept_item(model, grid, keep))
+            starts.append(start)
+            start += grid[0] * grid[1] * grid[2]
+        if start != pixel_values.shape[0]:
+            raise ValueError(f"pixel_values has {pixel_values.shape[0]} patch rows, the grids make {start}")
+        rows, kwargs = concat_items(items, starts)
     visual = model.model.visual
     if rows.numel() == start:  # every token kept: the foveated tower IS the full tower, run the model's own
         raw = visual(pixel_values.type(visual.dtype), grid_thw=grid_thw, return_dict=True)
     else:
+        if on_the_host:  # one upload per tensor, no wait
+            kwargs = {key: v.to(grid_thw.device) for key, v in kwargs.items()}
         hidden = pixel_values[rows.to(pixel_values.device)].type(visual.dtype)  # (P, patch_dim)
         raw = adapter.run_tower(model, hidden, grid_thw, kwargs)
     return raw, [it.n_tokens for it in items]
