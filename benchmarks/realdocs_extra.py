@@ -152,6 +152,15 @@ def copy(git_dir: str, collection: str, src: Path) -> int:
     return n
 
 
+def word_boxes(words: list[dict], scale: float) -> list[list[int]]:
+    """Pixel boxes [x0, y0, x1, y1] of pdfplumber words at ``scale`` (pixels per PDF point): the top-left corner
+    rounded down, the bottom-right rounded up, so a box always covers its word."""
+    return [
+        [int(w["x0"] * scale), int(w["top"] * scale), int(w["x1"] * scale + 0.999), int(w["bottom"] * scale + 0.999)]
+        for w in words
+    ]
+
+
 def page_questions(pg, scale: float, rng: random.Random, max_per: int) -> list[dict]:
     """Unambiguous table-cell questions of one pdfplumber page (header row 0, label column 0; header and label hold
     words, not only numbers)."""
@@ -201,15 +210,7 @@ def page_questions(pg, scale: float, rng: random.Random, max_per: int) -> list[d
                     continue
                 if all_cells.count(norm(ans)) != 1 or page_text.count(" " + ans + " ") != 1:
                     continue
-                boxes = [
-                    [
-                        int(w["x0"] * scale),
-                        int(w["top"] * scale),
-                        int(w["x1"] * scale + 0.999),
-                        int(w["bottom"] * scale + 0.999),
-                    ]
-                    for w in ws
-                ]
+                boxes = word_boxes(ws, scale)
                 if min(b[3] - b[1] for b in boxes) < MIN_BOX_H:
                     continue
                 key_boxes = [[int(v * scale) for v in rows[r].cells[0]], [int(v * scale) for v in rows[0].cells[c]]]
@@ -255,26 +256,10 @@ def text_questions(pg, scale: float, rng: random.Random, max_per: int) -> list[d
             continue
         if flat.count(" " + key + " ") != 1 or flat.count(" " + ans + " ") != 1:
             continue
-        boxes = [
-            [
-                int(w["x0"] * scale),
-                int(w["top"] * scale),
-                int(w["x1"] * scale + 0.999),
-                int(w["bottom"] * scale + 0.999),
-            ]
-            for w in ans_words
-        ]
+        boxes = word_boxes(ans_words, scale)
         if min(b[3] - b[1] for b in boxes) < MIN_BOX_H:
             continue
-        key_boxes = [
-            [
-                int(w["x0"] * scale),
-                int(w["top"] * scale),
-                int(w["x1"] * scale + 0.999),
-                int(w["bottom"] * scale + 0.999),
-            ]
-            for w in seg[:KEY_WORDS]
-        ]
+        key_boxes = word_boxes(seg[:KEY_WORDS], scale)
         cands.append({"answer": ans, "boxes": boxes, "key": key, "key_boxes": key_boxes})
     return rng.sample(cands, min(max_per, len(cands)))
 
