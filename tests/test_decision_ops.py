@@ -4,7 +4,8 @@ the batch invariance that batching must not break.
 
 Budgets (issue 24): ``Realizer.relevance`` <= 150 aten ops (views apart) for one frame and <= 1.5x that for eight,
 with no host sync. The frames are the size of a real document page (1,248 tokens, Qwen2.5-VL's grid of the example
-invoice) so that no op count hides behind a tiny shape; the counts do not depend on the pixels.
+invoice) so that no op count hides behind a tiny shape; the counts do not depend on the pixels. Below the budgets the
+counts are pinned where they are now (torch 2.13 on the CPU), so that an op added to the decision shows up here.
 """
 
 from __future__ import annotations
@@ -37,23 +38,27 @@ def _count(realizer: Realizer, frames: torch.Tensor, query: str, prior: torch.Te
 
 @pytest.mark.parametrize("with_prior", [False, True], ids=["texture", "text-prior"])
 @pytest.mark.parametrize(
-    ("query", "budget"),
+    ("query", "pinned"),
     [
-        ("How much must be paid?", ONE_FRAME_BUDGET),  # a document question: the "answer is text" cue
-        (None, ONE_FRAME_BUDGET),  # query-blind
-        # a spatial and a colour cue: each adds its own map (4-7 ops), their product and a rescale (10 ops)
-        ("the red logo at the top left", ONE_FRAME_BUDGET + 10),
+        ("How much must be paid?", 119),  # a document question: the "answer is text" cue
+        (None, 120),  # query-blind
+        # a spatial and a colour cue: each adds its own map (4-7 ops), their product and a rescale
+        ("the red logo at the top left", 140),
     ],
 )
-def test_relevance_op_and_sync_budget(with_prior: bool, query: str | None, budget: int) -> None:
+def test_relevance_op_and_sync_budget(with_prior: bool, query: str | None, pinned: int) -> None:
+    """<= 150 ops for one frame (the target), at most the pinned count (+5 with a text prior: its clamp, its
+    presence flag and the term's column), the same count for eight frames, no host sync."""
     realizer = Realizer(RelevanceConfig(cpu_band_elements=0)).eval()
     counts = {}
     for n in (1, 8):
         frames = _frames(n)
         prior = torch.rand(n, *GRID) if with_prior else None
         counts[n] = _count(realizer, frames, query, prior)
+    budget = pinned + 5 if with_prior else pinned
+    assert budget <= ONE_FRAME_BUDGET
     assert counts[1].n_ops <= budget, counts[1].summary()
-    assert counts[8].n_ops <= 1.5 * budget, counts[8].summary()
+    assert counts[8].n_ops <= budget, counts[8].summary()
     assert counts[8].n_ops <= 1.5 * counts[1].n_ops, (counts[1].summary(), counts[8].summary())  # no loop per frame
     assert counts[1].n_syncs == 0 and counts[8].n_syncs == 0, (counts[1].syncs, counts[8].syncs)
 
@@ -203,7 +208,9 @@ def _added(cm, model, inputs: dict) -> tuple[int, dict[str, int]]:
 
 def test_compress_adds_few_ops_and_two_host_reads() -> None:
     """A compress forward reads the prompt once and the decision once (2 syncs, whatever the batch), and its ops grow
-    per page SIZE (one relevance pass each), never per item: batch 8 of one size costs about what batch 1 costs."""
+    per page SIZE (one relevance pass each), never per item: batch 8 of one size costs about what batch 1 costs.
+    Targets (issue 24): <= 200 ops at batch 1, <= 300 at batch 8 (two page sizes included); below them the counts
+    are pinned where they are now (torch 2.13 on the CPU)."""
     pytest.importorskip("transformers")
     from arr_coc import compress
     from arr_coc.testing import tiny_model
@@ -214,8 +221,9 @@ def test_compress_adds_few_ops_and_two_host_reads() -> None:
     ops1, syncs1 = _added(cm, model, _compress_inputs(processor, 1, one_size))
     ops8, syncs8 = _added(cm, model, _compress_inputs(processor, 8, one_size))
     ops8x2, syncs8x2 = _added(cm, model, _compress_inputs(processor, 8, two_sizes))
-    assert ops1 <= 200, ops1
-    assert ops8 <= 1.5 * 200 and ops8 <= ops1 + 30, (ops1, ops8)  # nothing per item
+    assert ops1 <= 147 <= 200, ops1
+    assert ops8 <= 160 <= 1.5 * 200 and ops8 <= ops1 + 30, (ops1, ops8)  # nothing per item
+    assert ops8x2 <= 291 <= 1.5 * 200, (ops1, ops8x2)  # two page sizes: one relevance pass each
     assert ops8x2 <= 2 * ops1, (ops1, ops8x2)  # one more relevance pass for the second size, nothing per item
     for grown in (syncs1, syncs8, syncs8x2):  # the two reads; no other sync cause grows
         assert grown == {"Tensor.numpy": 2}, grown  # read_prompt, read_decision (one copy each)
@@ -322,3 +330,121 @@ def test_decide_chooses_together_what_each_item_chooses_alone() -> None:
     for d, f, budget in zip(redundant.items, feats, budgets, strict=True):
         alone = realizer.choose(d.scores.flatten(), budget, features=f, redundancy=0.5)
         assert torch.equal(d.keep, alone.keep), budget
+
+
+# ----- the op cuts of one relevance pass keep every bit (issue 24: kept sets identical to before) -----
+
+
+def _unit_flat_before(flat: torch.Tensor) -> torch.Tensor:
+    """The rescaling as it was written before its op cut: clamp the span, divide, multiply by "the map varies"."""
+    lo, hi = torch.aminmax(flat, dim=-1, keepdim=True)
+    return (flat - lo) / (hi - lo).clamp_min(1e-8) * (hi > lo + 1e-8)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16])
+def test_rescaling_keeps_the_bits_of_the_clamp_and_mask_formula(dtype: torch.dtype) -> None:
+    """``unit`` divides by inf where the map does not vary instead of clamping and multiplying by 0: the same bits,
+    sign of zero included, for near-constant maps (spans around 1e-8), constant ones, NaN, +-inf and -0."""
+    from arr_coc.knowing import _unit_flat
+
+    g = torch.Generator().manual_seed(8)
+    for trial in range(600):
+        k = 1 + trial % 8
+        lo = (torch.rand(1, generator=g).item() * 2 - 1) * 10.0 ** (trial % 15 - 12)
+        spread = 10.0 ** (-10 + 4 * torch.rand(1, generator=g).item())
+        x = (lo + spread * torch.rand(4, k, generator=g, dtype=torch.float64)).to(dtype)
+        if trial % 5 == 0:
+            x[0, 0] = float("nan")
+        if trial % 11 == 0:
+            x[1, 0] = float("inf")
+        if trial % 13 == 0:
+            x[2, :] = float("-inf")
+        if trial % 17 == 0:
+            x[3, 0], x[3, 1:] = -0.0, 0.0
+        old, new = _unit_flat_before(x).double(), _unit_flat(x)[0].double()
+        same = ((old == new) | (old.isnan() & new.isnan())) & (torch.signbit(old) == torch.signbit(new))
+        assert same.all(), (trial, x, old, new)
+
+
+def test_texture_channels_keep_the_bits_of_the_formulas_before_the_op_cuts() -> None:
+    """The Sobel channels (8 x the response, one 1 / 8 after pooling), the edge density (threshold at 8 x its floor,
+    the boolean averaged by the mean itself), the entropy (``entr``, not ``-xlogy``) and the colour rarity
+    (blue-yellow as ``b - rg / 2``) equal the formulas they replace, bit for bit (values; the entropy's -0 is +0)."""
+    import torch.nn.functional as F
+
+    from arr_coc.texture import texture_from_frames
+
+    cfg = RelevanceConfig(cpu_band_elements=0)
+    rows, cols, c = 5, 6, 14
+    g = torch.Generator().manual_seed(9)
+    frames = torch.randint(0, 256, (2, 3, rows * 28, cols * 28), generator=g, dtype=torch.uint8)
+    frames[1, :, :28] = 17  # a flat band: constant cells (entropy 0, no edges)
+    got = texture_from_frames(frames, rows, cols, cfg)
+    rgb = F.avg_pool2d(frames.float() / 255.0, 2)  # (2, 3, rows * c, cols * c), what the texture analyses
+    luma = torch.tensor(cfg.grey_weights).view(1, 3, 1, 1)
+    grey = F.pad((rgb * luma).sum(1)[:, None], (1, 1, 1, 1), mode="replicate")[:, 0]
+    dx, dy = grey[:, :, 2:] - grey[:, :, :-2], grey[:, 2:, :] - grey[:, :-2, :]
+    gx = (dx[:, :-2] + 2 * dx[:, 1:-1] + dx[:, 2:]) / 8
+    gy = (dy[:, :, :-2] + 2 * dy[:, :, 1:-1] + dy[:, :, 2:]) / 8
+    mag = torch.hypot(gx, gy)
+
+    def pool(x: torch.Tensor) -> torch.Tensor:
+        return x.reshape(*x.shape[:-2], rows, c, cols, c).mean(dim=(-3, -1))
+
+    assert torch.equal(got[:, 5:8], pool(torch.stack([gx, gy, mag], 1).abs()))
+    step = max(1, rows * c * cols * c // cfg.edge_sample)
+    sample = mag.flatten(1)[:, ::step]
+    thresh = sample.kthvalue(max(1, int(cfg.edge_quantile * sample.shape[1])), 1, True).values.clamp_min(cfg.edge_floor)
+    assert torch.equal(got[:, 12], pool((mag > thresh[:, :, None]).float()))
+    levels = (grey[:, 1:-1, 1:-1] * 16).long().clamp(0, 15)  # (2, rows * c, cols * c)
+    onehot = F.one_hot(levels, 16).float().permute(0, 3, 1, 2)  # (2, 16, H, W)
+    counts = onehot.reshape(2, 16, rows, c, cols, c).sum(dim=(-3, -1)).permute(0, 2, 3, 1).contiguous()  # (2, r, c, 16)
+    p = counts / (c * c)
+    assert torch.equal(got[:, 11], -torch.special.xlogy(p, p).sum(-1))
+    cells = got[:, 0:3]
+    r, gg, b = cells[:, 0], cells[:, 1], cells[:, 2]
+    opp = torch.stack([r - gg, (r + gg) / 2 - b, (r + gg + b) / 3], 1)
+    rarity = torch.linalg.vector_norm(opp - opp.mean(dim=(2, 3), keepdim=True), dim=1).flatten(1)
+    lo, hi = torch.aminmax(rarity, dim=-1, keepdim=True)
+    assert torch.equal(got[:, 10], ((rarity - lo) / (hi - lo).clamp_min(1e-8)).view(2, rows, cols))
+
+
+def test_realizer_rescales_the_coupling_with_the_channels_bit_for_bit() -> None:
+    """Inside a model the realizer rescales the coupling map in the texture channels' pass and hands it to the
+    participatory scorer: the same map, weights and signal as the scorer computing and rescaling it itself."""
+    from arr_coc.query import parse_query
+
+    g = torch.Generator().manual_seed(10)
+    realizer = Realizer(RelevanceConfig(cpu_band_elements=0)).eval()
+    rows, cols = 6, 5
+    frames = torch.randint(0, 256, (3, 3, rows * 28, cols * 28), generator=g, dtype=torch.uint8)
+    feats = torch.randn(3 * rows * cols, 16, generator=g)
+    embeds = torch.randn(4, 16, generator=g)
+    prior = torch.rand(3, rows, cols, generator=g)
+    prior[1] = 0  # no text found on that frame: the prior's weight is 0 there
+    for query, pri in (("What is the total?", None), ("the red logo at the top", prior), (None, prior)):
+        rel = realizer.relevance(frames, (rows, cols), query, feats, embeds, pri)
+        cues = [parse_query(query, realizer.config)] * 3
+        textness = realizer.participatory.textness(rel.texture)
+        direct, signal = realizer.participatory(
+            rel.texture, cues, pri, feats.view(3, rows * cols, 16), [embeds] * 3, textness=textness
+        )
+        assert torch.equal(rel.maps["participatory"], direct), query
+        assert torch.equal(rel.weights, realizer.balancer(cues, signal)), query
+
+
+def test_balancer_masks_participatory_exactly_where_it_had_no_signal() -> None:
+    """The one-comparison mask (thresholds -inf, -inf, 0) gives the weights of masking the third logit alone."""
+    from arr_coc.balancing import TensionBalancer
+    from arr_coc.query import parse_query
+
+    balancer = TensionBalancer()
+    cues = [parse_query(q) for q in ("What is the total?", "Describe the image", "the red logo", "Date?")]
+    signal = torch.tensor([0.7, 0.0, -0.0, 1e-30])
+    feats = balancer.features(cues, signal)
+    logits = feats @ balancer.linear.weight.T
+    masked = torch.cat([logits[:, :2], logits[:, 2:].masked_fill(signal.view(-1, 1) <= 0, float("-inf"))], 1)
+    expected = torch.softmax(masked, dim=-1)
+    got = balancer(cues, signal)
+    assert torch.equal(got, expected)
+    assert (got[1:3, 2] == 0).all() and (got[[0, 3], 2] > 0).all()

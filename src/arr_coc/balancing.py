@@ -59,5 +59,8 @@ class TensionBalancer(nn.Module):
         logits = feats @ self.linear.weight.to(feats).T  # (B, 3)
         if self.temperature != 1.0:  # x / 1.0 is x: no op for the default
             logits = logits / self.temperature
-        logits = torch.cat([logits[:, :2], logits[:, 2:].masked_fill(signal.view(-1, 1) <= 0, float("-inf"))], 1)
+        # participatory's logit to -inf where signal <= 0, in one comparison: the other columns' threshold is -inf,
+        # which no signal (in [0, 1], or NaN) is at or below
+        floor = cached_constant([float("-inf"), float("-inf"), 0.0], signal)  # (3,)
+        logits = logits.masked_fill(signal.view(-1, 1) <= floor, float("-inf"))  # (B, 3)
         return torch.softmax(logits, dim=-1)

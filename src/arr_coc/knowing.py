@@ -30,7 +30,7 @@ from torch import nn
 
 from .config import CHANNELS, RelevanceConfig
 from .query import QueryCues
-from .tensors import CONSTANTS, cached_constant
+from .tensors import CONSTANTS, cached_constant, joined
 
 _CH = {name: i for i, name in enumerate(CHANNELS)}
 
@@ -51,10 +51,16 @@ def unit_last(x: torch.Tensor, n: int) -> torch.Tensor:
     return _unit_flat(flat)[0].view(x.shape)
 
 
-def _unit_flat(flat: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """:func:`unit` over the last dim of ``flat`` (..., N): the rescaled maps and their minimum and maximum (..., 1)."""
+def _unit_flat(flat: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """:func:`unit` over the last dim of ``flat`` (..., N): the rescaled maps and their span ``max - min`` (..., 1)."""
     lo, hi = torch.aminmax(flat, dim=-1, keepdim=True)  # (..., 1) each
-    return (flat - lo) / (hi - lo).clamp_min(1e-8) * (hi > lo + 1e-8), lo, hi
+    span = hi - lo  # (..., 1)
+    # The bits of (flat - lo) / span.clamp_min(1e-8) * (hi > lo + 1e-8) in one op fewer: where hi > lo + 1e-8 the
+    # span is already >= 1e-8 (hi lies above the rounded lo + 1e-8, so above the exact sum: rounding is monotonic),
+    # so the clamp does nothing; elsewhere dividing by inf gives the 0 (of the same sign) that multiplying by 0 gave,
+    # and NaN / inf stay NaN (a NaN map stays all NaN: NaN <= x is False, the span stays NaN)
+    divisor = span.masked_fill(hi <= lo + 1e-8, float("inf"))  # (..., 1)
+    return (flat - lo) / divisor, span
 
 
 def concentration(scores: torch.Tensor) -> torch.Tensor:
@@ -62,14 +68,34 @@ def concentration(scores: torch.Tensor) -> torch.Tensor:
 
     A few sharp peaks on a flat floor give nearly 1, uniform noise about 0.5, a map high almost everywhere ~0.
     """
-    rescaled, lo, hi = _unit_flat(scores.flatten(1))  # (B, N), (B, 1), (B, 1)
-    varies = ((hi - lo) > 1e-8)[:, 0]  # (B,)
+    rescaled, span = _unit_flat(scores.flatten(1))  # (B, N), (B, 1)
+    varies = (span > 1e-8)[:, 0]  # (B,); the span the rescaling computed, not a second subtraction
     return (1 - rescaled.mean(1)) * varies
 
 
 def _stack(tensors: list[torch.Tensor]) -> torch.Tensor:
     """``torch.stack(tensors, 1)``; one tensor is only unsqueezed (the same values, no copy)."""
     return tensors[0].unsqueeze(1) if len(tensors) == 1 else torch.stack(tensors, 1)
+
+
+def _in_sample_order(blocks: list[tuple[list[int], torch.Tensor]], b: int, like: torch.Tensor) -> torch.Tensor:
+    """Maps computed per group of samples, ``[(samples, maps (G, H, W)), ...]``, back in sample order: (B, H, W), zeros
+    for a sample in no group. One ``cat`` and one ``index_select`` (a cached index) whatever the number of groups,
+    instead of a write per group into zeros; the same bits (rows are copied). One group of every sample, in order,
+    is returned as it is."""
+    h, w = like.shape[-2:]
+    if not blocks:
+        return like.new_zeros(b, h, w)
+    order = [i for members, _ in blocks for i in members]
+    if order == list(range(b)) and len(blocks) == 1:
+        return blocks[0][1]
+    maps = [m for _, m in blocks]
+    if len(order) < b:  # one zero row for every sample without a map
+        maps.append(CONSTANTS.get(("knowing.zero_row", h, w, like.device, like.dtype), lambda: like.new_zeros(1, h, w)))
+    row = {i: r for r, i in enumerate(order)}
+    rows = tuple(row.get(i, len(order)) for i in range(b))  # each sample's row in the cat
+    index = CONSTANTS.get(("knowing.rows", rows, like.device), lambda: torch.tensor(rows).to(like.device))
+    return torch.cat(maps).index_select(0, index)  # (B, H, W)
 
 
 def channel_index(channels: tuple[int, ...], like: torch.Tensor) -> torch.Tensor:
@@ -139,6 +165,7 @@ class ParticipatoryScorer(nn.Module):
         token_feats: torch.Tensor | None = None,
         query_embeds: list[torch.Tensor | None] | None = None,
         textness: torch.Tensor | None = None,
+        coupling: tuple[torch.Tensor, list[float]] | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """Score each cell for the query.
 
@@ -152,6 +179,9 @@ class ParticipatoryScorer(nn.Module):
             query_embeds: B tensors of shape (Q, D), the query's token embeddings (None where a sample has none).
             textness (torch.Tensor of shape (B, H, W) or None): :meth:`textness` when the caller computed it
                 already (the realizer does, batched with the other scorers' rescaling).
+            coupling: the coupling term when the caller computed it already: ``unit`` of :meth:`coupling_raw`'s maps
+                (B, H, W) and its (B,) 1.0 / 0.0 "had query embeddings" (the realizer rescales the maps in the same
+                pass as the texture channels); ``token_feats`` and ``query_embeds`` are then not used.
 
         Returns:
             scores (B, H, W) in [0, 1] and ``signal`` (B,) in [0, 1]: how much query-specific evidence there was
@@ -161,31 +191,38 @@ class ParticipatoryScorer(nn.Module):
         if len(cues) != b:
             raise ValueError(f"got {len(cues)} queries for a batch of {b} texture arrays")
         term_weight = self.term_weight.to(texture)  # (3,)
-        terms, weights = [], []
+        terms = []
         if prior is not None:
             prior = prior.to(texture)
             terms.append(prior.clamp(0, 1))
-            weights.append(term_weight[0] * (prior.flatten(1).amax(1) > 0))  # x * True is x: no cast needed
-        if token_feats is not None and query_embeds is not None:
-            sims, has = self._coupling(texture, token_feats, query_embeds)
-            terms.append(unit(sims))
-            weights.append(term_weight[1] * cached_constant(has, texture))
+        if coupling is None and token_feats is not None and query_embeds is not None:
+            sims, has = self.coupling_raw(texture, token_feats, query_embeds)
+            coupling = (unit(sims), has)
+        if coupling is not None:
+            terms.append(coupling[0])
         cue_maps, has_cue = self._cue_maps(texture, cues, textness)
         terms.append(cue_maps)
-        weights.append(term_weight[2] * has_cue)
         stacked = _stack(terms)  # (B, T, H, W)
-        wts = _stack(weights)  # (B, T)
+        # each present term's weight times whether the sample has it: the coupling's and the cues' presence is known
+        # on the host (one cached constant); the prior's is read from the prior on the device. The terms present are
+        # (prior, coupling, cues), (coupling, cues), (prior, cues) or (cues): always a strided view of the weights.
+        present = cached_constant([[*([coupling[1][i]] if coupling else []), has_cue[i]] for i in range(b)], texture)
+        if prior is not None:  # (B, T) with the prior's column first; cat casts True to 1.0 (x * 1.0 is x)
+            present = torch.cat([(prior.flatten(1).amax(1) > 0).view(b, 1), present], 1)
+        used = term_weight[::2] if prior is not None and coupling is None else term_weight[3 - len(terms) :]  # (T,)
+        wts = used * present  # (B, T)
         total = wts.sum(1)  # (B,)
         scores = torch.einsum("bthw,bt->bhw", stacked, wts) / total.clamp_min(1e-8).view(b, 1, 1)
         return scores, (total > 0) * concentration(scores)
 
-    def _coupling(
+    def coupling_raw(
         self, texture: torch.Tensor, token_feats: torch.Tensor, query_embeds: list[torch.Tensor | None]
     ) -> tuple[torch.Tensor, list[float]]:
-        """Each token's mean top-k cosine similarity to the query's token embeddings: (B, H, W) maps (zeros where a
-        sample has no query embeddings) and (B,) 1.0 / 0.0 for "had some". The samples of one query (the frames of a
-        video, or several images asked the same question) share one matmul; different queries get one each (a
-        batched matmul over stacked queries rounds differently from a plain one, by an ulp, on a CPU)."""
+        """The coupling term before its rescaling: each token's mean top-k cosine similarity to the query's token
+        embeddings, (B, H, W) maps (zeros where a sample has no query embeddings), and (B,) 1.0 / 0.0 for "had some".
+        The samples of one query (the frames of a video, or several images asked the same question) share one matmul;
+        different queries get one each (a batched matmul over stacked queries rounds differently from a plain one, by
+        an ulp, on a CPU). The realizer rescales the maps in one pass with the texture channels."""
         b, _, h, w = texture.shape
         has = [0.0 if q is None or q.numel() == 0 else 1.0 for q in query_embeds]
         groups: dict[int, list[int]] = {}  # query (by identity) -> samples
@@ -193,19 +230,17 @@ class ParticipatoryScorer(nn.Module):
             if has[i]:
                 groups.setdefault(id(q), []).append(i)
         feats = F.normalize(token_feats.to(texture), dim=-1)  # (B, N, D)
-        sims = None if len(groups) == 1 and sum(has) == b else texture.new_zeros(b, h, w)  # (B, H, W)
+        blocks: list[tuple[list[int], torch.Tensor]] = []  # (samples, their maps (G, H, W)) per query
         firsts = [query_embeds[m[0]].to(texture) for m in groups.values()]  # type: ignore[union-attr]  # each (Q_g, D)
-        # every query normalised in one pass (row by row: the same bits as each alone)
-        normed = F.normalize(torch.cat(firsts), dim=-1).split([q.shape[0] for q in firsts]) if firsts else []
+        # every query normalised in one pass (row by row: the same bits as each alone); queries that lie side by side
+        # in one tensor (compress embeds every question in one call) and a single query are not copied first
+        normed = F.normalize(joined(firsts), dim=-1).split([q.shape[0] for q in firsts]) if firsts else []
         for members, q in zip(groups.values(), normed, strict=True):
             whole = len(members) == b
             cos = (feats if whole else feats[members]) @ q.T  # (G, N, Q)
             top = cos.topk(min(self.top_k, cos.shape[2]), dim=2).values.mean(2).view(-1, h, w)  # (G, H, W)
-            if whole:
-                sims = top
-            else:
-                sims[members] = top  # type: ignore[index]
-        return sims, has  # type: ignore[return-value]
+            blocks.append((members, top))
+        return _in_sample_order(blocks, b, texture), has
 
     def textness_raw(self, texture: torch.Tensor, edge_unit: torch.Tensor) -> torch.Tensor:
         """ "The answer is text" before its rescaling: ``unit(edge_density)`` (B, H, W) plus the entropy in [0, 1]."""
@@ -217,8 +252,8 @@ class ParticipatoryScorer(nn.Module):
 
     def _cue_maps(
         self, texture: torch.Tensor, cues: list[QueryCues], textness: torch.Tensor | None = None
-    ) -> tuple[torch.Tensor, torch.Tensor]:
-        """The query's own cues on the texture: (B, H, W) maps and (B,) 1.0 where a sample had any cue.
+    ) -> tuple[torch.Tensor, list[float]]:
+        """The query's own cues on the texture: (B, H, W) maps and, per sample, 1.0 where it had any cue (on the host).
 
         Samples with equal cues are computed together (one pass for all frames of one query); a cue map is the
         product of its parts, rescaled per sample.
@@ -233,7 +268,7 @@ class ParticipatoryScorer(nn.Module):
             else:
                 groups.append((cue, [i]))
         has = [0.0] * b
-        maps: torch.Tensor | None = None  # (B, H, W)
+        blocks: list[tuple[list[int], torch.Tensor]] = []  # (samples, their maps (G, H, W)) per distinct cue
         for cue, members in groups:
             whole = len(members) == b
             sub = texture if whole else texture[members]  # (G, 13, H, W)
@@ -244,14 +279,8 @@ class ParticipatoryScorer(nn.Module):
                 has[i] = 1.0
             # a single part already rescaled (textness) stays as it is: unit() is idempotent, bit for bit
             m = parts[0] if rescaled else unit(torch.stack(parts).prod(0) if len(parts) > 1 else parts[0])
-            if whole:
-                maps = m
-            else:
-                maps = texture.new_zeros(b, *texture.shape[2:]) if maps is None else maps
-                maps[members] = m
-        if maps is None:
-            maps = texture.new_zeros(b, *texture.shape[2:])
-        return maps, cached_constant(has, texture)
+            blocks.append((members, m))
+        return _in_sample_order(blocks, b, texture), has
 
     def _cue_parts(
         self, texture: torch.Tensor, cue: QueryCues, textness: torch.Tensor | None

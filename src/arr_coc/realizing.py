@@ -672,22 +672,29 @@ class Realizer(nn.Module):
         Returns:
             relevance (B, H, W), the scorers' maps by name (each (B, H, W)), and the weights (B, 3).
         """
-        # every channel the scorers rescale, in one pass: information's, perspectival's, and the edge density of
-        # the participatory scorer's textness; then the three maps that are rescaled next, in one pass too
+        # every map the scorers rescale first, in one pass: information's and perspectival's channels, the edge
+        # density of the participatory scorer's textness and, inside a model, its coupling to the query embeddings;
+        # then the three maps that are rescaled next, in one pass too
         ci, cp = len(self.information.index), len(self.perspectival.index)
         channels = (*self.information.index, *self.perspectival.index, _EDGE_DENSITY)
-        units = unit_last(texture.index_select(1, channel_index(channels, texture)), 2)  # (B, ci + cp + 1, H, W)
+        picked = texture.index_select(1, channel_index(channels, texture))  # (B, ci + cp + 1, H, W)
+        has: list[float] | None = None
+        if token_feats is not None and query_embeds is not None:
+            sims, has = self.participatory.coupling_raw(texture, token_feats, query_embeds)  # (B, H, W)
+            picked = torch.cat([picked, sims[:, None]], 1)  # (B, ci + cp + 2, H, W)
+        units = unit_last(picked, 2)  # each map rescaled on its own (the bits of unit() on it alone)
         raw = torch.stack(
             [
                 self.information.mix(units[:, :ci]),
                 self.perspectival.mix(units[:, ci : ci + cp]),
-                self.participatory.textness_raw(texture, units[:, -1]),
+                self.participatory.textness_raw(texture, units[:, ci + cp]),
             ],
             1,
         )  # (B, 3, H, W)
         rescaled = unit_last(raw, 2)  # (B, 3, H, W)
         info, persp = rescaled[:, 0], rescaled[:, 1]
-        part, signal = self.participatory(texture, cues, prior, token_feats, query_embeds, textness=rescaled[:, 2])
+        coupling = (units[:, -1], has) if has is not None else None
+        part, signal = self.participatory(texture, cues, prior, textness=rescaled[:, 2], coupling=coupling)
         weights = self.balancer(cues, signal)  # (B, 3)
         maps = torch.stack([info, persp, part], 1)  # (B, 3, H, W)
         relevance = torch.einsum("bshw,bs->bhw", maps, weights)

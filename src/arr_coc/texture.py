@@ -21,7 +21,7 @@ Device and dtype: everything runs on the frames' device; the few constants (grey
 indices, blur weights) are built once per size, device and dtype (``arr_coc.tensors.CONSTANTS``); statistics are
 computed in float32 (float64 if given float64: histograms and FFTs need more than bfloat16's 8 bits).
 
-All frames in one pass: every op takes the whole (T, ...) batch, so T frames cost the ops of one (about 80 aten ops,
+All frames in one pass: every op takes the whole (T, ...) batch, so T frames cost the ops of one (76 aten ops,
 ``benchmarks/decision_ops.py``), and each op works within a frame (element-wise, or a reduction over one frame's
 values), so a frame's texture does not depend on the other frames of the batch, bit for bit (tested). On a CPU the
 pixel-level work also runs in bands of cell rows small enough that no op is split over intra-op threads
@@ -270,11 +270,15 @@ def _texture(rgb: torch.Tensor, rows: int, cols: int, c: int, cfg: RelevanceConf
         # replicate the first / last row (at the frame's edges) and the first / last column
         grey = F.pad(grey[:, None], (1, 1, int(y0 == 0), int(y1 == height)), mode="replicate")[:, 0]  # (B, h+2, W+2)
         # Sobel as separable slices (smooth [1, 2, 1] x derivative [-1, 0, 1]); far cheaper than conv2d on a CPU.
+        # Eight times the Sobel response: its 1 / 8 is applied once to the pooled cells below, and the edge threshold
+        # is compared at eight times its floor. Scaling by a power of two is exact and commutes with every rounding
+        # here (sums, means, hypot, the quantile), so the channels and the edge density keep their bits.
         dx = grey[:, :, 2:] - grey[:, :, :-2]  # (B, h + 2, W)
         dy = grey[:, 2:, :] - grey[:, :-2, :]  # (B, h, W + 2)
-        gx = (dx[:, :-2] + 2 * dx[:, 1:-1] + dx[:, 2:]) / 8  # (B, h, W)
-        gy = (dy[:, :, :-2] + 2 * dy[:, :, 1:-1] + dy[:, :, 2:]) / 8  # (B, h, W)
-        mag = torch.hypot(gx, gy)  # (B, h, W)
+        # a + 2 b + c with add's alpha: 2 b is exact, so one op gives the bits of a + 2 * b (fused or not)
+        gx = torch.add(dx[:, :-2], dx[:, 1:-1], alpha=2) + dx[:, 2:]  # (B, h, W), 8 x Sobel
+        gy = torch.add(dy[:, :, :-2], dy[:, :, 1:-1], alpha=2) + dy[:, :, 2:]  # (B, h, W), 8 x Sobel
+        mag = torch.hypot(gx, gy)  # (B, h, W), 8 x the gradient magnitude
         core = grey[:, 1:-1, 1:-1]  # (B, h, W)
         cells.append(_pool(rgb[:, :, y0:y1], c))  # (B, 3, r1 - r0, cols)
         sobel.append(_pool(torch.stack([gx, gy, mag], 1).abs(), c))  # (B, 3, r1 - r0, cols); |mag| is mag
@@ -285,10 +289,10 @@ def _texture(rgb: torch.Tensor, rows: int, cols: int, c: int, cfg: RelevanceConf
     cells_t = _join(cells, 2)  # (B, 3, rows, cols)
     sample = _join(samples, 1)  # (B, S)
     kth = max(1, int(cfg.edge_quantile * sample.shape[1]))
-    thresh = sample.kthvalue(kth, dim=1, keepdim=True).values.clamp_min(cfg.edge_floor)[:, :, None]  # (B, 1, 1)
-    edge_density = _join([_pool((m > thresh).to(m.dtype), c) for m in mags], 1)  # (B, rows, cols)
+    thresh = sample.kthvalue(kth, dim=1, keepdim=True).values.clamp_min(8 * cfg.edge_floor)[:, :, None]  # (B, 1, 1)
+    edge_density = _join([_pool(m > thresh, c, m.dtype) for m in mags], 1)  # (B, rows, cols)
     p = _join(hists, 1) / (c * c)  # (B, rows, cols, bins)
-    entropy = -torch.special.xlogy(p, p).sum(-1)  # (B, rows, cols); 0 log 0 = 0
+    entropy = torch.special.entr(p).sum(-1)  # (B, rows, cols); entr(p) = -p log p, 0 at p = 0
 
     pos = _positions(rows, cols, rgb).expand(b, 2, rows, cols)  # (B, 2, rows, cols)
     grey_cells = (cells_t * luma).sum(1)  # (B, rows, cols)
@@ -302,7 +306,8 @@ def _texture(rgb: torch.Tensor, rows: int, cols: int, c: int, cfg: RelevanceConf
             1,
         )
     )  # (B, 3, rows, cols), each map rescaled to [0, 1] on its own
-    return torch.cat([cells_t, pos, _join(sobel, 2), saliency, entropy[:, None], edge_density[:, None]], 1)
+    sobel_t = _join(sobel, 2) / 8  # (B, 3, rows, cols): the 1 / 8 of the Sobel kernel, once
+    return torch.cat([cells_t, pos, sobel_t, saliency, entropy[:, None], edge_density[:, None]], 1)
 
 
 def _luma(cfg: RelevanceConfig, like: torch.Tensor) -> torch.Tensor:
@@ -327,10 +332,11 @@ def _positions(rows: int, cols: int, like: torch.Tensor) -> torch.Tensor:
     return CONSTANTS.get(("texture.positions", rows, cols, like.device, like.dtype), build)
 
 
-def _pool(x: torch.Tensor, c: int) -> torch.Tensor:
-    """Mean over each c x c cell of the last two dims: (..., rows * c, cols * c) -> (..., rows, cols)."""
+def _pool(x: torch.Tensor, c: int, dtype: torch.dtype | None = None) -> torch.Tensor:
+    """Mean over each c x c cell of the last two dims: (..., rows * c, cols * c) -> (..., rows, cols); a boolean ``x``
+    is averaged in ``dtype`` (one op: the mean casts, with the bits of casting first)."""
     *lead, height, width = x.shape
-    return x.reshape(*lead, height // c, c, width // c, c).mean(dim=(-3, -1))
+    return x.reshape(*lead, height // c, c, width // c, c).mean(dim=(-3, -1), dtype=dtype)
 
 
 def _cell_histogram(grey: torch.Tensor, c: int, cols: int, bins: int) -> torch.Tensor:
@@ -346,11 +352,12 @@ def _cell_histogram(grey: torch.Tensor, c: int, cols: int, bins: int) -> torch.T
         col_cell = torch.arange(width, device=grey.device) // c  # (W,)
         frame = torch.arange(b, device=grey.device)[:, None, None] * ((height // c) * cols * bins)  # (B, 1, 1)
         base = frame + (row_cell[:, None] * cols + col_cell[None, :]) * bins  # (B, h, W): the cell's first bin
-        return base, torch.ones(b * height * width, device=grey.device, dtype=grey.dtype)
+        ones = torch.ones(b * height * width, device=grey.device, dtype=grey.dtype)
+        return base, ones, grey.new_zeros(b * (height // c) * cols * bins, device=grey.device)
 
-    base, ones = CONSTANTS.get(("texture.histogram", b, height, width, c, cols, bins, grey.device, grey.dtype), build)
-    counts = grey.new_zeros(b * (height // c) * cols * bins)  # (B * k * cols * bins,)
-    counts.scatter_add_(0, (base + levels).flatten(), ones)
+    key = ("texture.histogram", b, height, width, c, cols, bins, grey.device, grey.dtype)
+    base, ones, zeros = CONSTANTS.get(key, build)
+    counts = torch.scatter_add(zeros, 0, (base + levels).flatten(), ones)  # (B * k * cols * bins,): a new tensor
     return counts.view(b, height // c, cols, bins)
 
 
@@ -384,7 +391,9 @@ def _colour_rarity(cells: torch.Tensor) -> torch.Tensor:
     (not yet rescaled)."""
     r, g, b = cells[:, 0], cells[:, 1], cells[:, 2]
     rg = r + g
-    opp = torch.stack([r - g, rg / 2 - b, (rg + b) / 3], 1)  # red-green, yellow-blue, intensity
+    # red-green, blue-yellow, intensity. Blue-yellow is b - rg / 2 in one op (sub's alpha; rg / 2 is exact): the
+    # negative of yellow-blue bit for bit, and the distance below does not see a channel's sign
+    opp = torch.stack([r - g, torch.sub(b, rg, alpha=0.5), (rg + b) / 3], 1)
     return torch.linalg.vector_norm(opp - opp.mean(dim=(2, 3), keepdim=True), dim=1)
 
 
