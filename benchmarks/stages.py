@@ -96,12 +96,13 @@ def run_once(image: Image.Image, max_tokens: int, query: str, reading: Any, real
     img, (orig_w, orig_h) = load_image_with_size(image, target_pixels=spec.max_pixels)
     grid = spec.grid_for(orig_h, orig_w)
     text = normalize_text(query)
-    frames = realizer.frames(img, grid).to(device)  # (1, 3, rows * 28, cols * 28) uint8, cached per page
+    pixels = np.asarray(img)  # (H, W, 3) uint8, copied out of PIL once for both cache keys, as allocate does
+    frames = realizer.frames(img, grid, pixels).to(device)  # (1, 3, rows * 28, cols * 28) uint8, cached per page
     clock.stage("load")
     texture = realizer.texture(frames, grid.rows, grid.cols).to(dtype)  # (1, 13, rows, cols), cached per page
     clock.stage("texture")
     w0, c0 = time.perf_counter(), time.process_time()
-    result = reading.reader.read_timed(img)  # hash, then detection + recognition unless the page is cached
+    result = reading.reader.read_timed(pixels)  # hash, then detection + recognition unless the page is cached
     wall_ms, cpu_ms = (time.perf_counter() - w0) * 1e3, (time.process_time() - c0) * 1e3
     for stage, part in (("ocr hash", "hash"), ("ocr detect", "detect"), ("ocr recognize", "recognize")):
         share = result.timings_ms[part] / max(result.timings_ms["total"], 1e-9)
