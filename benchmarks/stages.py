@@ -1,7 +1,8 @@
 """Time per stage of text-aware relevance on dense document pages: first question vs cached second question.
 
-Stages, in the order ``arr_coc.allocate(mode="text")`` runs them: ``load`` (resize to the OCR's size, then to the
-grid: the frames, ``Realizer.frames``, from its page cache on a second question, the pixel digest included),
+Stages, in the order ``arr_coc.allocate(mode="text")`` runs them: ``load`` (the page's bytes copied out of PIL once
+for both cache keys, then resized to the grid: the frames, ``Realizer.frames``, from its page cache on a second
+question, the pixel digest included),
 ``texture`` (13-channel texture array: ``Realizer.texture``, from its page cache on a second question, the digest
 of the frames included), ``ocr hash`` (pixel digest for the OCR cache), ``ocr detect`` (PP-OCR detector),
 ``ocr recognize`` (crops + line recogniser), ``matching`` (lexical + MiniLM matching, layout rule, painting, word
