@@ -13,7 +13,7 @@ Feature groups (``FEATURE_GROUPS``; the ablation of ``arr-coc train`` trains wit
     links      the layout rule's key weight, candidate score, evidence chain, table headers; the best key weight on
                the box's line to its left (a "Key: value" link) and the key weight directly above it
     type       answer-type agreement: the rule's prior, which value types the box holds (date, money, count, phone,
-               e-mail, person, a bare 6-8 digit run such as "25032018")
+               e-mail, person, organisation, a bare 6-8 digit run that is not a date such as "00123456")
     structure  structural evidence: the box lies in a region the structural question needs (and its weight)
     role       the layout analysis' role of the box's block (title, heading, paragraph, footnote, code), table cell,
                table header, row label, chart value / label
@@ -64,7 +64,7 @@ if TYPE_CHECKING:
     from ..layout.structural_query import Evidence
     from ..layout.structure import Layout
 
-TYPES = ("date", "money", "count", "phone", "email", "person")
+TYPES = ("date", "money", "count", "phone", "email", "person", "org")
 ROLES = ("title", "heading", "paragraph", "footnote", "code")
 WH = ("what", "which", "who", "when", "where", "how", "is", "other")
 
@@ -476,6 +476,20 @@ class BoxScorer(nn.Module):
             return torch.log(self.residual_scores(feats) + 1e-6)
         x = (feats.to(self.mean) - self.mean) / self.scale * self.mask
         return self.net(x).squeeze(-1)
+
+    def own_columns(self, feats: np.ndarray) -> np.ndarray:
+        """``box_features`` rows (N, len(FEATURES)) cut to this scorer's ``features``, in its order (N, F): a
+        checkpoint trained before a feature was added reads today's rows, without the added columns.
+
+        Raises:
+            ValueError: if the scorer needs a feature ``box_features`` no longer computes.
+        """
+        if self.features == FEATURES:
+            return feats
+        missing = [f for f in self.features if f not in _INDEX]
+        if missing:
+            raise ValueError(f"this checkpoint needs features that box_features no longer computes: {missing}")
+        return feats[:, [_INDEX[f] for f in self.features]]
 
     def box_scores(self, feats: np.ndarray) -> np.ndarray:
         """(N,) relevance in (0, 1] of each box, float32, for ``box_features`` rows (N, F).
