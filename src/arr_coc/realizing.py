@@ -76,8 +76,8 @@ def relevance_folder(folder_or_name: str | Path) -> Path:
     if name in BUILTIN_RELEVANCE:
         return _CHECKPOINTS / BUILTIN_RELEVANCE[name]
     raise FileNotFoundError(
-        f"{name} is not a relevance checkpoint folder nor a built-in one (built-in: {', '.join(BUILTIN_RELEVANCE)}; "
-        "write a folder with arr-coc train)"
+        f"{name} is not a relevance checkpoint folder (a folder holding config.json, written by arr-coc train) nor "
+        f"a built-in name (built-in: {', '.join(BUILTIN_RELEVANCE)})"
     )
 
 
