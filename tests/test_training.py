@@ -41,8 +41,10 @@ class FakeReader:
         self.pages[hash(img.tobytes())] = boxes
         return img
 
-    def read(self, image: Image.Image) -> list[TextBox]:
-        return list(self.pages[hash(image.convert("RGB").tobytes())])
+    def read(self, image: Image.Image | np.ndarray) -> list[TextBox]:  # a PIL image or (H, W, 3) uint8 pixels
+        return list(
+            self.pages[hash(np.asarray(image.convert("RGB") if isinstance(image, Image.Image) else image).tobytes())]
+        )
 
 
 def receipt(rng: random.Random) -> tuple[list[TextBox], int]:
