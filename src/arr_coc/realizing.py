@@ -58,6 +58,30 @@ MODES = ("auto", "text", "texture")
 _EDGE_DENSITY = CHANNELS.index("edge_density")
 Picture = Image.Image | np.ndarray  # what the OCR reads: a PIL image or an (H, W, 3) uint8 RGB array
 
+# relevance checkpoints shipped inside the package (src/arr_coc/checkpoints/<folder>/, each with PROVENANCE.md): the
+# name a user passes (``Realizer.builtin(name)``, ``--relevance NAME``) -> its folder. Opt-in: the default is the rules.
+BUILTIN_RELEVANCE: dict[str, str] = {"learned": "learned-2026-11", "learned-2026-11": "learned-2026-11"}
+_CHECKPOINTS = Path(__file__).resolve().parent / "checkpoints"
+
+
+def relevance_folder(folder_or_name: str | Path) -> Path:
+    """The checkpoint folder of ``--relevance`` / :meth:`Realizer.from_pretrained`: an existing folder as given,
+    else a built-in name (``BUILTIN_RELEVANCE``) as the shipped folder; a folder of that name wins (``./learned``).
+
+    Raises:
+        FileNotFoundError: if it is neither a folder nor a built-in name (the message lists the built-in names).
+    """
+    path = Path(folder_or_name).expanduser()
+    if path.is_dir():
+        return path
+    name = str(folder_or_name)
+    if name in BUILTIN_RELEVANCE:
+        return _CHECKPOINTS / BUILTIN_RELEVANCE[name]
+    raise FileNotFoundError(
+        f"{name} is not a relevance checkpoint folder (a folder holding config.json, written by arr-coc train) nor "
+        f"a built-in name (built-in: {', '.join(BUILTIN_RELEVANCE)})"
+    )
+
 
 @dataclass
 class Allocation:
@@ -208,14 +232,17 @@ class Realizer(nn.Module):
 
     @classmethod
     def from_pretrained(cls, folder: str | Path) -> Realizer:
-        """A realizer from a checkpoint folder written by ``arr-coc train`` (or :meth:`save_pretrained`):
-        ``config.json`` (``RelevanceConfig``, the text path's ``ReadingConfig`` inside) and, when present,
-        ``scorer.json`` + ``model.safetensors`` (the learned box scorer). Frozen (``eval()``, no gradients).
+        """A realizer from a checkpoint folder written by ``arr-coc train`` (or :meth:`save_pretrained`), or from a
+        built-in one by name (``BUILTIN_RELEVANCE``, :func:`relevance_folder`): ``config.json`` (``RelevanceConfig``,
+        the text path's ``ReadingConfig`` inside) and, when present, ``scorer.json`` + ``model.safetensors`` (the
+        learned box scorer, its feature columns checked against today's ``box_features``). Frozen (``eval()``, no
+        gradients).
 
         Raises:
-            FileNotFoundError: if ``folder`` is not a folder holding ``config.json``.
+            FileNotFoundError: if ``folder`` is neither a built-in name nor a folder holding ``config.json``.
+            ValueError: if the box scorer needs features this version no longer computes.
         """
-        folder = Path(folder)
+        folder = relevance_folder(folder)
         if not (folder / "config.json").is_file():
             raise FileNotFoundError(
                 f"{folder} is not a relevance checkpoint folder (no config.json; write one with arr-coc train)"
@@ -227,6 +254,22 @@ class Realizer(nn.Module):
 
             scorer = BoxScorer.load(folder)
         return cls(config, box_scorer=scorer).eval().requires_grad_(False)
+
+    @classmethod
+    def builtin(cls, name: str = "learned") -> Realizer:
+        """A relevance checkpoint shipped inside the package (``BUILTIN_RELEVANCE``; no training needed): the same
+        loading as :meth:`from_pretrained`, a name only (never a folder).
+
+        Example:
+            >>> Realizer.builtin("learned").box_scorer.features[-1]
+            'rule'
+
+        Raises:
+            ValueError: if ``name`` is not a built-in name (the message lists them).
+        """
+        if name not in BUILTIN_RELEVANCE:
+            raise ValueError(f"unknown built-in relevance {name!r}; built-in: {', '.join(BUILTIN_RELEVANCE)}")
+        return cls.from_pretrained(_CHECKPOINTS / BUILTIN_RELEVANCE[name])
 
     def save_pretrained(self, folder: str | Path) -> None:
         """Write ``config.json`` and, with a box scorer, ``scorer.json`` + ``model.safetensors`` into ``folder``."""

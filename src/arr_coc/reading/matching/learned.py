@@ -83,6 +83,27 @@ FEATURE_GROUPS: dict[str, tuple[str, ...]] = {
 }
 FEATURES: tuple[str, ...] = tuple(f for group in FEATURE_GROUPS.values() for f in group)
 _INDEX = {f: i for i, f in enumerate(FEATURES)}
+
+
+def check_columns(features: Sequence[str]) -> None:
+    """Check that a scorer's feature columns can be read from today's ``box_features`` rows (``FEATURES``): every
+    one still computed, none twice. A checkpoint trained before a feature was added passes (``own_columns`` drops
+    the added columns); one that needs a feature since removed or renamed does not.
+
+    Raises:
+        ValueError: naming the columns ``box_features`` no longer computes (or repeated ones).
+    """
+    missing = [f for f in features if f not in _INDEX]
+    if missing:
+        raise ValueError(
+            f"this checkpoint's box scorer needs features that box_features no longer computes: {missing} "
+            f"(trained with another arr_coc version; retrain it with arr-coc train)"
+        )
+    repeated = sorted({f for f in features if list(features).count(f) > 1})
+    if repeated:
+        raise ValueError(f"this checkpoint's box scorer lists features more than once: {repeated}")
+
+
 _DIGIT_RUN = re.compile(r"\b\d{6,8}\b")
 
 
@@ -486,9 +507,7 @@ class BoxScorer(nn.Module):
         """
         if self.features == FEATURES:
             return feats
-        missing = [f for f in self.features if f not in _INDEX]
-        if missing:
-            raise ValueError(f"this checkpoint needs features that box_features no longer computes: {missing}")
+        check_columns(self.features)
         return feats[:, [_INDEX[f] for f in self.features]]
 
     def box_scores(self, feats: np.ndarray) -> np.ndarray:
@@ -533,6 +552,8 @@ class BoxScorer(nn.Module):
 
         Raises:
             FileNotFoundError: if ``folder`` lacks ``scorer.json`` or ``model.safetensors``.
+            ValueError: if the checkpoint's feature columns are not all computed by today's ``box_features``
+                (``check_columns``).
         """
         from safetensors.torch import load_file
 
@@ -541,6 +562,10 @@ class BoxScorer(nn.Module):
             if not (folder / name).is_file():
                 raise FileNotFoundError(f"{folder} is not a relevance checkpoint: {name} is missing")
         cfg = json.loads((folder / "scorer.json").read_text())
+        try:
+            check_columns(cfg["features"])
+        except ValueError as e:
+            raise ValueError(f"{folder}: {e}") from None
         scorer = cls(**cfg)
         state = load_file(str(folder / "model.safetensors"))
         for name in ("lo", "hi"):  # checkpoints of issue 17 lack the training range: nothing is out of range
