@@ -4,6 +4,10 @@ cache only), text map recall at 11.1%: the docgen check of issue 26's default de
 Example::
 
     python benchmarks/learned_docgen_test.py runs/source out/cache/ocr out/cache/feats
+    python benchmarks/learned_docgen_test.py src/arr_coc/checkpoints/learned-2026-11 out/cache/ocr out/cache/feats
+
+The first argument is a folder holding ``scorer.json`` + ``model.safetensors`` (a run of ``arr-coc train`` or the
+package's built-in checkpoint).
 """
 
 import sys
@@ -22,5 +26,5 @@ learned = summarise(recs, [recall_at(r, scorer.box_scores(r.feats)) for r in rec
 print(f"docgen test, {len(recs)} of {len(qs)} questions OCR-cached")
 print("| model | " + " | ".join(f"{k} (n={v['n']})" for k, v in rules.items()) + " |")
 print("|---|" + "---:|" * len(rules))
-for name, t in (("rules", rules), ("learned res16-b2", learned)):
+for name, t in (("rules", rules), (f"learned {sys.argv[1]}", learned)):
     print(f"| {name} | " + " | ".join(f"{v['recall']:.3f}" for v in t.values()) + " |")

@@ -136,6 +136,12 @@ def clean(s: str) -> str:
     return re.sub(r"\s+", " ", s).strip()
 
 
+def decoded(s: str) -> bool:
+    """Whether pdfplumber decoded ``s``: a glyph without a Unicode mapping comes out as ``(cid:N)``, text no reader
+    sees on the page, so a question quoting it (or an answer holding it) cannot be asked."""
+    return "(cid:" not in s
+
+
 def copy(git_dir: str, collection: str, src: Path) -> int:
     """Copy the manifest's files of ``collection`` (``git show COMMIT:PATH``) into ``src/collection``."""
     repo, commit, _licence, paths = MANIFEST[collection]
@@ -208,6 +214,8 @@ def page_questions(pg, scale: float, rng: random.Random, max_per: int) -> list[d
                 ans = clean(" ".join(w["text"] for w in ws))
                 if not ans or len(ans.split()) > MAX_WORDS or not norm(ans):
                     continue
+                if not (decoded(ans) and decoded(hd) and decoded(lab)):
+                    continue
                 if all_cells.count(norm(ans)) != 1 or page_text.count(" " + ans + " ") != 1:
                     continue
                 boxes = word_boxes(ws, scale)
@@ -253,6 +261,8 @@ def text_questions(pg, scale: float, rng: random.Random, max_per: int) -> list[d
         ans_words = seg[KEY_WORDS : KEY_WORDS + ANSWER_WORDS]
         ans = clean(" ".join(w["text"] for w in ans_words))
         if not re.search(r"[A-Za-z]{3}", ans) or not re.search(r"[A-Za-z]{3}", key) or '"' in key:
+            continue
+        if not decoded(key) or not decoded(ans):
             continue
         if flat.count(" " + key + " ") != 1 or flat.count(" " + ans + " ") != 1:
             continue

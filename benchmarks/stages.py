@@ -1,7 +1,8 @@
 """Time per stage of text-aware relevance on dense document pages: first question vs cached second question.
 
-Stages, in the order ``arr_coc.allocate(mode="text")`` runs them: ``load`` (resize to the OCR's size, then to the
-grid: the frames, ``Realizer.frames``, from its page cache on a second question, the pixel digest included),
+Stages, in the order ``arr_coc.allocate(mode="text")`` runs them: ``load`` (the page's bytes copied out of PIL once
+for both cache keys, then resized to the grid: the frames, ``Realizer.frames``, from its page cache on a second
+question, the pixel digest included),
 ``texture`` (13-channel texture array: ``Realizer.texture``, from its page cache on a second question, the digest
 of the frames included), ``ocr hash`` (pixel digest for the OCR cache), ``ocr detect`` (PP-OCR detector),
 ``ocr recognize`` (crops + line recogniser), ``matching`` (lexical + MiniLM matching, layout rule, painting, word
@@ -96,12 +97,13 @@ def run_once(image: Image.Image, max_tokens: int, query: str, reading: Any, real
     img, (orig_w, orig_h) = load_image_with_size(image, target_pixels=spec.max_pixels)
     grid = spec.grid_for(orig_h, orig_w)
     text = normalize_text(query)
-    frames = realizer.frames(img, grid).to(device)  # (1, 3, rows * 28, cols * 28) uint8, cached per page
+    pixels = np.asarray(img)  # (H, W, 3) uint8, copied out of PIL once for both cache keys, as allocate does
+    frames = realizer.frames(img, grid, pixels).to(device)  # (1, 3, rows * 28, cols * 28) uint8, cached per page
     clock.stage("load")
     texture = realizer.texture(frames, grid.rows, grid.cols).to(dtype)  # (1, 13, rows, cols), cached per page
     clock.stage("texture")
     w0, c0 = time.perf_counter(), time.process_time()
-    result = reading.reader.read_timed(img)  # hash, then detection + recognition unless the page is cached
+    result = reading.reader.read_timed(pixels)  # hash, then detection + recognition unless the page is cached
     wall_ms, cpu_ms = (time.perf_counter() - w0) * 1e3, (time.process_time() - c0) * 1e3
     for stage, part in (("ocr hash", "hash"), ("ocr detect", "detect"), ("ocr recognize", "recognize")):
         share = result.timings_ms[part] / max(result.timings_ms["total"], 1e-9)

@@ -14,7 +14,7 @@ import pytest
 from PIL import Image
 
 from arr_coc import GridSpec, allocate
-from arr_coc.io import load_image
+from arr_coc.io import load_image, load_image_with_size
 
 
 def _png_bytes(img: Image.Image) -> bytes:
@@ -126,6 +126,19 @@ def test_exif_rotation_is_applied() -> None:
     buf = io.BytesIO()
     img.save(buf, format="JPEG", exif=exif.tobytes())
     assert load_image(buf.getvalue()).size == (20, 40)
+
+
+def test_a_pil_image_is_rotated_by_its_exif_and_an_upright_rgb_one_is_not_copied() -> None:
+    upright = Image.new("RGB", (40, 20), "white")
+    assert load_image_with_size(upright) == (upright, (40, 20))  # nothing to change: the same image, no copy
+    img = Image.new("RGB", (40, 20), "white")
+    img.putpixel((0, 0), (255, 0, 0))
+    exif = Image.Exif()
+    exif[0x0112] = 6  # rotate 90 degrees clockwise to display
+    img.info["exif"] = exif.tobytes()
+    turned, size = load_image_with_size(img)
+    assert turned is not img and turned.size == size == (20, 40) and turned.getpixel((19, 0)) == (255, 0, 0)
+    assert img.size == (40, 20) and img.getpixel((0, 0)) == (255, 0, 0)  # the caller's image is left as it was
 
 
 def test_sixteen_bit_png_roundtrip(tmp_path) -> None:

@@ -1,5 +1,6 @@
 """What the library uses ships inside the package: a built wheel holds the document generator (``arr-coc eval --task
-docgen``) and the demo's example images, so a non-editable install can run both.
+docgen``), the demo's example images and the built-in relevance checkpoint (``--relevance learned``), so a
+non-editable install can run them.
 
 The wheel is built from a copy of ``pyproject.toml``, ``README.md`` and ``src/`` (the checkout itself is left
 untouched) with ``pip wheel --no-deps --no-build-isolation``: no network, no dependency is installed, a few seconds.
@@ -27,6 +28,11 @@ SHIPPED = [
     "arr_coc/examples/chart.jpg",
     "arr_coc/examples/receipt.jpg",
     "arr_coc/examples/astronaut.jpg",
+    # the built-in relevance checkpoint (Realizer.builtin("learned"), --relevance learned)
+    "arr_coc/checkpoints/learned-2026-11/config.json",
+    "arr_coc/checkpoints/learned-2026-11/scorer.json",
+    "arr_coc/checkpoints/learned-2026-11/model.safetensors",
+    "arr_coc/checkpoints/learned-2026-11/PROVENANCE.md",
 ]
 
 
@@ -51,8 +57,10 @@ def test_the_wheel_ships_docgen_and_the_examples(wheel) -> None:
     missing = [name for name in SHIPPED if name not in names]
     assert not missing, f"not in the wheel: {missing}"
     images = zipfile.ZipFile(wheel)
-    for name in SHIPPED[3:]:  # the image bytes, not a link: the same as the repository's examples/
+    for name in SHIPPED[3:7]:  # the image bytes, not a link: the same as the repository's examples/
         assert images.read(name) == (ROOT / "examples" / Path(name).name).read_bytes()
+    for name in SHIPPED[7:]:  # the checkpoint's bytes
+        assert images.read(name) == (ROOT / "src" / name).read_bytes()
 
 
 def test_the_library_finds_them_inside_the_package() -> None:

@@ -202,22 +202,37 @@ def test_frames_cache_resizes_a_picture_once(monkeypatch: pytest.MonkeyPatch) ->
     picture.putpixel((3, 3), (1, 2, 3))  # mutated in place: resized again
     assert torch.equal(r.frames(picture, grid), original(picture, grid)) and len(calls) == 2
     assert torch.equal(r.frames(picture.convert("L"), grid), original(picture.convert("L"), grid))  # other mode
+    n = len(calls)
+    pixels = np.asarray(picture)  # the caller's copy of the bytes (allocate makes one for the frames and the OCR)
+    assert torch.equal(r.frames(picture, grid, pixels), a_now := original(picture, grid)) and len(calls) == n
+    assert torch.equal(r.frames(picture, grid, pixels[:100]), a_now)  # pixels of another shape: ignored, not trusted
+
+
+def test_ocr_key_hashes_the_same_bytes_for_a_pil_image_and_its_pixels() -> None:
+    from arr_coc.reading.ocr.reader import OcrCache, rgb_pixels
+
+    picture = Image.fromarray(np.random.default_rng(5).integers(0, 256, (30, 40, 3), dtype=np.uint8))
+    pixels = np.asarray(picture)
+    assert rgb_pixels(pixels) is pixels  # an RGB array is hashed where it lies
+    assert np.array_equal(rgb_pixels(picture), pixels) and rgb_pixels(picture.convert("L")).shape == (30, 40, 3)
+    assert OcrCache.key(rgb_pixels(picture), "s") == OcrCache.key(pixels, "s") != OcrCache.key(pixels, "t")
+    with pytest.raises(TypeError, match="uint8"):
+        rgb_pixels(pixels.astype(np.float32))
 
 
 # --- the whole text path: a second question --------------------------------------------------------------------
 
 
-class CountingModel(torch.nn.Module):
-    """Wraps the MiniLM model and counts the texts it embeds."""
+class CountingEncoder:
+    """Wraps the MiniLM encoder (``MiniLMEmbedder``'s forward) and counts the texts it embeds."""
 
-    def __init__(self, model: torch.nn.Module) -> None:
-        super().__init__()
-        self.model = model
+    def __init__(self, encoder) -> None:
+        self.encoder = encoder
         self.texts = 0
 
-    def forward(self, **enc: torch.Tensor):
-        self.texts += int(enc["input_ids"].shape[0])
-        return self.model(**enc)
+    def __call__(self, ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        self.texts += int(ids.shape[0])
+        return self.encoder(ids, mask)
 
 
 def page(words: list[tuple[str, tuple[int, int]]]) -> np.ndarray:
@@ -252,17 +267,17 @@ def test_second_question_recomputes_nothing_of_the_page_and_equals_the_uncached_
     r = Realizer(RelevanceConfig(reading={"structure": {"enabled": True}}))  # a realizer with its own text path
     reading = r.reading
     reading.warmup()
-    reading.embedder._model = CountingModel(reading.embedder._model)
+    reading.embedder._encoder = CountingEncoder(reading.embedder._encoder)
     ocr_calls = []
     real_ocr = reading.reader._ocr
     monkeypatch.setattr(reading.reader, "_ocr", lambda pil: ocr_calls.append(pil.size) or real_ocr(pil))
 
     first = arr_coc.allocate(image, "What is the invoice number?", 0.2, mode="text", realizer=r)
-    texts_first = reading.embedder._model.texts
+    texts_first = reading.embedder._encoder.texts
     assert len(ocr_calls) == 1 and counted == [1] and texts_first == 1 + len({b.text for b in first.text_boxes})
     second = arr_coc.allocate(image, "How much is due?", 0.2, mode="text", realizer=r)
     assert len(ocr_calls) == 1 and counted == [1]  # no OCR, no texture
-    assert reading.embedder._model.texts == texts_first + 1  # the question only: the boxes' embeddings are cached
+    assert reading.embedder._encoder.texts == texts_first + 1  # the question only: the boxes' embeddings are cached
     assert r.frames_cache.hits == 1 and r.texture_cache.hits == 1 and reading.reader.cache.hits == 1
 
     plain = uncached_realizer()

@@ -693,3 +693,39 @@ def test_embedder_batches_by_length_without_changing_embeddings() -> None:
     # padding is masked out of attention and pooling, so only float32 summation order differs between the two:
     # relative rounding ~1e-7 a step, through 6 layers of 384-wide sums, stays far below 1e-4
     assert np.abs(a - b).max() < 1e-4
+
+
+@needs_minilm
+def test_bert_encoder_equals_the_transformers_forward_bit_for_bit() -> None:
+    """``BertEncoder`` (the embedder's forward) computes what ``BertModel`` computes, last bit included: one text, a
+    padded batch (the key mask), and a text cut at the word-piece limit."""
+    import torch
+
+    from arr_coc.reading import MiniLMEmbedder
+    from arr_coc.reading.matching.semantic import BertEncoder
+
+    embedder = MiniLMEmbedder(cache_items=0, max_tokens=32)
+    embedder.warmup()
+    model, tok = embedder._model, embedder._tok
+    encoder = BertEncoder(model)
+    batches = [
+        ["What is the total amount due?"],
+        ["Total:", "Invoice No", "Amount due on the 3rd of March", "4711"],  # padded to the longest
+        ["Please keep this document for your records and future reference. " * 4, "VAT"],  # cut at 32 pieces
+    ]
+    with torch.inference_mode():
+        for texts in batches:
+            enc = tok(texts, padding=True, truncation=True, max_length=32, return_tensors="pt")
+            theirs = model(**enc).last_hidden_state  # (B, L, 384)
+            ours = encoder(enc["input_ids"], enc["attention_mask"])
+            assert ours.shape == theirs.shape and torch.equal(ours, theirs), texts
+
+
+def test_bert_encoder_refuses_a_model_it_does_not_reproduce() -> None:
+    from types import SimpleNamespace
+
+    from arr_coc.reading.matching.semantic import BertEncoder
+
+    config = SimpleNamespace(hidden_act="relu", position_embedding_type="absolute")
+    with pytest.raises(ValueError, match="GELU and absolute positions"):
+        BertEncoder(SimpleNamespace(config=config))

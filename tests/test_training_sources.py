@@ -55,8 +55,8 @@ class FakeReader:
         self.pages[img.tobytes()] = boxes
         return img
 
-    def read(self, image: Image.Image) -> list[TextBox]:
-        return list(self.pages[image.convert("RGB").tobytes()])
+    def read(self, image: Image.Image | np.ndarray) -> list[TextBox]:  # a PIL image or (H, W, 3) uint8 pixels
+        return list(self.pages[np.asarray(image.convert("RGB") if isinstance(image, Image.Image) else image).tobytes()])
 
 
 def page(rng: random.Random, source: str) -> tuple[list[TextBox], int]:

@@ -36,7 +36,12 @@ from pathlib import Path
 from .attending import parse_budget
 from .families import family_names
 from .grid import DEFAULT_MAX_TOKENS, normalize_family
-from .realizing import MODES
+from .realizing import BUILTIN_RELEVANCE, MODES
+
+RELEVANCE_HELP = (
+    "a relevance checkpoint folder (arr-coc train) or a built-in one by name: its learned box scorer and config "
+    f"({', '.join(BUILTIN_RELEVANCE)}: the learned scorer shipped in the package, opt-in; default: the rules)"
+)
 
 ALLOCATE_EXAMPLES = """examples:
   arr-coc allocate examples/invoice.jpg --query "How much must be paid?" --budget 0.11 --heatmap out/heatmap.png
@@ -213,7 +218,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--relevance",
         type=Path,
         default=None,
-        help="a relevance checkpoint folder (arr-coc train): its learned box scorer and config",
+        help=RELEVANCE_HELP,
     )
 
     k = sub.add_parser(
@@ -248,7 +253,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--relevance",
         type=Path,
         default=None,
-        help="a relevance checkpoint folder (arr-coc train): its learned box scorer and config",
+        help=RELEVANCE_HELP,
     )
     k.add_argument("--foveate", action="store_true", help="choose the tokens before the vision tower and encode only "
                    "their patches (compress(..., foveate=True))")  # fmt: skip
@@ -287,7 +292,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--relevance",
         type=Path,
         default=None,
-        help="a relevance checkpoint folder (arr-coc train) for the heatmap's allocation",
+        help=RELEVANCE_HELP + " (the heatmap's allocation)",
     )
 
     from .evaluation.runner import add_eval_arguments
@@ -317,7 +322,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def load_relevance(folder: Path | str | None):
-    """The ``Realizer`` of a checkpoint folder (``--relevance``), or None for the default one."""
+    """The ``Realizer`` of a checkpoint folder or built-in name (``--relevance``), or None for the default one."""
     if folder is None:
         return None
     from .realizing import Realizer

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import IO, Any
 
 import numpy as np
-from PIL import Image, ImageOps, UnidentifiedImageError
+from PIL import ExifTags, Image, ImageOps, UnidentifiedImageError
 
 # Largest source image decoded, in pixels; larger ones are refused. One bound for the CLI, the Python API and the
 # demo (issue 22: the CLI admitted 268 megapixels, 3.46 GB peak in text mode, while the demo capped at 50).
@@ -59,7 +59,8 @@ def load_image_with_size(
     """Open ``source`` as an RGB image, upright, with transparency on white, and its true (W, H).
 
     The true size is the upright size of the full-resolution image; the returned image may be smaller when a
-    big JPEG was decoded at reduced scale, and the model's grid must be computed from the true size.
+    big JPEG was decoded at reduced scale, and the model's grid must be computed from the true size. A PIL image that
+    is already RGB and upright is returned as it is, not copied (nothing here or downstream writes into it).
 
     Args:
         source: a path, bytes, a binary file object, a PIL image or a NumPy array.
@@ -72,7 +73,7 @@ def load_image_with_size(
         ValueError: for anything that is not a readable image of a supported kind.
     """
     if isinstance(source, Image.Image):
-        image = source.copy()
+        image = source  # never written to: a conversion or a rotation below makes a new image, else it is returned
     elif isinstance(source, np.ndarray):
         image = _from_array(source)
     else:
@@ -96,10 +97,14 @@ def load_image_with_size(
     if image.width < 1 or image.height < 1:
         raise ValueError(f"{_name(source)} is empty ({image.width}x{image.height})")
     decoded = image.size
-    image = ImageOps.exif_transpose(image) or image
+    if image.getexif().get(ExifTags.Base.Orientation, 1) in _TURNED:  # else exif_transpose would only copy it
+        image = ImageOps.exif_transpose(image)
     if image.size != decoded:  # rotated by 90 degrees: so is the true size
         size = size[::-1]
     return _to_rgb(image), size
+
+
+_TURNED = frozenset(range(2, 9))  # EXIF orientations other than upright (1)
 
 
 def _name(source: Any) -> str:

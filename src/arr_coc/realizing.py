@@ -56,6 +56,31 @@ from .texture import frames_from_image, frames_from_patches, texture_from_frames
 
 MODES = ("auto", "text", "texture")
 _EDGE_DENSITY = CHANNELS.index("edge_density")
+Picture = Image.Image | np.ndarray  # what the OCR reads: a PIL image or an (H, W, 3) uint8 RGB array
+
+# relevance checkpoints shipped inside the package (src/arr_coc/checkpoints/<folder>/, each with PROVENANCE.md): the
+# name a user passes (``Realizer.builtin(name)``, ``--relevance NAME``) -> its folder. Opt-in: the default is the rules.
+BUILTIN_RELEVANCE: dict[str, str] = {"learned": "learned-2026-11", "learned-2026-11": "learned-2026-11"}
+_CHECKPOINTS = Path(__file__).resolve().parent / "checkpoints"
+
+
+def relevance_folder(folder_or_name: str | Path) -> Path:
+    """The checkpoint folder of ``--relevance`` / :meth:`Realizer.from_pretrained`: an existing folder as given,
+    else a built-in name (``BUILTIN_RELEVANCE``) as the shipped folder; a folder of that name wins (``./learned``).
+
+    Raises:
+        FileNotFoundError: if it is neither a folder nor a built-in name (the message lists the built-in names).
+    """
+    path = Path(folder_or_name).expanduser()
+    if path.is_dir():
+        return path
+    name = str(folder_or_name)
+    if name in BUILTIN_RELEVANCE:
+        return _CHECKPOINTS / BUILTIN_RELEVANCE[name]
+    raise FileNotFoundError(
+        f"{name} is not a relevance checkpoint folder (a folder holding config.json, written by arr-coc train) nor "
+        f"a built-in name (built-in: {', '.join(BUILTIN_RELEVANCE)})"
+    )
 
 
 @dataclass
@@ -207,14 +232,17 @@ class Realizer(nn.Module):
 
     @classmethod
     def from_pretrained(cls, folder: str | Path) -> Realizer:
-        """A realizer from a checkpoint folder written by ``arr-coc train`` (or :meth:`save_pretrained`):
-        ``config.json`` (``RelevanceConfig``, the text path's ``ReadingConfig`` inside) and, when present,
-        ``scorer.json`` + ``model.safetensors`` (the learned box scorer). Frozen (``eval()``, no gradients).
+        """A realizer from a checkpoint folder written by ``arr-coc train`` (or :meth:`save_pretrained`), or from a
+        built-in one by name (``BUILTIN_RELEVANCE``, :func:`relevance_folder`): ``config.json`` (``RelevanceConfig``,
+        the text path's ``ReadingConfig`` inside) and, when present, ``scorer.json`` + ``model.safetensors`` (the
+        learned box scorer, its feature columns checked against today's ``box_features``). Frozen (``eval()``, no
+        gradients).
 
         Raises:
-            FileNotFoundError: if ``folder`` is not a folder holding ``config.json``.
+            FileNotFoundError: if ``folder`` is neither a built-in name nor a folder holding ``config.json``.
+            ValueError: if the box scorer needs features this version no longer computes.
         """
-        folder = Path(folder)
+        folder = relevance_folder(folder)
         if not (folder / "config.json").is_file():
             raise FileNotFoundError(
                 f"{folder} is not a relevance checkpoint folder (no config.json; write one with arr-coc train)"
@@ -226,6 +254,22 @@ class Realizer(nn.Module):
 
             scorer = BoxScorer.load(folder)
         return cls(config, box_scorer=scorer).eval().requires_grad_(False)
+
+    @classmethod
+    def builtin(cls, name: str = "learned") -> Realizer:
+        """A relevance checkpoint shipped inside the package (``BUILTIN_RELEVANCE``; no training needed): the same
+        loading as :meth:`from_pretrained`, a name only (never a folder).
+
+        Example:
+            >>> Realizer.builtin("learned").box_scorer.features[-1]
+            'rule'
+
+        Raises:
+            ValueError: if ``name`` is not a built-in name (the message lists them).
+        """
+        if name not in BUILTIN_RELEVANCE:
+            raise ValueError(f"unknown built-in relevance {name!r}; built-in: {', '.join(BUILTIN_RELEVANCE)}")
+        return cls.from_pretrained(_CHECKPOINTS / BUILTIN_RELEVANCE[name])
 
     def save_pretrained(self, folder: str | Path) -> None:
         """Write ``config.json`` and, with a box scorer, ``scorer.json`` + ``model.safetensors`` into ``folder``."""
@@ -258,14 +302,24 @@ class Realizer(nn.Module):
         )
         return texture.clone()  # the cached tensor stays the cache's: a caller may write into its copy
 
-    def frames(self, image: Image.Image, grid: Grid) -> torch.Tensor:
+    def frames(self, image: Image.Image, grid: Grid, pixels: np.ndarray | None = None) -> torch.Tensor:
         """``arr_coc.texture.frames_from_image``: ``image`` resized to ``grid`` as the processor resizes it, (1, 3,
         rows * cell, cols * cell) uint8; from ``frames_cache`` when this picture (all its pixels: ``page_digest``)
-        was resized to this grid before. The caller gets its own copy."""
+        was resized to this grid before. The caller gets its own copy.
+
+        Args:
+            image: the picture.
+            grid: the grid to resize it to.
+            pixels: ``np.asarray`` of the RGB ``image`` if the caller has it already (the key is its digest; copying
+                a page's bytes out of PIL costs more than hashing them, so ``allocate`` does it once for the
+                frames and the OCR).
+        """
         rgb = image if image.mode == "RGB" else image.convert("RGB")
         if self.frames_cache.max_items == 0:
             return frames_from_image(rgb, grid)
-        key = page_digest(np.asarray(rgb), f"frames {grid.resized}")
+        if pixels is None or pixels.shape != (rgb.height, rgb.width, 3) or pixels.dtype != np.uint8:
+            pixels = np.asarray(rgb)
+        key = page_digest(pixels, f"frames {grid.resized}")
         frames, _ = self.frames_cache.get_or_compute(key, lambda: frames_from_image(rgb, grid))
         return frames.clone()  # (1, 3, H, W), the same memory order as frames_from_image's
 
@@ -330,7 +384,7 @@ class Realizer(nn.Module):
         token_feats: torch.Tensor | None = None,
         query_embeds: torch.Tensor | None = None,
         prior: torch.Tensor | None = None,
-        pictures: Sequence[Image.Image] | None = None,
+        pictures: Sequence[Picture] | None = None,
         text_options: dict[str, Any] | None = None,
         reader: Any = None,
         grad: bool = False,
@@ -352,7 +406,8 @@ class Realizer(nn.Module):
             pictures: what the OCR reads (T pictures covering the grid; default: the frames themselves, one uint8
                 copy to the CPU).
             text_options: the text path's ablation switches (``ReadingConfig.with_switches``).
-            reader: the OCR reader (default: this realizer's).
+            reader: the OCR reader (default: this realizer's); it reads ``pictures`` (default: the frames, as
+                (H, W, 3) uint8 arrays).
             grad: run :meth:`relevance`'s code outside ``inference_mode``, so the scores carry gradients to the
                 realizer's parameters (training); default: under ``inference_mode``.
 
@@ -376,7 +431,7 @@ class Realizer(nn.Module):
         query: str | None,
         mode: str,
         prior: torch.Tensor | None,
-        pictures: Sequence[Image.Image] | None,
+        pictures: Sequence[Picture] | None,
         text_options: dict[str, Any] | None,
         reader: Any,
     ) -> _TextPrior:
@@ -400,7 +455,7 @@ class Realizer(nn.Module):
         token_feats: Sequence[torch.Tensor | None] | None = None,
         query_embeds: Sequence[torch.Tensor | None] | None = None,
         priors: Sequence[torch.Tensor | None] | None = None,
-        pictures: Sequence[Sequence[Image.Image] | None] | None = None,
+        pictures: Sequence[Sequence[Picture] | None] | None = None,
         features: Sequence[torch.Tensor | None] | None = None,
         redundancy: float = 0.0,
         detail: str | None = None,
@@ -779,7 +834,7 @@ def _reading(text_options: dict[str, Any] | None, realizer: Realizer | None = No
 
 
 def text_prior_maps(
-    pictures: list[Image.Image],
+    pictures: Sequence[Picture],
     query: str,
     rows: int,
     cols: int,
@@ -790,12 +845,14 @@ def text_prior_maps(
     """The OCR text prior of ``allocate``'s "text" mode, one map per picture (needs the ``[ocr]`` extra).
 
     Args:
-        pictures: RGB pictures covering the grid (their own pixel sizes; boxes are mapped to the grid).
+        pictures: RGB pictures covering the grid, PIL images or (H, W, 3) uint8 arrays (their own pixel sizes; boxes
+            are mapped to the grid).
         query: the question (normalised here).
         rows, cols: the grid.
         text_options: the matcher's ``{"lexical", "semantic", "layout", "structure", "query_parsing",
             "whole_words"}`` switches.
-        reader: the OCR reader (anything with ``read(image) -> list[TextBox]``; default the realizer's).
+        reader: the OCR reader (anything with ``read(picture) -> list[TextBox]``, a picture being a PIL image or an
+            (H, W, 3) uint8 array; default the realizer's).
         realizer: whose text path (``Realizer.reading``: ``RelevanceConfig.reading``) to use; default the default.
 
     Returns:
@@ -811,11 +868,12 @@ def text_prior_maps(
     maps, boxes, evidence, units = [], [], [], []
     for t, picture in enumerate(pictures):
         found = reader.read(picture)
-        rel, ev = matcher.relevance_and_evidence(found, text, rows, cols, picture.size)
+        size = picture.size if isinstance(picture, Image.Image) else (picture.shape[1], picture.shape[0])  # (W, H)
+        rel, ev = matcher.relevance_and_evidence(found, text, rows, cols, size)
         maps.append(np.asarray(rel, dtype=np.float32))
         boxes.append(found)
         evidence.append(ev)
-        units.extend(u + t * rows * cols for u in matcher.units(found, rows, cols, picture.size))
+        units.extend(u + t * rows * cols for u in matcher.units(found, rows, cols, size))
     return torch.from_numpy(np.stack(maps)), boxes, evidence, units
 
 
@@ -860,8 +918,9 @@ def _readable(ch: str) -> bool:
     return ch.isalpha() and unicodedata.name(ch, "").startswith("LATIN")
 
 
-def pictures_from_frames(frames: torch.Tensor) -> list[Image.Image]:
-    """The explicit step that leaves the device for OCR: frames (T, 3, H, W) -> T RGB pictures.
+def pictures_from_frames(frames: torch.Tensor) -> list[np.ndarray]:
+    """The explicit step that leaves the device for OCR: frames (T, 3, H, W) -> T RGB pictures, (H, W, 3) uint8
+    arrays (what the OCR cache hashes; the reader makes a PIL image of one only for a page it has not read).
 
     Each frame is rounded to uint8 ON its device first, so one uint8 copy (a quarter of float32's bytes) crosses to
     the CPU.
@@ -869,7 +928,7 @@ def pictures_from_frames(frames: torch.Tensor) -> list[Image.Image]:
     if frames.dtype != torch.uint8:
         frames = (frames.float().clamp(0, 1) * 255).round().to(torch.uint8)  # (T, 3, H, W) on the device
     host = frames.permute(0, 2, 3, 1).contiguous().cpu().numpy()  # (T, H, W, 3): the one device -> host copy
-    return [Image.fromarray(frame) for frame in host]
+    return list(host)
 
 
 @torch.inference_mode()
@@ -923,13 +982,17 @@ def allocate(
     grid = spec.grid_for(orig_h, orig_w)
     text = normalize_text(query or "")
     notes.extend(query_notes(text))
-    frames = realizer.frames(img, grid)  # (1, 3, H, W) uint8, resized as the processor does (cached per page)
+    # the page's bytes copied out of PIL once: the frames' and the default OCR reader's cache keys both hash them (a
+    # reader passed in gets the PIL image, as it always has)
+    pixels = np.asarray(img) if mode == "text" else None  # (H, W, 3) uint8
+    frames = realizer.frames(img, grid, pixels)  # (1, 3, H, W) uint8, resized as the processor does (cached per page)
     if device is not None:
         frames = frames.to(device)
     t1 = time.perf_counter()
     # the OCR reads the loaded image at its own size (boxes are mapped to the grid)
+    picture = img if pixels is None or reader is not None else pixels
     item = realizer.decide(
-        [frames], [(grid.rows, grid.cols)], [text], budget, mode, pictures=[[img]], text_options=text_options,
+        [frames], [(grid.rows, grid.cols)], [text], budget, mode, pictures=[[picture]], text_options=text_options,
         reader=reader,
     )[0]  # fmt: skip
     t3 = time.perf_counter()

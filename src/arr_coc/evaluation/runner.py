@@ -105,7 +105,8 @@ class EvalConfig:
         seed: seed of the random allocator.
         progress: show a progress bar on stderr.
         details: level-of-detail modes (``"thumbnail"``, ``"mixed"``) added to every allocator that scores tokens.
-        relevance: a relevance checkpoint folder (``arr-coc train``): its ``Realizer`` goes to
+        relevance: a relevance checkpoint folder (``arr-coc train``) or a built-in name (``"learned"``,
+            ``Realizer.from_pretrained``): its ``Realizer`` goes to
             ``compress(..., realizer=...)`` of the allocators that score with it (model, text, texture, foveate): it
             scores and its config resolves their budgets (an ``"adaptive"`` one with its tiers); ``None``: the
             default rules. The query-blind baselines (random, uniform) never see it.
@@ -778,8 +779,8 @@ def add_eval_arguments(p: argparse.ArgumentParser) -> None:
         "--relevance",
         type=Path,
         default=None,
-        help="a relevance checkpoint folder (arr-coc train) for the allocators that score with it (model, text, "
-        "texture, foveate: it scores and resolves their budgets); default: the rules",
+        help="a relevance checkpoint folder (arr-coc train) or a built-in name (learned) for the allocators that "
+        "score with it (model, text, texture, foveate: it scores and resolves their budgets); default: the rules",
     )
 
 

@@ -2,7 +2,8 @@
 
     lexical.py      normalised tokens, fuzzy token similarity, per-box lexical score, answer types
                     (``answer_types``, ``has_type``, ``VALUE_PATTERNS``)
-    semantic.py     ``MiniLMEmbedder`` (all-MiniLM-L6-v2 with plain ``transformers``), per-box semantic score
+    semantic.py     ``MiniLMEmbedder`` (all-MiniLM-L6-v2: weights loaded with ``transformers``, the forward as plain
+                    torch calls, ``BertEncoder``, bit-identical), per-box semantic score
     propagation.py  the layout rule (``propagate``: a key's weight to where its answer sits), ``paint_boxes`` (per-box
                     scores -> ``rows x cols`` grid), ``word_units`` (each word's cells, kept whole)
     matcher.py      ``QueryMatcher``: keys, answer-type prior, the layout rule, evidence chain, structural evidence,

@@ -13,7 +13,7 @@ Feature groups (``FEATURE_GROUPS``; the ablation of ``arr-coc train`` trains wit
     links      the layout rule's key weight, candidate score, evidence chain, table headers; the best key weight on
                the box's line to its left (a "Key: value" link) and the key weight directly above it
     type       answer-type agreement: the rule's prior, which value types the box holds (date, money, count, phone,
-               e-mail, person, a bare 6-8 digit run such as "25032018")
+               e-mail, person, organisation, a bare 6-8 digit run that is not a date such as "00123456")
     structure  structural evidence: the box lies in a region the structural question needs (and its weight)
     role       the layout analysis' role of the box's block (title, heading, paragraph, footnote, code), table cell,
                table header, row label, chart value / label
@@ -64,7 +64,7 @@ if TYPE_CHECKING:
     from ..layout.structural_query import Evidence
     from ..layout.structure import Layout
 
-TYPES = ("date", "money", "count", "phone", "email", "person")
+TYPES = ("date", "money", "count", "phone", "email", "person", "org")
 ROLES = ("title", "heading", "paragraph", "footnote", "code")
 WH = ("what", "which", "who", "when", "where", "how", "is", "other")
 
@@ -83,6 +83,27 @@ FEATURE_GROUPS: dict[str, tuple[str, ...]] = {
 }
 FEATURES: tuple[str, ...] = tuple(f for group in FEATURE_GROUPS.values() for f in group)
 _INDEX = {f: i for i, f in enumerate(FEATURES)}
+
+
+def check_columns(features: Sequence[str]) -> None:
+    """Check that a scorer's feature columns can be read from today's ``box_features`` rows (``FEATURES``): every
+    one still computed, none twice. A checkpoint trained before a feature was added passes (``own_columns`` drops
+    the added columns); one that needs a feature since removed or renamed does not.
+
+    Raises:
+        ValueError: naming the columns ``box_features`` no longer computes (or repeated ones).
+    """
+    missing = [f for f in features if f not in _INDEX]
+    if missing:
+        raise ValueError(
+            f"this checkpoint's box scorer needs features that box_features no longer computes: {missing} "
+            f"(trained with another arr_coc version; retrain it with arr-coc train)"
+        )
+    repeated = sorted({f for f in features if list(features).count(f) > 1})
+    if repeated:
+        raise ValueError(f"this checkpoint's box scorer lists features more than once: {repeated}")
+
+
 _DIGIT_RUN = re.compile(r"\b\d{6,8}\b")
 
 
@@ -477,6 +498,18 @@ class BoxScorer(nn.Module):
         x = (feats.to(self.mean) - self.mean) / self.scale * self.mask
         return self.net(x).squeeze(-1)
 
+    def own_columns(self, feats: np.ndarray) -> np.ndarray:
+        """``box_features`` rows (N, len(FEATURES)) cut to this scorer's ``features``, in its order (N, F): a
+        checkpoint trained before a feature was added reads today's rows, without the added columns.
+
+        Raises:
+            ValueError: if the scorer needs a feature ``box_features`` no longer computes.
+        """
+        if self.features == FEATURES:
+            return feats
+        check_columns(self.features)
+        return feats[:, [_INDEX[f] for f in self.features]]
+
     def box_scores(self, feats: np.ndarray) -> np.ndarray:
         """(N,) relevance in (0, 1] of each box, float32, for ``box_features`` rows (N, F).
 
@@ -519,6 +552,8 @@ class BoxScorer(nn.Module):
 
         Raises:
             FileNotFoundError: if ``folder`` lacks ``scorer.json`` or ``model.safetensors``.
+            ValueError: if the checkpoint's feature columns are not all computed by today's ``box_features``
+                (``check_columns``).
         """
         from safetensors.torch import load_file
 
@@ -527,6 +562,10 @@ class BoxScorer(nn.Module):
             if not (folder / name).is_file():
                 raise FileNotFoundError(f"{folder} is not a relevance checkpoint: {name} is missing")
         cfg = json.loads((folder / "scorer.json").read_text())
+        try:
+            check_columns(cfg["features"])
+        except ValueError as e:
+            raise ValueError(f"{folder}: {e}") from None
         scorer = cls(**cfg)
         state = load_file(str(folder / "model.safetensors"))
         for name in ("lo", "hi"):  # checkpoints of issue 17 lack the training range: nothing is out of range

@@ -155,12 +155,33 @@ _ANSWER_TYPE_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
             re.I,
         ),
     ),
+    (  # the business behind a document: its issuer ("Which shop issued this receipt?", "Who is the seller?")
+        "org",
+        re.compile(
+            r"\bcompan(?:y|ies)\b|\bshops?\b|\bstores?\b|\bsellers?\b|\bvendors?\b|\bmerchants?\b|"
+            r"\bretailers?\b|\bsuppliers?\b|\bissuer\b|\bbusiness(?:es)?\b|\bfirms?\b|\brestaurants?\b|"
+            r"\borgani[sz]ations?\b|\bsold by\b|\bbilled by\b",
+            re.I,
+        ),
+    ),
 )
 _MONTHS = r"jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec"
+# a date printed without separators, 8 digits that read as a calendar date: DDMMYYYY, MMDDYYYY or YYYYMMDD with a
+# 19xx / 20xx year ("27032018" on a receipt); any other 8-digit run (a phone number, an ID) is not a date
+_DD, _MM, _YYYY = r"(?:0[1-9]|[12]\d|3[01])", r"(?:0[1-9]|1[0-2])", r"(?:19|20)\d{2}"
+_COMPACT_DATE = rf"\b(?:{_DD}{_MM}{_YYYY}|{_MM}{_DD}{_YYYY}|{_YYYY}{_MM}{_DD})\b"
+# what an organisation's name holds: a legal form ("Sdn Bhd", "Ltd", "GmbH") or a kind of business ("Trading",
+# "Restaurant", "Hardware"); the issuer of a document is also its first line (``QueryMatcher.type_prior``)
+_ORG_WORDS = (
+    r"sdn\.?\s*bhd|bhd|s/b|ltd|limited|inc|incorporated|llc|llp|plc|plt|gmbh|pte|pty|corp|corporation|company|"
+    r"enterprises?|trading|traders?|holdings?|industries|restaurants?|restoran|cafe|café|bistro|bakery|bakeries|"
+    r"hardware|pharmacy|farmasi|supermarket|hypermarket|minimarket|mart|market|stores?|shop|kedai|stationery|"
+    r"bookstore|bookcentre|hotel"
+)
 VALUE_PATTERNS: dict[str, re.Pattern[str]] = {
     "date": re.compile(
-        rf"\b\d{{1,4}}[-/.]\d{{1,2}}[-/.]\d{{1,4}}\b|\b\d{{1,2}}\s*(?:{_MONTHS})[a-z]*\.?\s*\d{{2,4}}\b|"
-        rf"\b(?:{_MONTHS})[a-z]*\.?\s*\d{{1,2}},?\s*\d{{2,4}}\b",
+        rf"\b\d{{1,4}}[-/.~]\d{{1,2}}[-/.~]\d{{1,4}}\b|\b\d{{1,2}}\s*(?:{_MONTHS})[a-z]*\.?\s*\d{{2,4}}\b|"
+        rf"\b(?:{_MONTHS})[a-z]*\.?\s*\d{{1,2}},?\s*\d{{2,4}}\b|{_COMPACT_DATE}",
         re.I,
     ),
     "money": re.compile(r"[$€£¥]\s?\d|\d\s?[$€£¥]|\b\d[\d,]*[.,]\d{2}\b|\b(?:usd|eur|gbp|chf)\b", re.I),
@@ -168,12 +189,13 @@ VALUE_PATTERNS: dict[str, re.Pattern[str]] = {
     "phone": re.compile(r"\+?\(?\d[\d ()./-]{5,}\d"),  # then at least 7 digits (``has_type``)
     "email": re.compile(r"[\w.+-]+@[\w-]+\.[\w.]+"),
     "person": re.compile(r"^\s*[A-Z][a-z'’-]+(?:\s+[A-Z][a-z'’-]+){1,2}\s*$"),  # "Elena Albers" (case matters)
+    "org": re.compile(rf"(?<![a-z])(?:{_ORG_WORDS})(?![a-z])", re.I),  # "GL HANDICRAFT & TAILORING SDN BHD"
 }
 
 
 def answer_types(query: str) -> tuple[str, ...]:
-    """Value types the question asks for ("date", "count", "money", "phone", "email", "person"), possibly several,
-    possibly none."""
+    """Value types the question asks for ("date", "count", "money", "phone", "email", "person", "org"), possibly
+    several, possibly none."""
     return tuple(name for name, pat in _ANSWER_TYPE_PATTERNS if pat.search(query))
 
 

@@ -19,6 +19,29 @@ from .propagation import paint_boxes, propagate, word_units
 from .semantic import MiniLMEmbedder, semantic_scores, semantic_similarities
 
 
+def first_line(boxes: Sequence[TextBox]) -> np.ndarray:
+    """(N,) bool: the boxes of the page's first text line, where a document names who issued it (a letterhead, a
+    shop's name at the head of a receipt). The line is the top-most box holding at least two letters, with every box
+    whose vertical centre lies within its height.
+
+    Example:
+        >>> boxes = [TextBox("ACME LTD", (0, 5, 50, 15)), TextBox("x", (0, 0, 5, 4)), TextBox("Date", (0, 30, 9, 40))]
+        >>> first_line(boxes).tolist()
+        [True, False, False]
+    """
+    n = len(boxes)
+    out = np.zeros(n, dtype=bool)
+    worded = [i for i, b in enumerate(boxes) if sum(ch.isalpha() for ch in b.text) >= 2]
+    if not worded:
+        return out
+    top = min(worded, key=lambda i: (boxes[i].box[1], i))
+    y0, y1 = boxes[top].box[1], boxes[top].box[3]
+    for i in worded:
+        yc = (boxes[i].box[1] + boxes[i].box[3]) / 2
+        out[i] = y0 <= yc <= y1
+    return out
+
+
 def continuations(layout: Layout, keys: Sequence[int]) -> list[tuple[int, int]]:
     """``(key, box)`` pairs where a key's text goes on in another column: the key box ends the last line of a
     paragraph and the next paragraph in reading order starts in another column ("The bridge in Leipzig is" at the
@@ -227,8 +250,10 @@ class QueryMatcher:
         """(N,) weak prior for boxes whose text has the value type the question asks for (0 when untyped).
 
         "When ...?" makes every date on the page a candidate, "How much ...?" every amount of money, "How many ...?"
-        every bare count; the prior (``keys.type_prior_score``) sits above other text and below matched keys and
-        their layout candidates. Off when ``layout`` is off (it is part of the answer-placement rule).
+        every bare count, "Which shop ...?" every name with a legal form or a kind of business and the page's
+        ``first_line`` (where a document names its issuer); the prior (``keys.type_prior_score``) sits above other
+        text and below matched keys and their layout candidates. Off when ``layout`` is off (it is part of the
+        answer-placement rule).
         """
         n = len(boxes)
         out = np.zeros(n, dtype=np.float32)
@@ -236,9 +261,10 @@ class QueryMatcher:
         if not self.layout or n == 0 or not query:
             return out
         kinds = answer_types(query)
-        for i, b in enumerate(boxes):
-            if any(has_type(b.text, k) for k in kinds):
-                out[i] = self.config.keys.type_prior_score
+        typed = np.array([any(has_type(b.text, k) for k in kinds) for b in boxes], dtype=bool)  # (N,)
+        if "org" in kinds:
+            typed |= first_line(boxes)
+        out[typed] = self.config.keys.type_prior_score
         return out
 
     def key_weights(
@@ -489,7 +515,7 @@ class QueryMatcher:
             layout = self.layout_of(boxes) if boxes else None
             ev = self.evidence(boxes, query or "", layout)
             feats = box_features(self, boxes, query or "", layout, ev, original_size)  # (N, F)
-            scores = self.scorer.box_scores(feats)
+            scores = self.scorer.box_scores(self.scorer.own_columns(feats))
         else:
             layout = self.layout_of(boxes) if boxes and (self.layout or self.query_parsing) else None
             ev = self.evidence(boxes, query or "", layout)

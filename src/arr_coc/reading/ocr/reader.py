@@ -226,14 +226,15 @@ class TextReader:
     def read_timed(self, image: Image.Image | np.ndarray) -> ReadResult:
         """``read`` with where the time went (see ``ReadResult``)."""
         t0 = time.perf_counter()
-        pil = to_rgb_pil(image)
-        if pil.width < 4 or pil.height < 4:
+        pixels = rgb_pixels(image)  # (H, W, 3) uint8: the page's bytes are copied out of PIL once, for the key
+        if pixels.shape[0] < 4 or pixels.shape[1] < 4:
             return ReadResult([], False, {"hash": 0.0, "detect": 0.0, "recognize": 0.0, "total": 0.0})
-        key = self.cache.key(np.asarray(pil), self.fingerprint)
+        key = self.cache.key(pixels, self.fingerprint)
         t1 = time.perf_counter()
         timed: list[float] = []
 
-        def read() -> list[TextBox]:
+        def read() -> list[TextBox]:  # only for a page not read before
+            pil = image if isinstance(image, Image.Image) and image.mode == "RGB" else Image.fromarray(pixels)
             boxes, det_ms, _ = self._ocr(pil)
             timed.append(det_ms)
             return boxes
@@ -311,6 +312,18 @@ def crop_quad(image: np.ndarray, quad: np.ndarray) -> np.ndarray:
     m = cv2.getPerspectiveTransform(quad, target)
     crop = cv2.warpPerspective(image, m, (w, h), borderMode=cv2.BORDER_REPLICATE, flags=cv2.INTER_CUBIC)
     return np.rot90(crop) if h >= 1.5 * w else crop
+
+
+def rgb_pixels(image: Image.Image | np.ndarray) -> np.ndarray:
+    """The (H, W, 3) uint8 RGB pixels of a PIL image or of a uint8 ``(H, W)`` / ``(H, W, 3|4)`` array: an RGB array
+    as it is (no copy), anything else converted as :func:`to_rgb_pil` converts it.
+
+    Raises:
+        TypeError: for another dtype or shape.
+    """
+    if isinstance(image, np.ndarray) and image.dtype == np.uint8 and image.ndim == 3 and image.shape[2] == 3:
+        return image
+    return np.asarray(to_rgb_pil(image))
 
 
 def to_rgb_pil(image: Image.Image | np.ndarray) -> Image.Image:
