@@ -17,7 +17,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from arr_coc.attending import TokenScores, select, select_units
+from arr_coc.attending import TokenScores, WordUnits, select, select_units
 from arr_coc.reading import QueryMatcher, ReadingConfig, TextBox, paint_boxes
 from arr_coc.reading.config import LayoutConfig
 from arr_coc.reading.layout.structural_query import COMPARE_WEIGHTS, parse, resolve
@@ -92,6 +92,63 @@ def test_select_units_property(n: int, seed: int, k_frac: float, sizes: list[int
         return
     cut = [u for u in units if 0 < len(kept & set(u)) < len(u) and len(u) <= k]
     assert sum(len(kept & set(u)) for u in cut) < max(len(u) for u in units)
+
+
+def _select_units_reference(order: list[int], k: int, units: list[list[int]]) -> list[int]:
+    """select_units' rule written the plain way (sets, no tables): the walk the fast one must equal."""
+    members = [sorted(set(u)) for u in units if len(set(u)) <= k]
+    taken: set[int] = set()
+    for c in order:
+        if len(taken) == k:
+            break
+        if c in taken:
+            continue
+        mine = [m for m in members if c in m]
+        need = set().union(*mine) - taken if mine else {c}
+        if len(need) <= k - len(taken):
+            taken |= need
+    for c in order:  # the final fill, in order
+        if len(taken) == k:
+            break
+        taken.add(c)
+    return sorted(taken)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    n=st.integers(1, 50),
+    seed=st.integers(0, 2**31 - 1),
+    k_frac=st.floats(0.01, 1.0),
+    units=st.lists(st.lists(st.integers(0, 49), min_size=0, max_size=7), max_size=14),
+    as_word_units=st.booleans(),
+)
+def test_select_units_equals_the_plain_rule_with_overlaps(
+    n: int, seed: int, k_frac: float, units: list[list[int]], as_word_units: bool
+) -> None:
+    """Overlapping, unsorted and repeated cells, empty units: the table walk keeps what the plain rule keeps."""
+    units = [[c % n for c in u] for u in units]
+    order = torch.randperm(n, generator=torch.Generator().manual_seed(seed))
+    k = max(1, min(n, round(k_frac * n)))
+    given_units = WordUnits(units) if as_word_units else [np.array(u, dtype=np.int64) for u in units]
+    assert select_units(order, k, given_units).tolist() == _select_units_reference(order.tolist(), k, units)
+
+
+def test_word_units_build_their_tables_once_per_budget() -> None:
+    units = WordUnits([torch.tensor([3, 2, 3]), np.array([5]), [0, 1]])
+    assert len(units) == 3 and [u.tolist() for u in units] == [[2, 3], [5], [0, 1]]  # sorted, each cell once
+    assert not units[0].flags.writeable and repr(units) == "WordUnits(3 units, 5 cells)"
+    table = units.cells_with(6, 2)
+    assert units.cells_with(6, 2) is table and sorted(table[3]) == [2, 3] and 4 not in table
+    assert 2 not in units.cells_with(6, 1)  # a unit larger than the budget: its cells are free tokens
+    assert WordUnits.of(units) is units and WordUnits.join([units], [0]) is units
+    assert [u.tolist() for u in WordUnits.join([units, units], [0, 6])][3:] == [[8, 9], [11], [6, 7]]
+    order = torch.tensor([3, 0, 5, 1, 2, 4])
+    assert select_units(order, 3, units).tolist() == [2, 3, 5]  # 3 brings 2; 0 would bring 1 (no room): 5 instead
+    for _ in range(WordUnits.MAX_TABLES + 2):  # the tables stay bounded
+        units.cells_with(6, 1 + len(units._tables) % 6)
+    assert len(units._tables) <= WordUnits.MAX_TABLES
+    with pytest.raises(ValueError, match="outside"):
+        units.cells_with(5, 2)
 
 
 def test_token_scores_reach_compress_selection() -> None:
@@ -342,7 +399,7 @@ def test_shipped_invoice_keeps_amount_due_with_its_value_and_whole_words() -> No
         mode="text",
         text_options={"whole_words": False},
     )
-    assert plain.units == [] and np.array_equal(plain.scores, a.scores)
+    assert len(plain.units) == 0 and np.array_equal(plain.scores, a.scores)
     assert torch.equal(plain.keep, select(torch.from_numpy(a.scores).flatten(), a.budget))
 
 

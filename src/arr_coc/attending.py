@@ -23,10 +23,10 @@ Example:
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from numbers import Integral, Real
-from typing import NamedTuple
+from typing import NamedTuple, overload
 
 import numpy as np
 import torch
@@ -284,7 +284,91 @@ def select(
     return torch.tensor(sorted(keep), dtype=torch.long, device=s.device)
 
 
-def select_units(order: torch.Tensor, k: int, units: Sequence[torch.Tensor | np.ndarray]) -> torch.Tensor:
+class WordUnits(Sequence[np.ndarray]):
+    """Cell sets kept whole by :func:`select_units` (one per recognised word): a read-only sequence of ascending int64
+    arrays of token indices, with the tables the selection walks built once per token count and budget.
+
+    A page's units serve every question asked of it (``QueryMatcher.units`` caches them per page), so a second
+    question pays only for the walk: which units hold each token, and every cell of those units, are built on the
+    first selection at a budget and kept (at most ``MAX_TABLES`` budgets; the oldest goes first). Building the same
+    table twice from two threads at once is harmless (the same value; the second assignment wins).
+
+    Args:
+        units: cell sets (LongTensors, int arrays or lists of token indices); each is copied, flattened, and made
+            sorted with every cell once.
+
+    Example:
+        >>> units = WordUnits([[3, 2], [5]])
+        >>> len(units), units[0].tolist()
+        (2, [2, 3])
+    """
+
+    MAX_TABLES = 8
+
+    def __init__(self, units: Iterable[torch.Tensor | np.ndarray | Sequence[int]]) -> None:
+        cells = []
+        for u in units:
+            a = np.asarray(u.detach().cpu().numpy() if isinstance(u, torch.Tensor) else u).astype(np.int64).ravel()
+            if a.size > 1 and not bool((a[1:] > a[:-1]).all()):
+                a = np.unique(a)  # sorted, each cell once
+            a.setflags(write=False)
+            cells.append(a)
+        self._cells: tuple[np.ndarray, ...] = tuple(cells)
+        self._tables: dict[tuple[int, int], dict[int, tuple[int, ...]]] = {}
+
+    @classmethod
+    def of(cls, units: Sequence[torch.Tensor | np.ndarray] | WordUnits) -> WordUnits:
+        """``units`` themselves when they are ``WordUnits`` already, else a ``WordUnits`` of them."""
+        return units if isinstance(units, WordUnits) else cls(units)
+
+    @classmethod
+    def join(cls, parts: Sequence[WordUnits], offsets: Sequence[int]) -> WordUnits:
+        """The units of several pictures in one raster: ``parts[i]``'s cells plus ``offsets[i]`` (one part with
+        offset 0: that part itself, its tables included)."""
+        if len(parts) == 1 and offsets[0] == 0:
+            return parts[0]
+        return cls(u + off for part, off in zip(parts, offsets, strict=True) for u in part)
+
+    def __len__(self) -> int:
+        return len(self._cells)
+
+    @overload
+    def __getitem__(self, i: int) -> np.ndarray: ...
+    @overload
+    def __getitem__(self, i: slice) -> tuple[np.ndarray, ...]: ...
+    def __getitem__(self, i: int | slice) -> np.ndarray | tuple[np.ndarray, ...]:
+        return self._cells[i]
+
+    def __repr__(self) -> str:
+        return f"WordUnits({len(self)} units, {sum(c.size for c in self._cells)} cells)"
+
+    def cells_with(self, n: int, k: int) -> dict[int, tuple[int, ...]]:
+        """For each token of ``[0, n)`` in a unit of at most ``k`` cells: every cell of the units that hold it.
+
+        Raises:
+            ValueError: for a unit cell outside ``[0, n)``.
+        """
+        table = self._tables.get((n, k))
+        if table is not None:
+            return table
+        if self._cells:
+            flat = np.concatenate(self._cells)  # (M,)
+            if flat.size and (flat.min() < 0 or flat.max() >= n):
+                raise ValueError(f"a unit holds token {int(flat[(flat < 0) | (flat >= n)][0])}, outside [0, {n})")
+        owners: dict[int, list[tuple[int, ...]]] = {}  # token -> the units (of at most k cells) that hold it
+        for cells in self._cells:
+            if cells.size <= k:  # a unit larger than the budget cannot be kept whole: its cells are free tokens
+                unit = tuple(cells.tolist())
+                for c in unit:
+                    owners.setdefault(c, []).append(unit)
+        table = {c: us[0] if len(us) == 1 else tuple(set().union(*us)) for c, us in owners.items()}
+        while len(self._tables) >= self.MAX_TABLES:
+            self._tables.pop(next(iter(self._tables)))
+        self._tables[(n, k)] = table
+        return table
+
+
+def select_units(order: torch.Tensor, k: int, units: Sequence[torch.Tensor | np.ndarray] | WordUnits) -> torch.Tensor:
     """``k`` tokens taken in ``order`` (most relevant first), each unit whole or not at all.
 
     A unit larger than ``k`` can never be kept whole, so its cells count as free tokens. Going down ``order``, a
@@ -295,10 +379,14 @@ def select_units(order: torch.Tensor, k: int, units: Sequence[torch.Tensor | np.
     tokens come back, and every unit is whole unless that last fill had to cut one (a word wider than the whole
     budget left). Units are cell sets of one image (they may overlap).
 
+    The walk is plain Python over the tables of :meth:`WordUnits.cells_with` (built once per page and budget when
+    ``units`` are the page's ``WordUnits``): a page's few hundred words touch a few cells each, and NumPy calls on
+    arrays that small cost more than the work.
+
     Args:
         order (torch.LongTensor of shape (N,)): every token index once, most relevant first.
         k: how many to keep, in [1, N].
-        units: cell sets (LongTensors or int arrays of indices into ``order``'s tokens).
+        units: cell sets (``WordUnits``, or LongTensors or int arrays of indices into ``order``'s tokens).
 
     Returns:
         LongTensor of shape (k,), strictly increasing, on the device of ``order``.
@@ -310,43 +398,29 @@ def select_units(order: torch.Tensor, k: int, units: Sequence[torch.Tensor | np.
     n = order.numel()
     if not 1 <= k <= n:
         raise ValueError(f"k must be in [1, {n}], got {k}")
-    cell_sets = [
-        np.asarray(u.detach().cpu().numpy() if isinstance(u, torch.Tensor) else u).astype(np.int64).ravel()
-        for u in units
-    ]
-    if cell_sets:
-        flat = np.concatenate(cell_sets)  # (M,) every unit's cells, unit after unit
-        if flat.size and (flat.min() < 0 or flat.max() >= n):
-            raise ValueError(f"a unit holds token {int(flat[(flat < 0) | (flat >= n)][0])}, outside [0, {n})")
-        rising = np.diff(flat) > 0  # (M - 1,) strictly increasing within each unit (word_units' are)?
-        starts = np.cumsum([len(c) for c in cell_sets])[:-1]  # where each next unit starts in flat
-        rising[starts[(starts > 0) & (starts < flat.size)] - 1] = True  # one unit's last cell -> the next one's first
-        if not rising.all():
-            cell_sets = [np.unique(c) for c in cell_sets]  # sorted, each cell once
-    # a unit larger than the budget cannot be kept whole: its cells are free tokens
-    members = [cells for cells in cell_sets if cells.size <= k]
-    of_cell: list[list[int]] = [[] for _ in range(n)]  # units each token belongs to
-    for j, cells in enumerate(members):
-        for c in cells.tolist():
-            of_cell[c].append(j)
-    rank = order.detach().cpu().numpy().astype(np.int64)  # (N,) the one host copy: the greedy walks on the CPU
-    taken = np.zeros(n, dtype=bool)
+    cells_with = WordUnits.of(units).cells_with(n, k)
+    rank = order.detach().cpu().tolist()  # (N,) the one host copy: the greedy walks on the CPU
+    taken = bytearray(n)
     left = k
-    for c in rank.tolist():
+    for c in rank:
         if left == 0:
             break
         if taken[c]:
             continue
-        if not of_cell[c]:
-            taken[c] = True
+        cells = cells_with.get(c)
+        if cells is None:  # in no unit
+            taken[c] = 1
             left -= 1
             continue
-        owners = of_cell[c]  # one unit (already unique and sorted), or several to merge
-        need = members[owners[0]] if len(owners) == 1 else np.unique(np.concatenate([members[j] for j in owners]))
-        need = need[~taken[need]]
-        if need.size <= left:
-            taken[need] = True
-            left -= int(need.size)
-    if left:  # only units too large for the rest remain: cut the best of them
-        taken[rank[~taken[rank]][:left]] = True
-    return torch.from_numpy(np.flatnonzero(taken)).to(order.device)
+        need = [x for x in cells if not taken[x]]
+        if len(need) <= left:
+            for x in need:
+                taken[x] = 1
+            left -= len(need)
+    for c in rank:  # only units too large for the rest remain: cut the best of them
+        if left == 0:
+            break
+        if not taken[c]:
+            taken[c] = 1
+            left -= 1
+    return torch.from_numpy(np.flatnonzero(np.frombuffer(taken, dtype=np.uint8))).to(order.device)

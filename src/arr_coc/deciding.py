@@ -69,7 +69,7 @@ class Scoring:
     """
 
     scores: torch.Tensor
-    units: list[np.ndarray] = field(default_factory=list)
+    units: Sequence[np.ndarray] = field(default_factory=list)
     prior: torch.Tensor | None = None
     mode: str = "texture"
     relevance: Relevance | None = None
@@ -112,7 +112,7 @@ class ItemDecision:
         return self.scoring.scores
 
     @property
-    def units(self) -> list[np.ndarray]:
+    def units(self) -> Sequence[np.ndarray]:
         """The word cells kept whole."""
         return self.scoring.units
 

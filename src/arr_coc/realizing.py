@@ -42,7 +42,7 @@ import torch
 from PIL import Image
 from torch import nn
 
-from .attending import Budget, TokenBudget, TokenScores, adaptive_ks, top_k_indices
+from .attending import Budget, TokenBudget, TokenScores, WordUnits, adaptive_ks, top_k_indices
 from .balancing import SCORERS, TensionBalancer
 from .caching import LruCache, page_digest
 from .config import CHANNELS, RelevanceConfig
@@ -103,7 +103,7 @@ class Allocation:
     timings_ms: dict[str, float] = field(default_factory=dict)  # load, texture, ocr, scoring, total; model_load apart
     text_boxes: list[Any] = field(default_factory=list)  # OCR boxes (text mode)
     evidence: Any = None  # structural evidence kept first (text mode; ``.rule`` names the budget rule), or None
-    units: list[np.ndarray] = field(default_factory=list)  # text mode: each word's cells, kept whole by ``select``
+    units: Sequence[np.ndarray] = field(default_factory=list)  # text mode: each word's cells, kept whole by ``select``
     notes: list[str] = field(default_factory=list)  # what the user should know (question not understood, frames)
     config: RelevanceConfig | None = None  # the realizer's config that decided (its adaptive tiers); None: default
 
@@ -765,7 +765,7 @@ class _TextPrior:
     """What the text path gave one item (:meth:`Realizer._text_prior`): the prior and what comes with it."""
 
     prior: torch.Tensor | None  # (T, rows, cols) on the frames' device, or None (texture mode)
-    units: list[np.ndarray] = field(default_factory=list)
+    units: Sequence[np.ndarray] = field(default_factory=list)
     boxes: list[list[Any]] = field(default_factory=list)
     evidence: list[Any] = field(default_factory=list)
     ocr_ms: float = 0.0
@@ -841,7 +841,7 @@ def text_prior_maps(
     text_options: dict[str, Any] | None = None,
     reader: Any = None,
     realizer: Realizer | None = None,
-) -> tuple[torch.Tensor, list[list[Any]], list[Any], list[np.ndarray]]:
+) -> tuple[torch.Tensor, list[list[Any]], list[Any], WordUnits]:
     """The OCR text prior of ``allocate``'s "text" mode, one map per picture (needs the ``[ocr]`` extra).
 
     Args:
@@ -866,15 +866,17 @@ def text_prior_maps(
     reader = reader or shared
     text = normalize_text(query)
     maps, boxes, evidence, units = [], [], [], []
-    for t, picture in enumerate(pictures):
+    for picture in pictures:
         found = reader.read(picture)
         size = picture.size if isinstance(picture, Image.Image) else (picture.shape[1], picture.shape[0])  # (W, H)
         rel, ev = matcher.relevance_and_evidence(found, text, rows, cols, size)
         maps.append(np.asarray(rel, dtype=np.float32))
         boxes.append(found)
         evidence.append(ev)
-        units.extend(u + t * rows * cols for u in matcher.units(found, rows, cols, size))
-    return torch.from_numpy(np.stack(maps)), boxes, evidence, units
+        units.append(matcher.units(found, rows, cols, size))
+    # one picture's units are the page's own (cached, with their selection tables); more are offset into one raster
+    joined = WordUnits.join(units, [t * rows * cols for t in range(len(units))]) if units else WordUnits(())
+    return torch.from_numpy(np.stack(maps)), boxes, evidence, joined
 
 
 def query_notes(query: str) -> list[str]:

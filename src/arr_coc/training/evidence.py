@@ -258,7 +258,7 @@ def extract(
                 rows,
                 cols,
                 cells,
-                matcher.units(boxes, rows, cols, size),
+                list(matcher.units(boxes, rows, cols, size)),  # plain arrays in the pickled cache
                 ev_map,
                 matcher.evidence_damp,
             )

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from ...attending import WordUnits
 from ..config import ReadingConfig
 from ..layout.structural_query import Evidence, parse, resolve
 from ..layout.structure import Layout, analyse, flat_layout
@@ -470,21 +471,19 @@ class QueryMatcher:
         """
         return self.relevance_and_evidence(boxes, query, rows, cols, original_size)[0]
 
-    def units(self, boxes: Sequence[TextBox], rows: int, cols: int, original_size: tuple[int, int]) -> list[np.ndarray]:
+    def units(self, boxes: Sequence[TextBox], rows: int, cols: int, original_size: tuple[int, int]) -> WordUnits:
         """The cells of each recognised word (``arr_coc.reading.matching.propagation.word_units``), for a selection
         that keeps words whole (``arr_coc.attending.select``); empty when ``layout.whole_words`` is off. They depend
-        on the page only: computed once per page and grid (``page_cached``), read-only arrays in a new list."""
-        cfg = self.config.layout
-        if not cfg.whole_words:
-            return []
-
-        def compute() -> list[np.ndarray]:
-            units = word_units(boxes, rows, cols, original_size, cfg.word_pad)
-            for u in units:
-                u.setflags(write=False)
-            return units
-
-        return list(self.page_cached(f"units {rows} {cols} {tuple(original_size)}", boxes, compute))
+        on the page only: computed once per page and grid (``page_cached``) as read-only ``WordUnits``, whose
+        selection tables are then built once per budget for every question on the page."""
+        if not self.config.layout.whole_words:
+            return WordUnits(())
+        pad = self.config.layout.word_pad
+        return self.page_cached(
+            f"units {rows} {cols} {tuple(original_size)}",
+            boxes,
+            lambda: WordUnits(word_units(boxes, rows, cols, original_size, pad)),
+        )
 
     def evidence(self, boxes: Sequence[TextBox], query: str, layout: Layout | None = None) -> Evidence | None:
         """The structural evidence the query needs (``arr_coc.reading.layout.structural_query.Evidence``), or None
