@@ -2,8 +2,9 @@
 light stemming), tokens, fuzzy token similarity, the query's content terms, the per-box lexical score and the answer
 type a question asks for. Every weight comes from ``LexicalConfig``; the word lists below are definitions.
 
-The two ``functools.lru_cache`` s (``tokens``, ``token_sim``) memoise pure functions of their arguments (the config
-is part of ``token_sim``'s key), bounded in size; they hold no state that changes a result."""
+The ``functools.lru_cache`` s (``tokens``, ``has_type``, ``token_sim``'s ``_token_sim``) memoise pure functions of
+their arguments (the fuzzy settings are part of ``_token_sim``'s key), bounded in size; they hold no state that
+changes a result."""
 
 from __future__ import annotations
 
@@ -199,36 +200,48 @@ def answer_types(query: str) -> tuple[str, ...]:
     return tuple(name for name, pat in _ANSWER_TYPE_PATTERNS if pat.search(query))
 
 
+@functools.lru_cache(maxsize=262144)
 def has_type(text: str, kind: str) -> bool:
-    """Whether ``text`` holds a value of type ``kind`` (a phone number: at least 7 digits, and not a date)."""
+    """Whether ``text`` holds a value of type ``kind`` (a phone number: at least 7 digits, and not a date). Memoised
+    (a pure function: a page's boxes are tested once per kind, not once per question)."""
     m = VALUE_PATTERNS[kind].search(text)
     if m is None or kind != "phone":
         return m is not None
     return sum(ch.isdigit() for ch in m.group()) >= 7 and not VALUE_PATTERNS["date"].search(m.group())
 
 
-@functools.lru_cache(maxsize=262144)
 def token_sim(a: str, b: str, cfg: LexicalConfig) -> float:
     """Fuzzy similarity of two normalised tokens in [0, 1]; numbers must match exactly (after canonicalisation)."""
+    return _token_sim(a, b, _fuzzy(cfg))
+
+
+def _fuzzy(cfg: LexicalConfig) -> tuple[float, float, float, int, int, float]:
+    """The settings ``token_sim`` reads, as a small tuple (the memo's key: cheaper to hash than the config)."""
+    return (cfg.lookalike_sim, cfg.prefix_sim, cfg.substring_sim, cfg.min_fuzzy_len, cfg.max_edits, cfg.min_edit_sim)
+
+
+@functools.lru_cache(maxsize=262144)
+def _token_sim(a: str, b: str, fuzzy: tuple[float, float, float, int, int, float]) -> float:
+    lookalike_sim, prefix_sim, substring_sim, min_fuzzy_len, max_edits, min_edit_sim = fuzzy
     if a == b:
         return 1.0
     if any(ch.isdigit() for ch in a) or any(ch.isdigit() for ch in b):
         # OCR reads O for 0 and l for 1 now and then; nothing else is fuzzy for numbers ("Q3" is not "Q1")
         ta, tb = a.translate(_DIGIT_LOOKALIKES), b.translate(_DIGIT_LOOKALIKES)
-        return cfg.lookalike_sim if ta == tb else 0.0
+        return lookalike_sim if ta == tb else 0.0
     la, lb = len(a), len(b)
     short, long_ = (a, b) if la <= lb else (b, a)
-    if len(short) >= cfg.min_fuzzy_len and long_.startswith(short):
-        return cfg.prefix_sim  # "invoice" / "invoiced"; "pay" is too short to count
-    if len(short) >= cfg.min_fuzzy_len and short in long_:
-        return cfg.substring_sim  # "total" inside "subtotal"
-    if min(la, lb) < cfg.min_fuzzy_len or abs(la - lb) > cfg.max_edits:
+    if len(short) >= min_fuzzy_len and long_.startswith(short):
+        return prefix_sim  # "invoice" / "invoiced"; "pay" is too short to count
+    if len(short) >= min_fuzzy_len and short in long_:
+        return substring_sim  # "total" inside "subtotal"
+    if min(la, lb) < min_fuzzy_len or abs(la - lb) > max_edits:
         return 0.0
-    d = _levenshtein(a, b, cfg.max_edits)
-    if d > cfg.max_edits:
+    d = _levenshtein(a, b, max_edits)
+    if d > max_edits:
         return 0.0
     sim = 1.0 - d / max(la, lb)
-    return sim if sim >= cfg.min_edit_sim else 0.0
+    return sim if sim >= min_edit_sim else 0.0
 
 
 def lexical_scores(texts: Sequence[str], query: str, cfg: LexicalConfig) -> np.ndarray:
@@ -250,25 +263,36 @@ def lexical_scores(texts: Sequence[str], query: str, cfg: LexicalConfig) -> np.n
     if not terms or n == 0:
         return out
     term_w = np.array([w for _, w in terms], dtype=np.float32)  # (Q,)
-    sims_per_box: list[np.ndarray] = []  # N x (Q, T_i)
-    for text in texts:
+    fuzzy = _fuzzy(cfg)
+    per_token: dict[str, list[float]] = {}  # a box token's similarity to each query term (a page repeats tokens)
+    boxes, columns, ends = [], [], []  # the boxes with tokens; their tokens' similarity columns, box after box
+    for i, text in enumerate(texts):
         toks = content_tokens(text)
         if not toks:
-            sims_per_box.append(np.zeros((len(terms), 0), dtype=np.float32))
             continue
-        sims_per_box.append(np.array([[token_sim(q, t, cfg) for t in toks] for q, _ in terms], dtype=np.float32))
-    df = np.array(
-        [sum(1 for s in sims_per_box if s.shape[1] and s[i].max() >= cfg.present_sim) for i in range(len(terms))],
-        dtype=np.float32,
-    )  # (Q,) page frequency of each query term
+        for t in toks:
+            col = per_token.get(t)
+            if col is None:
+                col = per_token[t] = [_token_sim(q, t, fuzzy) for q, _ in terms]
+            columns.append(col)
+        boxes.append(i)
+        ends.append(len(columns))
+    if not boxes:
+        return out
+    sims = np.array(columns, dtype=np.float32).T  # (Q, T) every token of every box with tokens
+    starts = [0, *ends[:-1]]
+    # (B, Q) each box's best match to each term (max is exact), C-contiguous: each row is summed as the row alone
+    best = np.ascontiguousarray(np.maximum.reduceat(sims, starts, axis=1).T)
+    df = (best >= cfg.present_sim).sum(axis=0).astype(np.float32)  # (Q,) page frequency of each query term
     weights = term_w / np.maximum(df, 1.0) ** cfg.df_power  # (Q,)
     wsum = float(weights.sum())
-    for i, sims in enumerate(sims_per_box):
-        if sims.shape[1] == 0 or sims.max() <= 0:
+    recall = (weights * best).sum(axis=1) / wsum  # (B,) a row's sum has the bits of that row summed alone
+    hits = (sims * term_w[:, None]).max(axis=0)  # (T,) a meta-word hit counts at its weight
+    for b, (i, start, end) in enumerate(zip(boxes, starts, ends, strict=True)):
+        if best[b].max() <= 0:
             continue
-        recall = float((weights * sims.max(axis=1)).sum() / wsum)
-        precision = float((sims * term_w[:, None]).max(axis=0).mean())  # a meta-word hit counts at its weight
-        out[i] = max(cfg.recall_mix * recall + (1.0 - cfg.recall_mix) * precision, cfg.recall_only * recall)
+        r, precision = float(recall[b]), float(hits[start:end].mean())
+        out[i] = max(cfg.recall_mix * r + (1.0 - cfg.recall_mix) * precision, cfg.recall_only * r)
     return np.clip(out, 0.0, 1.0)
 
 

@@ -195,8 +195,13 @@ class MiniLMEmbedder:
         todo = [t for t in dict.fromkeys(texts) if t not in found]
         if todo:
             # texts of similar length go together, so a page's short labels are not padded to its longest sentence
-            lengths = [len(ids) for ids in self._tok(todo, truncation=True, max_length=self.max_tokens)["input_ids"]]
-            order = sorted(range(len(todo)), key=lambda i: lengths[i])
+            if len(todo) == 1:  # a new question on a page already read: nothing to sort
+                order = [0]
+            else:
+                lengths = [
+                    len(ids) for ids in self._tok(todo, truncation=True, max_length=self.max_tokens)["input_ids"]
+                ]
+                order = sorted(range(len(todo)), key=lambda i: lengths[i])
             vecs = np.zeros((len(todo), EMBED_DIM), dtype=np.float32)  # (B, 384)
             with torch.inference_mode():
                 for start in range(0, len(order), self.batch_size):
