@@ -160,6 +160,29 @@ def test_token_scores_reach_compress_selection() -> None:
     assert out.scores is scores and out.units[0].tolist() == [0, 4, 5]
 
 
+def test_propagate_along_a_pages_neighbours_equals_finding_them_again() -> None:
+    """A page's ``Neighbours`` kept across questions give propagate's bits; another page's are refused."""
+    from arr_coc.reading.matching.propagation import Neighbours
+
+    rng = np.random.default_rng(5)
+    words = ["Total:", "$12.00", "Date:", "2024-01-02", "Q3", "Q4", "Amount due", "a long sentence of many words here"]
+    boxes = []
+    for i in range(40):
+        x, y = float(rng.integers(0, 800)), float(rng.integers(0, 1000))
+        boxes.append(TextBox(words[i % len(words)], (x, y, x + float(rng.integers(20, 300)), y + 18.0)))
+    cfg = LayoutConfig()
+    neighbours = Neighbours(boxes, cfg)
+    for _ in range(6):  # six questions: different keys, the same neighbours
+        keys = np.where(rng.random(40) < 0.2, rng.random(40), 0.0).astype(np.float32)
+        fresh = propagate(boxes, keys, cfg, contributions=True)
+        kept = propagate(boxes, keys, cfg, contributions=True, neighbours=neighbours)
+        assert all(a.tobytes() == b.tobytes() and a.dtype == b.dtype for a, b in zip(fresh, kept, strict=True))
+    with pytest.raises(ValueError, match="neighbours of 40 boxes"):
+        propagate(boxes[:10], np.ones(10, np.float32), cfg, neighbours=neighbours)
+    with pytest.raises(ValueError, match="another LayoutConfig"):
+        propagate(boxes, np.ones(40, np.float32), LayoutConfig(right_max=1), neighbours=neighbours)
+
+
 # ------------------------------------------------------------------------------------------------ word units
 
 

@@ -298,6 +298,39 @@ def test_paint_property(rows: int, cols: int, width: int, height: int, raw: list
     assert all(rel[r, c] == 0.0 for r in range(rows) for c in range(cols) if (r, c) not in covered)
 
 
+@settings(max_examples=80, deadline=None)
+@given(
+    rows=st.integers(1, 30),
+    cols=st.integers(1, 30),
+    width=st.integers(16, 2000),
+    height=st.integers(16, 2000),
+    raw=st.lists(
+        st.tuples(
+            st.floats(-0.2, 1.2),
+            st.floats(-0.2, 1.2),
+            st.floats(0.0, 0.6),
+            st.floats(0.0, 0.6),
+            st.one_of(st.floats(-1.0, 2.0), st.just(float("nan")), st.floats(0.0, 1.0, width=32)),
+        ),
+        max_size=14,
+    ),
+)
+def test_cell_painter_equals_paint_boxes_bit_for_bit(rows: int, cols: int, width: int, height: int, raw: list) -> None:
+    """A page's painter (cells found once) paints what ``paint_boxes`` paints, every bit, for any scores."""
+    from arr_coc.reading.matching.propagation import CellPainter
+
+    boxes = [TextBox("t", (x * width, y * height, (x + w) * width, (y + h) * height)) for x, y, w, h, _ in raw]
+    painter = CellPainter(boxes, rows, cols, (width, height))
+    for scores in ([s for *_, s in raw], [1.0 - (s if s == s else 0.5) for *_, s in raw]):  # two questions
+        want = paint_boxes(boxes, scores, rows, cols, (width, height))
+        got = painter.paint(scores)
+        assert got.dtype == want.dtype and got.shape == want.shape and got.tobytes() == want.tobytes()
+    with pytest.raises(ValueError, match="one score per box"):
+        painter.paint([0.5] * (len(boxes) + 1))
+    with pytest.raises(ValueError, match="positive"):
+        CellPainter(boxes, 0, cols, (width, height))
+
+
 # --- OCR ---------------------------------------------------------------------------------------------------------
 
 

@@ -2,9 +2,9 @@
 light stemming), tokens, fuzzy token similarity, the query's content terms, the per-box lexical score and the answer
 type a question asks for. Every weight comes from ``LexicalConfig``; the word lists below are definitions.
 
-The ``functools.lru_cache`` s (``tokens``, ``has_type``, ``token_sim``'s ``_token_sim``) memoise pure functions of
-their arguments (the fuzzy settings are part of ``_token_sim``'s key), bounded in size; they hold no state that
-changes a result."""
+The ``functools.lru_cache`` s (``tokens``, ``content_tokens``, ``has_type``, ``token_sim``'s ``_token_sim``) memoise
+pure functions of their arguments (the fuzzy settings are part of ``_token_sim``'s key), bounded in size; they hold
+no state that changes a result."""
 
 from __future__ import annotations
 
@@ -99,6 +99,7 @@ def tokens(text: str) -> tuple[str, ...]:
     return tuple(out)
 
 
+@functools.lru_cache(maxsize=65536)
 def content_tokens(text: str) -> tuple[str, ...]:
     # on the box side single letters/digits are identifiers ("Widget A", "Q3"), so only longer stop words go
     return tuple(t for t in tokens(text) if len(t) == 1 or t not in STOP_WORDS)

@@ -16,8 +16,14 @@ from ..layout.structure import Layout, analyse, flat_layout
 from ..ocr.reader import TextBox
 from .learned import BoxScorer, box_features
 from .lexical import answer_types, has_type, lexical_scores
-from .propagation import paint_boxes, propagate, word_units
+from .propagation import CellPainter, Neighbours, paint_boxes, propagate, word_units
 from .semantic import MiniLMEmbedder, semantic_scores, semantic_similarities
+
+
+def _read_only(a: np.ndarray) -> np.ndarray:
+    """``a``, made read-only (a value shared through ``page_cached``)."""
+    a.setflags(write=False)
+    return a
 
 
 def first_line(boxes: Sequence[TextBox]) -> np.ndarray:
@@ -264,7 +270,7 @@ class QueryMatcher:
         kinds = answer_types(query)
         typed = np.array([any(has_type(b.text, k) for k in kinds) for b in boxes], dtype=bool)  # (N,)
         if "org" in kinds:
-            typed |= first_line(boxes)
+            typed |= self.page_cached("first line", boxes, lambda: _read_only(first_line(boxes)))
         out[typed] = self.config.keys.type_prior_score
         return out
 
@@ -389,7 +395,9 @@ class QueryMatcher:
             return parts
         if self.layout:
             # (N,) candidates, (K,) key indices, (K, N) what each key gave
-            values, givers, contrib = propagate(boxes, keys, self.config.layout, contributions=True)
+            cfg = self.config.layout
+            neighbours = self.page_cached("neighbours", boxes, lambda: Neighbours(boxes, cfg))
+            values, givers, contrib = propagate(boxes, keys, cfg, contributions=True, neighbours=neighbours)
             layout = layout if layout is not None else self.layout_of(boxes)
             row = {int(i): r for r, i in enumerate(givers)}
             for i, j in continuations(layout, givers):
@@ -519,7 +527,8 @@ class QueryMatcher:
             layout = self.layout_of(boxes) if boxes and (self.layout or self.query_parsing) else None
             ev = self.evidence(boxes, query or "", layout)
             scores = self.box_scores(boxes, query or "", extra_keys=ev.keys if ev is not None else (), layout=layout)
-        out = paint_boxes(boxes, scores, rows, cols, original_size)
+        key = f"painter {rows} {cols} {tuple(original_size)}"
+        out = self.page_cached(key, boxes, lambda: CellPainter(boxes, rows, cols, original_size)).paint(scores)
         if ev is not None and ev.regions:
             regions = [TextBox("", r) for r in ev.regions]
             ev_map = paint_boxes(regions, ev.weights or [1.0] * len(regions), rows, cols, original_size)

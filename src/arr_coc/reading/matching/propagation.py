@@ -62,6 +62,51 @@ def paint_boxes(
     return out
 
 
+class CellPainter:
+    """``paint_boxes`` for one page and grid with the boxes' cells found once: a page's second question paints its
+    per-box scores with one ``np.maximum.at`` (the same float32 maxima, bit for bit).
+
+    Args:
+        boxes, rows, cols, original_size: as ``paint_boxes``.
+
+    Example:
+        >>> boxes = [TextBox("a", (0, 0, 10, 10)), TextBox("b", (5, 0, 20, 10))]
+        >>> CellPainter(boxes, 1, 2, (20, 10)).paint([0.5, 0.25]).tolist()
+        [[0.5, 0.25]]
+    """
+
+    def __init__(self, boxes: Sequence[TextBox], rows: int, cols: int, original_size: tuple[int, int]) -> None:
+        self.rows, self.cols = int(rows), int(cols)
+        if self.rows < 1 or self.cols < 1:
+            raise ValueError(f"rows and cols must be positive, got {rows}x{cols}")
+        width, height = float(original_size[0]), float(original_size[1])
+        if width <= 0 or height <= 0:
+            raise ValueError(f"original_size must be a positive (width, height), got {original_size}")
+        self.n = len(boxes)
+        cells: list[np.ndarray] = []
+        owners: list[np.ndarray] = []
+        if self.n:
+            spans = np.array([tb.box for tb in boxes], dtype=np.float64)
+            inside, r0, r1, c0, c1 = cell_spans(spans, self.rows, self.cols, (width, height))
+            for i in np.flatnonzero(inside):
+                flat = (np.arange(r0[i], r1[i])[:, None] * self.cols + np.arange(c0[i], c1[i])[None, :]).ravel()
+                cells.append(flat)
+                owners.append(np.full(flat.size, i, dtype=np.int64))
+        self.cells = np.concatenate(cells) if cells else np.zeros(0, dtype=np.int64)  # (M,) flat cell indices
+        self.owners = np.concatenate(owners) if owners else np.zeros(0, dtype=np.int64)  # (M,) whose cell
+
+    def paint(self, scores: Iterable[float]) -> np.ndarray:
+        """``paint_boxes(boxes, scores, ...)``: the (rows, cols) float32 map, max where boxes overlap."""
+        values = np.clip(np.nan_to_num(np.asarray(list(scores), dtype=np.float64), nan=0.0), 0.0, 1.0)  # (N,)
+        if len(values) != self.n:
+            raise ValueError(f"one score per box: {self.n} boxes, {len(values)} scores")
+        out = np.zeros(self.rows * self.cols, dtype=np.float32)
+        v = values[self.owners]  # (M,)
+        hit = v > 0.0
+        np.maximum.at(out, self.cells[hit], v[hit].astype(np.float32))  # a float32 max: paint_boxes' bits
+        return out.reshape(self.rows, self.cols)
+
+
 def cell_spans(
     boxes: np.ndarray, rows: int, cols: int, original_size: tuple[float, float]
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -168,8 +213,78 @@ def shape(text: str) -> str:
     return "".join(out)
 
 
+class Neighbours:
+    """Where ``propagate`` looks from each box of one page as a key, found once per page and box: the boxes it reaches
+    right, left, below and above (nearest first, at most ``*_max``, a column cut at its first wide box), their sibling
+    factors and the sentence damping. They depend on the page and the layout settings only, so a page's second
+    question only adds up the key weights along them.
+
+    Args:
+        boxes: the page's N text boxes.
+        cfg: the layout settings.
+    """
+
+    def __init__(self, boxes: Sequence[TextBox], cfg: LayoutConfig) -> None:
+        self.cfg = cfg
+        self.n = len(boxes)
+        self.g = Geometry.of(boxes)
+        self.n_tokens = np.array([len(tokens(b.text)) for b in boxes])  # (N,)
+        self.shapes = np.array([shape(b.text) for b in boxes], dtype=object)  # (N,)
+        self.colon = np.array([sh.endswith(":") for sh in self.shapes], dtype=bool)  # (N,)
+        self._of: dict[int, tuple[float, np.ndarray, np.ndarray, list[int], list[int], list[int], list[int]]] = {}
+
+    def of(self, i: int) -> tuple[float, np.ndarray, np.ndarray, list[int], list[int], list[int], list[int]]:
+        """Box ``i`` as a key: (sentence damping, horizontal and vertical sibling factors (N,), the boxes to its
+        right, left, below and above that receive a share, nearest first)."""
+        found = self._of.get(i)
+        if found is None:
+            found = self._of[i] = self._find(i)
+        return found
+
+    def _find(self, i: int) -> tuple[float, np.ndarray, np.ndarray, list[int], list[int], list[int], list[int]]:
+        cfg, g = self.cfg, self.g
+        # siblings (same shape as the key: the next axis label, the next header, the next "Label:") are not its
+        # answer; they keep a small share so a row of headers still reads as a row
+        sib = (self.shapes == self.shapes[i]) | (self.colon & self.colon[i])  # (N,)
+        h_w = np.where(sib, cfg.sibling_horizontal, 1.0)  # (N,)
+        v_w = np.where(sib, cfg.sibling_vertical, 1.0)  # (N,)
+        hi = g.h[i]
+        v_overlap = np.minimum(g.y1, g.y1[i]) - np.maximum(g.y0, g.y0[i])  # (N,)
+        same_line = v_overlap >= cfg.same_line * np.minimum(g.h, hi)  # (N,)
+        same_line[i] = False
+        pad = cfg.column_pad * hi
+        h_overlap = np.minimum(g.x1, g.x1[i] + pad) - np.maximum(g.x0, g.x0[i] - pad)  # (N,)
+        same_col = (h_overlap > 0) & ~same_line  # (N,)
+        same_col[i] = False
+        # a sentence's neighbour is another column
+        damp = cfg.sentence_damp if self.n_tokens[i] > cfg.sentence_tokens else 1.0
+        right = np.flatnonzero(same_line & (g.cx > g.cx[i]))
+        right = right[np.argsort(g.x0[right])]
+        left = np.flatnonzero(same_line & (g.cx < g.cx[i]))
+        left = left[np.argsort(-g.x1[left])]
+        # a key in a row (table header, "Label: value") stops at the first much wider box: another region
+        wide = (g.x1 - g.x0) > cfg.cross_width * (g.x1[i] - g.x0[i] + 2 * pad) if same_line.any() else None
+        below = np.flatnonzero(same_col & (g.cy > g.cy[i]))
+        below = _until_wide(below[np.argsort(g.y0[below])], wide, cfg.cross_width)
+        above = np.flatnonzero(same_col & (g.cy < g.cy[i]))
+        above = _until_wide(above[np.argsort(-g.y1[above])], wide, cfg.cross_width)
+        return (
+            damp,
+            h_w,
+            v_w,
+            right[: cfg.right_max].tolist(),
+            left[: cfg.left_max].tolist(),
+            below[: cfg.below_max].tolist(),
+            above[: cfg.above_max].tolist(),
+        )
+
+
 def propagate(
-    boxes: Sequence[TextBox], keys: np.ndarray, cfg: LayoutConfig, contributions: bool = False
+    boxes: Sequence[TextBox],
+    keys: np.ndarray,
+    cfg: LayoutConfig,
+    contributions: bool = False,
+    neighbours: Neighbours | None = None,
 ) -> np.ndarray | tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Layout rule: spread key weights to where answers sit; additive, then scaled to the strongest key.
 
@@ -187,6 +302,8 @@ def propagate(
         keys: (N,) key weights in [0, 1].
         cfg: Layout settings.
         contributions: also return who gave what (the evidence chain from a candidate back to its keys).
+        neighbours: the page's ``Neighbours`` for ``cfg`` when the caller keeps them (a page's second question
+            finds no neighbour again); None: found here.
 
     Returns:
         (N,) float32 candidate scores; their maximum equals ``keys.max()`` (0 everywhere when nothing receives any).
@@ -194,47 +311,23 @@ def propagate(
         is what key ``givers[k]`` gave box j, on the scale of the scores (K x N, not N x N: a page of thousands of
         boxes has few keys).
     """
-    g = Geometry.of(boxes)
+    nb = neighbours if neighbours is not None else Neighbours(boxes, cfg)
+    if nb.n != len(boxes) or nb.cfg != cfg:
+        raise ValueError(f"neighbours of {nb.n} boxes (or another LayoutConfig) given for {len(boxes)} boxes")
     n = len(boxes)
     givers = np.flatnonzero(keys > 0)  # (K,)
     contrib = np.zeros((givers.size, n), dtype=np.float64)  # (K keys, N targets)
-    n_tokens = np.array([len(tokens(b.text)) for b in boxes])  # (N,)
-    shapes = np.array([shape(b.text) for b in boxes], dtype=object)  # (N,)
-    colon = np.array([sh.endswith(":") for sh in shapes], dtype=bool)  # (N,)
     for row, i in enumerate(givers):
-        # siblings (same shape as the key: the next axis label, the next header, the next "Label:") are not its
-        # answer; they keep a small share so a row of headers still reads as a row
-        sib = (shapes == shapes[i]) | (colon & colon[i])  # (N,)
-        h_w = np.where(sib, cfg.sibling_horizontal, 1.0)  # (N,)
-        v_w = np.where(sib, cfg.sibling_vertical, 1.0)  # (N,)
+        damp, h_w, v_w, right, left, below, above = nb.of(int(i))
         k = float(keys[i])
-        hi = g.h[i]
-        v_overlap = np.minimum(g.y1, g.y1[i]) - np.maximum(g.y0, g.y0[i])  # (N,)
-        same_line = v_overlap >= cfg.same_line * np.minimum(g.h, hi)  # (N,)
-        same_line[i] = False
-        pad = cfg.column_pad * hi
-        h_overlap = np.minimum(g.x1, g.x1[i] + pad) - np.maximum(g.x0, g.x0[i] - pad)  # (N,)
-        same_col = (h_overlap > 0) & ~same_line  # (N,)
-        same_col[i] = False
-        damp = cfg.sentence_damp if n_tokens[i] > cfg.sentence_tokens else 1.0  # a sentence's neighbour: other column
         acc = contrib[row]  # (N,) a view: what key i gives
-        right = np.flatnonzero(same_line & (g.cx > g.cx[i]))
-        right = right[np.argsort(g.x0[right])]
-        for r, j in enumerate(right[: cfg.right_max]):
+        for r, j in enumerate(right):
             acc[j] += k * damp * h_w[j] * cfg.right_gain * cfg.right_decay**r
-        left = np.flatnonzero(same_line & (g.cx < g.cx[i]))
-        left = left[np.argsort(-g.x1[left])]
-        for r, j in enumerate(left[: cfg.left_max]):
+        for r, j in enumerate(left):
             acc[j] += k * damp * h_w[j] * cfg.left_gain * cfg.left_decay**r
-        # a key in a row (table header, "Label: value") stops at the first much wider box: another region
-        wide = (g.x1 - g.x0) > cfg.cross_width * (g.x1[i] - g.x0[i] + 2 * pad) if same_line.any() else None
-        below = np.flatnonzero(same_col & (g.cy > g.cy[i]))
-        below = _until_wide(below[np.argsort(g.y0[below])], wide, cfg.cross_width)
-        for r, j in enumerate(below[: cfg.below_max]):
+        for r, j in enumerate(below):
             acc[j] += k * v_w[j] * cfg.below_gain * cfg.below_decay**r
-        above = np.flatnonzero(same_col & (g.cy < g.cy[i]))
-        above = _until_wide(above[np.argsort(-g.y1[above])], wide, cfg.cross_width)
-        for r, j in enumerate(above[: cfg.above_max]):
+        for r, j in enumerate(above):
             acc[j] += k * v_w[j] * cfg.above_gain * cfg.above_decay**r
     total = contrib.sum(0)  # (N,)
     top = total.max() if n else 0.0
