@@ -68,7 +68,7 @@ def main(argv: list[str] | None = None) -> int:
         relevance, _, _ = realizer(texture, [realizer.cues(text)], prior=prior)
         steps: dict[str, Callable[[], object]] = {
             "page bytes out of PIL (np.asarray)": lambda: np.asarray(img),
-            "frames from the page cache": lambda: realizer.frames(img, grid, pixels),
+            "frames from the page cache": lambda: realizer.frames(img, grid, pixels, copy=False),
             "texture from the page cache": lambda: realizer.texture(frames, grid.rows, grid.cols),
             "OCR boxes from the page cache": lambda: reading.reader.read(pixels),
             "matching (question embedding cached)": lambda: matcher.relevance_and_evidence(

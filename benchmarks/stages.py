@@ -98,7 +98,7 @@ def run_once(image: Image.Image, max_tokens: int, query: str, reading: Any, real
     grid = spec.grid_for(orig_h, orig_w)
     text = normalize_text(query)
     pixels = np.asarray(img)  # (H, W, 3) uint8, copied out of PIL once for both cache keys, as allocate does
-    frames = realizer.frames(img, grid, pixels).to(device)  # (1, 3, rows * 28, cols * 28) uint8, cached per page
+    frames = realizer.frames(img, grid, pixels, copy=False).to(device)  # (1, 3, H, W) uint8, cached, read only
     clock.stage("load")
     texture = realizer.texture(frames, grid.rows, grid.cols).to(dtype)  # (1, 13, rows, cols), cached per page
     clock.stage("texture")

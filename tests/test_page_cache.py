@@ -206,6 +206,24 @@ def test_frames_cache_resizes_a_picture_once(monkeypatch: pytest.MonkeyPatch) ->
     pixels = np.asarray(picture)  # the caller's copy of the bytes (allocate makes one for the frames and the OCR)
     assert torch.equal(r.frames(picture, grid, pixels), a_now := original(picture, grid)) and len(calls) == n
     assert torch.equal(r.frames(picture, grid, pixels[:100]), a_now)  # pixels of another shape: ignored, not trusted
+    shared = r.frames(picture, grid, pixels, copy=False)  # allocate's read-only use: the cache's own tensor
+    assert (
+        shared.data_ptr()
+        == r.frames(picture, grid, pixels, copy=False).data_ptr()
+        != r.frames(picture, grid).data_ptr()
+    )
+    assert torch.equal(shared, a_now) and len(calls) == n
+
+
+def test_allocate_leaves_the_cached_frames_as_they_were() -> None:
+    """allocate reads the frames cache's own tensor (no copy): its decisions must not write into it."""
+    picture = Image.fromarray(np.random.default_rng(8).integers(0, 256, (120, 200, 3), dtype=np.uint8))
+    r = Realizer()
+    first = arr_coc.allocate(picture, "What is the total?", 0.25, mode="texture", realizer=r)
+    again = arr_coc.allocate(picture, "Who signed?", 0.25, mode="texture", realizer=r)
+    grid = GridSpec.for_family("qwen2.5-vl").grid_for(120, 200)
+    assert len(r.frames_cache) == 1 and first.grid == again.grid == (grid.rows, grid.cols)
+    assert torch.equal(r.frames(picture, grid, copy=False), realizing.frames_from_image(picture, grid))
 
 
 def test_ocr_key_hashes_the_same_bytes_for_a_pil_image_and_its_pixels() -> None:

@@ -302,10 +302,13 @@ class Realizer(nn.Module):
         )
         return texture.clone()  # the cached tensor stays the cache's: a caller may write into its copy
 
-    def frames(self, image: Image.Image, grid: Grid, pixels: np.ndarray | None = None) -> torch.Tensor:
+    def frames(
+        self, image: Image.Image, grid: Grid, pixels: np.ndarray | None = None, *, copy: bool = True
+    ) -> torch.Tensor:
         """``arr_coc.texture.frames_from_image``: ``image`` resized to ``grid`` as the processor resizes it, (1, 3,
         rows * cell, cols * cell) uint8; from ``frames_cache`` when this picture (all its pixels: ``page_digest``)
-        was resized to this grid before. The caller gets its own copy.
+        was resized to this grid before. The caller gets its own copy, unless ``copy=False``: then it gets the
+        cache's own tensor and must not write into it (``allocate`` only reads it: a 3 MB copy saved per question).
 
         Args:
             image: the picture.
@@ -321,7 +324,7 @@ class Realizer(nn.Module):
             pixels = np.asarray(rgb)
         key = page_digest(pixels, f"frames {grid.resized}")
         frames, _ = self.frames_cache.get_or_compute(key, lambda: frames_from_image(rgb, grid))
-        return frames.clone()  # (1, 3, H, W), the same memory order as frames_from_image's
+        return frames.clone() if copy else frames  # (1, 3, H, W), the same memory order as frames_from_image's
 
     def _texture_cacheable(self, frames: torch.Tensor) -> bool:
         """Whether :meth:`texture` may use ``texture_cache`` for ``frames``: a cache that holds pages, CPU frames
@@ -987,7 +990,8 @@ def allocate(
     # the page's bytes copied out of PIL once: the frames' and the default OCR reader's cache keys both hash them (a
     # reader passed in gets the PIL image, as it always has)
     pixels = np.asarray(img) if mode == "text" else None  # (H, W, 3) uint8
-    frames = realizer.frames(img, grid, pixels)  # (1, 3, H, W) uint8, resized as the processor does (cached per page)
+    # (1, 3, H, W) uint8, resized as the processor does (cached per page; read here, never written: no copy)
+    frames = realizer.frames(img, grid, pixels, copy=False)
     if device is not None:
         frames = frames.to(device)
     t1 = time.perf_counter()
