@@ -306,13 +306,19 @@ class WordUnits(Sequence[np.ndarray]):
     MAX_TABLES = 8
 
     def __init__(self, units: Iterable[torch.Tensor | np.ndarray | Sequence[int]]) -> None:
-        cells = []
-        for u in units:
-            a = np.asarray(u.detach().cpu().numpy() if isinstance(u, torch.Tensor) else u).astype(np.int64).ravel()
-            if a.size > 1 and not bool((a[1:] > a[:-1]).all()):
-                a = np.unique(a)  # sorted, each cell once
-            a.setflags(write=False)
-            cells.append(a)
+        cells = [
+            np.asarray(u.detach().cpu().numpy() if isinstance(u, torch.Tensor) else u).astype(np.int64).ravel()
+            for u in units
+        ]  # copies
+        if cells:
+            flat = np.concatenate(cells)  # (M,) every unit's cells, unit after unit
+            rising = np.diff(flat) > 0  # (M - 1,) strictly increasing within each unit (word_units' are)?
+            starts = np.cumsum([c.size for c in cells])[:-1]  # where each next unit starts in flat
+            rising[starts[(starts > 0) & (starts < flat.size)] - 1] = True  # a unit's last cell -> the next one's first
+            if not rising.all():
+                cells = [np.unique(c) if c.size > 1 and not (c[1:] > c[:-1]).all() else c for c in cells]
+        for c in cells:
+            c.setflags(write=False)
         self._cells: tuple[np.ndarray, ...] = tuple(cells)
         self._tables: dict[tuple[int, int], dict[int, tuple[int, ...]]] = {}
 
