@@ -67,6 +67,38 @@ def test_page_digest_sees_in_place_mutation() -> None:
 # --- the LRU ----------------------------------------------------------------------------------------------------
 
 
+def test_page_digest_hashes_a_pil_pages_frozen_bytes_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """np.asarray of a PIL image views immutable bytes: the frames' and the OCR's keys hash them once; anything
+    else (a copy, a non-contiguous view hashed through a temporary copy, a tensor) is hashed every time."""
+    import arr_coc.caching as caching
+
+    hashed: list[int] = []
+    real = caching.xxhash.xxh3_128
+
+    def counting(data=b"", seed=0):  # noqa: ANN001, ANN202  (xxhash's own signature)
+        hashed.append(len(data) if not isinstance(data, np.ndarray) else data.nbytes)
+        return real(data, seed=seed)
+
+    monkeypatch.setattr(caching.xxhash, "xxh3_128", counting)
+    rng = np.random.default_rng(3)
+    page = Image.fromarray(rng.integers(0, 256, (60, 80, 3), dtype=np.uint8))
+    pixels = np.asarray(page)  # over immutable bytes
+    frames_key, ocr_key = page_digest(pixels, "frames"), page_digest(pixels, "ocr")
+    assert frames_key != ocr_key and hashed.count(pixels.nbytes) == 1  # the bytes once, then two 16-byte digests
+    assert page_digest(np.asarray(page), "frames") == frames_key  # other bytes, same content: the same key
+    assert (
+        page_digest(pixels.copy(), "frames")
+        == frames_key
+        == page_digest(torch.from_numpy(pixels.copy()).numpy(), "frames")
+    )
+    half = pixels[:, ::2]  # a view hashed through a temporary copy: never remembered by that copy's address
+    other = np.asarray(Image.fromarray(rng.integers(0, 256, (60, 80, 3), dtype=np.uint8)))[:, ::2]
+    assert page_digest(half, "x") == page_digest(np.ascontiguousarray(half), "x") != page_digest(other, "x")
+    for _ in range(caching._FROZEN_ITEMS + 3):  # the memo holds a few pages' bytes at most
+        page_digest(np.asarray(page), "y")
+    assert len(caching._FROZEN) <= caching._FROZEN_ITEMS
+
+
 def test_lru_cache_bound_order_and_counters() -> None:
     cache: LruCache[str, int] = LruCache(max_items=2)
     assert cache.get_or_compute("a", lambda: 1) == (1, False)

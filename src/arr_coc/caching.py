@@ -5,7 +5,10 @@ embeddings, the layout) is kept in bounded caches keyed by the page's CONTENT:
 
 - :func:`page_digest`: a 16-byte digest of an array's or tensor's bytes, shape, dtype and memory order (and a salt
   such as the reader's settings or the grid), with xxHash's XXH3-128 (about 10 GB/s: 0.1 ms for the 4.7 MB of the
-  example invoice, against 10 ms for blake2b) seeded with a random secret drawn once per process.
+  example invoice, against 10 ms for blake2b) seeded with a random secret drawn once per process: the digest of the
+  bytes, then of that and the rest. An array over immutable ``bytes`` (``np.asarray`` of a PIL image, as ``allocate``
+  makes once per call) has its bytes' digest remembered while the memo holds those ``bytes`` (the last 4), so the
+  frames' and the OCR's keys of one page hash its bytes once.
 - :class:`LruCache`: a bounded, thread-safe LRU map with hit / miss counters, where threads that miss on the same
   key at once compute it once.
 
@@ -81,8 +84,42 @@ def page_digest(pixels: np.ndarray | torch.Tensor, salt: str = "") -> bytes:
         head = repr(("numpy", arr.shape, arr.dtype.str, salt))
     h = xxhash.xxh3_128(seed=_SEED)
     h.update(head.encode())
-    h.update(flat)
+    h.update(_content_digest(flat, _frozen_bytes(flat)))  # the bytes hashed are flat's: memoised if they are frozen
     return h.digest()
+
+
+def _frozen_bytes(arr: np.ndarray) -> bytes | None:
+    """The ``bytes`` object ``arr`` views, if it views one (``np.asarray`` of a PIL image does): its content can never
+    change. None for anything else (an array that owns or views writable memory)."""
+    base = arr.base
+    while isinstance(base, np.ndarray):
+        base = base.base
+    return base if isinstance(base, bytes) else None
+
+
+def _content_digest(flat: np.ndarray, frozen: bytes | None) -> bytes:
+    """XXH3-128 (seeded) of ``flat``'s bytes; remembered for the last ``_FROZEN_ITEMS`` arrays over immutable
+    ``bytes`` (``frozen``), so that the keys of several caches for one page (frames, OCR) hash its bytes once. The
+    memo holds those ``bytes`` objects, so their ids cannot be reused by other objects while they are in it."""
+    if frozen is None:
+        return xxhash.xxh3_128(flat, seed=_SEED).digest()
+    key = (id(frozen), flat.__array_interface__["data"][0], flat.nbytes)
+    with _FROZEN_LOCK:
+        found = _FROZEN.get(key)
+        if found is not None:
+            _FROZEN.move_to_end(key)
+            return found[1]
+    digest = xxhash.xxh3_128(flat, seed=_SEED).digest()
+    with _FROZEN_LOCK:
+        _FROZEN[key] = (frozen, digest)
+        while len(_FROZEN) > _FROZEN_ITEMS:
+            _FROZEN.popitem(last=False)
+    return digest
+
+
+_FROZEN_ITEMS = 4  # pages whose bytes (and digest) the memo holds: a few MB each
+_FROZEN: OrderedDict[tuple[int, int, int], tuple[bytes, bytes]] = OrderedDict()
+_FROZEN_LOCK = threading.Lock()
 
 
 class _InFlight(Generic[V]):
