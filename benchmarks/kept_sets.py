@@ -4,10 +4,15 @@ Every example image (``examples/*.jpg`` but the heatmap) x 4 questions (one empt
 0.11, "adaptive" and 64 x Qwen2.5-VL and Qwen3-VL grids: 192 allocations, each with its kept indices and its
 ``Allocation.select(64)``. Run it once on the old checkout and once on the new one, then compare the two files.
 
+With ``--realdocs DIR`` (a realdocs-schema folder, e.g. ``../shared/realdocs-dev`` generated) it records instead
+every question's text-mode allocation as ``benchmarks/realdocs_recall.py`` makes it (words whole, ``--ocr-cache``
+for the boxes): ``allocate``'s keep, a digest of the score map and the kept sets at 11.1 / 22.2 / 33.3%.
+
 Example:
     git worktree add /tmp/old <old commit>
     (cd /tmp/old && PYTHONPATH=src python "$OLDPWD/benchmarks/kept_sets.py" --out /tmp/before.json)
     PYTHONPATH=src python benchmarks/kept_sets.py --out /tmp/after.json --compare /tmp/before.json
+    PYTHONPATH=src python benchmarks/kept_sets.py --realdocs /data/realdocs-dev --ocr-cache /tmp/ocr --out /tmp/rd.json
 """
 
 from __future__ import annotations
@@ -40,13 +45,44 @@ def kept_sets(examples: Path) -> dict[str, dict[str, list[int]]]:
     return out
 
 
+def realdocs_kept_sets(data: Path, ocr_cache: Path | None) -> dict[str, dict[str, object]]:
+    """``{question id: {"keep", "scores" (sha1 of the score map's bytes), "11.1%", "22.2%", "33.3%"}}``."""
+    import hashlib
+
+    import numpy as np
+    import torch
+
+    import arr_coc
+    from arr_coc.attending import select
+    from arr_coc.training.data import FAMILY, MAX_PIXELS, load_jsonl
+    from arr_coc.training.evidence import BUDGETS, DiskOcrCache
+
+    ocr = DiskOcrCache(ocr_cache)
+    out: dict[str, dict[str, object]] = {}
+    for q in load_jsonl(data):
+        a = arr_coc.allocate(
+            q.load_image(), q.query, BUDGETS[-1][1], family=FAMILY, max_pixels=MAX_PIXELS, mode="text", reader=ocr
+        )
+        flat = torch.as_tensor(np.asarray(a.scores, dtype=np.float32)).ravel()
+        rec: dict[str, object] = {
+            "keep": a.keep.tolist(),
+            "scores": hashlib.sha1(np.ascontiguousarray(a.scores).tobytes()).hexdigest(),
+        }
+        for label, frac in BUDGETS:
+            rec[label] = select(flat, max(1, min(flat.numel(), round(frac * flat.numel()))), units=a.units).tolist()
+        out[q.id] = rec
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--examples", type=Path, default=Path("examples"))
     parser.add_argument("--out", type=Path, required=True, help="where to write this checkout's kept sets (JSON)")
     parser.add_argument("--compare", type=Path, default=None, help="an earlier run's JSON to compare with")
+    parser.add_argument("--realdocs", type=Path, default=None, help="a realdocs-schema folder instead of the examples")
+    parser.add_argument("--ocr-cache", type=Path, default=None, help="with --realdocs: folder caching the OCR boxes")
     args = parser.parse_args(argv)
-    sets = kept_sets(args.examples)
+    sets = realdocs_kept_sets(args.realdocs, args.ocr_cache) if args.realdocs else kept_sets(args.examples)
     args.out.write_text(json.dumps(sets))
     print(f"{len(sets)} allocations -> {args.out}")
     if args.compare is None:
