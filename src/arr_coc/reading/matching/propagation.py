@@ -42,29 +42,13 @@ def paint_boxes(
     Returns:
         ``(rows, cols)`` float32 map in [0, 1]; 0 wherever no box lies.
     """
-    rows, cols = int(rows), int(cols)
-    if rows < 1 or cols < 1:
-        raise ValueError(f"rows and cols must be positive, got {rows}x{cols}")
-    width, height = float(original_size[0]), float(original_size[1])
-    if width <= 0 or height <= 0:
-        raise ValueError(f"original_size must be a positive (width, height), got {original_size}")
-    out = np.zeros((rows, cols), dtype=np.float32)
-    values = np.clip(np.nan_to_num(np.asarray(list(scores), dtype=np.float64), nan=0.0), 0.0, 1.0)  # (N,)
-    if len(values) != len(boxes):
-        raise ValueError(f"one score per box: {len(boxes)} boxes, {len(values)} scores")
-    if not len(boxes):
-        return out
-    inside, r0, r1, c0, c1 = cell_spans(np.array([tb.box for tb in boxes], dtype=np.float64),
-                                        rows, cols, (width, height))  # fmt: skip
-    for i in np.flatnonzero(inside & (values > 0.0)):  # a slice a box: overlaps keep the max
-        region = out[r0[i] : r1[i], c0[i] : c1[i]]
-        np.maximum(region, float(values[i]), out=region)
-    return out
+    return CellPainter(boxes, rows, cols, original_size).paint(scores)
 
 
 class CellPainter:
-    """``paint_boxes`` for one page and grid with the boxes' cells found once: a page's second question paints its
-    per-box scores with one ``np.maximum.at`` (the same float32 maxima, bit for bit).
+    """``paint_boxes`` for one page and grid with the boxes' cells found once (``QueryMatcher`` keeps one per page, so
+    a page's second question paints its per-box scores with one ``np.maximum.at``: a float32 max of each cell's
+    scores).
 
     Args:
         boxes, rows, cols, original_size: as ``paint_boxes``.
@@ -87,9 +71,7 @@ class CellPainter:
         owners: list[np.ndarray] = []
         if self.n:
             spans = np.array([tb.box for tb in boxes], dtype=np.float64)
-            inside, r0, r1, c0, c1 = cell_spans(spans, self.rows, self.cols, (width, height))
-            for i in np.flatnonzero(inside):
-                flat = (np.arange(r0[i], r1[i])[:, None] * self.cols + np.arange(c0[i], c1[i])[None, :]).ravel()
+            for i, flat in zip(*span_cells(spans, self.rows, self.cols, (width, height)), strict=True):
                 cells.append(flat)
                 owners.append(np.full(flat.size, i, dtype=np.int64))
         self.cells = np.concatenate(cells) if cells else np.zeros(0, dtype=np.int64)  # (M,) flat cell indices
@@ -171,11 +153,17 @@ def word_units(
         )
     if not spans:
         return []
-    inside, r0, r1, c0, c1 = cell_spans(np.asarray(spans, dtype=np.float64), rows, cols, original_size)  # (W,)
-    return [
-        (np.arange(r0[i], r1[i])[:, None] * cols + np.arange(c0[i], c1[i])[None, :]).ravel()
-        for i in np.flatnonzero(inside)
-    ]
+    return span_cells(np.asarray(spans, dtype=np.float64), rows, cols, original_size)[1]
+
+
+def span_cells(
+    spans: np.ndarray, rows: int, cols: int, original_size: tuple[float, float]
+) -> tuple[np.ndarray, list[np.ndarray]]:
+    """The raster cells (``r * cols + c``, ascending) each ``(x0, y0, x1, y1)`` row of ``spans`` (N, 4) touches, by
+    ``cell_spans``' rule: the indices of the spans that lie in the image, and their cells (one array each)."""
+    inside, r0, r1, c0, c1 = cell_spans(spans, rows, cols, original_size)  # (N,) each
+    kept = np.flatnonzero(inside)
+    return kept, [(np.arange(r0[i], r1[i])[:, None] * cols + np.arange(c0[i], c1[i])[None, :]).ravel() for i in kept]
 
 
 @dataclass
