@@ -138,16 +138,20 @@ def _median(rows: list[dict[str, float]]) -> dict[str, float]:
 
 
 def measure(repeat: int, device: torch.device, dtype: torch.dtype, ocr: dict[str, Any], log: Callable[[str], None],
-            n_pages: int = 2) -> tuple[list[dict[str, Any]], dict[str, tuple[float, float]]]:  # fmt: skip
-    """Per page and question (first / cached second): median stage times; and the networks' floor on the invoice."""
+            n_pages: int = 2, semantic: bool = True) -> tuple[list[dict[str, Any]], dict[str, tuple[float, float]]]:  # fmt: skip
+    """Per page and question (first / cached second): median stage times; and the networks' floor on the invoice.
+    ``semantic=False`` switches MiniLM off (a machine without the model's package): the floor has no MiniLM rows."""
     from arr_coc.config import RelevanceConfig
     from arr_coc.reading import ReadingConfig
     from arr_coc.realizing import Realizer
 
-    config = RelevanceConfig(reading=ReadingConfig().replace(ocr=ocr).to_dict() if ocr else None)
+    reading_config = ReadingConfig().replace(ocr=ocr) if ocr else ReadingConfig()
+    if not semantic:
+        reading_config = reading_config.with_switches(semantic=False)
+    config = RelevanceConfig(reading=reading_config.to_dict() if ocr or not semantic else None)
     realizer = Realizer(config).eval().to(device=device)
     reading = realizer.reading  # the text path allocate uses with this realizer
-    reading.warmup()
+    reading.warmup(semantic=semantic)
     out = []
     with torch.inference_mode():
         for name, image, max_tokens in pages()[:n_pages]:
@@ -180,7 +184,7 @@ def measure(repeat: int, device: torch.device, dtype: torch.dtype, ocr: dict[str
                 )
                 log(f"{name} {label}: {sum(wall.values()):.0f} ms wall, {sum(cpu.values()):.0f} ms cpu")
         name, image, max_tokens = pages()[0]
-        floor = network_floor(reading, image, max_tokens, repeat)
+        floor = network_floor(reading, image, max_tokens, repeat, semantic)
         log(f"{name} network floor: " + ", ".join(f"{k} {w:.0f} ms" for k, (w, _) in floor.items()))
     return out, floor
 
@@ -195,7 +199,8 @@ def _timed(fn: Callable[[], Any], repeat: int) -> tuple[float, float]:
     return best
 
 
-def network_floor(reading: Any, image: Image.Image, max_tokens: int, repeat: int) -> dict[str, tuple[float, float]]:
+def network_floor(reading: Any, image: Image.Image, max_tokens: int, repeat: int,
+                  semantic: bool = True) -> dict[str, tuple[float, float]]:  # fmt: skip
     """The networks' own time on a page's first question, each on exactly the inputs the pipeline feeds it:
     the detector on its preprocessed page, the recogniser on the page's line batches (onnxruntime: the same
     width-sorted batches on the same worker threads; torch: the one batch of all lines), MiniLM on the box texts
@@ -249,6 +254,8 @@ def network_floor(reading: Any, image: Image.Image, max_tokens: int, repeat: int
                 torch.cuda.synchronize(recognizer.device)
 
         out["recogniser"] = _timed(rec, repeat)
+    if not semantic:
+        return out
     texts = [b.text for b in reading.reader.read(img)]
 
     def embed() -> None:
@@ -269,8 +276,10 @@ def floor_table(floor: dict[str, tuple[float, float]], first: dict[str, Any], se
     """The first and the second question on the invoice against the networks' own time: floor, overhead, ratio."""
     one = {k: v for k, v in floor.items() if k != "MiniLM, second question"}
     out = []
-    for label, parts, row in (("first question", one, first),
-                              ("second question", {"MiniLM": floor["MiniLM, second question"]}, second)):  # fmt: skip
+    later = {"MiniLM": floor["MiniLM, second question"]} if "MiniLM, second question" in floor else {}
+    for label, parts, row in (("first question", one, first), ("second question", later, second)):
+        if not parts:  # semantic matching off: a second question runs no network
+            continue
         net_w, net_c = sum(w for w, _ in parts.values()), sum(c for _, c in parts.values())
         tot_w, tot_c = row["total_wall_ms"], row["total_cpu_ms"]
         lines = [f"| {label}, invoice.jpg | wall ms | CPU ms |", "|---|---:|---:|"]
@@ -285,12 +294,17 @@ def floor_table(floor: dict[str, tuple[float, float]], first: dict[str, Any], se
     return "\n\n".join(out)
 
 
+def _ms(value: float) -> str:
+    """Milliseconds as the tables print them: one decimal below 10 ms (a GPU's stages), whole above."""
+    return f"{value:.1f}" if value < 10 else f"{value:.0f}"
+
+
 def table(rows: list[dict[str, Any]], header: str) -> str:
     lines = [header, "", "| page | tokens | text boxes | question | " + " | ".join(STAGES) + " | total |",
              "|---|---:|---:|---|" + "---:|" * (len(STAGES) + 1)]  # fmt: skip
     for r in rows:
-        cells = [f"{r['wall_ms'][s]:.0f} ({r['cpu_ms'][s]:.0f})" for s in STAGES]
-        total = f"**{r['total_wall_ms']:.0f}** ({r['total_cpu_ms']:.0f})"
+        cells = [f"{_ms(r['wall_ms'][s])} ({_ms(r['cpu_ms'][s])})" for s in STAGES]
+        total = f"**{_ms(r['total_wall_ms'])}** ({_ms(r['total_cpu_ms'])})"
         lines.append(
             f"| {r['page']} | {r['tokens']} | {r['boxes']} | {r['question']} | " + " | ".join(cells) + f" | {total} |"
         )
@@ -306,6 +320,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--invoice-only", action="store_true", help="skip the 2 x 2 tiled page (a shorter run)")
     parser.add_argument("--backend", default="onnxruntime", choices=("onnxruntime", "torch"),
                         help="OCR networks: onnxruntime (CPU) or torch on --device")  # fmt: skip
+    parser.add_argument("--no-semantic", action="store_true",
+                        help="MiniLM off (where its package is missing, e.g. a GPU machine without it)")  # fmt: skip
     parser.add_argument("--out", type=Path, default=ROOT / "results" / "stages.md")
     args = parser.parse_args(argv)
     if args.repeat < 1:
@@ -319,11 +335,13 @@ def main(argv: list[str] | None = None) -> int:
     if args.backend == "torch":
         ocr.update(backend="torch", device=args.device, dtype=args.dtype)
     rows, floor = measure(args.repeat, device, getattr(torch, args.dtype), ocr,
-                          lambda s: print(s, file=sys.stderr, flush=True), 1 if args.invoice_only else 2)  # fmt: skip
+                          lambda s: print(s, file=sys.stderr, flush=True), 1 if args.invoice_only else 2,
+                          not args.no_semantic)  # fmt: skip
     load = os.getloadavg()
     header = (
         f"Median over {args.repeat} runs, milliseconds: wall (process CPU, all threads). Text-aware relevance, "
-        f"budget 11.1%, Qwen2.5-VL grid; OCR on {args.backend}, torch stages on {args.device} in {args.dtype}; "
+        f"budget 11.1%, Qwen2.5-VL grid; OCR on {args.backend}, torch stages on {args.device} in {args.dtype}"
+        f"{'; semantic matching (MiniLM) OFF' if args.no_semantic else ''}; "
         f"{os.cpu_count()} CPU cores, load average during the run {load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f}. "
         f"Command: `python benchmarks/stages.py {' '.join(argv if argv is not None else sys.argv[1:])}`"
     )

@@ -50,6 +50,7 @@ JSON next to it. Timings on a shared machine are under contention: the load aver
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import platform
@@ -286,11 +287,30 @@ def _sync(device: str) -> None:
         torch.cuda.synchronize(device)
 
 
-def clear_ocr_cache() -> None:
-    """Empty the default realizer's OCR cache (the next text-mode question reads its page again)."""
+def text_realizer(args: argparse.Namespace) -> Any:
+    """The realizer of the text rows: None (the shared default one: OCR on onnxruntime, MiniLM on) unless
+    ``--ocr-backend torch`` (the PP-OCR networks on ``--device``, in ``--dtype``) or ``--no-semantic`` (MiniLM off:
+    a machine without its package) asks for another reading config."""
+    if args.ocr_backend == "onnxruntime" and not args.no_semantic:
+        return None
+    from arr_coc.config import RelevanceConfig
+    from arr_coc.reading import ReadingConfig
+    from arr_coc.realizing import Realizer
+
+    reading = ReadingConfig()
+    if args.ocr_backend == "torch":
+        reading = reading.replace(ocr={"backend": "torch", "device": args.device, "dtype": args.dtype})
+    if args.no_semantic:
+        reading = reading.with_switches(semantic=False)
+    return Realizer(RelevanceConfig(reading=reading.to_dict())).eval()
+
+
+def clear_ocr_cache(realizer: Any = None) -> None:
+    """Empty the OCR cache of ``realizer`` (default: the shared default realizer): the next text-mode question
+    reads its page again."""
     from arr_coc.realizing import default_realizer
 
-    cache = getattr(default_realizer().reading.reader, "cache", None)
+    cache = getattr((realizer or default_realizer()).reading.reader, "cache", None)
     if cache is not None:
         cache.clear()
 
@@ -371,6 +391,7 @@ def bench_batch(
         return {"model": name, "batch": batch, "n_vis": n_vis, "n_text": n_text, "rows": [], "tower": tower}
     rows = [Row("unpruned", "-", "-", model, full)]
     modes = [m for m in args.modes if m != "text" or ocr_available()]
+    reader = text_realizer(args) if "text" in modes else None
     for b in args.budgets:
         budget = parse_budget(b)
         k = budget if isinstance(budget, int) else max(1, round(float(budget) * n_vis))
@@ -378,10 +399,13 @@ def bench_batch(
         rows.append(Row("downscaled", "-", b, model, to_device(batched(small, batch))))
         for mode in modes:
             for kind, foveate in (("compress", False), ("foveate", True)):
-                runner = compress(model, budget=budget, tokenizer=tok, foveate=foveate, text_prior=mode == "text")
+                text = mode == "text"
+                runner = compress(model, budget=budget, tokenizer=tok, foveate=foveate, text_prior=text,
+                                  realizer=reader if text else None)  # fmt: skip
                 rows.append(Row(kind, mode, b, runner, full))
-                if mode == "text" and batch == 1:
-                    rows.append(Row(kind, "text, first question", b, runner, full, before=clear_ocr_cache))
+                if text and batch == 1:
+                    clear = functools.partial(clear_ocr_cache, reader)
+                    rows.append(Row(kind, "text, first question", b, runner, full, before=clear))
     log(f"{name} batch {batch}: {n_vis} visual + {n_text} text tokens a sample, {len(rows)} rows")
     for row in rows:  # warm-up: kernel selection, scorer / OCR model loading, the OCR cache for the text rows
         time_once(row, args.device)
@@ -474,7 +498,9 @@ def render(results: list[dict[str, Any]], env: dict[str, str], depth: dict[str, 
         + f"load average at the start {env['load']} "
         f"({'timings under contention: compare rows, not machines' if env['contended'] else 'quiet machine'}). "
         "Random weights on the named config; page `examples/invoice.jpg`; a batch is B copies of the sample. "
-        "TTFT = one forward with `logits_to_keep=1`. Text rows: OCR cached (the page was read before) unless "
+        "TTFT = one forward with `logits_to_keep=1`. Text rows: OCR on "
+        f"{'the device (torch backend)' if args.ocr_backend == 'torch' else 'the CPU (onnxruntime)'}"
+        f"{', semantic matching (MiniLM) OFF' if args.no_semantic else ''}; OCR cached (the page was read before) unless "
         "marked `first question` (cache cleared before each run). Decision ops / syncs: aten ops and host syncs "
         "outside the vision tower and the LM, minus the unpruned forward's (`arr_coc.profiling.OpCounter`).",
         "",
@@ -553,6 +579,10 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--repeat", type=int, default=None, help="timed runs per row, median (default 5 GPU, 3 CPU)")
     p.add_argument("--question", default=QUESTION)
     p.add_argument("--threads", type=int, default=None, help="torch CPU threads (default torch's)")
+    p.add_argument("--ocr-backend", default="onnxruntime", choices=("onnxruntime", "torch"),
+                   help="text rows' OCR networks: onnxruntime (CPU, the default) or torch on --device")  # fmt: skip
+    p.add_argument("--no-semantic", action="store_true",
+                   help="text rows without MiniLM (where its package is missing, e.g. a GPU machine without it)")
     p.add_argument("--tower-only", action="store_true", help="only the foveated tower's counts (Qwen2.5-VL), no timing")
     p.add_argument("--out", type=Path, default=Path("results/throughput.md"), help="markdown output (JSON alongside)")
     args = p.parse_args(argv)

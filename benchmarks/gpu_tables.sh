@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# The GPU tables of issue 24 in one run, each step under its own time limit so that one slow step leaves the others'
+# tables (about 6 minutes on an H100 / H200):
+#   1. benchmarks/stages.py: the text-aware decision stage by stage on the device (OCR on the torch backend), a first
+#      and a second question on the example invoice: OCR ms per page, decision (texture + scorers + selection) ms;
+#   2. benchmarks/throughput.py: TTFT and images/s on the Qwen2.5-VL-7B config at batch 1 and 8: unpruned, the page
+#      downscaled to the kept token count, compress and foveate in texture and text mode (OCR on the device);
+#   3. benchmarks/ocr_backends.py: the OCR backends on the device against onnxruntime on the host.
+#
+#   bash benchmarks/gpu_tables.sh results/gpu                 # all of it
+#   bash benchmarks/gpu_tables.sh results/gpu --no-semantic   # without MiniLM (its package not installed)
+#
+# Extra arguments go to the two text-path benchmarks (stages.py, throughput.py).
+set -u
+out=${1:-results/gpu}
+shift || true
+mkdir -p "$out"
+python -c "import torch, transformers; print('torch', torch.__version__, 'cuda', torch.version.cuda, torch.cuda.get_device_name(0), 'transformers', transformers.__version__)"
+timeout "${STAGES_S:-120}" python benchmarks/stages.py --device cuda --dtype bfloat16 --backend torch --invoice-only \
+    --repeat 5 "$@" --out "$out/stages_cuda.md"
+echo "stages: exit $?"
+timeout "${THROUGHPUT_S:-300}" python benchmarks/throughput.py --device cuda --dtype bfloat16 --models qwen2.5-vl-7b \
+    --batches 1 8 --repeat 3 --ocr-backend torch "$@" --out "$out/throughput.md"
+echo "throughput: exit $?"
+timeout "${OCR_S:-75}" python benchmarks/ocr_backends.py --device cuda --dtype bfloat16 --threads "$(nproc)" --out "$out/ocr_backends.md"
+echo "ocr_backends: exit $?"
