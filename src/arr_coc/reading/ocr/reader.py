@@ -253,14 +253,19 @@ class TextReader:
 
     def _ocr(self, pil: Image.Image) -> tuple[list[TextBox], float, float]:
         """Detect and recognise the text of an RGB picture: (boxes, detection ms, recognition ms)."""
+        import cv2  # with rapidocr (the engine is loaded)
+
         detector, recognizer = self.engine()
         t0 = time.perf_counter()
-        det = detector(pil)
+        # (H, W, 3) BGR, as rapidocr and the models expect: made once for the detector and the recogniser (given a
+        # PIL image, rapidocr would copy its pixels out again and swap the channels itself). cvtColor's swap is the
+        # array NumPy's [..., ::-1] copy makes, 30 times faster (0.3 against 8 ms on a 1,151 x 1,376 page)
+        bgr = cv2.cvtColor(np.asarray(pil), cv2.COLOR_RGB2BGR)
+        det = detector(bgr)
         quads = getattr(det, "boxes", None)
         t1 = time.perf_counter()
         if quads is None or len(quads) == 0:
             return [], (t1 - t0) * 1e3, 0.0
-        bgr = np.ascontiguousarray(np.asarray(pil)[:, :, ::-1])  # (H, W, 3) as rapidocr and the models expect
         quads = np.asarray(quads, dtype=np.float32).reshape(-1, 4, 2)  # (N, 4, 2) corners in image pixels
         if hasattr(recognizer, "read_page"):  # lines.PageRecognizer: crops, recognition, decoding on the device
             lines = recognizer.read_page(bgr, quads)
@@ -289,11 +294,23 @@ def detect_only(engine: type) -> type:
     network. The reader cuts its own crops (``crop_quad`` / ``lines.cut_lines``), so the subclass returns none;
     detection, box post-processing and the mapping of boxes to the original image are rapidocr's own, unchanged
     (the same boxes, tested). A subclass overriding one seam, not a patch: other ``RapidOCR`` objects are untouched.
+    Its detector stage extracts the boxes with :class:`~arr_coc.reading.ocr.detection.LeanDBPostProcess` (rapidocr's
+    DB post-processing with less host time per box, the same boxes bit for bit).
     """
 
     class DetectOnly(engine):  # type: ignore[misc, valid-type]
         def crop_text_regions(self, img: np.ndarray, det_boxes: np.ndarray) -> list[np.ndarray]:
             return []  # nothing to recognise here: no crops
+
+        def _load_det_model(self) -> Any:
+            from rapidocr.ch_ppocr_det.utils import DBPostProcess
+
+            from .detection import LeanDBPostProcess
+
+            stage = super()._load_det_model()
+            if type(stage.postprocess_op) is DBPostProcess:  # this engine's own stage: rapidocr's class is untouched
+                stage.postprocess_op = LeanDBPostProcess.like(stage.postprocess_op)
+            return stage
 
     DetectOnly.__name__ = DetectOnly.__qualname__ = f"DetectOnly{engine.__name__}"
     return DetectOnly
