@@ -28,7 +28,7 @@ from torch import nn
 
 from .config import RelevanceConfig
 from .query import QueryCues
-from .tensors import cached_constant
+from .tensors import cached_constant, param_like
 
 SCORERS = ("information", "perspectival", "participatory")
 
@@ -56,7 +56,7 @@ class TensionBalancer(nn.Module):
     def forward(self, cues: list[QueryCues], signal: torch.Tensor) -> torch.Tensor:
         """Weights (B, 3), rows summing to 1; participatory gets 0 where it had no signal at all."""
         feats = self.features(cues, signal)  # (B, 6)
-        logits = feats @ self.linear.weight.to(feats).T  # (B, 3)
+        logits = feats @ param_like(self.linear.weight, feats).T  # (B, 3)
         if self.temperature != 1.0:  # x / 1.0 is x: no op for the default
             logits = logits / self.temperature
         # participatory's logit to -inf where signal <= 0, in one comparison: the other columns' threshold is -inf,

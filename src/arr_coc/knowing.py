@@ -12,7 +12,8 @@ Each scorer is a small ``nn.Module`` whose parameters start at the training-free
 :class:`arr_coc.config.RelevanceConfig`, so a later training run can learn them; each takes a batch of texture
 arrays ``(B, 13, H, W)`` and returns scores ``(B, H, W)`` in [0, 1], normalised per sample (never across the batch,
 so a sample's scores do not depend on its neighbours). Everything runs on the texture's device: the parameters are
-used as ``param.to(texture)`` (a no-op once the module sits on that device) and no other tensor is made elsewhere.
+used as ``param_like(param, texture)`` (``arr_coc.tensors``: the parameter itself once the module sits on that device,
+else its copy there, made once while the parameter is unchanged) and no other tensor is made elsewhere.
 
 Example:
     >>> import torch
@@ -30,7 +31,7 @@ from torch import nn
 
 from .config import CHANNELS, RelevanceConfig
 from .query import QueryCues
-from .tensors import CONSTANTS, cached_constant, joined
+from .tensors import CONSTANTS, cached_constant, joined, param_like
 
 _CH = {name: i for i, name in enumerate(CHANNELS)}
 
@@ -121,7 +122,7 @@ class _ChannelMix(nn.Module):
 
     def mix(self, feats: torch.Tensor) -> torch.Tensor:
         """Channels already rescaled (B, C, H, W) -> their weighted sum (B, H, W), not yet rescaled."""
-        return torch.einsum("bchw,c->bhw", feats, self.weight.to(feats))
+        return torch.einsum("bchw,c->bhw", feats, param_like(self.weight, feats))
 
 
 class InformationScorer(_ChannelMix):
@@ -190,7 +191,7 @@ class ParticipatoryScorer(nn.Module):
         b, _, h, w = texture.shape
         if len(cues) != b:
             raise ValueError(f"got {len(cues)} queries for a batch of {b} texture arrays")
-        term_weight = self.term_weight.to(texture)  # (3,)
+        term_weight = param_like(self.term_weight, texture)  # (3,)
         terms = []
         if prior is not None:
             prior = prior.to(texture)

@@ -12,6 +12,8 @@ Example:
 
 from __future__ import annotations
 
+import threading
+import weakref
 from collections.abc import Sequence
 from typing import Any
 
@@ -88,6 +90,52 @@ def cached_constant(values: Any, like: torch.Tensor) -> torch.Tensor:
     Never modify the result in place."""
     key = ("constant", _frozen(values), like.device, like.dtype)
     return CONSTANTS.get(key, lambda: constant(values, like))
+
+
+# id(parameter) -> {(device, dtype): ((version, data pointer), its copy there)}; an entry goes when its parameter
+# does (weakref.finalize), so an id reused by a later tensor never finds it. (A WeakKeyDictionary would compare
+# tensors with ==, elementwise.)
+_PARAM_COPIES: dict[int, dict[Any, tuple[Any, torch.Tensor]]] = {}
+_PARAM_LOCK = threading.RLock()  # reentrant: a finaliser may run (garbage collection) while it is held
+
+
+def _forget_param(key: int) -> None:
+    with _PARAM_LOCK:
+        _PARAM_COPIES.pop(key, None)
+
+
+def param_like(param: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
+    """``param.to(like)`` (a module's weight next to the tensor it meets) without a copy per call.
+
+    The realizer usually stays on the CPU while ``compress`` decides on the model's GPU: ``p.to(x)`` of each of its
+    few weights was a host-to-device copy on every decision (from pageable memory, so the host waits for it). The copy
+    is kept, per device and dtype, for as long as the parameter lives and is unchanged: its version counter (bumped by
+    every in-place update: an optimiser step, ``load_state_dict``) and its data pointer (``.data`` replaced) are
+    checked on each call, a few attribute reads. Where autograd must see the copy (grad mode on and the parameter
+    trainable) it is ``param.to(like)`` as before. Never modify the result in place.
+    """
+    if param.device == like.device and param.dtype == like.dtype:
+        return param
+    if torch.is_grad_enabled() and param.requires_grad:
+        return param.to(like)
+    if torch._C._get_dispatch_mode(torch._C._TorchDispatchModeKey.FAKE) is not None:
+        return param.to(like)  # fake tensors belong to their mode: never cached
+    stamp = (param._version, param.data_ptr())
+    where = (like.device, like.dtype)
+    key = id(param)
+    with _PARAM_LOCK:
+        copies = _PARAM_COPIES.get(key)
+        hit = copies.get(where) if copies is not None else None
+        if hit is not None and hit[0] == stamp:
+            return hit[1]
+    with torch.inference_mode(False), torch.no_grad():  # a normal tensor: usable in and outside inference mode
+        copy = param.detach().to(like, copy=True)
+    with _PARAM_LOCK:
+        if key not in _PARAM_COPIES:
+            weakref.finalize(param, _forget_param, key)
+            _PARAM_COPIES[key] = {}
+        _PARAM_COPIES[key][where] = (stamp, copy)
+    return copy
 
 
 def _frozen(values: Any) -> Any:
