@@ -1,0 +1,82 @@
+"""Wall time of ``Realizer.decide`` on a device, per call and per image: texture mode (the realizer left on the CPU,
+as ``compress``'s default one is, and moved to the device) and text mode with the page's OCR cached (the matcher
+runs; MiniLM off with ``--no-semantic``), at batch 1 and 8, on the example invoice (Qwen2.5-VL grid, 1,248 tokens),
+budget 22.2%. Each timed call ends with the kept indices read to the host (what ``compress`` needs) and a device
+sync. Issue 24's goal: <= 2 ms per image at batch 1 on a GPU.
+
+    python benchmarks/decision_time.py --device cuda --no-semantic
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+from pathlib import Path
+
+import torch
+from PIL import Image
+
+ROOT = Path(__file__).resolve().parents[1]
+QUERY = "How much must be paid?"
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    p.add_argument("--runs", type=int, default=20)
+    p.add_argument("--no-semantic", action="store_true", help="MiniLM off (its package missing)")
+    args = p.parse_args(argv)
+    from arr_coc.config import RelevanceConfig
+    from arr_coc.grid import GridSpec
+    from arr_coc.io import load_image_with_size
+    from arr_coc.reading import ReadingConfig
+    from arr_coc.realizing import Realizer
+    from arr_coc.texture import frames_from_image
+
+    dev = args.device
+    on_gpu = dev.startswith("cuda")
+    sync = torch.cuda.synchronize if on_gpu else (lambda: None)
+    spec = GridSpec.for_family("qwen2.5-vl", None, 1280 * 28 * 28)
+    img, _ = load_image_with_size(Image.open(ROOT / "examples" / "invoice.jpg").convert("RGB"),
+                                  target_pixels=spec.max_pixels)  # fmt: skip
+    grid = spec.grid_for(img.height, img.width)
+    ocr = {"backend": "torch", "device": dev, "dtype": "bfloat16"} if on_gpu else {}
+    reading = ReadingConfig().replace(ocr=ocr) if ocr else ReadingConfig()
+    if args.no_semantic:
+        reading = reading.with_switches(semantic=False)
+    realizer = Realizer(RelevanceConfig(reading=reading.to_dict())).eval()
+    frames = frames_from_image(img, grid).to(dev)
+
+    def timed(mode: str, n: int) -> float:
+        call = ([frames] * n, [(grid.rows, grid.cols)] * n, [QUERY] * n, 0.222)
+        for _ in range(3):  # warm-up: constants, the OCR cache of the page (text mode)
+            realizer.decide(*call, mode=mode)
+        ms = []
+        for _ in range(args.runs):
+            sync()
+            t = time.perf_counter()
+            d = realizer.decide(*call, mode=mode)
+            [k.tolist() for k in d.keeps]
+            sync()
+            ms.append((time.perf_counter() - t) * 1e3)
+        return statistics.median(ms)
+
+    rows = []
+    for n in (1, 8):
+        rows.append(("texture, realizer on the CPU", n, timed("texture", n)))
+    realizer.to(dev)
+    for mode in ("texture", "text"):
+        for n in (1, 8):
+            rows.append((f"{mode}{', OCR cached' if mode == 'text' else ''}, realizer on {dev}", n, timed(mode, n)))
+    name = torch.cuda.get_device_name(dev) if on_gpu else "CPU"
+    print(f"Realizer.decide on {dev} ({name}), median of {args.runs} calls, ms"
+          f"{'; MiniLM off' if args.no_semantic else ''}\n")
+    print("| what | batch | ms a call | ms an image |\n|---|---:|---:|---:|")
+    for what, n, ms in rows:
+        print(f"| {what} | {n} | {ms:.2f} | {ms / n:.2f} |")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,74 @@
+"""The OCR of one page on the torch backend, end to end: median wall ms of ``TextReader._ocr`` (detection + line
+recognition, every host step around the networks included) and of an uncached ``read_timed`` (the page digest too).
+
+Page: ``examples/invoice.jpg`` at the size ``allocate`` gives the OCR (Qwen2.5-VL grid, 1,280-token cap). It measures
+whichever ``arr_coc`` is importable, so two checkouts compare in the same minutes on the same machine:
+
+    python benchmarks/ocr_page.py --device cuda --runs 30                                  # this checkout
+    PYTHONPATH=<other checkout>/src python benchmarks/ocr_page.py --device cuda --runs 30  # another one
+
+(on a GPU, issue 24's goal is <= 40 ms a page). The last line lists the first recognised texts, to see both read
+the same page.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+from pathlib import Path
+
+import torch
+from PIL import Image
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    p.add_argument("--dtype", default=None, help="bfloat16 on a GPU, float32 on the CPU (default)")
+    p.add_argument("--runs", type=int, default=30)
+    args = p.parse_args(argv)
+    import arr_coc
+    from arr_coc.grid import GridSpec
+    from arr_coc.io import load_image_with_size
+    from arr_coc.reading import TextReader
+
+    on_gpu = args.device.startswith("cuda")
+    dtype = args.dtype or ("bfloat16" if on_gpu else "float32")
+    sync = torch.cuda.synchronize if on_gpu else (lambda: None)
+    spec = GridSpec.for_family("qwen2.5-vl", None, 1280 * 28 * 28)
+    page = Image.open(ROOT / "examples" / "invoice.jpg").convert("RGB")
+    img, _ = load_image_with_size(page, target_pixels=spec.max_pixels)
+    reader = TextReader(backend="torch", device=args.device, dtype=dtype)
+    reader.warmup()
+    for _ in range(min(3, args.runs)):
+        reader._ocr(img)
+    rows = []
+    for _ in range(args.runs):
+        sync()
+        t = time.perf_counter()
+        boxes, det_ms, rec_ms = reader._ocr(img)
+        sync()
+        rows.append(((time.perf_counter() - t) * 1e3, det_ms, rec_ms))
+    reads = []
+    for _ in range(args.runs):
+        reader.cache.clear()
+        sync()
+        t = time.perf_counter()
+        reader.read_timed(img)
+        sync()
+        reads.append((time.perf_counter() - t) * 1e3)
+    med = [statistics.median(r[i] for r in rows) for i in range(3)]
+    print(
+        f"{arr_coc.__file__}: {len(boxes)} boxes; _ocr median {med[0]:.1f} ms (detect {med[1]:.1f}, recognise "
+        f"{med[2]:.1f}), min {min(r[0] for r in rows):.1f}; uncached read_timed median {statistics.median(reads):.1f} "
+        f"ms over {args.runs} runs ({args.device} {dtype})"
+    )
+    print("texts:", [b.text for b in boxes][:8])
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
