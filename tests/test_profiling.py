@@ -46,6 +46,20 @@ def test_every_kind_of_sync_is_counted() -> None:
     }  # fmt: skip
 
 
+def test_a_host_copy_read_after_it_waits_once() -> None:
+    """``x.cpu().numpy()`` / ``.tolist()`` is one sync (the copy), not two: the read is of host memory."""
+    x = torch.arange(6.0)
+    with OpCounter() as c:
+        x.cpu().numpy()
+        x[:3].cpu().tolist()
+        x.to("cpu").tolist()
+    assert dict(c.syncs) == {"Tensor.cpu": 2, "Tensor.to": 1}
+    with OpCounter() as c:
+        x.tolist()  # no copy before it: the read itself is the sync
+        x.numpy()
+    assert dict(c.syncs) == {"Tensor.tolist": 1, "Tensor.numpy": 1}
+
+
 def test_counter_is_inactive_outside_and_count_ops_returns_result() -> None:
     with OpCounter() as c:
         pass

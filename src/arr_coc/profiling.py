@@ -27,7 +27,11 @@ What counts (:class:`OpCounter`):
     by the string ``"cpu"``), seen by a ``TorchFunctionMode`` (they reach no aten op on a CPU tensor). This assumes
     the tensor would live on the accelerator, so a CPU count is an upper bound for code that also moves genuinely
     host-side tensors. ``Tensor.to(other.device)`` is taken for what it is on an accelerator, a move to the
-    device, and not counted.
+    device, and not counted;
+  - reading the host copy a counted sync made (``tolist``, ``numpy``, ``__array__`` of it) is not counted again:
+    ``x.cpu().numpy()`` and ``x.cpu().tolist()`` wait once (on a GPU the ``.numpy()`` reads host memory). On a CPU
+    ``.cpu()`` returns the tensor itself, so there a later read of that same tensor is taken for a read of the copy
+    (another ``.cpu()`` / ``.to("cpu")`` of it is still counted).
 
   Host-to-device uploads (``torch.tensor(...)`` then ``.to(device)``) do not wait for the device and are not syncs.
 * **host op**: an op inside :func:`on_host`, a region the caller declares to work on tensors that live on the host by
@@ -48,6 +52,7 @@ Example:
 from __future__ import annotations
 
 import threading
+import weakref
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -85,6 +90,8 @@ _MASK_INDEX_OPS = frozenset({_aten.index.Tensor, _aten.index_put.default, _aten.
 _COPY_OPS = frozenset({_aten._to_copy.default, _aten.copy_.default, _aten.to.dtype_layout, _aten.to.device})
 # Tensor methods that copy to the host; seen at the Python level because on a CPU tensor they reach no aten op
 _HOST_METHODS = frozenset({"tolist", "numpy", "__array__", "cpu"})
+# of those, the ones that only read: on a host copy a counted sync made, they wait for nothing
+_HOST_READS = frozenset({"tolist", "numpy", "__array__"})
 
 
 _host = threading.local()  # depth of nested on_host regions in this thread
@@ -147,9 +154,13 @@ class _DispatchCounter(TorchDispatchMode):
                 self.owner.host_ops[name] += 1
             return func(*args, **kwargs)
         (self.owner.views if func.is_view else self.owner.ops)[name] += 1
-        if _is_sync(func, args, kwargs):
-            self.owner.syncs[name] += 1
-        return func(*args, **kwargs)
+        if not _is_sync(func, args, kwargs):
+            return func(*args, **kwargs)
+        self.owner.syncs[name] += 1
+        out = func(*args, **kwargs)
+        if func in _COPY_OPS:  # the host copy itself: reading it later waits for nothing
+            self.owner._mark_copied(args[0] if func == _aten.copy_.default else out)
+        return out
 
 
 class _FunctionCounter(TorchFunctionMode):
@@ -169,8 +180,13 @@ class _FunctionCounter(TorchFunctionMode):
             if name == "to":
                 target = kwargs.get("device", args[1] if len(args) > 1 else None)
                 to_host = isinstance(target, str) and torch.device(target).type == "cpu"
-            if to_host:
+            reads_copy = name in _HOST_READS and self.owner._copied_already(args[0])
+            if to_host and not reads_copy:
                 self.owner.syncs[f"Tensor.{name}"] += 1
+                out = func(*args, **kwargs)
+                if isinstance(out, torch.Tensor):  # .cpu() / .to("cpu"): on a CPU the tensor itself
+                    self.owner._mark_copied(out)
+                return out
         return func(*args, **kwargs)
 
 
@@ -193,6 +209,16 @@ class OpCounter:
         self.syncs: Counter[str] = Counter()
         self.host_ops: Counter[str] = Counter()
         self._modes: list[Any] = []
+        self._copies: dict[int, weakref.ref[torch.Tensor]] = {}  # host copies already counted as a sync
+
+    def _mark_copied(self, tensor: Any) -> None:
+        if isinstance(tensor, torch.Tensor):
+            self._copies[id(tensor)] = weakref.ref(tensor)
+
+    def _copied_already(self, tensor: torch.Tensor) -> bool:
+        """Whether ``tensor`` is the host copy a counted sync made (``x.cpu().numpy()`` waits once, not twice)."""
+        ref = self._copies.get(id(tensor))
+        return ref is not None and ref() is tensor
 
     @property
     def n_ops(self) -> int:
