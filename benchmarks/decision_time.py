@@ -70,8 +70,10 @@ def main(argv: list[str] | None = None) -> int:
         for n in (1, 8):
             rows.append((f"{mode}{', OCR cached' if mode == 'text' else ''}, realizer on {dev}", n, timed(mode, n)))
     name = torch.cuda.get_device_name(dev) if on_gpu else "CPU"
-    print(f"Realizer.decide on {dev} ({name}), median of {args.runs} calls, ms"
-          f"{'; MiniLM off' if args.no_semantic else ''}\n")
+    print(
+        f"Realizer.decide on {dev} ({name}), median of {args.runs} calls, ms"
+        f"{'; MiniLM off' if args.no_semantic else ''}\n"
+    )
     print("| what | batch | ms a call | ms an image |\n|---|---:|---:|---:|")
     for what, n, ms in rows:
         print(f"| {what} | {n} | {ms:.2f} | {ms / n:.2f} |")

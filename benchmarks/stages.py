@@ -137,8 +137,15 @@ def _median(rows: list[dict[str, float]]) -> dict[str, float]:
     return {k: statistics.median(r.get(k, 0.0) for r in rows) for k in STAGES}
 
 
-def measure(repeat: int, device: torch.device, dtype: torch.dtype, ocr: dict[str, Any], log: Callable[[str], None],
-            n_pages: int = 2, semantic: bool = True) -> tuple[list[dict[str, Any]], dict[str, tuple[float, float]]]:  # fmt: skip
+def measure(
+    repeat: int,
+    device: torch.device,
+    dtype: torch.dtype,
+    ocr: dict[str, Any],
+    log: Callable[[str], None],
+    n_pages: int = 2,
+    semantic: bool = True,
+) -> tuple[list[dict[str, Any]], dict[str, tuple[float, float]]]:
     """Per page and question (first / cached second): median stage times; and the networks' floor on the invoice.
     ``semantic=False`` switches MiniLM off (a machine without the model's package): the floor has no MiniLM rows."""
     from arr_coc.config import RelevanceConfig

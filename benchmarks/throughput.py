@@ -500,8 +500,8 @@ def render(results: list[dict[str, Any]], env: dict[str, str], depth: dict[str, 
         "Random weights on the named config; page `examples/invoice.jpg`; a batch is B copies of the sample. "
         "TTFT = one forward with `logits_to_keep=1`. Text rows: OCR on "
         f"{'the device (torch backend)' if args.ocr_backend == 'torch' else 'the CPU (onnxruntime)'}"
-        f"{', semantic matching (MiniLM) OFF' if args.no_semantic else ''}; OCR cached (the page was read before) unless "
-        "marked `first question` (cache cleared before each run). Decision ops / syncs: aten ops and host syncs "
+        f"{', semantic matching (MiniLM) OFF' if args.no_semantic else ''}; OCR cached (the page was read before) "
+        "unless marked `first question` (cache cleared before each run). Decision ops / syncs: aten ops and host syncs "
         "outside the vision tower and the LM, minus the unpruned forward's (`arr_coc.profiling.OpCounter`).",
         "",
     ]
@@ -581,8 +581,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--threads", type=int, default=None, help="torch CPU threads (default torch's)")
     p.add_argument("--ocr-backend", default="onnxruntime", choices=("onnxruntime", "torch"),
                    help="text rows' OCR networks: onnxruntime (CPU, the default) or torch on --device")  # fmt: skip
-    p.add_argument("--no-semantic", action="store_true",
-                   help="text rows without MiniLM (where its package is missing, e.g. a GPU machine without it)")
+    p.add_argument(
+        "--no-semantic",
+        action="store_true",
+        help="text rows without MiniLM (where its package is missing, e.g. a GPU machine without it)",
+    )
     p.add_argument("--tower-only", action="store_true", help="only the foveated tower's counts (Qwen2.5-VL), no timing")
     p.add_argument("--out", type=Path, default=Path("results/throughput.md"), help="markdown output (JSON alongside)")
     args = p.parse_args(argv)

@@ -63,7 +63,10 @@ def test_slow_score_mode_is_rapidocrs_own() -> None:
     assert np.array_equal(a, b) and sa == sb
 
 
-@pytest.mark.parametrize("mean_std", [((0.5, 0.5, 0.5), (0.5, 0.5, 0.5)), ((0.485, 0.456, 0.406), (0.229, 0.224, 0.225))])
+IMAGENET = ((0.485, 0.456, 0.406), (0.229, 0.224, 0.225))
+
+
+@pytest.mark.parametrize("mean_std", [((0.5, 0.5, 0.5), (0.5, 0.5, 0.5)), IMAGENET])
 def test_device_normalisation_equals_rapidocrs(mean_std) -> None:
     pytest.importorskip("onnx")
     import torch
