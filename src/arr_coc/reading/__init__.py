@@ -23,6 +23,8 @@ Three rooms and what they share (imports go down this list, never up; ``tests/te
         recognition.py     ``LineRecognizer``: the CTC line recogniser (Latin head, width-sorted batches)
         lines.py           ``PageRecognizer``: a page's lines cut (one ``grid_sample``), recognised (one call) and
                            CTC-decoded (one copy back) on a torch device (``backend="torch"``)
+        detection.py       ``LeanDBPostProcess``: rapidocr's DB box extraction with less host time a box, the same
+                           boxes
         onnx_torch.py      ``OnnxModule``: the PP-OCR ONNX graphs run by torch on any device and dtype
         torch_backend.py   ``TorchOcrSession`` / ``TorchRapidOCR``: rapidocr with its networks on ``OnnxModule``
     matching/        how much each box matters for a question, painted onto the token grid
