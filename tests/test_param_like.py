@@ -30,6 +30,15 @@ def test_copy_is_kept_until_the_parameter_changes() -> None:
     assert torch.equal(param_like(p, like), torch.tensor([7.0, 8.0, 9.0], dtype=torch.float64))
 
 
+def test_a_parameter_made_under_inference_mode_is_copied_each_call() -> None:
+    """Such a tensor has no version counter: it gets ``param.to(like)``, never a cached copy that could go stale."""
+    with torch.inference_mode():
+        p = nn.Parameter(torch.tensor([1.0, 2.0]))
+    like = torch.zeros(1, dtype=torch.float64)
+    a, b = param_like(p, like), param_like(p, like)
+    assert a is not b and torch.equal(a, b) and a.dtype == torch.float64
+
+
 def test_training_gets_a_differentiable_copy() -> None:
     p = nn.Parameter(torch.tensor([1.0, 2.0]))
     out = param_like(p, torch.zeros(1, dtype=torch.float64))

@@ -120,6 +120,8 @@ def param_like(param: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
         return param.to(like)
     if torch._C._get_dispatch_mode(torch._C._TorchDispatchModeKey.FAKE) is not None:
         return param.to(like)  # fake tensors belong to their mode: never cached
+    if param.is_inference():  # made under inference_mode (a module built there): no version counter to check
+        return param.to(like)
     stamp = (param._version, param.data_ptr())
     where = (like.device, like.dtype)
     key = id(param)
