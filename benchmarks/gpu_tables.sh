@@ -5,7 +5,9 @@
 #      and a second question on the example invoice: OCR ms per page, decision (texture + scorers + selection) ms;
 #   2. benchmarks/throughput.py: TTFT and images/s on the Qwen2.5-VL-7B config at batch 1 and 8: unpruned, the page
 #      downscaled to the kept token count, compress and foveate in texture and text mode (OCR on the device);
-#   3. benchmarks/ocr_backends.py: the OCR backends on the device against onnxruntime on the host.
+#   3. benchmarks/ocr_backends.py: the OCR backends on the device against onnxruntime on the host;
+#   4. benchmarks/full_tower.py: the whole page's Qwen2.5-VL-7B tower, the model's own (one attention call per window)
+#      against full_tower (each window length in one call, what compress runs): ms, calls, bit equality.
 #
 #   bash benchmarks/gpu_tables.sh results/gpu                 # all of it
 #   bash benchmarks/gpu_tables.sh results/gpu --no-semantic   # without MiniLM (its package not installed)
@@ -24,3 +26,5 @@ timeout "${THROUGHPUT_S:-300}" python benchmarks/throughput.py --device cuda --d
 echo "throughput: exit $?"
 timeout "${OCR_S:-75}" python benchmarks/ocr_backends.py --device cuda --dtype bfloat16 --threads "$(nproc)" --out "$out/ocr_backends.md"
 echo "ocr_backends: exit $?"
+timeout "${TOWER_S:-90}" python benchmarks/full_tower.py --device cuda --batches 1 8 --out "$out/full_tower.md"
+echo "full_tower: exit $?"

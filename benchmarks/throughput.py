@@ -279,6 +279,42 @@ def tower_times(model: Any, pixel_values: torch.Tensor, grid_thw: torch.Tensor, 
     return {name: statistics.median(v) for name, v in runs.items()}
 
 
+def full_tower_counts(model: Any, inputs: dict[str, torch.Tensor], repeat: int, device: str) -> dict[str, Any]:
+    """The whole page's Qwen2.5-VL tower as ``compress`` runs it on SDPA (``qwen2_5_vl.full_tower``: each window
+    length in one attention call, the model's output bit for bit) against the model's own (``get_image_features``:
+    one call per window): ops, syncs, attention calls, median wall ms, and whether the features are equal bit for
+    bit."""
+    from arr_coc.integrations.qwen2_5_vl import full_tower
+    from arr_coc.profiling import OpCounter
+
+    visual = model.model.visual
+    pixels, grid = inputs["pixel_values"], inputs["image_grid_thw"]
+    fns = {
+        "own": lambda: model.model.get_image_features(pixels, grid, return_dict=True).pooler_output,
+        "grouped": lambda: full_tower(visual, pixels, grid).pooler_output.split(
+            (grid.prod(-1) // visual.spatial_merge_size**2).tolist()
+        ),
+    }
+    out: dict[str, Any] = {}
+    runs: dict[str, list[float]] = {name: [] for name in fns}
+    with torch.inference_mode():
+        feats = {name: torch.cat(fn()) for name, fn in fns.items()}  # warm-up too
+        out["equal"] = bool(torch.equal(feats["own"], feats["grouped"]))
+        for name, fn in fns.items():
+            with OpCounter() as c:
+                fn()
+            out[name] = {"ops": c.n_ops, "syncs": c.n_syncs, "attention_calls": _sdpa_calls(c)}
+        for _ in range(repeat):
+            for name, fn in fns.items():
+                _sync(device)
+                start = time.perf_counter()
+                fn()
+                _sync(device)
+                runs[name].append(1000 * (time.perf_counter() - start))
+    out["ms"] = {name: statistics.median(v) for name, v in runs.items()} if repeat else None
+    return out
+
+
 # ---------------------------------------------------------------------------------------------------------------------
 # Timing
 # ---------------------------------------------------------------------------------------------------------------------
@@ -387,8 +423,10 @@ def bench_batch(
             keeps = [a.keep for per in runner.last_allocation for a in per]
             counts = tower_counts(model, full["pixel_values"], full["image_grid_thw"], keeps)
             tower.append({"budget": b, "kept": int(keeps[0].numel()), **counts, "ms": None})
+        full_tower = full_tower_counts(model, full, 0, args.device)
         log(f"{name} batch {batch}: tower counts done")
-        return {"model": name, "batch": batch, "n_vis": n_vis, "n_text": n_text, "rows": [], "tower": tower}
+        return {"model": name, "batch": batch, "n_vis": n_vis, "n_text": n_text, "rows": [], "tower": tower,
+                "full_tower": full_tower}  # fmt: skip
     rows = [Row("unpruned", "-", "-", model, full)]
     modes = [m for m in args.modes if m != "text" or ocr_available()]
     reader = text_realizer(args) if "text" in modes else None
@@ -427,7 +465,9 @@ def bench_batch(
                 assert base_ops is not None
                 row.ops, row.syncs = ops - base_ops[0], syncs - base_ops[1]
     tower = []
+    full_tower = None
     if spec["family"] == "qwen2_5_vl" and batch in args.ops_batches:
+        full_tower = full_tower_counts(model, full, args.repeat, args.device)
         for row in rows:
             if row.kind == "foveate" and row.mode == "texture":
                 keeps = [a.keep for per in row.runner.last_allocation for a in per]
@@ -456,6 +496,7 @@ def bench_batch(
             for r in rows
         ],
         "tower": tower,
+        "full_tower": full_tower,
     }
 
 
@@ -533,6 +574,22 @@ def render(results: list[dict[str, Any]], env: dict[str, str], depth: dict[str, 
                     f" goal ≥ {GOAL_PCT_OF_DOWNSCALED:.0f}%)"
                 )
         lines.append("")
+        ft = res.get("full_tower")
+        if ft:
+            lines += [
+                f"Full tower ({res['model']}, batch {res['batch']}): what `compress` runs without foveation "
+                "(each window length in one attention call) against the model's own tower (one call per window); "
+                f"features equal bit for bit: {'yes' if ft['equal'] else 'NO'}.",
+                "",
+                "| tower | ops | syncs | attention calls | ms |",
+                "|---|---:|---:|---:|---:|",
+                *(
+                    f"| {label} | {ft[k]['ops']} | {ft[k]['syncs']} | {ft[k]['attention_calls']} | "
+                    + (f"{ft['ms'][k]:,.1f} |" if ft["ms"] else " |")
+                    for k, label in (("own", "model's own"), ("grouped", "grouped (`full_tower`)"))
+                ),
+                "",
+            ]
         if res["tower"]:
             lines += [
                 f"Foveated tower ({res['model']}, batch {res['batch']}, texture mode): the model's own tower (one SDPA "

@@ -195,15 +195,23 @@ def _compress_inputs(processor, n: int, sizes: list[tuple[int, int]]) -> dict:
 
 
 def _added(cm, model, inputs: dict) -> tuple[int, dict[str, int]]:
-    """(ops the wrapped forward adds, sync causes that grow: cause -> how many more)."""
+    """(ops the wrapped forward adds for the decision, sync causes that grow: cause -> how many more): the wrapped
+    forward minus the unwrapped one, minus what compress's own tower saves (``arr_coc.testing.tower_counts``)."""
+    from arr_coc.testing import tower_counts
+
     with torch.inference_mode():
         cm(**inputs)  # warm-up: cached constants
         with OpCounter() as base:
             model(**inputs)
         with OpCounter() as wrapped:
             cm(**inputs)
-    grown = {k: v - base.syncs[k] for k, v in wrapped.syncs.items() if v > base.syncs[k]}
-    return wrapped.n_ops - base.n_ops, grown
+        ours, own = tower_counts(model, inputs)
+    syncs = wrapped.syncs.copy()
+    syncs.subtract(base.syncs)
+    syncs.subtract(ours.syncs)
+    syncs.update(own.syncs)
+    grown = {k: v for k, v in syncs.items() if v > 0}
+    return wrapped.n_ops - base.n_ops - (ours.n_ops - own.n_ops), grown
 
 
 def test_compress_adds_few_ops_and_two_host_reads() -> None:

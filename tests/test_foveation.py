@@ -590,6 +590,38 @@ def test_padded_segments_attention_equals_per_segment(lengths, heads, dim):
         assert (whole - ref).abs().max().item() > 10 * bound
 
 
+@pytest.mark.parametrize(
+    "lengths",
+    [[64, 12, 40, 64, 4, 28], [64, 64, 48, 64, 64, 48, 16, 16, 12], [16, 16, 16], [4], [8, 64, 64, 20, 8]],
+)
+@pytest.mark.parametrize(("heads", "dim"), [(4, 8), (16, 80)])
+def test_grouped_segments_attention_equals_per_segment_exactly(lengths, heads, dim):
+    """One SDPA call per distinct segment length is EXACTLY the library's per-segment calls, whatever the mix of lengths
+    (no padding, no mask: the same kernel on the same (L, d) blocks, laid out with the same strides); one length is a
+    plain reshape; an empty segment (a repeated boundary) is skipped."""
+    from arr_coc.integrations.foveation import GroupedSegments
+
+    cu, (q, k, v) = _segments(lengths, heads, dim, seed=sum(lengths) + dim)
+    layout = GroupedSegments.from_cu_seqlens(cu)
+    assert sorted(n for n, *_ in layout.groups) == sorted(set(lengths))
+    assert torch.equal(layout.attend(q, k, v, dim**-0.5), _per_segment_attention(cu)(q, k, v, dim**-0.5))
+    calls = _attention_calls(lambda: layout.attend(q, k, v, dim**-0.5))
+    assert calls == len(set(lengths))
+    repeated = torch.cat([cu[:1], cu[:1], cu[1:], cu[-1:]])  # two empty segments
+    assert torch.equal(GroupedSegments.from_cu_seqlens(repeated).attend(q, k, v, 0.5), layout.attend(q, k, v, 0.5))
+
+
+def test_grouped_segments_errors():
+    from arr_coc.integrations.foveation import GroupedSegments
+
+    for bad in ([1, 4], [0, 4, 2], [0], [0, 0]):
+        with pytest.raises(ValueError, match="cu_seqlens"):
+            GroupedSegments.from_cu_seqlens(torch.tensor(bad))
+    with pytest.raises(ValueError, match="rows"):
+        q = torch.zeros(5, 1, 2)
+        GroupedSegments.from_cu_seqlens(torch.tensor([0, 2, 4, 7])).attend(q, q, q, 1.0)
+
+
 def test_padded_segments_layout_matches_brute_force():
     from arr_coc.integrations.foveation import PaddedSegments
 
@@ -725,6 +757,70 @@ def test_foveated_tower_makes_one_attention_call_per_block(family):
     assert n_segments == 4
     assert own == (len(visual.blocks) - n_full) * n_windows + n_full * n_segments
     assert ours == len(visual.blocks) < own
+
+
+@pytest.mark.parametrize(
+    "grids",
+    [
+        [(1, 8, 12)],  # the tiny tower's windows are 2 x 2 tokens: six whole windows, one length
+        [(1, 10, 14), (1, 4, 8), (1, 10, 14)],  # cut windows: three lengths, and two images of one size
+        [(2, 6, 10), (3, 4, 4)],  # videos: windows per frame
+    ],
+)
+def test_full_tower_is_the_models_tower_exactly(grids):
+    """``compress``'s full tower for Qwen2.5-VL on SDPA (each window length in one call) gives the model's own tower's
+    output bit for bit (``get_image_features``), with one attention call per block and distinct window length
+    instead of one per window."""
+    from arr_coc.integrations.qwen2_5_vl import full_tower
+
+    model = build("qwen2_5_vl")
+    visual = model.model.visual
+    pv, grid = _pixels(model, grids), torch.tensor(grids)
+    with torch.no_grad():
+        ours = full_tower(visual, pv, grid)
+        theirs = visual(pv, grid_thw=grid, return_dict=True)
+        encoded = find_adapter(model).encode(model, "image", pv, grid)
+    assert torch.equal(ours.pooler_output, theirs.pooler_output)
+    assert torch.equal(ours.last_hidden_state, theirs.last_hidden_state)
+    sizes = [t * h * w // 4 for t, h, w in grids]
+    assert [f.shape[0] for f in encoded.features] == sizes
+    assert torch.equal(torch.cat(encoded.features), theirs.pooler_output)
+    encode_calls = _attention_calls(lambda: find_adapter(model).encode(model, "image", pv, grid))
+    assert encode_calls < _attention_calls(lambda: visual(pv, grid_thw=grid))  # encode went through it
+    _, cu_window = get_vision_window_index(
+        grid, spatial_merge_size=2, window_size=visual.window_size, patch_size=visual.patch_size
+    )
+    windows = cu_window.diff()
+    n_windows, n_lengths = int((windows > 0).sum()), len(set(windows[windows > 0].tolist()))
+    n_images = sum(t for t, _, _ in grids)
+    n_sizes = len({h * w for _, h, w in grids})
+    n_full = len(visual.fullatt_block_indexes)
+    own = _attention_calls(lambda: visual(pv, grid_thw=grid))
+    ours_calls = _attention_calls(lambda: full_tower(visual, pv, grid))
+    assert own >= (len(visual.blocks) - n_full) * n_windows + n_full * n_images
+    assert ours_calls == (len(visual.blocks) - n_full) * n_lengths + n_full * n_sizes < own
+
+
+@pytest.mark.parametrize("budget", [1.0, 0.3])
+def test_compress_with_the_grouped_tower_is_compress_with_the_models(budget, monkeypatch):
+    """End to end: a compress forward and greedy generation with the grouped full tower (the default on SDPA) equal
+    those with the model's own tower (the grouping switched off) bit for bit, at full budget (the unmodified model's
+    logits) and pruned (the same kept tokens, the same features), on a page with cut windows."""
+    from arr_coc.integrations import qwen2_5_vl
+
+    model = build("qwen2_5_vl")
+    inputs = batch([Sample(model, [[10, 11], ("image", (1, 10, 14)), [12, 13]])])
+    with torch.no_grad():
+        assert qwen2_5_vl.groups_windows(model.model.visual)
+        grouped = compress(model, budget=budget, scorer="cosine")(**inputs).logits
+        grouped_tokens = greedy(compress(model, budget=budget, scorer="cosine").generate, inputs)
+        if budget == 1.0:
+            assert torch.equal(grouped, model(**inputs).logits)
+        monkeypatch.setattr(qwen2_5_vl, "groups_windows", lambda visual: False)
+        own = compress(model, budget=budget, scorer="cosine")(**inputs).logits
+        own_tokens = greedy(compress(model, budget=budget, scorer="cosine").generate, inputs)
+    assert torch.equal(grouped, own)
+    assert torch.equal(grouped_tokens, own_tokens)
 
 
 def test_run_tower_uses_the_models_tower_unless_sdpa():

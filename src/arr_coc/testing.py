@@ -334,3 +334,25 @@ __all__ = [
     "tiny_model",
     "tiny_tokenizer",
 ]
+
+
+def tower_counts(model: Any, inputs: dict[str, Any]) -> tuple[Any, Any]:
+    """Ops and syncs of the vision tower in a ``compress`` forward against the unwrapped forward's, on ``inputs``
+    (processor outputs with images): ``(compress's encode, the model's get_image_features)``, two
+    :class:`arr_coc.profiling.OpCounter`.
+
+    ``compress`` runs a Qwen2.5-VL tower on SDPA with each window length in one attention call (the same output bit
+    for bit, fewer ops and syncs); what a wrapped forward adds for the DECISION is (wrapped - unwrapped) - (the first
+    - the second). Run under ``torch.inference_mode()`` or ``no_grad`` as the forwards it is compared with.
+    """
+    from .integrations.base import FamilyAdapter
+    from .integrations.compress import find_adapter
+    from .profiling import OpCounter
+
+    adapter = find_adapter(model)
+    pixels, grid = inputs["pixel_values"], inputs["image_grid_thw"]
+    with OpCounter() as ours:
+        adapter.encode(model, "image", pixels, grid)
+    with OpCounter() as own:
+        FamilyAdapter.encode(adapter, model, "image", pixels, grid)
+    return ours, own

@@ -364,6 +364,17 @@ class FamilyAdapter:
         """
         return model.model.visual(hidden, grid_thw=grid_thw, return_dict=True, **kwargs)
 
+    def run_full_tower(self, model: Any, pixel_values: torch.Tensor, grid_thw: torch.Tensor) -> Any:
+        """The vision tower on ALL patches of one modality (foveation keeping every token): the model's own tower
+        by default; Qwen2.5-VL on SDPA overrides it with the same computation in fewer attention calls.
+
+        Args:
+            pixel_values (torch.Tensor of shape (sum(t*h*w), C*temporal_patch_size*patch_size**2)): the patches.
+            grid_thw (torch.LongTensor of shape (num_items, 3)): their patch grids.
+        """
+        visual = model.model.visual
+        return visual(pixel_values.type(visual.dtype), grid_thw=grid_thw, return_dict=True)
+
     def encode_kept(
         self,
         model: Any,

@@ -31,6 +31,10 @@ window block. :class:`PaddedSegments` lays the packed segments out as a padded b
 a key mask, so one ``scaled_dot_product_attention`` call covers them all; the family file runs the blocks with it
 (``qwen2_5_vl.py``). With flash-attn (``attn_implementation="flash_attention_2"``) the towers already make one varlen
 call per block (``flash_attn_varlen_func`` on ``cu_seqlens``), and the model's own tower is used unchanged.
+
+The full tower too (``compress`` without foveation, Qwen2.5-VL on SDPA): a whole page's windows come in a few lengths,
+and :class:`GroupedSegments` attends to each length's windows in one call, bit for bit the per-window calls, so the
+full budget stays the unmodified model's output while the ~80 calls per window block of a page become two or three.
 """
 
 from __future__ import annotations
@@ -40,6 +44,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 import torch
 
 # Keyword arguments of the towers that hold cumulative boundaries (offset by the patches of earlier items when
@@ -266,6 +271,95 @@ class PaddedSegments:
         return out if self.slots is None else out[self.slots]  # (P, H, d)
 
 
+@dataclass(frozen=True)
+class GroupedSegments:
+    """Packed attention segments grouped by length: ONE attention call per distinct length, bit for bit the
+    per-segment calls.
+
+    Every group is a batch of segments of one length ``L`` (no padding, no mask), so each (segment, head) block goes
+    through the same kernel on the same (L, d) values, laid out as the library's per-segment calls lay them out (row
+    stride ``H * d``, head stride ``d``): the result equals attending segment by segment EXACTLY (on a CPU, tested in
+    ``tests/test_foveation.py``; on a GPU as long as the kernel computes each (batch, head) block on its own, which
+    SDPA's flash and memory-efficient kernels do). A whole page's windows come in a few lengths (whole windows, and
+    the cut windows of the last row and column): a few calls per block instead of one per window. A group whose
+    segments are adjacent (a page whose width is a whole number of windows: the whole windows, then the cut last
+    row) is a slice of the packed rows, neither gathered nor scattered back.
+    :class:`PaddedSegments` is one call whatever the lengths, exact only when they are all equal; the foveated tower
+    (many lengths) uses it, the full tower this.
+
+    Attributes:
+        n_rows: ``P``, the packed rows (``cu[-1]``).
+        groups: per distinct length ``L``, by first row: ``(L, first, S_L, rows)``; ``rows`` (torch.LongTensor of
+            shape (S_L * L,)) the packed rows of its ``S_L`` segments, segment after segment, or ``None`` when they are
+            the adjacent rows ``first .. first + S_L * L - 1``.
+    """
+
+    n_rows: int
+    groups: tuple[tuple[int, int, int, torch.Tensor | None], ...]
+
+    @classmethod
+    def from_cu_seqlens(cls, cu_seqlens: torch.Tensor) -> GroupedSegments:
+        """The groups of the segments ``cu_seqlens`` delimits (empty segments skipped). Reads the boundaries to the
+        host once (one sync per layout and tower call, none per block); the gathered groups' row indices go to the
+        device in one copy.
+
+        Args:
+            cu_seqlens (torch.IntTensor of shape (S + 1,)): cumulative segment lengths starting at 0, non-decreasing.
+        """
+        bounds = [int(b) for b in cu_seqlens.tolist()]  # the one host read
+        if not bounds or bounds[0] != 0 or any(b < a for a, b in zip(bounds[:-1], bounds[1:], strict=True)):
+            raise ValueError(f"cu_seqlens must start at 0 and be non-decreasing: {bounds}")
+        starts: dict[int, list[int]] = {}
+        for a, b in zip(bounds[:-1], bounds[1:], strict=True):
+            if b > a:
+                starts.setdefault(b - a, []).append(a)
+        if not starts:
+            raise ValueError(f"cu_seqlens holds no non-empty segment: {bounds}")
+        order = sorted(starts, key=lambda n: starts[n][0])  # lengths by first row
+        adjacent = {n: starts[n][-1] - starts[n][0] == (len(starts[n]) - 1) * n for n in order}
+        gathered = [n for n in order if not adjacent[n]]
+        rows: dict[int, torch.Tensor] = {}
+        if gathered:
+            index = [(np.asarray(starts[n])[:, None] + np.arange(n)).ravel() for n in gathered]
+            on_device = torch.from_numpy(np.concatenate(index)).to(cu_seqlens.device)  # one upload
+            rows = dict(zip(gathered, on_device.split([len(i) for i in index]), strict=True))
+        return cls(bounds[-1], tuple((n, starts[n][0], len(starts[n]), rows.get(n)) for n in order))
+
+    def attend(self, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, scale: float) -> torch.Tensor:
+        """Bidirectional attention within each segment, one ``scaled_dot_product_attention`` call per length.
+
+        Args:
+            query, key, value (torch.Tensor of shape (P, H, d)): packed rows, heads, head dim.
+            scale: the softmax scale (the attention module's ``scaling``).
+
+        Returns:
+            torch.Tensor of shape (P, H, d).
+        """
+        n_rows, heads, dim = query.shape
+        if n_rows != self.n_rows:
+            raise ValueError(f"the layout has {self.n_rows} rows, the query {n_rows}")
+        sdpa = torch.nn.functional.scaled_dot_product_attention
+        outs = []
+        for length, first, count, rows in self.groups:
+
+            def batch(x: torch.Tensor, length: int = length, first: int = first, count: int = count,
+                      rows: torch.Tensor | None = rows) -> torch.Tensor:  # fmt: skip
+                x = x[first : first + count * length] if rows is None else x[rows]  # (S_L * L, H, d)
+                return x.view(count, length, heads, dim).transpose(1, 2)  # (S_L, H, L, d)
+
+            got = sdpa(batch(query), batch(key), batch(value), scale=scale)  # (S_L, H, L, d)
+            outs.append(got.transpose(1, 2).reshape(count * length, heads, dim))  # (S_L * L, H, d)
+        if all(rows is None for *_, rows in self.groups):  # adjacent groups tile the rows in order
+            return outs[0] if len(outs) == 1 else torch.cat(outs)
+        out = query.new_empty(query.shape)
+        for (_, first, _, rows), got in zip(self.groups, outs, strict=True):
+            if rows is None:
+                out[first : first + got.shape[0]] = got
+            else:
+                out[rows] = got
+        return out
+
+
 def encode_kept(
     model: Any,
     adapter: Any,
@@ -314,8 +408,8 @@ def encode_kept(
             raise ValueError(f"pixel_values has {pixel_values.shape[0]} patch rows, the grids make {start}")
         rows, kwargs = concat_items(items, starts)
     visual = model.model.visual
-    if rows.numel() == start:  # every token kept: the foveated tower IS the full tower, run the model's own
-        raw = visual(pixel_values.type(visual.dtype), grid_thw=grid_thw, return_dict=True)
+    if rows.numel() == start:  # every token kept: the foveated tower IS the full tower
+        raw = adapter.run_full_tower(model, pixel_values, grid_thw)
     else:
         if on_the_host:  # one upload per tensor, no wait
             kwargs = {key: v.to(grid_thw.device) for key, v in kwargs.items()}

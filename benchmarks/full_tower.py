@@ -1,0 +1,137 @@
+"""The whole page's Qwen2.5-VL vision tower two ways: the model's own (SDPA: one attention call per window, a host read
+of the window lengths per block) against ``arr_coc.integrations.qwen2_5_vl.full_tower`` (each window length in one
+call: what ``compress`` runs without foveation on SDPA). Counts (ops, host syncs, attention calls), median
+wall ms, and whether the features are equal bit for bit, at each batch size.
+
+    python benchmarks/full_tower.py --device cuda                          # 7B tower, bfloat16, batch 1 and 8
+    python benchmarks/full_tower.py --device cpu --fraction 0.25 --repeat 3  # this machine: a quarter of the blocks
+
+Only the vision tower is built (random weights on the published Qwen2.5-VL-7B vision config, ``--fraction`` of its
+blocks with a full-attention block kept last, as ``benchmarks/prefill.py`` cuts it); the page is the example invoice
+at ``--tokens`` visual tokens (1,248 for the default 1,300), a batch is B copies. Writes ``--out`` (markdown).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import torch
+
+try:  # run as a script (benchmarks/ on sys.path) or imported from the repository root
+    from foveation import proportional_spec
+    from prefill import ALL_CONFIGS, make_inputs
+except ImportError:  # pragma: no cover - depends on how the file is loaded
+    from benchmarks.foveation import proportional_spec
+    from benchmarks.prefill import ALL_CONFIGS, make_inputs
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def build_tower(spec: dict[str, Any], dtype: torch.dtype, device: str) -> Any:
+    """A random-weight ``Qwen2_5_VisionTransformerPretrainedModel`` of ``spec``'s vision config, SDPA, eval mode."""
+    from transformers import Qwen2_5_VLConfig
+    from transformers.models.qwen2_5_vl.modeling_qwen2_5_vl import Qwen2_5_VisionTransformerPretrainedModel
+
+    config = Qwen2_5_VLConfig(vision_config=spec["vision_config"], text_config=spec["text_config"]).vision_config
+    config._attn_implementation = "sdpa"
+    torch.manual_seed(0)
+    previous = torch.get_default_dtype()
+    torch.set_default_dtype(dtype)
+    try:
+        with torch.device(device):
+            tower = Qwen2_5_VisionTransformerPretrainedModel._from_config(config)
+    finally:
+        torch.set_default_dtype(previous)
+    return tower.eval()
+
+
+def measure(tower: Any, pixels: torch.Tensor, grid: torch.Tensor, repeat: int, device: str) -> dict[str, Any]:
+    from arr_coc.integrations.qwen2_5_vl import full_tower
+    from arr_coc.profiling import OpCounter
+
+    sync = torch.cuda.synchronize if device.startswith("cuda") else (lambda: None)
+    fns = {
+        "own": lambda: tower(pixels, grid_thw=grid, return_dict=True).pooler_output,
+        "grouped": lambda: full_tower(tower, pixels, grid).pooler_output,
+    }
+    out: dict[str, Any] = {}
+    with torch.inference_mode():
+        feats = {name: fn() for name, fn in fns.items()}  # warm-up too
+        out["equal"] = bool(torch.equal(feats["own"], feats["grouped"]))
+        for name, fn in fns.items():
+            with OpCounter() as c:
+                fn()
+            calls = sum(n for op, n in c.ops.items() if "scaled_dot_product" in op)
+            out[name] = {"ops": c.n_ops, "syncs": c.n_syncs, "calls": calls}
+        runs: dict[str, list[float]] = {name: [] for name in fns}
+        for _ in range(repeat):
+            for name, fn in fns.items():  # alternating, so drift hits both
+                sync()
+                start = time.perf_counter()
+                fn()
+                sync()
+                runs[name].append(1000 * (time.perf_counter() - start))
+    out["ms"] = {name: statistics.median(v) for name, v in runs.items()}
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    import transformers
+
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    p.add_argument("--dtype", default=None, help="default bfloat16 on a GPU, float32 on the CPU")
+    p.add_argument("--fraction", type=float, default=1.0, help="share of the tower's blocks kept")
+    p.add_argument("--tokens", type=int, default=1300, help="max visual tokens of the page")
+    p.add_argument("--batches", nargs="+", type=int, default=[1, 8])
+    p.add_argument("--repeat", type=int, default=10)
+    p.add_argument("--out", type=Path, default=None, help="markdown file (default: print only)")
+    args = p.parse_args(argv)
+    on_gpu = args.device.startswith("cuda")
+    dtype = getattr(torch, args.dtype or ("bfloat16" if on_gpu else "float32"))
+    spec = proportional_spec(ALL_CONFIGS["qwen2.5-vl-7b"], args.fraction)
+    tower = build_tower(spec, dtype, args.device)
+    from PIL import Image
+
+    one, _ = make_inputs(spec, Image.open(ROOT / "examples" / "invoice.jpg").convert("RGB"), "?", args.tokens)
+    grid1 = one["image_grid_thw"]
+    card = torch.cuda.get_device_name() if on_gpu else f"CPU ({platform.machine()}, {torch.get_num_threads()} threads)"
+    lines = [
+        "# The full Qwen2.5-VL vision tower: the model's own against `full_tower` (each window length in one call)",
+        "",
+        f"Command: `python benchmarks/{Path(__file__).name} {' '.join(sys.argv[1:] if argv is None else argv)}`",
+        "",
+        f"{card}, {dtype}, torch {torch.__version__}, transformers {transformers.__version__}, SDPA; random weights "
+        f"on the Qwen2.5-VL-7B vision config, {len(tower.blocks)} blocks (full attention at "
+        f"{list(tower.fullatt_block_indexes)}); the example invoice, grid {grid1.tolist()[0]} patches "
+        f"({int(grid1.prod()) // 4} tokens) a page; load average {os.getloadavg()[0]:.1f} at the start.",
+        "",
+        f"| batch | tower | ops | host syncs | attention calls | ms (median of {args.repeat}) | equal bit for bit |",
+        "|---:|---|---:|---:|---:|---:|---|",
+    ]
+    for b in args.batches:
+        pixels = one["pixel_values"].repeat(b, 1).to(args.device, dtype)
+        grid = grid1.repeat(b, 1).to(args.device)
+        r = measure(tower, pixels, grid, args.repeat, args.device)
+        for name, label in (("own", "model's own"), ("grouped", "`full_tower`")):
+            c = r[name]
+            lines.append(f"| {b} | {label} | {c['ops']} | {c['syncs']} | {c['calls']} | {r['ms'][name]:,.1f} | "
+                         f"{'yes' if r['equal'] else 'NO'} |")  # fmt: skip
+        print(lines[-2], lines[-1], sep="\n", flush=True)
+    text = "\n".join(lines) + "\n"
+    print(text)
+    if args.out:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
