@@ -16,9 +16,7 @@ from __future__ import annotations
 import argparse
 import os
 import platform
-import statistics
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -27,9 +25,11 @@ import torch
 try:  # run as a script (benchmarks/ on sys.path) or imported from the repository root
     from foveation import proportional_spec
     from prefill import ALL_CONFIGS, make_inputs
+    from throughput import full_tower_counts
 except ImportError:  # pragma: no cover - depends on how the file is loaded
     from benchmarks.foveation import proportional_spec
     from benchmarks.prefill import ALL_CONFIGS, make_inputs
+    from benchmarks.throughput import full_tower_counts
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -42,44 +42,9 @@ def build_tower(spec: dict[str, Any], dtype: torch.dtype, device: str) -> Any:
     config = Qwen2_5_VLConfig(vision_config=spec["vision_config"], text_config=spec["text_config"]).vision_config
     config._attn_implementation = "sdpa"
     torch.manual_seed(0)
-    previous = torch.get_default_dtype()
-    torch.set_default_dtype(dtype)
-    try:
-        with torch.device(device):
-            tower = Qwen2_5_VisionTransformerPretrainedModel._from_config(config)
-    finally:
-        torch.set_default_dtype(previous)
+    with torch.device(device):
+        tower = Qwen2_5_VisionTransformerPretrainedModel._from_config(config, dtype=dtype)
     return tower.eval()
-
-
-def measure(tower: Any, pixels: torch.Tensor, grid: torch.Tensor, repeat: int, device: str) -> dict[str, Any]:
-    from arr_coc.integrations.qwen2_5_vl import full_tower
-    from arr_coc.profiling import OpCounter
-
-    sync = torch.cuda.synchronize if device.startswith("cuda") else (lambda: None)
-    fns = {
-        "own": lambda: tower(pixels, grid_thw=grid, return_dict=True).pooler_output,
-        "grouped": lambda: full_tower(tower, pixels, grid).pooler_output,
-    }
-    out: dict[str, Any] = {}
-    with torch.inference_mode():
-        feats = {name: fn() for name, fn in fns.items()}  # warm-up too
-        out["equal"] = bool(torch.equal(feats["own"], feats["grouped"]))
-        for name, fn in fns.items():
-            with OpCounter() as c:
-                fn()
-            calls = sum(n for op, n in c.ops.items() if "scaled_dot_product" in op)
-            out[name] = {"ops": c.n_ops, "syncs": c.n_syncs, "calls": calls}
-        runs: dict[str, list[float]] = {name: [] for name in fns}
-        for _ in range(repeat):
-            for name, fn in fns.items():  # alternating, so drift hits both
-                sync()
-                start = time.perf_counter()
-                fn()
-                sync()
-                runs[name].append(1000 * (time.perf_counter() - start))
-    out["ms"] = {name: statistics.median(v) for name, v in runs.items()}
-    return out
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -119,11 +84,11 @@ def main(argv: list[str] | None = None) -> int:
     for b in args.batches:
         pixels = one["pixel_values"].repeat(b, 1).to(args.device, dtype)
         grid = grid1.repeat(b, 1).to(args.device)
-        r = measure(tower, pixels, grid, args.repeat, args.device)
+        r = full_tower_counts(tower, pixels, grid, args.repeat, args.device)
         for name, label in (("own", "model's own"), ("grouped", "`full_tower`")):
             c = r[name]
-            lines.append(f"| {b} | {label} | {c['ops']} | {c['syncs']} | {c['calls']} | {r['ms'][name]:,.1f} | "
-                         f"{'yes' if r['equal'] else 'NO'} |")  # fmt: skip
+            cells = [b, label, c["ops"], c["syncs"], c["attention_calls"], f"{r['ms'][name]:,.1f}"]
+            lines.append("| " + " | ".join(map(str, cells)) + f" | {'yes' if r['equal'] else 'NO'} |")
         print(lines[-2], lines[-1], sep="\n", flush=True)
     text = "\n".join(lines) + "\n"
     print(text)

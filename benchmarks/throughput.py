@@ -261,13 +261,45 @@ def tower_times(model: Any, pixel_values: torch.Tensor, grid_thw: torch.Tensor, 
         starts.append(starts[-1] + t * h * w)
     rows, kwargs = concat_items(items, starts)
     hidden = pixel_values[rows].type(visual.dtype)
-    runs: dict[str, list[float]] = {"own": [], "batched": []}
     fns = {
         "own": lambda: visual(hidden, grid_thw=grid_thw, return_dict=True, **dict(kwargs)),
         "batched": lambda: adapter.run_tower(model, hidden, grid_thw, dict(kwargs)),
     }
+    return alternating_ms(fns, repeat, device)
+
+
+def full_tower_counts(
+    visual: Any, pixels: torch.Tensor, grid: torch.Tensor, repeat: int, device: str
+) -> dict[str, Any]:
+    """The whole page's Qwen2.5-VL tower as ``compress`` runs it on SDPA (``qwen2_5_vl.full_tower``: each window
+    length in one attention call, the model's output bit for bit) against the model's own (``visual(...)``: one call
+    per window): ops, syncs, attention calls, median wall ms (None when ``repeat`` is 0), and whether the features
+    are equal bit for bit."""
+    from arr_coc.integrations.qwen2_5_vl import full_tower
+    from arr_coc.profiling import OpCounter
+
+    fns = {
+        "own": lambda: visual(pixels.type(visual.dtype), grid_thw=grid, return_dict=True).pooler_output,
+        "grouped": lambda: full_tower(visual, pixels, grid).pooler_output,
+    }
+    out: dict[str, Any] = {}
     with torch.inference_mode():
-        for fn in fns.values():  # warm-up
+        feats = {name: fn() for name, fn in fns.items()}  # warm-up too
+        out["equal"] = bool(torch.equal(feats["own"], feats["grouped"]))
+        for name, fn in fns.items():
+            with OpCounter() as c:
+                fn()
+            out[name] = {"ops": c.n_ops, "syncs": c.n_syncs, "attention_calls": _sdpa_calls(c)}
+    out["ms"] = alternating_ms(fns, repeat, device, warm=False) if repeat else None
+    return out
+
+
+def alternating_ms(fns: dict[str, Callable[[], Any]], repeat: int, device: str, warm: bool = True) -> dict[str, float]:
+    """Median wall ms of each callable, run in turn ``repeat`` times (drift hits all of them), after one warm-up call
+    each unless ``warm`` is False; the device synchronised around each call."""
+    runs: dict[str, list[float]] = {name: [] for name in fns}
+    with torch.inference_mode():
+        for fn in fns.values() if warm else ():
             fn()
         for _ in range(repeat):
             for name, fn in fns.items():
@@ -277,42 +309,6 @@ def tower_times(model: Any, pixel_values: torch.Tensor, grid_thw: torch.Tensor, 
                 _sync(device)
                 runs[name].append(1000 * (time.perf_counter() - start))
     return {name: statistics.median(v) for name, v in runs.items()}
-
-
-def full_tower_counts(model: Any, inputs: dict[str, torch.Tensor], repeat: int, device: str) -> dict[str, Any]:
-    """The whole page's Qwen2.5-VL tower as ``compress`` runs it on SDPA (``qwen2_5_vl.full_tower``: each window
-    length in one attention call, the model's output bit for bit) against the model's own (``get_image_features``:
-    one call per window): ops, syncs, attention calls, median wall ms, and whether the features are equal bit for
-    bit."""
-    from arr_coc.integrations.qwen2_5_vl import full_tower
-    from arr_coc.profiling import OpCounter
-
-    visual = model.model.visual
-    pixels, grid = inputs["pixel_values"], inputs["image_grid_thw"]
-    fns = {
-        "own": lambda: model.model.get_image_features(pixels, grid, return_dict=True).pooler_output,
-        "grouped": lambda: full_tower(visual, pixels, grid).pooler_output.split(
-            (grid.prod(-1) // visual.spatial_merge_size**2).tolist()
-        ),
-    }
-    out: dict[str, Any] = {}
-    runs: dict[str, list[float]] = {name: [] for name in fns}
-    with torch.inference_mode():
-        feats = {name: torch.cat(fn()) for name, fn in fns.items()}  # warm-up too
-        out["equal"] = bool(torch.equal(feats["own"], feats["grouped"]))
-        for name, fn in fns.items():
-            with OpCounter() as c:
-                fn()
-            out[name] = {"ops": c.n_ops, "syncs": c.n_syncs, "attention_calls": _sdpa_calls(c)}
-        for _ in range(repeat):
-            for name, fn in fns.items():
-                _sync(device)
-                start = time.perf_counter()
-                fn()
-                _sync(device)
-                runs[name].append(1000 * (time.perf_counter() - start))
-    out["ms"] = {name: statistics.median(v) for name, v in runs.items()} if repeat else None
-    return out
 
 
 # ---------------------------------------------------------------------------------------------------------------------
@@ -423,7 +419,7 @@ def bench_batch(
             keeps = [a.keep for per in runner.last_allocation for a in per]
             counts = tower_counts(model, full["pixel_values"], full["image_grid_thw"], keeps)
             tower.append({"budget": b, "kept": int(keeps[0].numel()), **counts, "ms": None})
-        full_tower = full_tower_counts(model, full, 0, args.device)
+        full_tower = full_tower_counts(model.model.visual, full["pixel_values"], full["image_grid_thw"], 0, args.device)
         log(f"{name} batch {batch}: tower counts done")
         return {"model": name, "batch": batch, "n_vis": n_vis, "n_text": n_text, "rows": [], "tower": tower,
                 "full_tower": full_tower}  # fmt: skip
@@ -467,7 +463,9 @@ def bench_batch(
     tower = []
     full_tower = None
     if spec["family"] == "qwen2_5_vl" and batch in args.ops_batches:
-        full_tower = full_tower_counts(model, full, args.repeat, args.device)
+        full_tower = full_tower_counts(
+            model.model.visual, full["pixel_values"], full["image_grid_thw"], args.repeat, args.device
+        )
         for row in rows:
             if row.kind == "foveate" and row.mode == "texture":
                 keeps = [a.keep for per in row.runner.last_allocation for a in per]
