@@ -33,7 +33,11 @@ What counts (:class:`OpCounter`):
     ``.cpu()`` returns the tensor itself, so there a later read of that same tensor is taken for a read of the copy
     (another ``.cpu()`` / ``.to("cpu")`` of it is still counted).
 
-  Host-to-device uploads (``torch.tensor(...)`` then ``.to(device)``) do not wait for the device and are not syncs.
+  Host-to-device uploads are not counted: a CPU cannot tell a host tensor's move to the device from a no-op move
+  of a tensor already there. On CUDA a blocking upload (``.to(device)`` of a host tensor, ``non_blocking=False``)
+  DOES wait for the stream (PyTorch ends it with ``cudaStreamSynchronize``: ``memcpy_and_sync``), so the code keeps
+  uploads off the path between queued device work and what follows it, or makes them pinned and non-blocking
+  (``arr_coc.integrations.sequence.upload``); the rest upload constants once (cached) or follow a counted read.
 * **host op**: an op inside :func:`on_host`, a region the caller declares to work on tensors that live on the host by
   construction (index bookkeeping built from a host copy the code already read, e.g. the foveated tower's inputs
   built from the decision's host copy, then uploaded once). On a GPU these launch nothing and wait for nothing; they

@@ -234,8 +234,10 @@ class Qwen25Adapter(FamilyAdapter):
         visual = model.model.visual
         if not groups_windows(visual):
             return super().encode(model, kind, pixel_values, grid_thw)
-        raw = self.run_full_tower(model, pixel_values, grid_thw)
+        # the items' token counts read BEFORE the tower is queued (get_image_features reads them after it, which
+        # holds the host until the tower has run): the decision is launched while the tower runs on the device
         sizes = (grid_thw.prod(-1) // int(visual.spatial_merge_size) ** 2).tolist()
+        raw = self.run_full_tower(model, pixel_values, grid_thw)
         raw.pooler_output = raw.pooler_output.split(sizes)  # per item, as get_image_features splits it
         return EncodedVisual(raw=raw, features=list(raw.pooler_output), deepstack=None)
 

@@ -177,10 +177,19 @@ def upload(arrays: Sequence[np.ndarray], device: torch.device | str) -> list[tor
     """Host integer arrays -> tensors on ``device`` in ONE host-to-device copy, returned as views of it (int64;
     a caller casts where it needs another dtype).
 
-    The copy is made even on a CPU (``copy=True``), so the op counter sees on a CPU the one copy a GPU makes.
+    The copy is made even on a CPU (``copy=True``), so the op counter sees on a CPU the one copy a GPU makes. On CUDA
+    it is asynchronous: PyTorch's blocking host-to-device copy (``non_blocking=False``) ends with a synchronisation
+    of the stream (``memcpy_and_sync`` in ``aten/src/ATen/native/cuda/Copy.cu``), so an upload made while the vision
+    tower is queued would hold the host until the tower has run. The bytes go through pinned memory
+    (``pin_memory``; the caching host allocator keeps the block until the copy is done) with ``non_blocking=True``:
+    the host goes on launching (the decision overlaps the tower) and the copy keeps its place in the stream.
     """
     flat = np.concatenate([np.asarray(a, dtype=np.int64).reshape(-1) for a in arrays]) if arrays else np.zeros(0)
-    buffer = torch.from_numpy(flat.astype(np.int64, copy=False)).to(device, copy=True)  # the one upload
+    host = torch.from_numpy(flat.astype(np.int64, copy=False))
+    if torch.device(device).type == "cuda":
+        buffer = host.pin_memory().to(device, non_blocking=True)  # the one upload, queued on the stream
+    else:
+        buffer = host.to(device, copy=True)  # the one upload
     out, start = [], 0
     for a in arrays:
         out.append(buffer[start : start + a.size].view(a.shape))
