@@ -189,6 +189,14 @@ def concat_items(items: Sequence[KeptItem], patch_starts: Sequence[int]) -> tupl
     return rows, packed
 
 
+def _packed_shape(query: torch.Tensor, n_rows: int) -> tuple[int, int]:
+    """(heads, head dim) of packed rows (P, H, d), refused when P is not the layout's ``n_rows``."""
+    rows, heads, dim = query.shape
+    if rows != n_rows:
+        raise ValueError(f"the layout has {n_rows} rows, the query {rows}")
+    return heads, dim
+
+
 @dataclass(frozen=True)
 class PaddedSegments:
     """Packed variable-length attention segments laid out as one padded batch: ONE attention call for all of them.
@@ -256,9 +264,7 @@ class PaddedSegments:
         Returns:
             torch.Tensor of shape (P, H, d).
         """
-        n_rows, heads, dim = query.shape
-        if n_rows != self.n_rows:
-            raise ValueError(f"the layout has {self.n_rows} rows, the query {n_rows}")
+        heads, dim = _packed_shape(query, self.n_rows)
 
         def padded(x: torch.Tensor) -> torch.Tensor:  # (P, H, d) -> (S, H, L, d)
             x = x if self.index is None else x[self.index]  # (S, L, H, d) after the gather
@@ -335,9 +341,7 @@ class GroupedSegments:
         Returns:
             torch.Tensor of shape (P, H, d).
         """
-        n_rows, heads, dim = query.shape
-        if n_rows != self.n_rows:
-            raise ValueError(f"the layout has {self.n_rows} rows, the query {n_rows}")
+        heads, dim = _packed_shape(query, self.n_rows)
         sdpa = torch.nn.functional.scaled_dot_product_attention
         outs = []
         for length, first, count, rows in self.groups:
