@@ -321,21 +321,6 @@ def tiny_model(family: str) -> tuple[Any, Any]:
     return model, processor
 
 
-__all__ = [
-    "ADDED_TOKENS",
-    "CHAT_TEMPLATES",
-    "FAMILIES",
-    "TOKEN_IDS",
-    "VOCAB_SIZE",
-    "qwen2_bpe",
-    "tiny_checkpoint",
-    "tiny_config",
-    "tiny_image_processor",
-    "tiny_model",
-    "tiny_tokenizer",
-]
-
-
 def tower_counts(model: Any, inputs: dict[str, Any]) -> tuple[Any, Any]:
     """Ops and syncs of the vision tower in a ``compress`` forward against the unwrapped forward's, on ``inputs``
     (processor outputs with images): ``(compress's encode, the model's get_image_features)``, two
@@ -356,3 +341,19 @@ def tower_counts(model: Any, inputs: dict[str, Any]) -> tuple[Any, Any]:
     with OpCounter() as own:
         FamilyAdapter.encode(adapter, model, "image", pixels, grid)
     return ours, own
+
+
+__all__ = [
+    "ADDED_TOKENS",
+    "CHAT_TEMPLATES",
+    "FAMILIES",
+    "TOKEN_IDS",
+    "VOCAB_SIZE",
+    "qwen2_bpe",
+    "tiny_checkpoint",
+    "tiny_config",
+    "tiny_image_processor",
+    "tiny_model",
+    "tiny_tokenizer",
+    "tower_counts",
+]

@@ -332,15 +332,8 @@ class GroupedSegments:
         return cls(bounds[-1], tuple((n, starts[n][0], len(starts[n]), rows.get(n)) for n in order))
 
     def attend(self, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, scale: float) -> torch.Tensor:
-        """Bidirectional attention within each segment, one ``scaled_dot_product_attention`` call per length.
-
-        Args:
-            query, key, value (torch.Tensor of shape (P, H, d)): packed rows, heads, head dim.
-            scale: the softmax scale (the attention module's ``scaling``).
-
-        Returns:
-            torch.Tensor of shape (P, H, d).
-        """
+        """As :meth:`PaddedSegments.attend` ((P, H, d) in and out), with one ``scaled_dot_product_attention`` call
+        per segment length."""
         heads, dim = _packed_shape(query, self.n_rows)
         sdpa = torch.nn.functional.scaled_dot_product_attention
         outs = []
