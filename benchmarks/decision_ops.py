@@ -30,6 +30,9 @@ Rows:
   ops run on host tensors, launch nothing on a GPU and are counted apart (``OpCounter.host_ops``, the last column;
   ``arr_coc.profiling.on_host``).
 
+* ``Realizer.relevance`` with the texture as a CUDA graph (``RelevanceConfig.texture_graphs``): the replay counted as
+  one launch (``arr_coc.graphs.opaque_capture`` stands in for the graph on the CPU); the rest as it runs.
+
 Targets (issue 24): relevance <= 150 ops for one frame and <= 1.5x that for eight; compress adds <= 200 ops at batch 1,
 <= 1.5x that at batch 8, and <= 2 host syncs per forward.
 """
@@ -44,6 +47,7 @@ import torch
 
 import arr_coc
 from arr_coc.config import RelevanceConfig
+from arr_coc.graphs import ShapeGraphs, opaque_capture
 from arr_coc.grid import GridSpec
 from arr_coc.profiling import OpCounter
 from arr_coc.texture import frames_from_image
@@ -83,6 +87,20 @@ def relevance_rows(realizer: arr_coc.Realizer) -> list[dict]:
                 realizer.relevance(frames, grid, QUERY, prior=prior)
             rows.append(dict(what=f"Realizer.relevance, {mode}", batch=f"{n} frame{'s' if n > 1 else ''}",
                              ops=c.n_ops, syncs=c.n_syncs, detail=c.summary(6)))  # fmt: skip
+    # the texture as a CUDA graph (RelevanceConfig.texture_graphs): its replay stands in as one launch, counted apart
+    graphed = arr_coc.Realizer(RelevanceConfig(cpu_band_elements=0, texture_cache_items=0)).eval()
+    graphed.texture_graphs = ShapeGraphs(graphed._texture_eager, 8, after=1, capture=opaque_capture,
+                                         devices=("cpu",), under_modes=True)  # fmt: skip
+    for n in (1, 8):
+        frames, grid = _frames(n)
+        graphed.relevance(frames, grid, QUERY)  # warm-up and capture
+        replays = graphed.texture_graphs.replays
+        with OpCounter() as c:
+            graphed.relevance(frames, grid, QUERY)
+        launches = graphed.texture_graphs.replays - replays
+        rows.append(dict(what="Realizer.relevance, texture, the texture as a CUDA graph", batch=f"{n} frame"
+                         f"{'s' if n > 1 else ''}", ops=c.n_ops + launches, syncs=c.n_syncs,
+                         detail=f"{c.n_ops} ops outside the graph + {launches} replay; " + c.summary(6)))  # fmt: skip
     return rows
 
 

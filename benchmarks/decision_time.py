@@ -4,7 +4,10 @@ runs; MiniLM off with ``--no-semantic``), at batch 1 and 8, on the example invoi
 budget 22.2%. Each timed call ends with the kept indices read to the host (what ``compress`` needs) and a device
 sync. Issue 24's goal: <= 2 ms per image at batch 1 on a GPU.
 
-    python benchmarks/decision_time.py --device cuda --no-semantic
+``--graphs`` adds the same rows with the texture as a CUDA graph per frame shape (``RelevanceConfig.texture_graphs``,
+``arr_coc.graphs``) and checks every graphed decision against the eager one (scores and kept indices, bit for bit).
+
+    python benchmarks/decision_time.py --device cuda --no-semantic --graphs
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     p.add_argument("--runs", type=int, default=20)
     p.add_argument("--no-semantic", action="store_true", help="MiniLM off (its package missing)")
+    p.add_argument("--graphs", action="store_true", help="also time the texture as a CUDA graph (texture_graphs=8)")
     args = p.parse_args(argv)
     from arr_coc.config import RelevanceConfig
     from arr_coc.grid import GridSpec
@@ -48,9 +52,9 @@ def main(argv: list[str] | None = None) -> int:
     realizer = Realizer(RelevanceConfig(reading=reading.to_dict())).eval()
     frames = frames_from_image(img, grid).to(dev)
 
-    def timed(mode: str, n: int) -> float:
+    def timed(mode: str, n: int, realizer: Realizer = realizer) -> float:
         call = ([frames] * n, [(grid.rows, grid.cols)] * n, [QUERY] * n, 0.222)
-        for _ in range(3):  # warm-up: constants, the OCR cache of the page (text mode)
+        for _ in range(3):  # warm-up: constants, the OCR cache of the page (text mode), a graph's capture
             realizer.decide(*call, mode=mode)
         ms = []
         for _ in range(args.runs):
@@ -69,6 +73,21 @@ def main(argv: list[str] | None = None) -> int:
     for mode in ("texture", "text"):
         for n in (1, 8):
             rows.append((f"{mode}{', OCR cached' if mode == 'text' else ''}, realizer on {dev}", n, timed(mode, n)))
+    equal = []
+    if args.graphs:
+        graphed = Realizer(RelevanceConfig(reading=reading.to_dict(), texture_graphs=8)).eval().to(dev)
+        graphed._reading = realizer.reading  # the same text path (and its OCR cache of the page)
+        for mode in ("texture", "text"):
+            for n in (1, 8):
+                what = f"{mode}{', OCR cached' if mode == 'text' else ''}, realizer on {dev}, texture graphs"
+                rows.append((what, n, timed(mode, n, graphed)))
+                call = ([frames] * n, [(grid.rows, grid.cols)] * n, [QUERY] * n, 0.222)
+                a, b = realizer.decide(*call, mode=mode), graphed.decide(*call, mode=mode)
+                equal.append(all(torch.equal(x.scores, y.scores) and torch.equal(x.keep, y.keep)
+                                 for x, y in zip(a, b, strict=True)))  # fmt: skip
+        tg = graphed.texture_graphs
+        equal_note = (f"texture graphs: {tg.captured} shapes captured, {tg.replays} replays; every graphed decision "
+                      f"equal to the eager one: {'yes' if all(equal) else 'NO'}")  # fmt: skip
     name = torch.cuda.get_device_name(dev) if on_gpu else "CPU"
     print(
         f"Realizer.decide on {dev} ({name}), median of {args.runs} calls, ms"
@@ -77,7 +96,9 @@ def main(argv: list[str] | None = None) -> int:
     print("| what | batch | ms a call | ms an image |\n|---|---:|---:|---:|")
     for what, n, ms in rows:
         print(f"| {what} | {n} | {ms:.2f} | {ms / n:.2f} |")
-    return 0
+    if args.graphs:
+        print(f"\n{equal_note}")
+    return 0 if all(equal) else 1
 
 
 if __name__ == "__main__":

@@ -101,6 +101,12 @@ class RelevanceConfig:
     # keeps, keyed by a digest of the picture's pixels: ``allocate``'s resize costs more than the texture. An entry is
     # 2.35 KB a token (uint8, 28 x 28 x 3): 3 MB for a 1,280-token page. 0: off.
     frames_cache_items: int = 8
+    # CUDA graphs of the texture (``arr_coc.graphs.ShapeGraphs``): frame shapes whose texture is recorded as one graph
+    # and replayed (one launch instead of ~70), each captured on its second sighting, least recently used out; each
+    # holds its intermediate buffers in a private pool (at most the sum of the texture's op outputs, 47 bytes a frame
+    # pixel: 46 MB for a 1,248-token page). CUDA frames only; 0 (default): off. Not yet run on a GPU by this project
+    # (``benchmarks/decision_time.py --graphs``).
+    texture_graphs: int = 0
 
     def __post_init__(self) -> None:
         problems = []
@@ -122,9 +128,9 @@ class RelevanceConfig:
             problems.append(f"adaptive_tiers must be ascending and non-empty, got {self.adaptive_tiers!r}")
         if self.coupling_top_k < 1 or self.spectral_side < 8 or self.edge_sample < 1 or self.cpu_band_elements < 0:
             problems.append("coupling_top_k, edge_sample must be >= 1, spectral_side >= 8, cpu_band_elements >= 0")
-        if self.texture_cache_items < 0 or self.frames_cache_items < 0:
-            problems.append(f"texture_cache_items and frames_cache_items must be >= 0, got {self.texture_cache_items}, "
-                            f"{self.frames_cache_items}")  # fmt: skip
+        if self.texture_cache_items < 0 or self.frames_cache_items < 0 or self.texture_graphs < 0:
+            sizes = (self.texture_cache_items, self.frames_cache_items, self.texture_graphs)
+            problems.append(f"texture_cache_items, frames_cache_items and texture_graphs must be >= 0, got {sizes}")
         for name in ("information", "perspectival"):
             unknown = set(getattr(self, name)) - set(CHANNELS)
             if unknown or not getattr(self, name):

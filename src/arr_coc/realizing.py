@@ -47,6 +47,7 @@ from .balancing import SCORERS, TensionBalancer
 from .caching import LruCache, page_digest
 from .config import CHANNELS, RelevanceConfig
 from .deciding import Choice, Decision, ItemDecision, Scoring, choose
+from .graphs import ShapeGraphs
 from .grid import Grid, GridSpec
 from .io import load_image_with_size
 from .knowing import InformationScorer, ParticipatoryScorer, PerspectivalScorer, channel_index, unit_last
@@ -214,6 +215,9 @@ class Realizer(nn.Module):
         self.texture_cache: LruCache[bytes, torch.Tensor] = LruCache(self.config.texture_cache_items)
         # frames of pictures seen before (allocate's resize to the grid), keyed by a digest of the picture's pixels
         self.frames_cache: LruCache[bytes, torch.Tensor] = LruCache(self.config.frames_cache_items)
+        # the texture of CUDA frames as a graph per frame shape (``config.texture_graphs``; 0: off): one replay
+        # instead of ~70 launches, the same result
+        self.texture_graphs = ShapeGraphs(self._texture_eager, self.config.texture_graphs)
 
     @property
     def reading(self) -> Any:
@@ -292,15 +296,19 @@ class Realizer(nn.Module):
         the texture's float sums follow it, last bits included). Cached only where that is cheap and safe
         (:meth:`_texture_cacheable`: CPU frames, under ``inference_mode``, no dispatch mode such as fake tensors or
         an op counter); the caller gets its own copy, equal bit for bit to computing it again. Items decided
-        together (:meth:`relevance_items`) are one batch, keyed as one.
+        together (:meth:`relevance_items`) are one batch, keyed as one. CUDA frames go through ``texture_graphs``
+        (``config.texture_graphs`` > 0: a CUDA graph per frame shape, replayed; off by default).
         """
         if not self._texture_cacheable(frames):
-            return texture_from_frames(frames, rows, cols, self.config)
+            return self.texture_graphs(frames, int(rows), int(cols))  # eager unless a CUDA graph is on and usable
         key = page_digest(frames, f"texture {rows} {cols}")
         texture, _ = self.texture_cache.get_or_compute(
             key, lambda: texture_from_frames(frames, rows, cols, self.config)
         )
         return texture.clone()  # the cached tensor stays the cache's: a caller may write into its copy
+
+    def _texture_eager(self, frames: torch.Tensor, rows: int, cols: int) -> torch.Tensor:
+        return texture_from_frames(frames, rows, cols, self.config)
 
     def frames(
         self, image: Image.Image, grid: Grid, pixels: np.ndarray | None = None, *, copy: bool = True

@@ -79,6 +79,11 @@ class ConstantCache:
         with self._lock:
             return len(self._items)
 
+    def values(self) -> list[Any]:
+        """Every value held now (a CUDA graph keeps the constants its kernels read alive: ``arr_coc.graphs``)."""
+        with self._lock:
+            return list(self._items.values())
+
 
 # The relevance step's constants, shared by texture, knowing and balancing (bounded: at most 256 entries).
 CONSTANTS = ConstantCache(maxsize=256)
