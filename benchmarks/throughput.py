@@ -323,7 +323,7 @@ def text_realizer(args: argparse.Namespace) -> Any:
     """The realizer of the text rows: None (the shared default one: OCR on onnxruntime, MiniLM on) unless
     ``--ocr-backend torch`` (the PP-OCR networks on ``--device``, in ``--dtype``) or ``--no-semantic`` (MiniLM off:
     a machine without its package) asks for another reading config."""
-    if args.ocr_backend == "onnxruntime" and not args.no_semantic:
+    if args.ocr_backend == "onnxruntime" and not args.no_semantic and not args.texture_graphs:
         return None
     from arr_coc.config import RelevanceConfig
     from arr_coc.reading import ReadingConfig
@@ -334,7 +334,18 @@ def text_realizer(args: argparse.Namespace) -> Any:
         reading = reading.replace(ocr={"backend": "torch", "device": args.device, "dtype": args.dtype})
     if args.no_semantic:
         reading = reading.with_switches(semantic=False)
-    return Realizer(RelevanceConfig(reading=reading.to_dict())).eval()
+    return Realizer(RelevanceConfig(reading=reading.to_dict(), texture_graphs=args.texture_graphs)).eval()
+
+
+def texture_realizer(args: argparse.Namespace) -> Any:
+    """The realizer of the texture rows: None (the shared default one) unless ``--texture-graphs`` asks for the
+    texture as CUDA graphs (``RelevanceConfig.texture_graphs``)."""
+    if not args.texture_graphs:
+        return None
+    from arr_coc.config import RelevanceConfig
+    from arr_coc.realizing import Realizer
+
+    return Realizer(RelevanceConfig(texture_graphs=args.texture_graphs)).eval()
 
 
 def clear_ocr_cache(realizer: Any = None) -> None:
@@ -426,6 +437,7 @@ def bench_batch(
     rows = [Row("unpruned", "-", "-", model, full)]
     modes = [m for m in args.modes if m != "text" or ocr_available()]
     reader = text_realizer(args) if "text" in modes else None
+    plain = texture_realizer(args)
     for b in args.budgets:
         budget = parse_budget(b)
         k = budget if isinstance(budget, int) else max(1, round(float(budget) * n_vis))
@@ -435,7 +447,7 @@ def bench_batch(
             for kind, foveate in (("compress", False), ("foveate", True)):
                 text = mode == "text"
                 runner = compress(model, budget=budget, tokenizer=tok, foveate=foveate, text_prior=text,
-                                  realizer=reader if text else None)  # fmt: skip
+                                  realizer=reader if text else plain)  # fmt: skip
                 rows.append(Row(kind, mode, b, runner, full))
                 if text and batch == 1:
                     clear = functools.partial(clear_ocr_cache, reader)
@@ -642,6 +654,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         help="text rows without MiniLM (where its package is missing, e.g. a GPU machine without it)",
     )
     p.add_argument("--tower-only", action="store_true", help="only the foveated tower's counts (Qwen2.5-VL), no timing")
+    graphs_help = "the texture as CUDA graphs for this many frame shapes (RelevanceConfig.texture_graphs)"
+    p.add_argument("--texture-graphs", type=int, default=0, help=graphs_help)
     p.add_argument("--out", type=Path, default=Path("results/throughput.md"), help="markdown output (JSON alongside)")
     args = p.parse_args(argv)
     on_gpu = str(args.device).startswith("cuda")
