@@ -902,3 +902,58 @@ def test_tower_inputs_built_on_the_host_sync_once_per_layout_not_per_item(family
         counts[n] = (host.n_syncs, device.n_syncs)
     assert counts[2][0] == counts[4][0] < counts[4][1]
     assert counts[2][1] < counts[4][1]  # item by item: more items, more syncs
+
+
+@pytest.mark.parametrize("family", [f for f in WITH_MOE if f != "qwen2_5_vl"])
+@pytest.mark.parametrize(
+    "grids",
+    [
+        [(1, 8, 12)],  # one image
+        [(1, 8, 12), (1, 4, 8), (1, 8, 12)],  # two sizes, two images of one size
+        [(2, 4, 8), (3, 4, 4)],  # videos: a segment per frame
+    ],
+)
+def test_qwen2_and_qwen3_full_tower_is_the_models_tower_exactly(family, grids):
+    """``compress``'s full tower for Qwen2-VL / Qwen3-VL on SDPA (each image / frame size attended in one call,
+    ``GroupedSegments``) gives the model's own tower's output bit for bit (``pooler_output``, the last hidden state,
+    every DeepStack level), and ``encode`` splits it per item as ``get_image_features`` does; one attention call per
+    block and distinct segment length instead of one per image / frame."""
+    model = build(family)
+    adapter = find_adapter(model)
+    visual = model.model.visual
+    pv, grid = _pixels(model, grids), torch.tensor(grids)
+    kind = "video" if grids[0][0] > 1 else "image"
+    with torch.no_grad():
+        ours = adapter.run_full_tower(model, pv, grid)
+        theirs = visual(pv, grid_thw=grid, return_dict=True)
+        encoded = adapter.encode(model, kind, pv, grid)
+        fn = model.model.get_image_features if kind == "image" else model.model.get_video_features
+        reference = fn(pv, grid, return_dict=True)
+    assert torch.equal(ours.pooler_output, theirs.pooler_output)
+    assert torch.equal(ours.last_hidden_state, theirs.last_hidden_state)
+    levels = (getattr(ours, "deepstack_features", None) or [], getattr(theirs, "deepstack_features", None) or [])
+    for a, b in zip(*levels, strict=True):
+        assert torch.equal(a, b)
+    assert len(encoded.features) == len(reference.pooler_output)
+    for a, b in zip(encoded.features, reference.pooler_output, strict=True):
+        assert torch.equal(a, b)
+    if "qwen3" in family:
+        assert encoded.deepstack is not None and len(encoded.deepstack) == len(reference.deepstack_features)
+        for la, lb in zip(encoded.deepstack, reference.deepstack_features, strict=True):
+            for a, b in zip(la, lb, strict=True):
+                assert torch.equal(a, b)
+    n_segments = sum(t for t, _, _ in grids)
+    n_lengths = len({h * w for _, h, w in grids})
+    own = _attention_calls(lambda: visual(pv, grid_thw=grid))
+    calls = _attention_calls(lambda: adapter.run_full_tower(model, pv, grid))
+    assert own == len(visual.blocks) * n_segments
+    assert calls == len(visual.blocks) * n_lengths <= own
+
+
+def test_qwen2_full_tower_uses_the_models_tower_unless_sdpa():
+    model = build("qwen2_vl", attn="eager")
+    pv, grid = _pixels(model, [(1, 8, 12), (1, 4, 8)]), torch.tensor([(1, 8, 12), (1, 4, 8)])
+    with torch.no_grad():
+        ours = find_adapter(model).run_full_tower(model, pv, grid).pooler_output
+        theirs = model.model.visual(pv, grid_thw=grid).pooler_output
+    assert torch.equal(ours, theirs)

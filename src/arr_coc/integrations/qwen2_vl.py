@@ -21,15 +21,18 @@ from typing import Any
 
 import torch
 
-from .base import FamilyAdapter
-from .foveation import PaddedSegments
+from .base import EncodedVisual, FamilyAdapter, Kind
+from .foveation import GroupedSegments, PaddedSegments
 from .qwen2_5_vl import block_forward, check_tower
 
 # what image_batched_tower reads of the tower (checked before use; a release without them is refused)
 _TOWER_ATTRS = ("patch_embed", "rotary_pos_emb", "blocks", "merger")
+_FULL_TOWER_ATTRS = ("config", "dtype", "spatial_merge_size")  # and what the whole tower's inputs read
 
 
-def image_batched_tower(visual: Any, hidden: torch.Tensor, kwargs: dict[str, torch.Tensor]) -> Any:
+def image_batched_tower(
+    visual: Any, hidden: torch.Tensor, kwargs: dict[str, torch.Tensor], layout: type = PaddedSegments
+) -> Any:
     """The Qwen2-VL vision tower on packed kept patches with ONE attention call per block for all images / frames.
 
     What ``Qwen2VisionTransformerPretrainedModel.forward`` computes from precomputed tensors (the keyword arguments
@@ -40,6 +43,8 @@ def image_batched_tower(visual: Any, hidden: torch.Tensor, kwargs: dict[str, tor
         visual: ``model.model.visual``.
         hidden (torch.Tensor of shape (P, C*temporal_patch_size*patch_size**2)): kept patches, in the tower's dtype.
         kwargs: ``position_ids`` (P, 2) and ``cu_seqlens`` (segments + 1,).
+        layout: how the segments are attended: ``PaddedSegments`` (foveation: one call) or ``GroupedSegments`` (the
+            whole tower: one call per segment length, the model's own result bit for bit).
 
     Returns:
         ``BaseModelOutputWithPooling`` with ``last_hidden_state`` (P, D) and ``pooler_output`` (P / merge**2, out),
@@ -54,7 +59,7 @@ def image_batched_tower(visual: Any, hidden: torch.Tensor, kwargs: dict[str, tor
             f"{module.__name__} lacks apply_rotary_pos_emb_vision; the foveated tower needs it (tested with "
             "transformers 5.18 and 5.24)"
         )
-    segments = PaddedSegments.from_cu_seqlens(kwargs["cu_seqlens"])
+    segments = layout.from_cu_seqlens(kwargs["cu_seqlens"])
     hidden = visual.patch_embed(hidden)  # (P, D)
     position_embeddings = visual.rotary_pos_emb(hidden, kwargs["position_ids"])  # (cos, sin), each (P, head_dim)
     for block in visual.blocks:
@@ -69,6 +74,54 @@ class Qwen2Adapter(FamilyAdapter):
     def batched_tower(self) -> tuple[Any, tuple[str, ...], str]:
         """The family's one-call-per-block tower, the tower attributes it reads, and the family's name (messages)."""
         return image_batched_tower, _TOWER_ATTRS, "Qwen2-VL"
+
+    def full_tower_kwargs(self, visual: Any, grid_thw: torch.Tensor) -> dict[str, torch.Tensor]:
+        """The tower's data-dependent inputs for ALL patches of the items ``grid_thw`` (N, 3), from the same
+        ``transformers.vision_utils`` helpers the tower's ``forward`` calls: rotary position ids and the segments."""
+        from transformers.vision_utils import get_vision_attention_seqlens, get_vision_position_ids
+
+        cu_seqlens, _ = get_vision_attention_seqlens(grid_thw, visual.config, kwargs={})
+        return {"position_ids": get_vision_position_ids(grid_thw, visual.spatial_merge_size, kwargs={}),
+                "cu_seqlens": cu_seqlens}  # fmt: skip
+
+    def run_full_tower(self, model: Any, pixel_values: torch.Tensor, grid_thw: torch.Tensor) -> Any:
+        """On SDPA, :meth:`batched_tower` on all patches with each segment length (image / frame size) attended in
+        one call (:class:`~arr_coc.integrations.foveation.GroupedSegments`): the model's own tower bit for bit, with
+        one host read of the segments instead of one per block (the library's SDPA path reads ``lengths.tolist()``
+        in every block) and one attention call per block for a batch of same-size images instead of one per image.
+        Otherwise the model's own tower.
+
+        Args:
+            pixel_values (torch.Tensor of shape (sum(t*h*w), C*temporal_patch_size*patch_size**2)): the patches.
+            grid_thw (torch.LongTensor of shape (num_items, 3)): their patch grids.
+        """
+        visual = model.model.visual
+        if getattr(visual.config, "_attn_implementation", None) != "sdpa":
+            return super().run_full_tower(model, pixel_values, grid_thw)
+        tower, attrs, family = self.batched_tower()
+        check_tower(visual, (*attrs, *_FULL_TOWER_ATTRS), family)
+        kwargs = self.full_tower_kwargs(visual, grid_thw)
+        return tower(visual, pixel_values.type(visual.dtype), kwargs, layout=GroupedSegments)
+
+    def encode(self, model: Any, kind: Kind, pixel_values: torch.Tensor, grid_thw: torch.Tensor) -> EncodedVisual:
+        """The tower on all patches: on SDPA :meth:`run_full_tower` (split per item as ``get_image_features`` /
+        ``get_video_features`` split it), otherwise those methods.
+
+        Args:
+            pixel_values (torch.Tensor of shape (sum(t*h*w), C*temporal_patch_size*patch_size**2)): the patches.
+            grid_thw (torch.LongTensor of shape (num_items, 3)): their patch grids.
+        """
+        visual = model.model.visual
+        if getattr(visual.config, "_attn_implementation", None) != "sdpa":
+            return super().encode(model, kind, pixel_values, grid_thw)
+        # the items' token counts read BEFORE the tower is queued (the decision is launched while the tower runs)
+        sizes = (grid_thw.prod(-1) // int(visual.spatial_merge_size) ** 2).tolist()
+        raw = self.run_full_tower(model, pixel_values, grid_thw)
+        raw.pooler_output = raw.pooler_output.split(sizes)
+        deep = getattr(raw, "deepstack_features", None)
+        if deep:
+            raw.deepstack_features = [level.split(sizes) for level in deep]
+        return EncodedVisual(raw=raw, features=list(raw.pooler_output), deepstack=self._deepstack(raw))
 
     def run_tower(self, model: Any, hidden: torch.Tensor, grid_thw: torch.Tensor, kwargs: dict[str, Any]) -> Any:
         """On SDPA with several images / frames, :meth:`batched_tower` (one attention call per block);

@@ -37,11 +37,13 @@ from .qwen2_vl import Qwen2Adapter
 # what frame_batched_tower reads of the tower (checked before use; a release without them is refused)
 _TOWER_ATTRS = (
     "patch_embed", "pos_embed", "rotary_pos_emb", "blocks", "merger", "deepstack_visual_indexes",
-    "deepstack_merger_list",
+    "deepstack_merger_list", "num_grid_per_side", "interpolation_mode", "interpolation_align_corners",
 )  # fmt: skip
 
 
-def frame_batched_tower(visual: Any, hidden: torch.Tensor, kwargs: dict[str, torch.Tensor]) -> Any:
+def frame_batched_tower(
+    visual: Any, hidden: torch.Tensor, kwargs: dict[str, torch.Tensor], layout: type = PaddedSegments
+) -> Any:
     """The Qwen3-VL vision tower on packed kept patches with ONE attention call per block for all images / frames.
 
     What ``Qwen3VLVisionModel.forward`` computes from precomputed tensors (:meth:`Qwen3Adapter.kept_item`, packed):
@@ -54,6 +56,8 @@ def frame_batched_tower(visual: Any, hidden: torch.Tensor, kwargs: dict[str, tor
         hidden (torch.Tensor of shape (P, C*temporal_patch_size*patch_size**2)): kept patches, in the tower's dtype.
         kwargs: ``position_ids`` (P, 2), ``cu_seqlens`` (segments + 1,), ``interp_indices`` / ``interp_weights``
             (P, taps).
+        layout: how the segments are attended: ``PaddedSegments`` (foveation: one call) or ``GroupedSegments`` (the
+            whole tower: one call per segment length, the model's own result bit for bit).
 
     Returns:
         ``BaseModelOutputWithDeepstackFeatures`` as the model's tower returns it: ``last_hidden_state`` (P, D),
@@ -69,7 +73,7 @@ def frame_batched_tower(visual: Any, hidden: torch.Tensor, kwargs: dict[str, tor
             f"{module.__name__} lacks apply_rotary_pos_emb_vision or BaseModelOutputWithDeepstackFeatures; the "
             "foveated tower needs both (tested with transformers 5.24)"
         )
-    segments = PaddedSegments.from_cu_seqlens(kwargs["cu_seqlens"])
+    segments = layout.from_cu_seqlens(kwargs["cu_seqlens"])
     hidden = visual.patch_embed(hidden)  # (P, D)
     weights = kwargs["interp_weights"]  # (P, taps)
     pos = (visual.pos_embed(kwargs["interp_indices"]) * weights[:, :, None]).sum(1)  # (P, D)
@@ -92,6 +96,22 @@ class Qwen3Adapter(Qwen2Adapter):
 
     def batched_tower(self) -> tuple[Any, tuple[str, ...], str]:
         return frame_batched_tower, _TOWER_ATTRS, "Qwen3-VL"
+
+    def full_tower_kwargs(self, visual: Any, grid_thw: torch.Tensor) -> dict[str, torch.Tensor]:
+        """Qwen2-VL's whole-tower inputs plus the learned position embeddings' interpolation taps, from the helper the
+        tower's ``forward`` calls."""
+        from transformers.vision_utils import get_vision_interpolation_indices_and_weights
+
+        kwargs = super().full_tower_kwargs(visual, grid_thw)
+        kwargs["interp_indices"], kwargs["interp_weights"] = get_vision_interpolation_indices_and_weights(
+            grid_thw,
+            num_grid_per_side=visual.num_grid_per_side,
+            mode=visual.interpolation_mode,
+            align_corners=visual.interpolation_align_corners,
+            spatial_merge_size=visual.config.spatial_merge_size,
+            kwargs={},
+        )
+        return kwargs
 
     def supports_deepstack(self) -> bool:
         return True
