@@ -1,9 +1,11 @@
-"""The whole page's Qwen2.5-VL vision tower two ways: the model's own (SDPA: one attention call per window, a host read
-of the window lengths per block) against ``arr_coc.integrations.qwen2_5_vl.full_tower`` (each window length in one
-call: what ``compress`` runs without foveation on SDPA). Counts (ops, host syncs, attention calls), median
-wall ms, and whether the features are equal bit for bit, at each batch size.
+"""The whole page's vision tower two ways: the model's own (SDPA: one attention call per window for Qwen2.5-VL, per
+image for Qwen3-VL, and a host read of the lengths per block) against what ``compress`` runs without foveation on
+SDPA (``qwen2_5_vl.full_tower``: each window length in one call; Qwen3-VL's ``Qwen3Adapter.run_full_tower``: each
+image size in one call). Counts (ops, host syncs, attention calls), median wall ms, and whether the features are
+equal bit for bit, at each batch size.
 
     python benchmarks/full_tower.py --device cuda                          # 7B tower, bfloat16, batch 1 and 8
+    python benchmarks/full_tower.py --device cuda --model qwen3-vl-8b      # Qwen3-VL-8B's tower
     python benchmarks/full_tower.py --device cpu --fraction 0.25 --repeat 3  # this machine: a quarter of the blocks
 
 Only the vision tower is built (random weights on the published Qwen2.5-VL-7B vision config, ``--fraction`` of its
@@ -35,16 +37,33 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def build_tower(spec: dict[str, Any], dtype: torch.dtype, device: str) -> Any:
-    """A random-weight ``Qwen2_5_VisionTransformerPretrainedModel`` of ``spec``'s vision config, SDPA, eval mode."""
-    from transformers import Qwen2_5_VLConfig
-    from transformers.models.qwen2_5_vl.modeling_qwen2_5_vl import Qwen2_5_VisionTransformerPretrainedModel
+    """A random-weight vision tower of ``spec``'s vision config (Qwen2.5-VL or Qwen3-VL), SDPA, eval mode."""
+    if spec["family"] == "qwen3_vl":
+        from transformers import Qwen3VLConfig as Config
+        from transformers.models.qwen3_vl.modeling_qwen3_vl import Qwen3VLVisionModel as Tower
+    else:
+        from transformers import Qwen2_5_VLConfig as Config
+        from transformers.models.qwen2_5_vl.modeling_qwen2_5_vl import Qwen2_5_VisionTransformerPretrainedModel as Tower
 
-    config = Qwen2_5_VLConfig(vision_config=spec["vision_config"], text_config=spec["text_config"]).vision_config
+    config = Config(vision_config=spec["vision_config"], text_config=spec["text_config"]).vision_config
     config._attn_implementation = "sdpa"
     torch.manual_seed(0)
     with torch.device(device):
-        tower = Qwen2_5_VisionTransformerPretrainedModel._from_config(config, dtype=dtype)
+        tower = Tower._from_config(config, dtype=dtype)
     return tower.eval()
+
+
+def grouped_tower(family: str) -> Any:
+    """What ``compress`` runs for the whole tower on SDPA, as ``fn(visual, pixels, grid)``."""
+    if family != "qwen3_vl":
+        return None  # full_tower_counts' default: qwen2_5_vl.full_tower
+    from types import SimpleNamespace
+
+    from arr_coc.integrations.qwen3_vl import ADAPTER
+
+    return lambda visual, pixels, grid: ADAPTER.run_full_tower(
+        SimpleNamespace(model=SimpleNamespace(visual=visual)), pixels, grid
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -57,11 +76,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--tokens", type=int, default=1300, help="max visual tokens of the page")
     p.add_argument("--batches", nargs="+", type=int, default=[1, 8])
     p.add_argument("--repeat", type=int, default=10)
+    p.add_argument("--model", choices=("qwen2.5-vl-7b", "qwen3-vl-8b"), default="qwen2.5-vl-7b")
     p.add_argument("--out", type=Path, default=None, help="markdown file (default: print only)")
     args = p.parse_args(argv)
     on_gpu = args.device.startswith("cuda")
     dtype = getattr(torch, args.dtype or ("bfloat16" if on_gpu else "float32"))
-    spec = proportional_spec(ALL_CONFIGS["qwen2.5-vl-7b"], args.fraction)
+    spec = proportional_spec(ALL_CONFIGS[args.model], args.fraction)
     tower = build_tower(spec, dtype, args.device)
     from PIL import Image
 
@@ -69,14 +89,16 @@ def main(argv: list[str] | None = None) -> int:
     grid1 = one["image_grid_thw"]
     card = torch.cuda.get_device_name() if on_gpu else f"CPU ({platform.machine()}, {torch.get_num_threads()} threads)"
     lines = [
-        "# The full Qwen2.5-VL vision tower: the model's own against `full_tower` (each window length in one call)",
+        f"# The full {args.model} vision tower: the model's own against compress's (each window / image length in one"
+        " call)",
         "",
         f"Command: `python benchmarks/{Path(__file__).name} {' '.join(sys.argv[1:] if argv is None else argv)}`",
         "",
         f"{card}, {dtype}, torch {torch.__version__}, transformers {transformers.__version__}, SDPA; random weights "
-        f"on the Qwen2.5-VL-7B vision config, {len(tower.blocks)} blocks (full attention at "
-        f"{list(tower.fullatt_block_indexes)}); the example invoice, grid {grid1.tolist()[0]} patches "
-        f"({int(grid1.prod()) // 4} tokens) a page; load average {os.getloadavg()[0]:.1f} at the start.",
+        f"on the {args.model} vision config, {len(tower.blocks)} blocks (full attention at "
+        f"{list(getattr(tower, 'fullatt_block_indexes', range(len(tower.blocks))))}); the example invoice, grid "
+        f"{grid1.tolist()[0]} patches ({int(grid1.prod()) // 4} tokens) a page; load average "
+        f"{os.getloadavg()[0]:.1f} at the start.",
         "",
         f"| batch | tower | ops | host syncs | attention calls | ms (median of {args.repeat}) | equal bit for bit |",
         "|---:|---|---:|---:|---:|---:|---|",
@@ -84,8 +106,8 @@ def main(argv: list[str] | None = None) -> int:
     for b in args.batches:
         pixels = one["pixel_values"].repeat(b, 1).to(args.device, dtype)
         grid = grid1.repeat(b, 1).to(args.device)
-        r = full_tower_counts(tower, pixels, grid, args.repeat, args.device)
-        for name, label in (("own", "model's own"), ("grouped", "`full_tower`")):
+        r = full_tower_counts(tower, pixels, grid, args.repeat, args.device, grouped_tower(spec["family"]))
+        for name, label in (("own", "model's own"), ("grouped", "compress's")):
             c = r[name]
             cells = [b, label, c["ops"], c["syncs"], c["attention_calls"], f"{r['ms'][name]:,.1f}"]
             lines.append("| " + " | ".join(map(str, cells)) + f" | {'yes' if r['equal'] else 'NO'} |")

@@ -269,18 +269,19 @@ def tower_times(model: Any, pixel_values: torch.Tensor, grid_thw: torch.Tensor, 
 
 
 def full_tower_counts(
-    visual: Any, pixels: torch.Tensor, grid: torch.Tensor, repeat: int, device: str
+    visual: Any, pixels: torch.Tensor, grid: torch.Tensor, repeat: int, device: str, grouped: Any = None
 ) -> dict[str, Any]:
-    """The whole page's Qwen2.5-VL tower as ``compress`` runs it on SDPA (``qwen2_5_vl.full_tower``: each window
-    length in one attention call, the model's output bit for bit) against the model's own (``visual(...)``: one call
-    per window): ops, syncs, attention calls, median wall ms (None when ``repeat`` is 0), and whether the features
-    are equal bit for bit."""
+    """The whole page's tower as ``compress`` runs it on SDPA (``grouped(visual, pixels, grid)``, default
+    ``qwen2_5_vl.full_tower``: each window length in one attention call, the model's output bit for bit) against the
+    model's own (``visual(...)``: one call per window, or per image for Qwen2-VL / Qwen3-VL): ops, syncs, attention
+    calls, median wall ms (None when ``repeat`` is 0), and whether the features are equal bit for bit."""
     from arr_coc.integrations.qwen2_5_vl import full_tower
     from arr_coc.profiling import OpCounter
 
+    grouped = grouped or full_tower
     fns = {
         "own": lambda: visual(pixels.type(visual.dtype), grid_thw=grid, return_dict=True).pooler_output,
-        "grouped": lambda: full_tower(visual, pixels, grid).pooler_output,
+        "grouped": lambda: grouped(visual, pixels, grid).pooler_output,
     }
     out: dict[str, Any] = {}
     with torch.inference_mode():
