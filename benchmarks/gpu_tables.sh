@@ -7,7 +7,8 @@
 #      downscaled to the kept token count, compress and foveate in texture and text mode (OCR on the device);
 #   3. benchmarks/ocr_backends.py: the OCR backends on the device against onnxruntime on the host;
 #   4. benchmarks/full_tower.py: the whole page's Qwen2.5-VL-7B tower, the model's own (one attention call per window)
-#      against full_tower (each window length in one call, what compress runs): ms, calls, bit equality;
+#      against full_tower (each window length in one call, what compress runs): ms, calls, bit equality; the same
+#      for Qwen3-VL-8B's tower (each image size in one call, one host read instead of one per block);
 #   5. benchmarks/decision_time.py --graphs: Realizer.decide per call, eager and with the texture as CUDA graphs
 #      (RelevanceConfig.texture_graphs), every graphed decision checked against the eager one.
 #
@@ -30,5 +31,8 @@ timeout "${OCR_S:-75}" python benchmarks/ocr_backends.py --device cuda --dtype b
 echo "ocr_backends: exit $?"
 timeout "${TOWER_S:-90}" python benchmarks/full_tower.py --device cuda --batches 1 8 --out "$out/full_tower.md"
 echo "full_tower: exit $?"
+timeout "${TOWER_S:-90}" python benchmarks/full_tower.py --device cuda --model qwen3-vl-8b --batches 1 8 \
+    --out "$out/full_tower_qwen3.md"
+echo "full_tower qwen3: exit $?"
 timeout "${DECISION_S:-90}" python benchmarks/decision_time.py --device cuda --no-semantic --graphs > "$out/decision_time.md"
 echo "decision_time: exit $?"
