@@ -55,17 +55,23 @@ def cuda_capture(fn: Fn, static_in: torch.Tensor) -> Recorded:
         ``(replay, static_out)``: ``replay()`` reruns the recorded kernels on whatever ``static_in`` holds, writing
         ``static_out``.
     """
-    current = torch.cuda.current_stream(static_in.device)
-    side = torch.cuda.Stream(static_in.device)
-    side.wait_stream(current)
-    with torch.cuda.stream(side):
-        fn(static_in)
-    current.wait_stream(side)
-    graph = torch.cuda.CUDAGraph()
-    # thread_local: only this thread's unsafe CUDA calls invalidate the capture (a server's other threads go on)
-    with torch.cuda.graph(graph, capture_error_mode="thread_local"):
-        static_out = fn(static_in)
-    return graph.replay, static_out
+    with torch.cuda.device(static_in.device):  # the input's GPU, whichever is current
+        current = torch.cuda.current_stream()
+        side = torch.cuda.Stream()
+        side.wait_stream(current)
+        with torch.cuda.stream(side):
+            fn(static_in)
+        current.wait_stream(side)
+        graph = torch.cuda.CUDAGraph()
+        # thread_local: only this thread's unsafe CUDA calls invalidate the capture (a server's other threads go on)
+        with torch.cuda.graph(graph, capture_error_mode="thread_local"):
+            static_out = fn(static_in)
+
+    def replay() -> None:
+        with torch.cuda.device(static_in.device):
+            graph.replay()
+
+    return replay, static_out
 
 
 def eager_capture(fn: Fn, static_in: torch.Tensor) -> Recorded:
