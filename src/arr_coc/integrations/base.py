@@ -375,6 +375,24 @@ class FamilyAdapter:
         visual = model.model.visual
         return visual(pixel_values.type(visual.dtype), grid_thw=grid_thw, return_dict=True)
 
+    def encode_full(self, model: Any, pixel_values: torch.Tensor, grid_thw: torch.Tensor) -> EncodedVisual:
+        """:meth:`run_full_tower` split per item as ``get_image_features`` / ``get_video_features`` split it (main
+        tokens and DeepStack levels), with the items' token counts read BEFORE the tower is queued (those methods
+        read them after it, which holds the host until the tower has run): the decision is launched while the tower
+        runs. What a family's :meth:`encode` returns where it runs the whole tower itself.
+
+        Args:
+            pixel_values (torch.Tensor of shape (sum(t*h*w), C*temporal_patch_size*patch_size**2)): the patches.
+            grid_thw (torch.LongTensor of shape (num_items, 3)): their patch grids.
+        """
+        sizes = (grid_thw.prod(-1) // int(model.model.visual.spatial_merge_size) ** 2).tolist()
+        raw = self.run_full_tower(model, pixel_values, grid_thw)
+        raw.pooler_output = raw.pooler_output.split(sizes)
+        deep = getattr(raw, "deepstack_features", None)
+        if deep:
+            raw.deepstack_features = [level.split(sizes) for level in deep]
+        return EncodedVisual(raw=raw, features=list(raw.pooler_output), deepstack=self._deepstack(raw))
+
     def encode_kept(
         self,
         model: Any,

@@ -231,15 +231,9 @@ class Qwen25Adapter(FamilyAdapter):
             pixel_values (torch.Tensor of shape (sum(t*h*w), C*temporal_patch_size*patch_size**2)): the patches.
             grid_thw (torch.LongTensor of shape (num_items, 3)): their patch grids.
         """
-        visual = model.model.visual
-        if not groups_windows(visual):
+        if not groups_windows(model.model.visual):
             return super().encode(model, kind, pixel_values, grid_thw)
-        # the items' token counts read BEFORE the tower is queued (get_image_features reads them after it, which
-        # holds the host until the tower has run): the decision is launched while the tower runs on the device
-        sizes = (grid_thw.prod(-1) // int(visual.spatial_merge_size) ** 2).tolist()
-        raw = self.run_full_tower(model, pixel_values, grid_thw)
-        raw.pooler_output = raw.pooler_output.split(sizes)  # per item, as get_image_features splits it
-        return EncodedVisual(raw=raw, features=list(raw.pooler_output), deepstack=None)
+        return self.encode_full(model, pixel_values, grid_thw)
 
     def run_full_tower(self, model: Any, pixel_values: torch.Tensor, grid_thw: torch.Tensor) -> Any:
         """Where :func:`groups_windows`, :func:`full_tower` (the model's own output, each window length in one

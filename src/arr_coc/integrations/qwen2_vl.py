@@ -104,24 +104,16 @@ class Qwen2Adapter(FamilyAdapter):
         return tower(visual, pixel_values.type(visual.dtype), kwargs, layout=GroupedSegments)
 
     def encode(self, model: Any, kind: Kind, pixel_values: torch.Tensor, grid_thw: torch.Tensor) -> EncodedVisual:
-        """The tower on all patches: on SDPA :meth:`run_full_tower` (split per item as ``get_image_features`` /
-        ``get_video_features`` split it), otherwise those methods.
+        """The tower on all patches: on SDPA :meth:`run_full_tower` (:meth:`encode_full`), otherwise
+        ``get_image_features`` / ``get_video_features``.
 
         Args:
             pixel_values (torch.Tensor of shape (sum(t*h*w), C*temporal_patch_size*patch_size**2)): the patches.
             grid_thw (torch.LongTensor of shape (num_items, 3)): their patch grids.
         """
-        visual = model.model.visual
-        if getattr(visual.config, "_attn_implementation", None) != "sdpa":
+        if getattr(model.model.visual.config, "_attn_implementation", None) != "sdpa":
             return super().encode(model, kind, pixel_values, grid_thw)
-        # the items' token counts read BEFORE the tower is queued (the decision is launched while the tower runs)
-        sizes = (grid_thw.prod(-1) // int(visual.spatial_merge_size) ** 2).tolist()
-        raw = self.run_full_tower(model, pixel_values, grid_thw)
-        raw.pooler_output = raw.pooler_output.split(sizes)
-        deep = getattr(raw, "deepstack_features", None)
-        if deep:
-            raw.deepstack_features = [level.split(sizes) for level in deep]
-        return EncodedVisual(raw=raw, features=list(raw.pooler_output), deepstack=self._deepstack(raw))
+        return self.encode_full(model, pixel_values, grid_thw)
 
     def run_tower(self, model: Any, hidden: torch.Tensor, grid_thw: torch.Tensor, kwargs: dict[str, Any]) -> Any:
         """On SDPA with several images / frames, :meth:`batched_tower` (one attention call per block);
