@@ -27,7 +27,14 @@ import numpy as np
 import pytest
 import torch
 
-from arr_coc.reading.ocr.lines import ctc_best_path, cut_lines, line_geometry, page_tensor
+from arr_coc.reading.ocr.lines import (
+    ctc_best_path,
+    cut_lines,
+    line_geometry,
+    page_tensor,
+    recognise_page,
+    width_groups,
+)
 from arr_coc.reading.ocr.recognition import REC_HEIGHT, LineRecognizer, LineText, best_path, decode_lines
 
 cv2 = pytest.importorskip("cv2")
@@ -199,6 +206,61 @@ def test_cut_lines_pads_beyond_each_line_with_zero() -> None:
 rapidocr = pytest.importorskip("rapidocr")
 
 
+def dejavu(size: int):
+    from PIL import ImageFont
+
+    try:
+        return ImageFont.truetype("/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf", size)
+    except OSError:
+        pytest.skip("DejaVu font not installed (apt: fonts-dejavu-core)")
+
+
+def brute_force_groups(own: np.ndarray, k: int) -> int:
+    """The least padded area of the sorted widths in at most k contiguous groups, by trying every cut."""
+    import itertools
+
+    w = np.sort(own)
+    n = len(w)
+    best = n * int(w[-1])
+    for kk in range(2, k + 1):
+        for cuts in itertools.combinations(range(1, n), kk - 1):
+            bounds = (0, *cuts, n)
+            best = min(best, sum((b - a) * int(w[b - 1]) for a, b in zip(bounds[:-1], bounds[1:], strict=True)))
+    return best
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_width_groups_find_the_least_padded_area_and_cover_every_line_once(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 9))
+    own = rng.integers(1, 400, size=n)
+    if seed % 4 == 0:
+        own[rng.random(n) < 0.5] = 1000 + rng.integers(0, 50)  # a page of short fields and long rows
+    k = int(rng.integers(1, 4))
+    groups = width_groups(own, k, min_saving=0.0)
+    assert sorted(np.concatenate(groups).tolist()) == list(range(n))  # every line exactly once
+    assert 1 <= len(groups) <= k
+    widest = [int(own[g].max()) for g in groups]
+    assert widest == sorted(widest)  # contiguous runs of the sorted widths, the widest group last
+    assert all(int(own[g].min()) >= (widest[i - 1] if i else 0) for i, g in enumerate(groups))
+    area = sum(len(g) * w for g, w in zip(groups, widest, strict=True))
+    assert area == brute_force_groups(own, k)
+
+
+def test_width_groups_take_another_group_only_when_it_saves_enough() -> None:
+    even = np.array([100, 101, 102, 103])
+    assert len(width_groups(even, 2)) == 1  # splitting saves < 25%: one call
+    mixed = np.array([40, 1600, 50, 1500, 60])  # the invoice's shape: short fields and table rows
+    groups = width_groups(mixed, 2)
+    assert [sorted(g.tolist()) for g in groups] == [[0, 2, 4], [1, 3]]
+    assert width_groups(np.zeros(0, dtype=np.int64)) == []
+    assert [g.tolist() for g in width_groups(np.array([7]))] == [[0]]
+    with pytest.raises(ValueError, match="max_groups"):
+        width_groups(even, 0)
+    with pytest.raises(ValueError, match="min_saving"):
+        width_groups(even, 2, min_saving=1.0)
+
+
 @pytest.fixture(scope="module")
 def page_recognizer():
     from arr_coc.reading.ocr.lines import PageRecognizer
@@ -209,11 +271,11 @@ def page_recognizer():
 
 
 def test_batched_recognition_equals_each_line_alone(page_recognizer) -> None:
-    from PIL import Image, ImageDraw, ImageFont
+    from PIL import Image, ImageDraw
 
     img = Image.new("RGB", (420, 200), "white")
     draw = ImageDraw.Draw(img)
-    font = ImageFont.truetype("/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf", 18)
+    font = dejavu(18)
     words = ["Invoice No: 4711", "Total $99.00", "Due 2024-05-01", "ACME GmbH"]
     for i, t in enumerate(words):
         draw.text((12 + 30 * (i % 2), 12 + 45 * i), t, fill="black", font=font)
@@ -234,3 +296,36 @@ def test_batched_recognition_equals_each_line_alone(page_recognizer) -> None:
     b = decode_lines(ctc_best_path(alone).numpy(), chars, width, g.own)
     assert [ln.text for ln in a] == [ln.text for ln in b] == words
     assert [ln.text for ln in page_recognizer.read_page(bgr, quads)] == words
+
+
+def test_lines_recognised_in_width_groups_read_as_in_one_padded_batch(page_recognizer) -> None:
+    from PIL import Image, ImageDraw
+
+    img = Image.new("RGB", (900, 260), "white")
+    draw = ImageDraw.Draw(img)
+    font = dejavu(18)
+    words = ["No. 17", "Total $99.00 due on receipt of this invoice, payable to ACME GmbH Berlin", "Qty 3",
+             "Item 2: stainless steel hinges, 40 mm, brushed finish, packed in tens", "VAT 19%"]  # fmt: skip
+    at = [(12, 12 + 48 * i) for i in range(len(words))]
+    for (x, y), t in zip(at, words, strict=True):
+        draw.text((x, y), t, fill="black", font=font)
+    bgr = np.ascontiguousarray(np.asarray(img)[:, :, ::-1])
+    boxes = [draw.textbbox(xy, t, font=font) for xy, t in zip(at, words, strict=True)]
+    quads = np.asarray([[[x0 - 3, y0 - 3], [x1 + 3, y0 - 3], [x1 + 3, y1 + 3], [x0 - 3, y1 + 3]]
+                        for x0, y0, x1, y1 in boxes], dtype=np.float32)  # fmt: skip
+    groups = width_groups(line_geometry(quads).own, 2)
+    assert [sorted(g.tolist()) for g in groups] == [[0, 2, 4], [1, 3]]  # the short fields apart from the long lines
+    page = page_tensor(bgr, torch.device("cpu"), torch.float32)
+    net, chars = page_recognizer.net, page_recognizer.characters
+    one = recognise_page(net, chars, page, quads, max_groups=1)  # every line padded to the widest
+    two = recognise_page(net, chars, page, quads, max_groups=2)
+    alone = [recognise_page(net, chars, page, quads[i : i + 1])[0] for i in range(len(words))]  # no padding
+    assert [ln.text for ln in two] == [ln.text for ln in one] == [ln.text for ln in alone] == words
+    # a line padded far beyond its width reads with less confidence (the network sees the padding); a group padded
+    # only to its own widest line reads as the line alone does, or nearer to it
+    off_one = [abs(a.score - b.score) for a, b in zip(one, alone, strict=True)]
+    off_two = [abs(a.score - b.score) for a, b in zip(two, alone, strict=True)]
+    assert all(t <= o + 1e-6 for t, o in zip(off_two, off_one, strict=True))
+    assert sum(off_two) < 0.5 * sum(off_one)
+    for i in (1, 3):  # the widest group: its lines cut exactly as in the one batch, padded to the same width
+        assert two[i].score == pytest.approx(one[i].score, abs=1e-5)

@@ -209,9 +209,9 @@ def decision_device() -> torch.device | None:
     onnxruntime OCR, as ``allocate`` runs by default).
 
     Set, e.g. ``ARR_COC_VLLM_DEVICE=cuda:0``, every image's frames go to that device for texture and relevance, and
-    the text mode's OCR runs there on the torch backend (``OcrConfig(backend="torch", device=...)``: the page's lines
-    cut, read and decoded in one batch). It runs in the process where vLLM processes inputs (the API server), which
-    then holds a CUDA context of its own on that GPU (a few hundred MiB).
+    the text mode's OCR runs there on the torch backend (``OcrConfig(backend="torch", device=...)``, float32: the
+    page's lines cut at once, read in at most two width groups, decoded at once). It runs in the process where vLLM
+    processes inputs (the API server), which then holds a CUDA context of its own on that GPU (a few hundred MiB).
 
     Raises:
         ValueError: the value is not a torch device, or names a CUDA device this process cannot use.

@@ -5,7 +5,8 @@
     recognition.py    ``LineRecognizer``: PP-OCR's CTC line recogniser (Latin head, width-sorted batches) on
                       onnxruntime or any callable runtime
     lines.py          ``PageRecognizer``: every line of a page cut with one ``grid_sample``, recognised in one call
-                      and CTC-decoded with one copy back, on a torch device (``backend="torch"``)
+                      per width group (at most two) and CTC-decoded with one copy back, on a torch device
+                      (``backend="torch"``)
     detection.py      ``LeanDBPostProcess``: rapidocr's DB box extraction with plain Python numbers a box, the same
                       boxes (imports rapidocr; loaded when a detector is built)
     onnx_torch.py     ``OnnxModule``: an ONNX graph of the PP-OCR op set run by torch on any device and dtype
