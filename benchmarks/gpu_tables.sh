@@ -21,13 +21,13 @@ out=${1:-results/gpu}
 shift || true
 mkdir -p "$out"
 python -c "import torch, transformers; print('torch', torch.__version__, 'cuda', torch.version.cuda, torch.cuda.get_device_name(0), 'transformers', transformers.__version__)"
-timeout "${STAGES_S:-120}" python benchmarks/stages.py --device cuda --dtype bfloat16 --backend torch --invoice-only \
+timeout "${STAGES_S:-120}" python benchmarks/stages.py --device cuda --dtype float32 --backend torch --invoice-only \
     --repeat 5 "$@" --out "$out/stages_cuda.md"
 echo "stages: exit $?"
 timeout "${THROUGHPUT_S:-300}" python benchmarks/throughput.py --device cuda --dtype bfloat16 --models qwen2.5-vl-7b \
     --batches 1 8 --repeat 3 --ocr-backend torch "$@" --out "$out/throughput.md"
 echo "throughput: exit $?"
-timeout "${OCR_S:-75}" python benchmarks/ocr_backends.py --device cuda --dtype bfloat16 --threads "$(nproc)" --out "$out/ocr_backends.md"
+timeout "${OCR_S:-75}" python benchmarks/ocr_backends.py --device cuda --dtype float32 --threads "$(nproc)" --out "$out/ocr_backends.md"
 echo "ocr_backends: exit $?"
 timeout "${TOWER_S:-90}" python benchmarks/full_tower.py --device cuda --batches 1 8 --out "$out/full_tower.md"
 echo "full_tower: exit $?"

@@ -20,6 +20,7 @@ threshold) equal to the float32 one on all but 2% of pixels.
 from __future__ import annotations
 
 import math
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -383,6 +384,14 @@ def test_text_reader_torch_backend_reads_the_same_boxes() -> None:
 def test_text_reader_rejects_bad_backend_options(kwargs: dict, message: str) -> None:
     with pytest.raises(ValueError, match=message):
         TextReader(**kwargs)
+
+
+def test_text_reader_warns_that_bfloat16_misreads() -> None:
+    with pytest.warns(UserWarning, match="bfloat16' misreads"):
+        TextReader(backend="torch", dtype="bfloat16")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        TextReader(backend="torch", dtype="float16")  # float16 and float32 read as onnxruntime does: no warning
 
 
 def test_bias_folding_removes_the_adds_and_keeps_the_output(det_proto: onnx.ModelProto) -> None:
