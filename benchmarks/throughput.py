@@ -320,11 +320,12 @@ def _sync(device: str) -> None:
         torch.cuda.synchronize(device)
 
 
-def text_realizer(args: argparse.Namespace) -> Any:
+def text_realizer(args: argparse.Namespace, graphs: int | None = None) -> Any:
     """The realizer of the text rows: None (the shared default one: OCR on onnxruntime, MiniLM on) unless
-    ``--ocr-backend torch`` (the PP-OCR networks on ``--device``, in ``--dtype``) or ``--no-semantic`` (MiniLM off:
-    a machine without its package) asks for another reading config."""
-    if args.ocr_backend == "onnxruntime" and not args.no_semantic and not args.texture_graphs:
+    ``--ocr-backend torch`` (the PP-OCR networks on ``--device``, in ``--dtype``), ``--no-semantic`` (MiniLM off:
+    a machine without its package) or ``graphs`` (texture CUDA graphs, 0: off; None: the default) asks for another
+    config."""
+    if args.ocr_backend == "onnxruntime" and not args.no_semantic and graphs is None:
         return None
     from arr_coc.config import RelevanceConfig
     from arr_coc.reading import ReadingConfig
@@ -332,21 +333,22 @@ def text_realizer(args: argparse.Namespace) -> Any:
 
     reading = ReadingConfig()
     if args.ocr_backend == "torch":
-        reading = reading.replace(ocr={"backend": "torch", "device": args.device, "dtype": args.dtype})
+        reading = reading.replace(ocr={"backend": "torch", "device": args.device, "dtype": args.ocr_dtype})
     if args.no_semantic:
         reading = reading.with_switches(semantic=False)
-    return Realizer(RelevanceConfig(reading=reading.to_dict(), texture_graphs=args.texture_graphs)).eval()
+    extra = {} if graphs is None else {"texture_graphs": graphs}
+    return Realizer(RelevanceConfig(reading=reading.to_dict(), **extra)).eval()
 
 
-def texture_realizer(args: argparse.Namespace) -> Any:
-    """The realizer of the texture rows: None (the shared default one) unless ``--texture-graphs`` asks for the
-    texture as CUDA graphs (``RelevanceConfig.texture_graphs``)."""
-    if not args.texture_graphs:
+def texture_realizer(graphs: int | None = None) -> Any:
+    """The realizer of the texture rows: None (the shared default one) unless ``graphs`` sets how many frame shapes
+    keep their texture as a CUDA graph (``RelevanceConfig.texture_graphs``; 0: off)."""
+    if graphs is None:
         return None
     from arr_coc.config import RelevanceConfig
     from arr_coc.realizing import Realizer
 
-    return Realizer(RelevanceConfig(texture_graphs=args.texture_graphs)).eval()
+    return Realizer(RelevanceConfig(texture_graphs=graphs)).eval()
 
 
 def clear_ocr_cache(realizer: Any = None) -> None:
@@ -437,20 +439,26 @@ def bench_batch(
                 "full_tower": full_tower}  # fmt: skip
     rows = [Row("unpruned", "-", "-", model, full)]
     modes = [m for m in args.modes if m != "text" or ocr_available()]
-    reader = text_realizer(args) if "text" in modes else None
-    plain = texture_realizer(args)
+    # each mode as configured (the library's default texture graphs, or --texture-graphs N), and with
+    # --texture-graphs also with the texture run eagerly (rows "<mode>, eager texture")
+    variants = [(m, "") for m in modes] + [(m, ", eager texture") for m in modes if args.texture_graphs is not None]
+    realizers = {}
+    for m, g in variants:
+        n = 0 if g else args.texture_graphs
+        realizers[m, g] = text_realizer(args, n) if m == "text" else texture_realizer(n)
     for b in args.budgets:
         budget = parse_budget(b)
         k = budget if isinstance(budget, int) else max(1, round(float(budget) * n_vis))
         small, _ = page_inputs(spec, k, args.question)
         rows.append(Row("downscaled", "-", b, model, to_device(batched(small, batch))))
-        for mode in modes:
+        for mode, graphs in variants:
+            reader = realizers[mode, graphs]
             for kind, foveate in (("compress", False), ("foveate", True)):
                 text = mode == "text"
                 runner = compress(model, budget=budget, tokenizer=tok, foveate=foveate, text_prior=text,
-                                  realizer=reader if text else plain)  # fmt: skip
-                rows.append(Row(kind, mode, b, runner, full))
-                if text and batch == 1:
+                                  realizer=reader)  # fmt: skip
+                rows.append(Row(kind, mode + graphs, b, runner, full))
+                if text and batch == 1 and not graphs:
                     clear = functools.partial(clear_ocr_cache, reader)
                     rows.append(Row(kind, "text, first question", b, runner, full, before=clear))
     log(f"{name} batch {batch}: {n_vis} visual + {n_text} text tokens a sample, {len(rows)} rows")
@@ -649,14 +657,17 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--threads", type=int, default=None, help="torch CPU threads (default torch's)")
     p.add_argument("--ocr-backend", default="onnxruntime", choices=("onnxruntime", "torch"),
                    help="text rows' OCR networks: onnxruntime (CPU, the default) or torch on --device")  # fmt: skip
+    p.add_argument("--ocr-dtype", default="float32", choices=("float32", "float16", "bfloat16"),
+                   help="torch OCR backend's dtype (float32: the library's default; bfloat16 misreads)")  # fmt: skip
     p.add_argument(
         "--no-semantic",
         action="store_true",
         help="text rows without MiniLM (where its package is missing, e.g. a GPU machine without it)",
     )
     p.add_argument("--tower-only", action="store_true", help="only the foveated tower's counts (Qwen2.5-VL), no timing")
-    graphs_help = "the texture as CUDA graphs for this many frame shapes (RelevanceConfig.texture_graphs)"
-    p.add_argument("--texture-graphs", type=int, default=0, help=graphs_help)
+    graphs_help = ("texture CUDA graphs for this many frame shapes (RelevanceConfig.texture_graphs; default: the "
+                   "library's), and rows with the texture run eagerly beside them")  # fmt: skip
+    p.add_argument("--texture-graphs", type=int, default=None, help=graphs_help)
     p.add_argument("--out", type=Path, default=Path("results/throughput.md"), help="markdown output (JSON alongside)")
     args = p.parse_args(argv)
     on_gpu = str(args.device).startswith("cuda")

@@ -104,9 +104,10 @@ class RelevanceConfig:
     # CUDA graphs of the texture (``arr_coc.graphs.ShapeGraphs``): frame shapes whose texture is recorded as one graph
     # and replayed (one launch instead of ~70), each captured on its second sighting, least recently used out; each
     # holds its intermediate buffers in a private pool (at most the sum of the texture's op outputs, 47 bytes a frame
-    # pixel: 46 MB for a 1,248-token page). CUDA frames only; 0 (default): off. Not yet run on a GPU by this project
-    # (``benchmarks/decision_time.py --graphs``).
-    texture_graphs: int = 0
+    # pixel: 46 MB for a 1,248-token page, 8x that for 8 such frames). CUDA frames only (a CPU decision never uses
+    # them); 0: off. On a lent H100 the decision at batch 1 took 1.2-1.9 ms with them, 2.7-4.2 ms without, every
+    # decision the same bit for bit (``benchmarks/decision_time.py --device cuda --graphs``).
+    texture_graphs: int = 4
 
     def __post_init__(self) -> None:
         problems = []

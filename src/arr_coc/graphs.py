@@ -8,9 +8,9 @@ frames of one size, which depends on the page alone, never on the question.
 
 How it is used, and what it guarantees:
 
-* **Opt-in** (``RelevanceConfig.texture_graphs``: how many frame shapes to keep graphs for; 0, the default, is off),
-  CUDA tensors only, and only where a graph is safe: no dispatch mode active (fake tensors, op counters), no autograd
-  (inference), not inside another capture.
+* **On by default for CUDA frames** (``RelevanceConfig.texture_graphs``: how many frame shapes to keep graphs for,
+  4 by default; 0: off), and only where a graph is safe: no dispatch mode active (fake tensors, op counters), no
+  autograd (inference), not inside another capture. A CPU decision never uses them.
 * A shape is captured on its **second** sighting (``after``): a page size seen once is computed eagerly, so a stream of
   pages of ever new sizes never pays for captures it would not replay. At most ``max_graphs`` shapes are held, least
   recently used out (each holds its intermediate buffers in a private memory pool).
@@ -25,8 +25,9 @@ How it is used, and what it guarantees:
 The capture itself (``capture``) is a parameter so the bookkeeping above is tested on any machine: the default,
 :func:`cuda_capture`, records a ``torch.cuda.CUDAGraph`` after a warm-up run on a side stream (PyTorch's recipe);
 ``tests/test_graphs.py`` passes :func:`eager_capture`, which "replays" by running the function again into the same
-static output. Not yet run on a GPU by this project: ``benchmarks/decision_time.py --device cuda`` times and compares
-both (``--graphs``).
+static output. On a lent H100 (``python benchmarks/decision_time.py --device cuda --no-semantic --graphs``, three
+runs) the decision at batch 1 took 1.2-1.9 ms with the texture's graph against 2.7-4.2 ms eagerly, every graphed
+decision equal to the eager one bit for bit.
 """
 
 from __future__ import annotations

@@ -297,7 +297,7 @@ class Realizer(nn.Module):
         (:meth:`_texture_cacheable`: CPU frames, under ``inference_mode``, no dispatch mode such as fake tensors or
         an op counter); the caller gets its own copy, equal bit for bit to computing it again. Items decided
         together (:meth:`relevance_items`) are one batch, keyed as one. CUDA frames go through ``texture_graphs``
-        (``config.texture_graphs`` > 0: a CUDA graph per frame shape, replayed; off by default).
+        (``config.texture_graphs`` > 0, the default: a CUDA graph per frame shape, replayed).
         """
         if not self._texture_cacheable(frames):
             return self.texture_graphs(frames, int(rows), int(cols))  # eager unless a CUDA graph is on and usable
