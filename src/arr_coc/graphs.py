@@ -25,7 +25,7 @@ How it is used, and what it guarantees:
 The capture itself (``capture``) is a parameter so the bookkeeping above is tested on any machine: the default,
 :func:`cuda_capture`, records a ``torch.cuda.CUDAGraph`` after a warm-up run on a side stream (PyTorch's recipe);
 ``tests/test_graphs.py`` passes :func:`eager_capture`, which "replays" by running the function again into the same
-static output. On a lent H100 (``python benchmarks/decision_time.py --device cuda --no-semantic --graphs``, three
+static output. On a lent H100 (``python benchmarks/decision_time.py --device cuda --no-semantic --graphs``, four
 runs) the decision at batch 1 took 1.2-1.9 ms with the texture's graph against 2.7-4.2 ms eagerly, every graphed
 decision equal to the eager one bit for bit.
 """
