@@ -90,8 +90,7 @@ def main(argv: list[str] | None = None) -> int:
         tg = graphed.texture_graphs
         equal_note = (f"texture graphs (the default, texture_graphs={tg.max_graphs}): {tg.captured} shapes captured "
                       f"(the page at batch 1 and 8), {tg.replays} replays; every graphed decision equal to the eager "
-                      f"one: "
-                      f"{'yes' if all(equal) else 'NO'}")  # fmt: skip
+                      f"one: {'yes' if all(equal) else 'NO'}")  # fmt: skip
     name = torch.cuda.get_device_name(dev) if on_gpu else "CPU"
     print(
         f"Realizer.decide on {dev} ({name}), median of {args.runs} calls, ms"

@@ -249,13 +249,12 @@ def network_floor(reading: Any, image: Image.Image, max_tokens: int, repeat: int
         print(f"recogniser input columns: {columns} in {len(xs)} width-sorted batches, {one_batch} in one batch "
               f"({one_batch / max(columns, 1):.2f}x)", file=sys.stderr, flush=True)  # fmt: skip
     else:
-        from arr_coc.reading.ocr.lines import cut_lines, line_geometry, page_tensor, width_groups
+        from arr_coc.reading.ocr.lines import cut_lines, group_inputs, line_geometry, page_tensor
 
         recognizer.load()
         geometry = line_geometry(quads, recognizer.squeeze)
         x = cut_lines(page_tensor(bgr, recognizer.device, recognizer.dtype), geometry)
-        groups = width_groups(geometry.own, recognizer.max_groups)  # the network's calls as read_page makes them
-        xs = [x[torch.from_numpy(g).to(x.device)][..., : max(8, int(geometry.own[g].max()))] for g in groups]
+        xs = [rows for _, _, rows in group_inputs(x, geometry.own, recognizer.max_groups)]  # read_page's calls
 
         def rec() -> None:
             with torch.inference_mode():

@@ -322,7 +322,7 @@ def _sync(device: str) -> None:
 
 def text_realizer(args: argparse.Namespace, graphs: int | None = None) -> Any:
     """The realizer of the text rows: None (the shared default one: OCR on onnxruntime, MiniLM on) unless
-    ``--ocr-backend torch`` (the PP-OCR networks on ``--device``, in ``--dtype``), ``--no-semantic`` (MiniLM off:
+    ``--ocr-backend torch`` (the PP-OCR networks on ``--device``, in ``--ocr-dtype``), ``--no-semantic`` (MiniLM off:
     a machine without its package) or ``graphs`` (texture CUDA graphs, 0: off; None: the default) asks for another
     config."""
     if args.ocr_backend == "onnxruntime" and not args.no_semantic and graphs is None:
@@ -443,22 +443,22 @@ def bench_batch(
     # --texture-graphs also with the texture run eagerly (rows "<mode>, eager texture")
     variants = [(m, "") for m in modes] + [(m, ", eager texture") for m in modes if args.texture_graphs is not None]
     realizers = {}
-    for m, g in variants:
-        n = 0 if g else args.texture_graphs
-        realizers[m, g] = text_realizer(args, n) if m == "text" else texture_realizer(n)
+    for m, suffix in variants:
+        n = 0 if suffix else args.texture_graphs
+        realizers[m, suffix] = text_realizer(args, n) if m == "text" else texture_realizer(n)
     for b in args.budgets:
         budget = parse_budget(b)
         k = budget if isinstance(budget, int) else max(1, round(float(budget) * n_vis))
         small, _ = page_inputs(spec, k, args.question)
         rows.append(Row("downscaled", "-", b, model, to_device(batched(small, batch))))
-        for mode, graphs in variants:
-            reader = realizers[mode, graphs]
+        for mode, suffix in variants:
+            reader = realizers[mode, suffix]
             for kind, foveate in (("compress", False), ("foveate", True)):
                 text = mode == "text"
                 runner = compress(model, budget=budget, tokenizer=tok, foveate=foveate, text_prior=text,
                                   realizer=reader)  # fmt: skip
-                rows.append(Row(kind, mode + graphs, b, runner, full))
-                if text and batch == 1 and not graphs:
+                rows.append(Row(kind, mode + suffix, b, runner, full))
+                if text and batch == 1 and not suffix:
                     clear = functools.partial(clear_ocr_cache, reader)
                     rows.append(Row(kind, "text, first question", b, runner, full, before=clear))
     log(f"{name} batch {batch}: {n_vis} visual + {n_text} text tokens a sample, {len(rows)} rows")

@@ -215,6 +215,26 @@ def width_groups(own: np.ndarray, max_groups: int = 2, min_saving: float = 0.25)
     return [order[a:b] for a, b in zip(bounds[:-1], bounds[1:], strict=True) if b > a]
 
 
+def group_inputs(x: torch.Tensor, own: np.ndarray, max_groups: int = 2) -> list[tuple[np.ndarray, int, torch.Tensor]]:
+    """The recogniser's calls for a page's cut lines: per ``width_groups`` group, its line indices, its width and its
+    input, the group's rows of ``x`` cut to its widest line (exact: a crop's columns do not depend on the batch's
+    width). One group is ``x`` itself, the lines in the page's order (no gather).
+
+    Args:
+        x: (N, 3, 48, W) the page's lines from ``cut_lines`` (W at least the widest line).
+        own: (N,) each line's width (``LineGeometry.own``).
+        max_groups: as ``width_groups``.
+    """
+    groups = width_groups(own, max_groups)
+    if len(groups) <= 1:
+        return [(np.arange(len(own)), int(x.shape[-1]), x)] if len(own) else []
+    out = []
+    for idx in groups:
+        width = max(8, int(own[idx].max()))
+        out.append((idx, width, x[torch.from_numpy(idx).to(x.device)][..., :width]))
+    return out
+
+
 def ctc_best_path(probs: torch.Tensor) -> torch.Tensor:
     """Greedy CTC on the device, packed for one copy back.
 
@@ -261,21 +281,16 @@ def recognise_page(
     if len(geometry.own) == 0:
         return []
     x = cut_lines(page, geometry, max(8, int(geometry.own.max())))  # (N, 3, 48, widest): one grid_sample
-    groups = width_groups(geometry.own, max_groups)
-    if len(groups) == 1:  # one call: the lines in the page's order, no gather
-        groups = [np.arange(len(geometry.own))]
-    widths = [max(8, int(geometry.own[idx].max())) for idx in groups]
+    groups = group_inputs(x, geometry.own, max_groups)
     best = []
     with torch.inference_mode():
-        for idx, width in zip(groups, widths, strict=True):
-            # a crop's columns do not depend on the batch's width: the group's lines are the page's, cut shorter
-            rows = x if len(groups) == 1 else x[torch.from_numpy(idx).to(x.device)][..., :width]
+        for _, _, rows in groups:
             best.append(ctc_best_path(net(rows)))  # (n_g, T_g, 2)
         frames = max(b.shape[1] for b in best)
         packed = torch.cat([F.pad(b, (0, 0, 0, frames - b.shape[1])) for b in best]).cpu().numpy()  # one copy back
     out: list[LineText | None] = [None] * len(geometry.own)
     start = 0
-    for idx, width, b in zip(groups, widths, best, strict=True):
+    for (idx, width, _), b in zip(groups, best, strict=True):
         lines = decode_lines(packed[start : start + len(idx), : b.shape[1]], characters, width, geometry.own[idx])
         start += len(idx)
         for i, line in zip(idx, lines, strict=True):
