@@ -31,8 +31,18 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--runs", type=int, default=30)
     p.add_argument("--max-groups", type=int, default=None, help="network calls a page at most (default: the library's)")
     p.add_argument("--agree", action="store_true", help="also count the texts read as onnxruntime (CPU) reads them")
+    p.add_argument("--no-fuse", action="store_true",
+                   help="run the networks' graphs node for node (OnnxModule(fuse=False): GELU / LayerNorm chains and "
+                        "Identity nodes as exported), to compare")  # fmt: skip
     args = p.parse_args(argv)
     import arr_coc
+
+    if args.no_fuse:  # this process's OnnxModules, before any is built; the library's default is fuse=True
+        import functools
+
+        from arr_coc.reading.ocr import onnx_torch
+
+        onnx_torch.OnnxModule.__init__ = functools.partialmethod(onnx_torch.OnnxModule.__init__, fuse=False)  # type: ignore[method-assign]
     from arr_coc.grid import GridSpec
     from arr_coc.io import load_image_with_size
     from arr_coc.reading import TextReader
@@ -68,7 +78,7 @@ def main(argv: list[str] | None = None) -> int:
     print(
         f"{arr_coc.__file__}: {len(boxes)} boxes; _ocr median {med[0]:.1f} ms (detect {med[1]:.1f}, recognise "
         f"{med[2]:.1f}), min {min(r[0] for r in rows):.1f}; uncached read_timed median {statistics.median(reads):.1f} "
-        f"ms over {args.runs} runs ({args.device} {dtype})"
+        f"ms over {args.runs} runs ({args.device} {dtype}{', graphs unfused' if args.no_fuse else ''})"
     )
     print("texts:", [b.text for b in boxes][:8])
     if args.agree:  # what the CPU default (onnxruntime, float32) reads, text for text

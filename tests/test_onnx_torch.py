@@ -394,6 +394,61 @@ def test_text_reader_warns_that_bfloat16_misreads() -> None:
         TextReader(backend="torch", dtype="float16")  # float16 and float32 read as onnxruntime does: no warning
 
 
+def test_chain_fusion_on_the_pp_ocr_graphs(det_proto: onnx.ModelProto, rec_proto: onnx.ModelProto) -> None:
+    """The exporter's GELU (5 nodes) and LayerNorm (9 nodes) chains run as one node each, Identity nodes not at all
+    (the GPU launches fewer kernels), and the networks' outputs stay within the float32 bound of the unfused ones."""
+    for proto, gelus, norms, x in (
+        (det_proto, 13, 0, torch.from_numpy(det_input(render_page(), 96, 160))),
+        (rec_proto, 13, 5, torch.from_numpy(rec_input((101, 64, 80), 101))),
+    ):
+        fused, plain = OnnxModule(proto).eval(), OnnxModule(proto, fuse=False).eval()
+        ops = [s.op for s in fused._nodes]
+        assert (ops.count("Gelu"), ops.count("LayerNormalization"), ops.count("Identity"), ops.count("Erf")) == (
+            gelus, norms, 0, 0,
+        )  # fmt: skip
+        assert len(plain._nodes) - len(fused._nodes) >= 4 * gelus + 8 * norms
+        with torch.inference_mode():
+            assert_close(fused(x).numpy(), plain(x).numpy(), float32_tolerance(proto))
+
+
+def chain_model(share: bool) -> onnx.ModelProto:
+    """x -> GELU chain -> LayerNorm chain over the last axis -> y (x: (2, 3, 8)); ``share``: the Erf's output is
+    also added to y, so the GELU chain's intermediate feeds another node and must not be fused."""
+    c = numpy_helper.from_array
+    inits = [
+        c(np.array(math.sqrt(2), np.float32), "sqrt2"), c(np.array(1.0, np.float32), "one"),
+        c(np.array(0.5, np.float32), "half"), c(np.array(2.0, np.float32), "two"),
+        c(np.array(1e-5, np.float32), "eps"), c(np.linspace(0.5, 1.5, 8).astype(np.float32), "gamma"),
+        c(np.linspace(-0.2, 0.2, 8).astype(np.float32), "beta"),
+    ]  # fmt: skip
+    n = helper.make_node
+    nodes = [
+        n("Div", ["x", "sqrt2"], ["d"]), n("Erf", ["d"], ["e"]), n("Add", ["e", "one"], ["a"]),
+        n("Mul", ["x", "a"], ["m"]), n("Mul", ["m", "half"], ["g"]),
+        n("ReduceMean", ["g"], ["mu"], axes=[-1]), n("Sub", ["g", "mu"], ["s"]), n("Pow", ["s", "two"], ["p"]),
+        n("ReduceMean", ["p"], ["var"], axes=[-1]), n("Add", ["var", "eps"], ["ve"]), n("Sqrt", ["ve"], ["sd"]),
+        n("Div", ["s", "sd"], ["z"]), n("Mul", ["z", "gamma"], ["zg"]), n("Add", ["zg", "beta"], ["ln"]),
+    ]  # fmt: skip
+    nodes.append(n("Add", ["ln", "e"], ["y"]) if share else n("Identity", ["ln"], ["y"]))
+    graph = helper.make_graph(
+        nodes, "chains", [helper.make_tensor_value_info("x", TensorProto.FLOAT, (2, 3, 8))],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], initializer=inits,
+    )  # fmt: skip
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 11)], ir_version=10)
+
+
+@pytest.mark.parametrize("share", [False, True])
+def test_fused_chains_equal_onnxruntime_and_shared_intermediates_stay(share: bool) -> None:
+    x = np.random.default_rng(3).standard_normal((2, 3, 8)).astype(np.float32) * 3
+    model = chain_model(share)
+    got, ref = ort_vs_torch(model, x)
+    np.testing.assert_allclose(got, ref, rtol=0, atol=64 * U32 * np.abs(ref).max())  # a few roundings of O(1) values
+    ops = [s.op for s in OnnxModule(model)._nodes]
+    # shared: the GELU chain stays five nodes (its Erf feeds y), the LayerNorm chain is still one node
+    assert ops.count("Gelu") == (0 if share else 1) and ops.count("Erf") == (1 if share else 0)
+    assert ops.count("LayerNormalization") == 1
+
+
 def test_bias_folding_removes_the_adds_and_keeps_the_output(det_proto: onnx.ModelProto) -> None:
     folded, plain = OnnxModule(det_proto).eval(), OnnxModule(det_proto, fold_bias=False).eval()
     assert len(plain._nodes) - len(folded._nodes) == 75  # 75 of the 83 convs carry their bias in a separate Add

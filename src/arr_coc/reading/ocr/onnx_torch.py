@@ -261,7 +261,27 @@ def _softmax(attrs: dict, static: list, opset: int) -> OpFn:
 
 def _hard_sigmoid(attrs: dict, static: list, opset: int) -> OpFn:
     alpha, beta = float(attrs.get("alpha", 0.2)), float(attrs.get("beta", 0.5))
+    if abs(alpha - 1 / 6) < 1e-7 and beta == 0.5:  # torch's hardsigmoid, clamp(x / 6 + 1 / 2, 0, 1): one kernel
+        return lambda v: [F.hardsigmoid(v[0])]
     return lambda v: [(v[0] * alpha + beta).clamp(0.0, 1.0)]
+
+
+def _gelu(attrs: dict, static: list, opset: int) -> OpFn:
+    approximate = attrs.get("approximate", "none")
+    if approximate not in ("none", "tanh"):
+        raise UnsupportedOnnxOp(f"Gelu with approximate={approximate!r}")
+    return lambda v: [F.gelu(v[0], approximate=approximate)]
+
+
+def _layer_norm(attrs: dict, static: list, opset: int) -> OpFn:
+    axis, eps = int(attrs.get("axis", -1)), float(attrs.get("epsilon", 1e-5))
+
+    def run(v: list[Value]) -> list[Value]:
+        x = v[0]
+        shape = tuple(x.shape[axis % x.dim() :])
+        return [F.layer_norm(x, shape, v[1], v[2] if len(v) > 2 else None, eps)]
+
+    return run
 
 
 def _clip(attrs: dict, static: list, opset: int) -> OpFn:
@@ -446,6 +466,8 @@ OP_BUILDERS: dict[str, Callable[[dict, list, int], OpFn]] = {
     "Erf": _unary(torch.erf),
     "Sqrt": _unary(torch.sqrt),
     "HardSigmoid": _hard_sigmoid,
+    "Gelu": _gelu,
+    "LayerNormalization": _layer_norm,
     "Clip": _clip,
     "Identity": _identity,
     "Conv": _conv,
@@ -528,12 +550,125 @@ def _fold_conv_bias(nodes: list[Any], consts: dict[str, np.ndarray], outputs: se
     return [folded.get(id(n), n) for n in nodes if id(n) not in skip]
 
 
+def _fuse_chains(nodes: list[Any], consts: dict[str, np.ndarray], outputs: set[str]) -> list[Any]:
+    """Replace PaddlePaddle's exported GELU and LayerNorm chains with one ``Gelu`` / ``LayerNormalization`` node each.
+
+    The exporter writes GELU as five nodes, ``Mul(Mul(x, Add(Erf(Div(x, sqrt 2)), 1)), 0.5)``, and LayerNorm over the
+    last axis as nine (``ReduceMean``, ``Sub``, ``Pow 2``, ``ReduceMean``, ``Add eps``, ``Sqrt``, ``Div``, ``Mul
+    gamma``, ``Add beta``): on a GPU each node is a kernel launch over the whole map, and the PP-OCR networks run
+    launch-bound. One node each is the same function (ONNX's own ``Gelu`` of opset 20 and ``LayerNormalization`` of
+    opset 17, which onnxruntime also fuses these chains into), computed by ``F.gelu`` / ``F.layer_norm`` (the
+    latter accumulates in float32 for bfloat16 / float16 inputs); the results differ from the chain in rounding only.
+    A chain is fused only when its intermediates feed nothing else and its constants are the expected ones.
+    """
+    from onnx import helper
+
+    users: dict[str, list[Any]] = {}
+    producer: dict[str, Any] = {}
+    for n in nodes:
+        for i in n.input:
+            users.setdefault(i, []).append(n)
+        for o in n.output:
+            producer[o] = n
+
+    def scalar(name: str) -> float | None:
+        c = consts.get(name)
+        return float(c) if c is not None and c.size == 1 and np.issubdtype(c.dtype, np.floating) else None
+
+    def sole_user(node: Any, op: str) -> Any:
+        us = users.get(node.output[0], [])
+        ok = len(us) == 1 and us[0].op_type == op and node.output[0] not in outputs
+        return us[0] if ok else None
+
+    def other(node: Any, name: str) -> str:
+        return node.input[1] if node.input[0] == name else node.input[0]
+
+    def last_axis(node: Any) -> bool:
+        a = _attrs(node)
+        return node.op_type == "ReduceMean" and tuple(a.get("axes", ())) == (-1,) and a.get("keepdims", 1) == 1
+
+    replace: dict[int, Any] = {}  # id(last node of a chain) -> the fused node
+    drop: set[int] = set()
+    for n in nodes:
+        if n.op_type == "Erf":  # GELU
+            div = producer.get(n.input[0])
+            if div is None or div.op_type != "Div" or scalar(div.input[1]) is None:
+                continue
+            x = div.input[0]
+            add = sole_user(n, "Add")
+            mul = sole_user(add, "Mul") if add is not None else None
+            half = sole_user(mul, "Mul") if mul is not None else None
+            if (
+                half is None
+                or sole_user(div, "Erf") is not n
+                or abs(scalar(div.input[1]) - math.sqrt(2)) > 1e-6  # type: ignore[operator]
+                or scalar(other(add, n.output[0])) != 1.0
+                or other(mul, add.output[0]) != x
+                or scalar(other(half, mul.output[0])) != 0.5
+            ):
+                continue
+            replace[id(half)] = helper.make_node("Gelu", [x], [half.output[0]], name=f"{half.name}::gelu")
+            drop.update(map(id, (div, n, add, mul)))
+        elif n.op_type == "Pow" and scalar(n.input[1]) == 2.0:  # LayerNorm over the last axis
+            sub = producer.get(n.input[0])
+            if sub is None or sub.op_type != "Sub" or sub.output[0] in outputs:
+                continue
+            x, mean = sub.input
+            rm1 = producer.get(mean)
+            rm2 = sole_user(n, "ReduceMean")
+            add = sole_user(rm2, "Add") if rm2 is not None else None
+            sqrt = sole_user(add, "Sqrt") if add is not None else None
+            div = sole_user(sqrt, "Div") if sqrt is not None else None
+            mul = sole_user(div, "Mul") if div is not None else None
+            bias = sole_user(mul, "Add") if mul is not None else None
+            if bias is None or rm1 is None or not (last_axis(rm1) and last_axis(rm2)) or rm1.input[0] != x:
+                continue
+            eps = scalar(other(add, rm2.output[0]))
+            gamma, beta = other(mul, div.output[0]), other(bias, mul.output[0])
+            if (
+                eps is None
+                or sole_user(rm1, "Sub") is not sub
+                or {id(u) for u in users.get(sub.output[0], [])} != {id(n), id(div)}
+                or list(div.input) != [sub.output[0], sqrt.output[0]]
+                or any(consts.get(g) is None or consts[g].ndim != 1 for g in (gamma, beta))
+            ):
+                continue
+            replace[id(bias)] = helper.make_node(
+                "LayerNormalization", [x, gamma, beta], [bias.output[0]], name=f"{bias.name}::layer_norm", axis=-1,
+                epsilon=eps,
+            )  # fmt: skip
+            drop.update(map(id, (rm1, sub, n, rm2, add, sqrt, div, mul)))
+    return [replace.get(id(n), n) for n in nodes if id(n) not in drop]
+
+
+def _skip_identities(nodes: list[Any], outputs: set[str]) -> list[Any]:
+    """Drop ``Identity`` nodes (135 of the recogniser's 480: the exporter's casts and renames), reading their input
+    wherever their output is read; an ``Identity`` that writes a graph output stays."""
+    from onnx import helper
+
+    alias: dict[str, str] = {}
+    kept = []
+    for n in nodes:
+        ins = [alias.get(i, i) for i in n.input]
+        if n.op_type == "Identity" and n.output[0] not in outputs:
+            alias[n.output[0]] = ins[0]
+            continue
+        if ins != list(n.input):
+            renamed = helper.make_node(n.op_type, ins, list(n.output), name=n.name, domain=n.domain or None)
+            renamed.attribute.extend(n.attribute)
+            n = renamed
+        kept.append(n)
+    return kept
+
+
 class OnnxModule(nn.Module):
     """An ONNX graph (one input, one output used) as a ``torch.nn.Module``.
 
     Args:
         model: Path to an ``.onnx`` file or a loaded ``onnx.ModelProto``.
         fold_bias: Fold ``Conv`` + per-channel ``Add`` pairs into a biased ``Conv`` (see ``_fold_conv_bias``).
+        fuse: Run the exporter's GELU and LayerNorm chains as one ``Gelu`` / ``LayerNormalization`` node each (see
+            ``_fuse_chains``).
 
     Raises:
         UnsupportedOnnxOp: the graph uses an op outside ``SUPPORTED_OPS`` (the message names the op and the node).
@@ -544,7 +679,7 @@ class OnnxModule(nn.Module):
         >>> prob = net(images)  # (N, 3, H, W) -> (N, 1, H, W)                  # doctest: +SKIP
     """
 
-    def __init__(self, model: str | Path | Any, fold_bias: bool = True) -> None:
+    def __init__(self, model: str | Path | Any, fold_bias: bool = True, fuse: bool = True) -> None:
         super().__init__()
         import onnx
         from onnx import numpy_helper
@@ -572,6 +707,9 @@ class OnnxModule(nn.Module):
         nodes = [n for n in graph.node if n.op_type != "Constant"]
         if fold_bias:
             nodes = _fold_conv_bias(nodes, consts, {o.name for o in graph.output})
+        if fuse:
+            nodes = _fuse_chains(nodes, consts, {o.name for o in graph.output})
+        nodes = _skip_identities(nodes, {o.name for o in graph.output})
 
         # float constants become buffers (moved by .to); integer ones are Python values (shapes, axes)
         self._buffer_of: dict[str, str] = {}
