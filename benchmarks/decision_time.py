@@ -7,7 +7,8 @@ sync. Issue 24's goal: <= 2 ms per image at batch 1 on a GPU. These rows run the
 
 ``--graphs`` adds the same rows with the default config, whose texture on a GPU is a CUDA graph per frame shape
 (``RelevanceConfig.texture_graphs``, ``arr_coc.graphs``), checks every graphed decision against the eager one (scores
-and kept indices, bit for bit).
+and kept indices, bit for bit) and reports the device memory the graphs hold (reserved memory after
+``torch.cuda.empty_cache()``, before and after the captures).
 
     python benchmarks/decision_time.py --device cuda --no-semantic --graphs
 """
@@ -77,6 +78,11 @@ def main(argv: list[str] | None = None) -> int:
             rows.append((f"{mode}{', OCR cached' if mode == 'text' else ''}, realizer on {dev}", n, timed(mode, n)))
     equal = []
     if args.graphs:
+        # the graphs' device memory: what stays reserved once the allocator's free cache is emptied, before and after
+        # the captures (each graph keeps a private pool of its intermediates and its static input copy)
+        sync()
+        reserved = (lambda: (torch.cuda.empty_cache(), torch.cuda.memory_reserved(dev))[1]) if on_gpu else (lambda: 0)
+        reserved0 = reserved()
         graphed = Realizer(RelevanceConfig(reading=reading.to_dict())).eval().to(dev)  # the default: graphs on
         graphed._reading = realizer.reading  # the same text path (and its OCR cache of the page)
         for mode in ("texture", "text"):
@@ -87,10 +93,14 @@ def main(argv: list[str] | None = None) -> int:
                 a, b = realizer.decide(*call, mode=mode), graphed.decide(*call, mode=mode)
                 equal.append(all(torch.equal(x.scores, y.scores) and torch.equal(x.keep, y.keep)
                                  for x, y in zip(a, b, strict=True)))  # fmt: skip
+        sync()
+        graph_mb = (reserved() - reserved0) / 2**20
         tg = graphed.texture_graphs
         equal_note = (f"texture graphs (the default, texture_graphs={tg.max_graphs}): {tg.captured} shapes captured "
                       f"(the page at batch 1 and 8), {tg.replays} replays; every graphed decision equal to the eager "
-                      f"one: {'yes' if all(equal) else 'NO'}")  # fmt: skip
+                      f"one: {'yes' if all(equal) else 'NO'}; device memory held by the graphed realizer (its "
+                      f"graphs' pools and static inputs) after emptying the allocator's cache: "
+                      f"{graph_mb:.1f} MiB")  # fmt: skip
     name = torch.cuda.get_device_name(dev) if on_gpu else "CPU"
     print(
         f"Realizer.decide on {dev} ({name}), median of {args.runs} calls, ms"
