@@ -34,6 +34,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--no-fuse", action="store_true",
                    help="run the networks' graphs node for node (OnnxModule(fuse=False): GELU / LayerNorm chains and "
                         "Identity nodes as exported), to compare")  # fmt: skip
+    p.add_argument("--det-graphs", type=int, default=None,
+                   help="page sizes the detector holds CUDA graphs for (default: the library's; 0: eager)")  # fmt: skip
     args = p.parse_args(argv)
     import arr_coc
 
@@ -53,7 +55,8 @@ def main(argv: list[str] | None = None) -> int:
     spec = GridSpec.for_family("qwen2.5-vl", None, 1280 * 28 * 28)
     page = Image.open(ROOT / "examples" / "invoice.jpg").convert("RGB")
     img, _ = load_image_with_size(page, target_pixels=spec.max_pixels)
-    reader = TextReader(backend="torch", device=args.device, dtype=dtype)
+    graphs = {} if args.det_graphs is None else {"det_graphs": args.det_graphs}
+    reader = TextReader(backend="torch", device=args.device, dtype=dtype, **graphs)
     reader.warmup()
     if args.max_groups is not None:
         reader.engine()[1].max_groups = args.max_groups  # the PageRecognizer's width groups (lines.width_groups)
@@ -81,6 +84,16 @@ def main(argv: list[str] | None = None) -> int:
         f"ms over {args.runs} runs ({args.device} {dtype}{', graphs unfused' if args.no_fuse else ''})"
     )
     print("texts:", [b.text for b in boxes][:8])
+    det = reader.engine()[0].text_det.session
+    if hasattr(det, "graphs") and on_gpu:  # what the detector's graphs hold: reserved memory with and without them
+        sync()
+        torch.cuda.empty_cache()
+        held = torch.cuda.memory_reserved(args.device)
+        captured, replays = det.graphs.captured, det.graphs.replays
+        det.graphs._entries.clear()
+        torch.cuda.empty_cache()
+        held = (held - torch.cuda.memory_reserved(args.device)) / 2**20
+        print(f"detector graphs: {captured} page size(s) captured, {replays} replays, {held:.1f} MiB held")
     if args.agree:  # what the CPU default (onnxruntime, float32) reads, text for text
         from collections import Counter
 

@@ -449,6 +449,57 @@ def test_fused_chains_equal_onnxruntime_and_shared_intermediates_stay(share: boo
     assert ops.count("LayerNormalization") == 1
 
 
+# ---------------------------------------------------------------------------------------------------------------------
+# the detector as a CUDA graph per page size
+
+
+def small_page(h: int = 96, w: int = 160) -> np.ndarray:
+    """The example invoice resized to (h, w): a real page (no font needed), as the detector's resize hands it over."""
+    page = Image.open(Path(__file__).resolve().parents[1] / "src/arr_coc/examples/invoice.jpg").convert("RGB")
+    return np.ascontiguousarray(np.asarray(page.resize((w, h)))[:, :, ::-1])  # BGR uint8, as rapidocr's pages
+
+
+def test_detector_graph_path_equals_the_eager_detector() -> None:
+    """The graph bookkeeping with the eager stand-in on the CPU: a page size seen twice is captured, then replayed;
+    every map equal to the plain session's, bit for bit."""
+    from arr_coc.graphs import ShapeGraphs, eager_capture
+    from arr_coc.reading.ocr.torch_backend import TorchDetSession
+
+    plain = TorchDetSession(DET)
+    graphed = TorchDetSession(DET, graphs=2)
+    assert graphed.graphs.max_graphs == 2 and plain.graphs.max_graphs == 0
+    graphed.graphs = ShapeGraphs(graphed._detect, 2, capture=eager_capture, devices=("cpu",))
+    pages = [small_page(), small_page(), small_page(64, 96), small_page()]
+    for page in pages:
+        np.testing.assert_array_equal(graphed(page), plain(page))
+    assert graphed.graphs.captured == 1 and graphed.graphs.replays == 2  # the (96, 160) page: captured, replayed
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device (a real graph capture)")
+def test_cuda_graph_detector_equals_eager() -> None:
+    from arr_coc.reading.ocr.torch_backend import TorchDetSession
+
+    plain, graphed = TorchDetSession(DET, "cuda"), TorchDetSession(DET, "cuda", graphs=2)
+    page = small_page(736, 544)
+    ref = plain(page)
+    outs = [graphed(page) for _ in range(3)]
+    assert graphed.graphs.captured == 1 and graphed.graphs.replays == 2
+    for out in outs:
+        np.testing.assert_array_equal(out, ref)
+
+
+def test_det_graphs_reach_the_detector_and_are_checked() -> None:
+    from arr_coc.reading import OcrConfig
+
+    with pytest.raises(ValueError, match="det_graphs"):
+        OcrConfig(det_graphs=-1)
+    with pytest.raises(ValueError, match="det_graphs"):
+        TorchRapidOCR(det_graphs=-1)
+    reader = TextReader(backend="torch", det_graphs=3)
+    reader.warmup()  # rapidocr loads its detector stage on the first page
+    assert reader.engine()[0].text_det.session.graphs.max_graphs == 3
+
+
 def test_bias_folding_removes_the_adds_and_keeps_the_output(det_proto: onnx.ModelProto) -> None:
     folded, plain = OnnxModule(det_proto).eval(), OnnxModule(det_proto, fold_bias=False).eval()
     assert len(plain._nodes) - len(folded._nodes) == 75  # 75 of the 83 convs carry their bias in a separate Add

@@ -192,7 +192,9 @@ class TextReader:
                             msg = f"backend='torch' needs the onnx package ({e}); {INSTALL_HINT}"
                             raise MissingExtraError(msg) from e
                         device, dtype = torch.device(c.device or "cpu"), getattr(torch, c.dtype or "float32")
-                        detector = detect_only(TorchRapidOCR)(params=self._det_params(), device=device, dtype=dtype)
+                        detector = detect_only(TorchRapidOCR)(
+                            params=self._det_params(), device=device, dtype=dtype, det_graphs=c.det_graphs
+                        )
                         recognizer = PageRecognizer(c.rec_model_path, c.charset, c.squeeze, device, dtype)
                     else:
                         detector = detect_only(RapidOCR)(params=self._det_params())

@@ -103,9 +103,16 @@ class TorchDetSession(TorchOcrSession):
     the device exactly as rapidocr's ``DetPreProcess`` does on the host; a float (N, 3, H, W) input (what rapidocr's
     own preprocessing makes) runs as in :class:`TorchOcrSession`.
 
+    On CUDA the normalisation and the network of a page size run as a CUDA graph (``arr_coc.graphs.ShapeGraphs``:
+    captured on the second page of a size, replayed from then on, at most ``graphs`` sizes held, least recently used
+    out): the detector is ~200 kernels whose launches cost more host time than their GPU work, and pages of one format
+    share a size (the detector sees the page resized to multiples of 32: realdocs-dev's 274 pages make 15 sizes). A
+    replay computes what the eager call computes (the same kernels on a copy of the input).
+
     Args:
         onnx_path, device, dtype: as for :class:`TorchOcrSession`.
         pre: the stage's ``DetPreProcess`` (its ``scale``, ``mean`` and ``std`` are used).
+        graphs: page sizes to hold CUDA graphs for (0: none; CPU pages never use them).
     """
 
     def __init__(
@@ -114,9 +121,13 @@ class TorchDetSession(TorchOcrSession):
         device: str | torch.device = "cpu",
         dtype: torch.dtype = torch.float32,
         pre: DetPreProcess | None = None,
+        graphs: int = 0,
     ) -> None:
+        from ...graphs import ShapeGraphs
+
         super().__init__(onnx_path, device, dtype)
         self._constants(pre if pre is not None else DetPreProcess())
+        self.graphs = ShapeGraphs(self._detect, int(graphs))
 
     def _constants(self, pre: DetPreProcess) -> None:
         # NumPy's arithmetic: a float32 page times the scale as float32, then float64 from the mean on (the mean and
@@ -125,15 +136,24 @@ class TorchDetSession(TorchOcrSession):
         self._mean = torch.from_numpy(np.asarray(pre.mean, dtype=np.float64)).to(self.device).view(3, 1, 1)
         self._std = torch.from_numpy(np.asarray(pre.std, dtype=np.float64)).to(self.device).view(3, 1, 1)
 
-    def normalise(self, resized: np.ndarray) -> torch.Tensor:
-        """(H, W, 3) uint8 on the host -> (1, 3, H, W) float32 on the device, equal to ``DetPreProcess``'s output."""
-        x = torch.from_numpy(np.ascontiguousarray(resized)).to(self.device)  # one upload of the uint8 bytes
+    def normalise(self, resized: np.ndarray | torch.Tensor) -> torch.Tensor:
+        """(H, W, 3) uint8 (on the host, or already on the device) -> (1, 3, H, W) float32 on the device, equal to
+        ``DetPreProcess``'s output."""
+        x = torch.as_tensor(np.ascontiguousarray(resized) if isinstance(resized, np.ndarray) else resized)
+        x = x.to(self.device)  # one upload of the uint8 bytes
         x = (x.float() * self._scale).permute(2, 0, 1)  # (3, H, W) float32
         return ((x.double() - self._mean) / self._std).float().unsqueeze(0)
 
+    def _detect(self, page: torch.Tensor) -> torch.Tensor:
+        """The text probability map (1, 1, H, W) of a resized (H, W, 3) uint8 page on the device (what a graph
+        records)."""
+        return self.run_tensor(self.normalise(page))
+
     def __call__(self, input_content: np.ndarray) -> np.ndarray:
         if input_content.dtype == np.uint8 and input_content.ndim == 3:  # DeviceDetPreProcess's resized page
-            return self.run_tensor(self.normalise(input_content)).float().cpu().numpy()
+            page = torch.from_numpy(np.ascontiguousarray(input_content)).to(self.device)
+            with torch.inference_mode():
+                return self.graphs(page).float().cpu().numpy()  # eager unless a CUDA graph is on and usable
         return super().__call__(input_content)
 
 
@@ -166,6 +186,7 @@ class TorchRapidOCR(RapidOCR):
             ``.onnx`` files are what torch runs.
         device: Torch device for the networks.
         dtype: Torch compute dtype for the networks.
+        det_graphs: page sizes the detector holds CUDA graphs for (:class:`TorchDetSession`; 0: none).
     """
 
     def __init__(
@@ -174,11 +195,15 @@ class TorchRapidOCR(RapidOCR):
         params: dict[str, Any] | None = None,
         device: str | torch.device = "cpu",
         dtype: torch.dtype = torch.float32,
+        det_graphs: int = 0,
     ) -> None:
         if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
             raise ValueError(f"dtype must be a floating-point torch dtype (float32, bfloat16, float16), got {dtype}")
+        if det_graphs < 0:
+            raise ValueError(f"det_graphs must be >= 0, got {det_graphs}")
         self.torch_device = torch.device(device)
         self.torch_dtype = dtype
+        self.det_graphs = int(det_graphs)
         self._torch_lock = threading.Lock()
         super().__init__(config_path=config_path, params=params)
         stages = (self.cfg.Det, self.cfg.Cls, self.cfg.Rec)
@@ -193,7 +218,7 @@ class TorchRapidOCR(RapidOCR):
                     path = rapidocr_model_path(section)
                     if detector:  # normalised on the device: the stage's preprocessing only resizes
                         pre = stage.get_preprocess()
-                        stage.session = TorchDetSession(path, self.torch_device, self.torch_dtype, pre)
+                        stage.session = TorchDetSession(path, self.torch_device, self.torch_dtype, pre, self.det_graphs)
                         stage.get_preprocess = lambda: DeviceDetPreProcess(
                             stage.limit_side_len, stage.limit_type, stage.mean, stage.std
                         )  # this engine's own stage object: rapidocr's class is untouched
