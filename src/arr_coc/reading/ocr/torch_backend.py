@@ -98,6 +98,23 @@ class DeviceDetPreProcess(DetPreProcess):
         return self.resize(img)
 
 
+class _DevicePreprocessOf:
+    """A detector stage's ``get_preprocess`` for :class:`DeviceDetPreProcess`: rapidocr builds a new ``DetPreProcess``
+    for every page (about 1 ms of omegaconf look-ups for its mean and std); this one is built once and again only when
+    the stage's resize limits change."""
+
+    def __init__(self, stage: Any) -> None:
+        self.stage = stage
+        self._made: tuple[Any, DeviceDetPreProcess] | None = None
+
+    def __call__(self) -> DeviceDetPreProcess:
+        st = self.stage
+        key = (st.limit_side_len, st.limit_type)
+        if self._made is None or self._made[0] != key:
+            self._made = (key, DeviceDetPreProcess(st.limit_side_len, st.limit_type, st.mean, st.std))
+        return self._made[1]
+
+
 class TorchDetSession(TorchOcrSession):
     """The detector's session: takes the resized (H, W, 3) uint8 page (``DeviceDetPreProcess``) and normalises it on
     the device exactly as rapidocr's ``DetPreProcess`` does on the host; a float (N, 3, H, W) input (what rapidocr's
@@ -219,9 +236,7 @@ class TorchRapidOCR(RapidOCR):
                     if detector:  # normalised on the device: the stage's preprocessing only resizes
                         pre = stage.get_preprocess()
                         stage.session = TorchDetSession(path, self.torch_device, self.torch_dtype, pre, self.det_graphs)
-                        stage.get_preprocess = lambda: DeviceDetPreProcess(
-                            stage.limit_side_len, stage.limit_type, stage.mean, stage.std
-                        )  # this engine's own stage object: rapidocr's class is untouched
+                        stage.get_preprocess = _DevicePreprocessOf(stage)  # this engine's own stage object
                     else:
                         stage.session = TorchOcrSession(path, self.torch_device, self.torch_dtype)
         return stage
