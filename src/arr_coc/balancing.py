@@ -56,7 +56,10 @@ class TensionBalancer(nn.Module):
     def forward(self, cues: list[QueryCues], signal: torch.Tensor) -> torch.Tensor:
         """Weights (B, 3), rows summing to 1; participatory gets 0 where it had no signal at all."""
         feats = self.features(cues, signal)  # (B, 6)
-        logits = feats @ param_like(self.linear.weight, feats).T  # (B, 3)
+        # a product and a sum over the 6 features, not a matmul: each sample's logits are summed in one order whatever
+        # the batch (the BLAS blocks a (B, 6) x (6, 3) matmul by B: on an AVX-512 / AMX CPU a batch of 8 rounded
+        # differently from 1)
+        logits = (feats.unsqueeze(1) * param_like(self.linear.weight, feats)).sum(-1)  # (B, 3)
         if self.temperature != 1.0:  # x / 1.0 is x: no op for the default
             logits = logits / self.temperature
         # participatory's logit to -inf where signal <= 0, in one comparison: the other columns' threshold is -inf,
