@@ -32,8 +32,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--max-groups", type=int, default=None, help="network calls a page at most (default: the library's)")
     p.add_argument("--agree", action="store_true", help="also count the texts read as onnxruntime (CPU) reads them")
     p.add_argument("--no-fuse", action="store_true",
-                   help="run the networks' graphs node for node (OnnxModule(fuse=False): GELU / LayerNorm chains and "
-                        "Identity nodes as exported), to compare")  # fmt: skip
+                   help="run the networks' GELU / LayerNorm chains as exported (OnnxModule(fuse=False); Identity "
+                        "nodes are skipped either way: they launch nothing), to compare")  # fmt: skip
     p.add_argument("--det-graphs", type=int, default=None,
                    help="page sizes the detector holds CUDA graphs for (default: the library's; 0: eager)")  # fmt: skip
     args = p.parse_args(argv)

@@ -668,7 +668,7 @@ class OnnxModule(nn.Module):
         model: Path to an ``.onnx`` file or a loaded ``onnx.ModelProto``.
         fold_bias: Fold ``Conv`` + per-channel ``Add`` pairs into a biased ``Conv`` (see ``_fold_conv_bias``).
         fuse: Run the exporter's GELU and LayerNorm chains as one ``Gelu`` / ``LayerNormalization`` node each (see
-            ``_fuse_chains``).
+            ``_fuse_chains``). ``Identity`` nodes are skipped either way (``_skip_identities``: they launch nothing).
 
     Raises:
         UnsupportedOnnxOp: the graph uses an op outside ``SUPPORTED_OPS`` (the message names the op and the node).
