@@ -90,7 +90,7 @@ def main(argv: list[str] | None = None) -> int:
         torch.cuda.empty_cache()
         held = torch.cuda.memory_reserved(args.device)
         captured, replays = det.graphs.captured, det.graphs.replays
-        det.graphs._entries.clear()
+        det.graphs.clear()
         torch.cuda.empty_cache()
         held = (held - torch.cuda.memory_reserved(args.device)) / 2**20
         print(f"detector graphs: {captured} page size(s) captured, {replays} replays, {held:.1f} MiB held")

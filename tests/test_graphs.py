@@ -56,6 +56,18 @@ def test_least_recently_used_shapes_go_first():
     assert keys == [(2, 3), (4, 3)]
 
 
+def test_clear_drops_the_graphs_and_the_sightings():
+    g = _graphs(after=2)
+    x = torch.randn(2, 4)
+    g(x), g(x)  # captured on the second call
+    assert g.captured == 1
+    g.clear()
+    assert g.captured == 0
+    g(x)  # a first sighting again: eager, not captured
+    assert g.captured == 0
+    assert torch.equal(g(x), _fn(x)) and g.captured == 1
+
+
 def test_max_graphs_zero_never_captures():
     g = _graphs(max_graphs=0, after=1)
     x = torch.randn(2, 2)

@@ -163,6 +163,12 @@ class ShapeGraphs:
         with self._lock:
             return len(self._entries)
 
+    def clear(self) -> None:
+        """Drop every held graph (their memory pools go back to the allocator once no replay is running)."""
+        with self._lock:
+            self._entries.clear()
+            self._seen.clear()
+
     def usable(self, x: torch.Tensor) -> bool:
         """Whether a call with ``x`` may go through a graph (device, no dispatch mode, no autograd, no capture)."""
         if self.max_graphs == 0 or x.device.type not in self.devices:
