@@ -137,18 +137,21 @@ def test_word_units_build_their_tables_once_per_budget() -> None:
     units = WordUnits([torch.tensor([3, 2, 3]), np.array([5]), [0, 1]])
     assert len(units) == 3 and [u.tolist() for u in units] == [[2, 3], [5], [0, 1]]  # sorted, each cell once
     assert not units[0].flags.writeable and repr(units) == "WordUnits(3 units, 5 cells)"
-    table = units.cells_with(6, 2)
-    assert units.cells_with(6, 2) is table and sorted(table[3]) == [2, 3] and 4 not in table
-    assert 2 not in units.cells_with(6, 1)  # a unit larger than the budget: its cells are free tokens
+    table = units.table(6, 2)
+    assert units.table(6, 2) is table and table.groups[table.group_of[3]] == (2, 3) and table.group_of[4] == -1
+    assert len(table.groups) == 3 and table.group_of[2] == table.group_of[3] != table.group_of[5]
+    taken = bytearray([0, 0, 1, 0, 0, 1])
+    assert table.flags[table.group_of[3]](taken) == (1, 0) and table.flags[table.group_of[5]](taken) == (1,)
+    assert units.table(6, 1).group_of[2] == -1  # a unit larger than the budget: its cells are free tokens
     assert WordUnits.of(units) is units and WordUnits.join([units], [0]) is units
     assert [u.tolist() for u in WordUnits.join([units, units], [0, 6])][3:] == [[8, 9], [11], [6, 7]]
     order = torch.tensor([3, 0, 5, 1, 2, 4])
     assert select_units(order, 3, units).tolist() == [2, 3, 5]  # 3 brings 2; 0 would bring 1 (no room): 5 instead
     for _ in range(WordUnits.MAX_TABLES + 2):  # the tables stay bounded
-        units.cells_with(6, 1 + len(units._tables) % 6)
+        units.table(6, 1 + len(units._tables) % 6)
     assert len(units._tables) <= WordUnits.MAX_TABLES
     with pytest.raises(ValueError, match="outside"):
-        units.cells_with(5, 2)
+        units.table(5, 2)
 
 
 def test_token_scores_reach_compress_selection() -> None:

@@ -777,3 +777,95 @@ def test_bert_encoder_refuses_a_model_it_does_not_reproduce() -> None:
     config = SimpleNamespace(hidden_act="relu", position_embedding_type="absolute")
     with pytest.raises(ValueError, match="GELU and absolute positions"):
         BertEncoder(SimpleNamespace(config=config))
+
+
+def _lexical_reference(texts: list[str], query: str, cfg) -> np.ndarray:
+    """``lexical_scores`` written plainly: each box's tokens, one box at a time (its mean hit with NumPy's mean)."""
+    from arr_coc.reading.matching.lexical import content_tokens, query_terms, token_sim
+
+    out = np.zeros(len(texts), dtype=np.float32)
+    terms = query_terms(query, cfg)
+    toks = [content_tokens(t) for t in texts]
+    boxes = [i for i, t in enumerate(toks) if t]
+    if not terms or not boxes:
+        return out
+    term_w = np.array([w for _, w in terms], dtype=np.float32)
+    sims = [np.array([[token_sim(q, t, cfg) for t in toks[i]] for q, _ in terms], dtype=np.float32) for i in boxes]
+    best = np.stack([s.max(axis=1) for s in sims])  # (B, Q)
+    df = (best >= cfg.present_sim).sum(axis=0).astype(np.float32)
+    weights = term_w / np.maximum(df, 1.0) ** cfg.df_power
+    wsum = float(weights.sum())
+    for b, i in enumerate(boxes):
+        if best[b].max() <= 0:
+            continue
+        r = float((weights * best[b]).sum() / wsum)
+        precision = float((sims[b] * term_w[:, None]).max(axis=0).mean())
+        out[i] = max(cfg.recall_mix * r + (1.0 - cfg.recall_mix) * precision, cfg.recall_only * r)
+    return np.clip(out, 0.0, 1.0)
+
+
+_WORDS = (
+    "invoice number total amount due date paid payment customer name 1,234.00 12 Q3 Q1 subtotal tax the of for what "
+    "when how much who Brno fair o0 l1 invoiced 2024-01-05 $18,324.18 A B x revenue table row"
+).split()
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    texts=st.lists(st.lists(st.sampled_from(_WORDS), max_size=20).map(" ".join), min_size=1, max_size=30),
+    queries=st.lists(st.lists(st.sampled_from(_WORDS), max_size=8).map(" ".join), min_size=1, max_size=3),
+)
+def test_lexical_scores_with_a_page_equal_the_plain_rule_bit_for_bit(texts: list[str], queries: list[str]) -> None:
+    """The page's tokens computed once (``LexicalPage``, boxes of 0 to 20 tokens: the mean's in-order and pairwise
+    sums both met) give the plain per-box rule's scores, for every question asked of the page."""
+    from arr_coc.reading.matching.lexical import LexicalPage, lexical_scores
+
+    cfg = ReadingConfig().lexical
+    page = LexicalPage(texts)
+    for query in queries:
+        want = _lexical_reference(texts, query, cfg)
+        assert lexical_scores(texts, query, cfg, page).tobytes() == want.tobytes()
+        assert lexical_scores(texts, query, cfg).tobytes() == want.tobytes()
+    with pytest.raises(ValueError, match="lexical page has"):
+        lexical_scores([*texts, "total"], "total", cfg, page)
+
+
+def test_matcher_finds_a_page_by_its_boxes_and_not_by_a_changed_list(lexical: QueryMatcher) -> None:
+    """A question about a page already seen finds its per-page caches by the boxes' identity (the same key object);
+    equal boxes made anew give an equal key; another page, or the same list changed in place, another key."""
+    boxes = list(FORM)
+    key = lexical.page_key(boxes)
+    assert lexical.page_key(list(FORM)) is key  # the same box objects, a new list
+    again = lexical.page_key([dataclasses.replace(b) for b in FORM])  # equal boxes, new objects
+    assert again == key and hash(again) == hash(key)
+    boxes[0] = TextBox("Changed", boxes[0].box)
+    assert lexical.page_key(boxes) != key
+    first = lexical.relevance(FORM, "What is the amount due?", ROWS, COLS, SIZE)
+    changed = lexical.relevance(boxes, "What is the amount due?", ROWS, COLS, SIZE)
+    assert np.array_equal(lexical.relevance(FORM, "What is the amount due?", ROWS, COLS, SIZE), first)
+    assert lexical.page_key([]) == lexical.page_key(()) and changed.shape == first.shape
+    lexical.clear()
+    assert lexical.page_key(FORM) is not key and lexical.page_key(FORM) == key
+
+
+def test_page_cache_keeps_pages_not_entries() -> None:
+    """``page_cached`` keeps ``layout_cache_items`` PAGES, each with all its names (up to ``PAGE_ENTRIES``): a page
+    whose questions use more names than there are pages loses none of them."""
+    m = QueryMatcher(ReadingConfig().with_switches(semantic=False))
+    bound = m.config.structure.layout_cache_items
+    calls: list[str] = []
+    pages = [[TextBox(f"page {p}", (0, 0, 10, 10))] for p in range(bound + 1)]
+    names = [f"name {i}" for i in range(bound + 4)]
+    for name in names:  # more names than pages, all kept
+        assert m.page_cached(name, pages[0], lambda n=name: calls.append(n) or n) == name
+    for name in names:
+        m.page_cached(name, pages[0], lambda n=name: calls.append(n) or n)
+    assert calls == names
+    for page in pages[1:]:  # bound more pages: the first, least recently used, goes
+        m.page_cached("x", page, lambda: calls.append("x") or "x")
+    m.page_cached(names[0], pages[0], lambda: calls.append("again") or "again")
+    assert calls[-1] == "again"
+    for _ in range(2):  # a page's names are bounded too
+        for i in range(QueryMatcher.PAGE_ENTRIES + 1):
+            m.page_cached(f"many {i}", pages[1], lambda: None)
+    assert len(m._page_cache[m.page_key(pages[1])]) == QueryMatcher.PAGE_ENTRIES

@@ -23,7 +23,8 @@ Example:
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+import operator
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from numbers import Integral, Real
 from typing import NamedTuple, overload
@@ -289,9 +290,9 @@ class WordUnits(Sequence[np.ndarray]):
     arrays of token indices, with the tables the selection walks built once per token count and budget.
 
     A page's units serve every question asked of it (``QueryMatcher.units`` caches them per page), so a second
-    question pays only for the walk: which units hold each token, and every cell of those units, are built on the
-    first selection at a budget and kept (at most ``MAX_TABLES`` budgets; the oldest goes first). Building the same
-    table twice from two threads at once is harmless (the same value; the second assignment wins).
+    question pays only for the walk: which units hold each token, and every cell of those units (:meth:`table`),
+    are built on the first selection at a budget and kept (at most ``MAX_TABLES`` budgets; the oldest goes first).
+    Building the same table twice from two threads at once is harmless (the same value; the second assignment wins).
 
     Args:
         units: cell sets (LongTensors, int arrays or lists of token indices); each is copied, flattened, and made
@@ -320,7 +321,7 @@ class WordUnits(Sequence[np.ndarray]):
         for c in cells:
             c.setflags(write=False)
         self._cells: tuple[np.ndarray, ...] = tuple(cells)
-        self._tables: dict[tuple[int, int], dict[int, tuple[int, ...]]] = {}
+        self._tables: dict[tuple[int, int], UnitTable] = {}
 
     @classmethod
     def of(cls, units: Sequence[torch.Tensor | np.ndarray] | WordUnits) -> WordUnits:
@@ -348,8 +349,9 @@ class WordUnits(Sequence[np.ndarray]):
     def __repr__(self) -> str:
         return f"WordUnits({len(self)} units, {sum(c.size for c in self._cells)} cells)"
 
-    def cells_with(self, n: int, k: int) -> dict[int, tuple[int, ...]]:
-        """For each token of ``[0, n)`` in a unit of at most ``k`` cells: every cell of the units that hold it.
+    def table(self, n: int, k: int) -> UnitTable:
+        """The walk's table for ``n`` tokens and a budget of ``k`` (built once, then kept): each token of ``[0, n)``
+        in a unit of at most ``k`` cells has a group, every cell of the units that hold it.
 
         Raises:
             ValueError: for a unit cell outside ``[0, n)``.
@@ -367,11 +369,30 @@ class WordUnits(Sequence[np.ndarray]):
                 unit = tuple(cells.tolist())
                 for c in unit:
                     owners.setdefault(c, []).append(unit)
-        table = {c: us[0] if len(us) == 1 else tuple(set().union(*us)) for c, us in owners.items()}
+        ids: dict[tuple[int, ...], int] = {}  # a group's sorted cells -> its id
+        group_of = [-1] * n
+        for c, us in owners.items():
+            group = us[0] if len(us) == 1 else tuple(sorted(set().union(*us)))
+            group_of[c] = ids.setdefault(group, len(ids))
+        groups = tuple(ids)
+        # each group's cells as one C call that reads their flags from the walk's ``taken`` (a tuple of 0 / 1)
+        flags = tuple(operator.itemgetter(*g) if len(g) > 1 else (lambda taken, c=g[0]: (taken[c],)) for g in groups)
+        table = UnitTable(group_of, groups, flags)
         while len(self._tables) >= self.MAX_TABLES:
             self._tables.pop(next(iter(self._tables)))
         self._tables[(n, k)] = table
         return table
+
+
+class UnitTable(NamedTuple):
+    """What :func:`select_units` walks, for one token count and budget (:meth:`WordUnits.table`): ``group_of[c]``
+    is the group of token ``c`` (every cell of the units that hold it) or -1 for a token in no unit (of at most the
+    budget's cells), ``groups[g]`` the cells of group ``g``, ascending, and ``flags[g](taken)`` their entries of a
+    bytearray ``taken``, as a tuple."""
+
+    group_of: list[int]
+    groups: tuple[tuple[int, ...], ...]
+    flags: tuple[Callable[[bytearray], tuple[int, ...]], ...]
 
 
 def select_units(order: torch.Tensor, k: int, units: Sequence[torch.Tensor | np.ndarray] | WordUnits) -> torch.Tensor:
@@ -385,9 +406,12 @@ def select_units(order: torch.Tensor, k: int, units: Sequence[torch.Tensor | np.
     tokens come back, and every unit is whole unless that last fill had to cut one (a word wider than the whole
     budget left). Units are cell sets of one image (they may overlap).
 
-    The walk is plain Python over the tables of :meth:`WordUnits.cells_with` (built once per page and budget when
+    The walk is plain Python over the table of :meth:`WordUnits.table` (built once per page and budget when
     ``units`` are the page's ``WordUnits``): a page's few hundred words touch a few cells each, and NumPy calls on
-    arrays that small cost more than the work.
+    arrays that small cost more than the work. A group that does not fit in what is left never fits later (each
+    of its cells taken since cost the budget one token too: what it needs and what is left fall by at least as much),
+    so the walk looks at each group's cells at most once and passes over a group that did not fit (most of those it
+    meets once the budget is nearly spent) in one look-up.
 
     Args:
         order (torch.LongTensor of shape (N,)): every token index once, most relevant first.
@@ -404,7 +428,8 @@ def select_units(order: torch.Tensor, k: int, units: Sequence[torch.Tensor | np.
     n = order.numel()
     if not 1 <= k <= n:
         raise ValueError(f"k must be in [1, {n}], got {k}")
-    cells_with = WordUnits.of(units).cells_with(n, k)
+    group_of, groups, flags = WordUnits.of(units).table(n, k)
+    passed = bytearray(len(groups))  # groups that did not fit once: they never will (see above)
     rank = order.detach().cpu().tolist()  # (N,) the one host copy: the greedy walks on the CPU
     taken = bytearray(n)
     left = k
@@ -413,16 +438,19 @@ def select_units(order: torch.Tensor, k: int, units: Sequence[torch.Tensor | np.
             break
         if taken[c]:
             continue
-        cells = cells_with.get(c)
-        if cells is None:  # in no unit
+        g = group_of[c]
+        if g < 0:  # in no unit
             taken[c] = 1
             left -= 1
-            continue
-        need = [x for x in cells if not taken[x]]
-        if len(need) <= left:
-            for x in need:
-                taken[x] = 1
-            left -= len(need)
+        elif not passed[g]:
+            cells = groups[g]
+            need = len(cells) - sum(flags[g](taken))  # its cells not taken yet
+            if need <= left:
+                for x in cells:
+                    taken[x] = 1
+                left -= need
+            else:
+                passed[g] = 1
     for c in rank:  # only units too large for the rest remain: cut the best of them
         if left == 0:
             break

@@ -245,7 +245,59 @@ def _token_sim(a: str, b: str, fuzzy: tuple[float, float, float, int, int, float
     return sim if sim >= min_edit_sim else 0.0
 
 
-def lexical_scores(texts: Sequence[str], query: str, cfg: LexicalConfig) -> np.ndarray:
+class LexicalPage:
+    """What ``lexical_scores`` needs of a page whatever the question, computed once per page: its tokens (each text's
+    ``content_tokens``), the distinct ones, and each distinct token's similarity to a query term, kept per term (at
+    most ``MAX_TERMS`` terms; the oldest goes first), so a second question pays only for its new terms.
+
+    A ``QueryMatcher`` keeps one per page (``page_cached``); ``lexical_scores`` builds a throwaway one when given none.
+    The result is the same either way, bit for bit. Safe to share between threads (a term's column computed twice
+    at once is the same value; the second assignment wins).
+
+    Args:
+        texts: The N box texts.
+    """
+
+    MAX_TERMS = 512
+
+    def __init__(self, texts: Sequence[str]) -> None:
+        self.n = len(texts)
+        ids: dict[str, int] = {}
+        boxes, index, ends = [], [], []  # boxes with tokens; each token's distinct id, box after box; box ends
+        for i, text in enumerate(texts):
+            toks = content_tokens(text)
+            if not toks:
+                continue
+            index.extend(ids.setdefault(t, len(ids)) for t in toks)
+            boxes.append(i)
+            ends.append(len(index))
+        self.tokens: tuple[str, ...] = tuple(ids)  # (U,) distinct tokens, in first-seen order
+        self.boxes = np.asarray(boxes, dtype=np.int64)  # (B,) the boxes with tokens
+        self.index = np.asarray(index, dtype=np.int64)  # (T,) every token of those boxes, as an id into ``tokens``
+        self.ends = np.asarray(ends, dtype=np.int64)  # (B,)
+        self.starts = np.concatenate([[0], self.ends[:-1]]).astype(np.int64) if ends else self.ends  # (B,)
+        self.counts = (self.ends - self.starts).astype(np.float32)  # (B,) tokens per box, at least 1
+        self.long_boxes = np.flatnonzero(self.counts >= 8).tolist()  # boxes whose token sums NumPy adds pairwise
+        # (B, W) each box's token positions, padded with T (an appended 0): W = its longest box, at most 7 columns
+        width = int(min(7, self.counts.max())) if ends else 1
+        cols = self.starts[:, None] + np.arange(width)[None, :]  # (B, W)
+        self.padded = np.where(cols < self.ends[:, None], cols, len(index))
+        self._columns: dict[tuple[str, tuple[float, float, float, int, int, float]], np.ndarray] = {}
+
+    def column(self, term: str, fuzzy: tuple[float, float, float, int, int, float]) -> np.ndarray:
+        """(U,) float32 similarity of ``term`` to each distinct token (``_token_sim``), remembered per term."""
+        key = (term, fuzzy)
+        col = self._columns.get(key)
+        if col is None:
+            col = np.array([_token_sim(term, t, fuzzy) for t in self.tokens], dtype=np.float32)
+            col.setflags(write=False)
+            while len(self._columns) >= self.MAX_TERMS:
+                self._columns.pop(next(iter(self._columns)), None)
+            self._columns[key] = col
+        return col
+
+
+def lexical_scores(texts: Sequence[str], query: str, cfg: LexicalConfig, page: LexicalPage | None = None) -> np.ndarray:
     """(N,) lexical match of each text to ``query`` in [0, 1].
 
     With R = how much of the query a text covers (term weights divided by the term's page frequency to the power
@@ -257,43 +309,43 @@ def lexical_scores(texts: Sequence[str], query: str, cfg: LexicalConfig) -> np.n
         texts: The N box texts.
         query: The question.
         cfg: Lexical settings.
+        page: ``LexicalPage(texts)`` when the caller keeps one for the page (a second question then skips the
+            tokenising and the similarities of terms seen before); None: built here.
     """
     n = len(texts)
     out = np.zeros(n, dtype=np.float32)
     terms = query_terms(query, cfg)
     if not terms or n == 0:
         return out
+    page = page if page is not None else LexicalPage(texts)
+    if page.n != n:
+        raise ValueError(f"the lexical page has {page.n} texts, got {n}")
+    if not page.boxes.size:
+        return out
     term_w = np.array([w for _, w in terms], dtype=np.float32)  # (Q,)
     fuzzy = _fuzzy(cfg)
-    per_token: dict[str, list[float]] = {}  # a box token's similarity to each query term (a page repeats tokens)
-    boxes, columns, ends = [], [], []  # the boxes with tokens; their tokens' similarity columns, box after box
-    for i, text in enumerate(texts):
-        toks = content_tokens(text)
-        if not toks:
-            continue
-        for t in toks:
-            col = per_token.get(t)
-            if col is None:
-                col = per_token[t] = [_token_sim(q, t, fuzzy) for q, _ in terms]
-            columns.append(col)
-        boxes.append(i)
-        ends.append(len(columns))
-    if not boxes:
-        return out
-    sims = np.array(columns, dtype=np.float32).T  # (Q, T) every token of every box with tokens
-    starts = [0, *ends[:-1]]
+    # (Q, T) every token of every box with tokens, against each term
+    sims = np.stack([page.column(q, fuzzy) for q, _ in terms])[:, page.index]
     # (B, Q) each box's best match to each term (max is exact), C-contiguous: each row is summed as the row alone
-    best = np.ascontiguousarray(np.maximum.reduceat(sims, starts, axis=1).T)
+    best = np.ascontiguousarray(np.maximum.reduceat(sims, page.starts, axis=1).T)
     df = (best >= cfg.present_sim).sum(axis=0).astype(np.float32)  # (Q,) page frequency of each query term
     weights = term_w / np.maximum(df, 1.0) ** cfg.df_power  # (Q,)
     wsum = float(weights.sum())
     recall = (weights * best).sum(axis=1) / wsum  # (B,) a row's sum has the bits of that row summed alone
     hits = (sims * term_w[:, None]).max(axis=0)  # (T,) a meta-word hit counts at its weight
-    for b, (i, start, end) in enumerate(zip(boxes, starts, ends, strict=True)):
-        if best[b].max() <= 0:
-            continue
-        r, precision = float(recall[b]), float(hits[start:end].mean())
-        out[i] = max(cfg.recall_mix * r + (1.0 - cfg.recall_mix) * precision, cfg.recall_only * r)
+    # (B,) each box's mean hit, as NumPy's mean of the box's slice, bit for bit: its sum adds up to 7 elements in
+    # order (so do these column adds; the padding adds 0) and from 8 on pairwise (those boxes are summed alone)
+    padded = np.append(hits, np.float32(0.0))[page.padded]  # (B, W)
+    sums = padded[:, 0].copy()  # (B,)
+    for j in range(1, padded.shape[1]):
+        sums += padded[:, j]
+    for b in page.long_boxes:
+        sums[b] = hits[page.starts[b] : page.ends[b]].sum()
+    precision = (sums / page.counts).astype(np.float64)
+    r = recall.astype(np.float64)
+    score = np.maximum(cfg.recall_mix * r + (1.0 - cfg.recall_mix) * precision, cfg.recall_only * r)  # (B,)
+    matched = best.max(axis=1) > 0  # (B,) boxes matching no term keep 0
+    out[page.boxes[matched]] = score[matched]
     return np.clip(out, 0.0, 1.0)
 
 

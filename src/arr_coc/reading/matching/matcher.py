@@ -3,8 +3,9 @@ that propagates key scores to where answers sit) and paints the result onto the 
 
 from __future__ import annotations
 
+import operator
 import threading
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from collections.abc import Sequence
 
 import numpy as np
@@ -15,9 +16,14 @@ from ..layout.structural_query import Evidence, parse, resolve
 from ..layout.structure import Layout, analyse, flat_layout
 from ..ocr.reader import TextBox
 from .learned import BoxScorer, box_features
-from .lexical import answer_types, has_type, lexical_scores
+from .lexical import LexicalPage, answer_types, has_type, lexical_scores
 from .propagation import CellPainter, Neighbours, paint_boxes, propagate, word_units
 from .semantic import MiniLMEmbedder, semantic_scores, semantic_similarities
+
+
+def _typed(boxes: Sequence[TextBox], kind: str) -> np.ndarray:
+    """(N,) bool: which boxes hold a value of type ``kind`` (``has_type``)."""
+    return np.array([has_type(b.text, kind) for b in boxes], dtype=bool)
 
 
 def _read_only(a: np.ndarray) -> np.ndarray:
@@ -71,6 +77,23 @@ def continuations(layout: Layout, keys: Sequence[int]) -> list[tuple[int, int]]:
         first = layout.lines[nxt.lines[0]]
         out.extend((i, j) for i in last.boxes if i in keys for j in first.boxes)
     return out
+
+
+class PageKey:
+    """A page's boxes as a dictionary key: the tuple of them, hashed once (a question looks a page up in several
+    caches; hashing its boxes each time cost more than the look-ups). Equal to any ``PageKey`` of equal boxes."""
+
+    __slots__ = ("_hash", "boxes")
+
+    def __init__(self, boxes: Sequence[TextBox]) -> None:
+        self.boxes = tuple(boxes)
+        self._hash = hash(self.boxes)
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, PageKey) and self._hash == other._hash and self.boxes == other.boxes
 
 
 class QueryMatcher:
@@ -140,6 +163,8 @@ class QueryMatcher:
             ``box_features`` instead of the rules' ``box_scores`` (None: the rules).
     """
 
+    PAGE_ENTRIES = 32  # names ``page_cached`` keeps a page (its tokens, types, neighbours, cells per grid, ...)
+
     def __init__(
         self,
         config: ReadingConfig | None = None,
@@ -166,9 +191,10 @@ class QueryMatcher:
         )
         self._embedder = embedder
         self.scorer = scorer
-        self._layouts: OrderedDict[tuple[TextBox, ...], Layout] = OrderedDict()  # per page, bounded LRU
+        self._layouts: OrderedDict[PageKey, Layout] = OrderedDict()  # per page, bounded LRU
         self._layouts_lock = threading.Lock()
-        self._page_cache: OrderedDict[tuple[str, tuple[TextBox, ...]], object] = OrderedDict()  # per page, bounded
+        self._page_cache: OrderedDict[PageKey, dict[str, object]] = OrderedDict()  # per page: name -> value
+        self._recent: deque[PageKey] = deque(maxlen=8)  # the last pages' keys, found again by their boxes' identity
         if embedder is None and self.config.semantic.enabled:
             self._embedder = MiniLMEmbedder.from_config(self.config.semantic)  # cheap: nothing loads until used
 
@@ -226,7 +252,9 @@ class QueryMatcher:
     def lexical_scores(self, boxes: Sequence[TextBox], query: str) -> np.ndarray:
         """(N,) lexical match of each box to ``query`` in [0, 1]
         (``arr_coc.reading.matching.lexical.lexical_scores``)."""
-        return lexical_scores([b.text for b in boxes], self.clip(query), self.config.lexical)
+        texts = [b.text for b in boxes]
+        page = self.page_cached("lexical", boxes, lambda: LexicalPage(texts))  # the page's tokens, once per page
+        return lexical_scores(texts, self.clip(query), self.config.lexical, page)
 
     def semantic_similarities(self, boxes: Sequence[TextBox], query: str) -> np.ndarray:
         """(N,) raw MiniLM cosine similarity of each box text to ``query`` (mostly-digit boxes lowered by
@@ -268,7 +296,9 @@ class QueryMatcher:
         if not self.layout or n == 0 or not query:
             return out
         kinds = answer_types(query)
-        typed = np.array([any(has_type(b.text, k) for k in kinds) for b in boxes], dtype=bool)  # (N,)
+        typed = np.zeros(n, dtype=bool)  # (N,) each kind's boxes found once per page
+        for kind in kinds:
+            typed |= self.page_cached(f"type {kind}", boxes, lambda k=kind: _read_only(_typed(boxes, k)))
         if "org" in kinds:
             typed |= self.page_cached("first line", boxes, lambda: _read_only(first_line(boxes)))
         out[typed] = self.config.keys.type_prior_score
@@ -315,6 +345,7 @@ class QueryMatcher:
         with self._layouts_lock:
             self._layouts.clear()
             self._page_cache.clear()
+            self._recent.clear()
 
     def layout_of(self, boxes: Sequence[TextBox]) -> Layout:
         """The page's layout: ``arr_coc.reading.layout.structure.analyse`` (``structure.enabled``) or, off,
@@ -323,7 +354,7 @@ class QueryMatcher:
         The last ``structure.layout_cache_items`` pages' layouts are kept (keyed on the boxes themselves), so a second
         question about a page does not analyse it again; the returned ``Layout`` is shared: do not modify it.
         """
-        key = tuple(boxes)
+        key = self.page_key(boxes)
         with self._layouts_lock:
             if key in self._layouts:
                 self._layouts.move_to_end(key)
@@ -336,17 +367,38 @@ class QueryMatcher:
                 self._layouts.popitem(last=False)
         return layout
 
-    def page_cached(self, name: str, boxes: Sequence[TextBox], compute):
-        """``compute()`` for this page, remembered for the last ``structure.layout_cache_items`` pages (keyed on
-        ``name`` and the boxes), so a second question about a page reuses what does not depend on the question."""
-        key = (name, tuple(boxes))
+    def page_key(self, boxes: Sequence[TextBox]) -> PageKey:
+        """The key of the per-page caches for ``boxes``: the key of a recent page whose boxes are the very same
+        objects, in order (``TextReader.read`` hands out a page's cached boxes, so each question about a page finds
+        its key without hashing them), else a new ``PageKey`` (equal to any other of equal boxes)."""
         with self._layouts_lock:
-            if key in self._page_cache:
+            recent = tuple(self._recent)
+        for key in recent:
+            if len(key.boxes) == len(boxes) and all(map(operator.is_, key.boxes, boxes)):
+                return key
+        key = PageKey(boxes)
+        with self._layouts_lock:
+            self._recent.appendleft(key)
+        return key
+
+    def page_cached(self, name: str, boxes: Sequence[TextBox], compute):
+        """``compute()`` for this page, remembered for the last ``structure.layout_cache_items`` pages (keyed on the
+        boxes, then ``name``; at most ``PAGE_ENTRIES`` names a page, the oldest first out), so a second question about
+        a page reuses what does not depend on the question."""
+        key = self.page_key(boxes)
+        with self._layouts_lock:
+            entries = self._page_cache.get(key)
+            if entries is not None:
                 self._page_cache.move_to_end(key)
-                return self._page_cache[key]
+                if name in entries:
+                    return entries[name]
         value = compute()
         with self._layouts_lock:
-            self._page_cache[key] = value
+            entries = self._page_cache.setdefault(key, {})
+            self._page_cache.move_to_end(key)
+            entries[name] = value
+            while len(entries) > self.PAGE_ENTRIES:
+                entries.pop(next(iter(entries)))
             while len(self._page_cache) > self.config.structure.layout_cache_items:
                 self._page_cache.popitem(last=False)
         return value

@@ -1,0 +1,160 @@
+"""The host work a text-mode decision adds on a page already read, stage by stage: this checkout against another.
+
+A text-mode ``Realizer.decide`` on a GPU runs the same host work as on a CPU before and after its kernels: the OCR
+cache's look-up of the page (the page's key: a digest of its pixels), the matching of the question to the page's
+boxes (``QueryMatcher.relevance_and_evidence``: lexical scores, the layout rule, the structural query, the
+painting), the page's word units, and the whole-word selection's walk (``select_units``). Issue 24's goal, a
+decision in 2 ms per image at batch 1 on a GPU, is met in texture mode and missed in text mode by this work; this
+benchmark times it on the host alone (MiniLM off by default, as on the GPU machine, where its package does not fit).
+
+Each of ``decision_time.QUESTIONS`` is asked of the example invoice (Qwen2.5-VL grid, 1,248 tokens, budget 22.2%;
+the page read first with another question): ``new`` is the first time the question is asked in the worker (its
+terms new to the page's caches), ``again`` the median of ``--repeat`` more asks. The selection is timed on the
+decision's own ranking and budget. Two checkouts run in alternating rounds, one worker process each
+(``--against DIR``: a checkout of another commit with its own ``src``); every figure is the median over all rounds.
+
+Example:
+    python benchmarks/text_host.py --rounds 4 --repeat 30 --against /tmp/base --out results/text_host.md
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+STAGES = ("OCR look-up", "matching", "word units", "selection", "total")
+
+
+def worker(repeat: int, semantic: bool) -> dict[str, Any]:
+    """In this process: {question: {stage: {"new": ms, "again": [ms, ...]}}}."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import torch
+    from decision_time import QUESTIONS
+    from PIL import Image
+
+    from arr_coc.attending import select_units
+    from arr_coc.config import RelevanceConfig
+    from arr_coc.grid import GridSpec
+    from arr_coc.io import load_image_with_size
+    from arr_coc.query import normalize_text
+    from arr_coc.reading import ReadingConfig
+    from arr_coc.realizing import Realizer, pictures_from_frames
+    from arr_coc.texture import frames_from_image
+
+    torch.set_num_threads(1)  # the host work is single-threaded Python and NumPy
+    spec = GridSpec.for_family("qwen2.5-vl", None, 1280 * 28 * 28)
+    img, _ = load_image_with_size(Image.open(ROOT / "examples" / "invoice.jpg").convert("RGB"),
+                                  target_pixels=spec.max_pixels)  # fmt: skip
+    grid = spec.grid_for(img.height, img.width)
+    rows, cols = grid.rows, grid.cols
+    reading = ReadingConfig() if semantic else ReadingConfig().with_switches(semantic=False)
+    realizer = Realizer(RelevanceConfig(reading=reading.to_dict())).eval()
+    frames = frames_from_image(img, grid)
+    realizer.decide([frames], [(rows, cols)], ["What is this page?"], 0.222, mode="text")  # reads the page
+    reader, matcher = realizer.reading.reader, realizer.reading.matcher()
+    picture = pictures_from_frames(frames)[0]
+    size = (picture.shape[1], picture.shape[0])
+    decided = {}
+    for q in QUESTIONS:  # each question's ranking and budget (what the selection walks), from its decision
+        d = realizer.decide([frames], [(rows, cols)], [q], 0.222, mode="text")[0]
+        order = torch.sort(torch.nan_to_num(d.scoring.scores.flatten().float(), nan=-float("inf")), descending=True,
+                           stable=True).indices  # fmt: skip
+        decided[q] = (order, int(d.keep.numel()))
+    realizer.reading.clear()  # forget the page: the worker's first ask of each question below is a new one
+    realizer.decide([frames], [(rows, cols)], ["What is this page?"], 0.222, mode="text")
+    out: dict[str, dict[str, dict[str, Any]]] = {q: {s: {"again": []} for s in STAGES} for q in QUESTIONS}
+    for r in range(1 + repeat):
+        for q in QUESTIONS:
+            text = normalize_text(q)
+            order, k = decided[q]
+            t0 = time.perf_counter()
+            boxes = reader.read(picture)
+            t1 = time.perf_counter()
+            matcher.relevance_and_evidence(boxes, text, rows, cols, size)
+            t2 = time.perf_counter()
+            units = matcher.units(boxes, rows, cols, size)
+            t3 = time.perf_counter()
+            select_units(order, k, units)
+            t4 = time.perf_counter()
+            for stage, ms in zip(STAGES, (t1 - t0, t2 - t1, t3 - t2, t4 - t3, t4 - t0), strict=True):
+                if r == 0:
+                    out[q][stage]["new"] = ms * 1e3
+                else:
+                    out[q][stage]["again"].append(ms * 1e3)
+    return out
+
+
+def run_worker(checkout: Path, repeat: int, semantic: bool) -> dict[str, Any]:
+    """``worker`` in a fresh process with ``checkout``'s ``src`` first on the path (this file's own code)."""
+    env = {**os.environ, "PYTHONPATH": str(checkout / "src")}
+    cmd = [sys.executable, str(Path(__file__).resolve()), "--worker", "--repeat", str(repeat)]
+    done = subprocess.run(cmd + ([] if semantic else ["--no-semantic"]), env=env, capture_output=True, text=True)
+    if done.returncode:
+        raise SystemExit(f"the worker for {checkout} failed:\n{done.stderr[-3000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def report(results: dict[str, list[dict[str, Any]]], command: str) -> str:
+    names = list(results)
+    questions = list(next(iter(results.values()))[0])
+
+    def med(name: str, stage: str, kind: str, q: str | None = None) -> float:
+        qs = [q] if q else questions
+        if kind == "new":
+            return statistics.median(w[x][stage]["new"] for w in results[name] for x in qs)
+        return statistics.median(v for w in results[name] for x in qs for v in w[x][stage]["again"])
+
+    rounds = len(results[names[0]])
+    lines = [
+        f"Median host ms of a text-mode decision's text work on examples/invoice.jpg (page read; {rounds} alternating "
+        f"rounds; `new`: a question's first ask in a worker, `again`: asked before). Command: `{command}`",
+        "",
+        "| stage | " + " | ".join(f"{n}: new | {n}: again" for n in names) + " |",
+        "|---|" + "---:|---:|" * len(names),
+    ]
+    for stage in STAGES:
+        cells = " | ".join(f"{med(n, stage, 'new'):.3f} | {med(n, stage, 'again'):.3f}" for n in names)
+        lines.append(f"| {stage} | {cells} |")
+    lines += ["", "| question (total) | " + " | ".join(f"{n}: new | {n}: again" for n in names) + " |",
+              "|---|" + "---:|---:|" * len(names)]  # fmt: skip
+    for q in questions:
+        cells = " | ".join(f"{med(n, 'total', 'new', q):.3f} | {med(n, 'total', 'again', q):.3f}" for n in names)
+        lines.append(f"| {q} | {cells} |")
+    return "\n".join(lines)
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--rounds", type=int, default=3, help="alternating rounds (one worker per checkout each)")
+    p.add_argument("--repeat", type=int, default=20, help="asks of each question after its first, per worker")
+    p.add_argument("--against", type=Path, default=None, help="another checkout to run alternately with this one")
+    p.add_argument("--semantic", action="store_true", help="MiniLM on (off by default, as on the GPU machine)")
+    p.add_argument("--no-semantic", action="store_true", help=argparse.SUPPRESS)
+    p.add_argument("--out", type=Path, default=None)
+    p.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    args = p.parse_args()
+    if args.worker:
+        print(json.dumps(worker(args.repeat, not args.no_semantic)))
+        return
+    checkouts = [ROOT] + ([args.against.resolve()] if args.against else [])
+    results: dict[str, list[dict[str, Any]]] = {("this" if c == ROOT else c.name): [] for c in checkouts}
+    for r in range(args.rounds):
+        for c, name in zip(checkouts, list(results), strict=True):
+            results[name].append(run_worker(c, args.repeat, args.semantic))
+            print(f"round {r + 1}: {name} done", file=sys.stderr, flush=True)
+    text = report(results, "python benchmarks/text_host.py " + " ".join(sys.argv[1:]))
+    print(text)
+    if args.out is not None:
+        args.out.write_text(f"# The host work of a text-mode decision, stage by stage\n\n{text}\n")
+
+
+if __name__ == "__main__":
+    main()
