@@ -10,7 +10,9 @@
 #      against full_tower (each window length in one call, what compress runs): ms, calls, bit equality; the same
 #      for Qwen3-VL-8B's tower (each image size in one call, one host read instead of one per block);
 #   5. benchmarks/decision_time.py --graphs: Realizer.decide per call, eager and with the texture as CUDA graphs
-#      (RelevanceConfig.texture_graphs), every graphed decision checked against the eager one.
+#      (RelevanceConfig.texture_graphs), every graphed decision checked against the eager one;
+#   6. benchmarks/text_host.py: the host work of a text-mode decision (OCR look-up, matching, word units, whole-word
+#      selection) on this machine's host, MiniLM off: what text mode adds to the decision above.
 #
 #   bash benchmarks/gpu_tables.sh results/gpu                 # all of it
 #   bash benchmarks/gpu_tables.sh results/gpu --no-semantic   # without MiniLM (its package not installed)
@@ -36,3 +38,5 @@ timeout "${TOWER_S:-90}" python benchmarks/full_tower.py --device cuda --model q
 echo "full_tower qwen3: exit $?"
 timeout "${DECISION_S:-90}" python benchmarks/decision_time.py --device cuda --no-semantic --graphs > "$out/decision_time.md"
 echo "decision_time: exit $?"
+timeout "${HOST_S:-60}" python benchmarks/text_host.py --rounds 2 --repeat 20 --out "$out/text_host.md" > /dev/null
+echo "text_host: exit $?"

@@ -56,6 +56,8 @@ def worker(repeat: int, semantic: bool) -> dict[str, Any]:
     grid = spec.grid_for(img.height, img.width)
     rows, cols = grid.rows, grid.cols
     reading = ReadingConfig() if semantic else ReadingConfig().with_switches(semantic=False)
+    if torch.cuda.is_available():  # the page is read once, by the torch backend there (as decision_time.py does)
+        reading = reading.replace(ocr={"backend": "torch", "device": "cuda"})
     realizer = Realizer(RelevanceConfig(reading=reading.to_dict())).eval()
     frames = frames_from_image(img, grid)
     realizer.decide([frames], [(rows, cols)], ["What is this page?"], 0.222, mode="text")  # reads the page
@@ -94,7 +96,8 @@ def worker(repeat: int, semantic: bool) -> dict[str, Any]:
 
 def run_worker(checkout: Path, repeat: int, semantic: bool) -> dict[str, Any]:
     """``worker`` in a fresh process with ``checkout``'s ``src`` first on the path (this file's own code)."""
-    env = {**os.environ, "PYTHONPATH": str(checkout / "src")}
+    path = [str(checkout / "src"), *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(path)}  # the checkout's code first (carried wheels stay on it)
     cmd = [sys.executable, str(Path(__file__).resolve()), "--worker", "--repeat", str(repeat)]
     done = subprocess.run(cmd + ([] if semantic else ["--no-semantic"]), env=env, capture_output=True, text=True)
     if done.returncode:
