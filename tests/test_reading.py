@@ -869,3 +869,31 @@ def test_page_cache_keeps_pages_not_entries() -> None:
         for i in range(QueryMatcher.PAGE_ENTRIES + 1):
             m.page_cached(f"many {i}", pages[1], lambda: None)
     assert len(m._page_cache[m.page_key(pages[1])]) == QueryMatcher.PAGE_ENTRIES
+
+
+def test_lexical_page_shared_by_threads_bounds_its_columns(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Threads asking one page many questions at once: every answer is the one asked alone, and the page keeps at
+    most ``MAX_TERMS`` term columns."""
+    from arr_coc.reading.matching.lexical import LexicalPage, lexical_scores
+
+    monkeypatch.setattr(LexicalPage, "MAX_TERMS", 3)
+    cfg = ReadingConfig().lexical
+    texts = [" ".join(_WORDS[i : i + 4]) for i in range(0, len(_WORDS), 3)]
+    queries = [" ".join(_WORDS[i : i + 2]) for i in range(len(_WORDS) - 1)]
+    want = {q: lexical_scores(texts, q, cfg).tobytes() for q in queries}
+    page, errors = LexicalPage(texts), []
+
+    def ask() -> None:
+        try:
+            for _ in range(5):
+                for q in queries:
+                    assert lexical_scores(texts, q, cfg, page).tobytes() == want[q]
+        except Exception as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=ask) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors and len(page._columns) <= 3

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import re
+import threading
 from collections.abc import Sequence
 
 import numpy as np
@@ -252,7 +253,7 @@ class LexicalPage:
 
     A ``QueryMatcher`` keeps one per page (``page_cached``); ``lexical_scores`` builds a throwaway one when given none.
     The result is the same either way, bit for bit. Safe to share between threads (a term's column computed twice
-    at once is the same value; the second assignment wins).
+    at once is the same value; the second assignment wins; eviction and insertion hold a lock).
 
     Args:
         texts: The N box texts.
@@ -283,6 +284,7 @@ class LexicalPage:
         cols = self.starts[:, None] + np.arange(width)[None, :]  # (B, W)
         self.padded = np.where(cols < self.ends[:, None], cols, len(index))
         self._columns: dict[tuple[str, tuple[float, float, float, int, int, float]], np.ndarray] = {}
+        self._lock = threading.Lock()  # around the columns' eviction and insertion
 
     def column(self, term: str, fuzzy: tuple[float, float, float, int, int, float]) -> np.ndarray:
         """(U,) float32 similarity of ``term`` to each distinct token (``_token_sim``), remembered per term."""
@@ -291,9 +293,10 @@ class LexicalPage:
         if col is None:
             col = np.array([_token_sim(term, t, fuzzy) for t in self.tokens], dtype=np.float32)
             col.setflags(write=False)
-            while len(self._columns) >= self.MAX_TERMS:
-                self._columns.pop(next(iter(self._columns)), None)
-            self._columns[key] = col
+            with self._lock:
+                while len(self._columns) >= self.MAX_TERMS:
+                    self._columns.pop(next(iter(self._columns)))
+                self._columns[key] = col
         return col
 
 
