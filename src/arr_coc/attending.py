@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import math
 import operator
+import threading
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from numbers import Integral, Real
@@ -285,6 +286,9 @@ def select(
     return torch.tensor(sorted(keep), dtype=torch.long, device=s.device)
 
 
+_TABLES_LOCK = threading.Lock()  # around the eviction and insertion of WordUnits' tables
+
+
 class WordUnits(Sequence[np.ndarray]):
     """Cell sets kept whole by :func:`select_units` (one per recognised word): a read-only sequence of ascending int64
     arrays of token indices, with the tables the selection walks built once per token count and budget.
@@ -292,7 +296,8 @@ class WordUnits(Sequence[np.ndarray]):
     A page's units serve every question asked of it (``QueryMatcher.units`` caches them per page), so a second
     question pays only for the walk: which units hold each token, and every cell of those units (:meth:`table`),
     are built on the first selection at a budget and kept (at most ``MAX_TABLES`` budgets; the oldest goes first).
-    Building the same table twice from two threads at once is harmless (the same value; the second assignment wins).
+    Building the same table twice from two threads at once is harmless (the same value; the second assignment
+    wins; eviction and insertion hold a lock).
 
     Args:
         units: cell sets (LongTensors, int arrays or lists of token indices); each is copied, flattened, and made
@@ -378,9 +383,10 @@ class WordUnits(Sequence[np.ndarray]):
         # each group's cells as one C call that reads their flags from the walk's ``taken`` (a tuple of 0 / 1)
         flags = tuple(operator.itemgetter(*g) if len(g) > 1 else (lambda taken, c=g[0]: (taken[c],)) for g in groups)
         table = UnitTable(group_of, groups, flags)
-        while len(self._tables) >= self.MAX_TABLES:
-            self._tables.pop(next(iter(self._tables)))
-        self._tables[(n, k)] = table
+        with _TABLES_LOCK:  # two threads evicting at once must not pop the same key
+            while len(self._tables) >= self.MAX_TABLES:
+                self._tables.pop(next(iter(self._tables)))
+            self._tables[(n, k)] = table
         return table
 
 
