@@ -30,6 +30,8 @@ Rows:
   ops run on host tensors, launch nothing on a GPU and are counted apart (``OpCounter.host_ops``, the last column;
   ``arr_coc.profiling.on_host``).
 
+* The text path's OCR page keys hashed where the frames lie (``arr_coc.caching.device_digests``, what a text-mode
+  decision on a GPU runs instead of copying each frame to the host and hashing it there): 1 and 8 frames.
 * ``Realizer.relevance`` and ``compress`` with the texture as a CUDA graph (``RelevanceConfig.texture_graphs``): the
   replay counted as one launch (``arr_coc.graphs.opaque_capture`` stands in for the graph on the CPU); the rest as it
   runs.
@@ -47,6 +49,7 @@ from pathlib import Path
 import torch
 
 import arr_coc
+from arr_coc.caching import device_digests
 from arr_coc.config import RelevanceConfig
 from arr_coc.graphs import ShapeGraphs, opaque_capture
 from arr_coc.grid import GridSpec
@@ -97,6 +100,15 @@ def relevance_rows(realizer: arr_coc.Realizer) -> list[dict]:
                 realizer.relevance(frames, grid, QUERY, prior=prior)
             rows.append(dict(what=f"Realizer.relevance, {mode}", batch=f"{n} frame{'s' if n > 1 else ''}",
                              ops=c.n_ops, syncs=c.n_syncs, detail=c.summary(6)))  # fmt: skip
+    for n in (1, 8):  # the text path's page key where the frames lie (a GPU: 16 bytes a page to the host)
+        frames, grid = _frames(n)
+        device_digests(frames, "picture")  # warm-up (the coefficients)
+        with OpCounter() as c:
+            device_digests(frames, "picture")
+        rows.append(dict(what="the OCR cache's page keys hashed on the device (caching.device_digests)",
+                         batch=f"{n} frame{'s' if n > 1 else ''}", ops=c.n_ops, syncs=c.n_syncs,
+                         detail=f"{16 * n} bytes to the host where the copy for a host digest moved "
+                         f"{frames.numel():,}; " + c.summary(6)))  # fmt: skip
     graphed = graphed_realizer()
     for n in (1, 8):
         frames, grid = _frames(n)

@@ -44,7 +44,7 @@ from torch import nn
 
 from .attending import Budget, TokenBudget, TokenScores, WordUnits, adaptive_ks, top_k_indices
 from .balancing import SCORERS, TensionBalancer
-from .caching import LruCache, page_digest
+from .caching import LruCache, digest_scope, frame_digests, page_digest
 from .config import CHANNELS, RelevanceConfig
 from .deciding import Choice, Decision, ItemDecision, Scoring, choose
 from .graphs import ShapeGraphs
@@ -435,6 +435,25 @@ class Realizer(nn.Module):
         )  # scores (T, rows, cols)
         return text.scoring(rel, mode)
 
+    def _digest_pictures(
+        self,
+        frames: Sequence[torch.Tensor],
+        modes: Sequence[str],
+        given: Sequence[torch.Tensor | None],
+        pics: list[Any],
+        reader: Any,
+    ) -> None:
+        """Fill ``pics`` of the text items read from their frames by the built-in reader with their
+        ``digested_pictures``: every such item's frames hashed where they lie, one host sync for all of them."""
+        want = [i for i in range(len(frames)) if modes[i] == "text" and given[i] is None and pics[i] is None]
+        if not want:
+            return
+        from .reading.ocr.reader import TextReader
+
+        if isinstance(reader or self.reading.reader, TextReader):
+            for i, pictures in zip(want, digested_pictures([frames[i] for i in want]), strict=True):
+                pics[i] = pictures
+
     def _text_prior(
         self,
         frames: torch.Tensor,
@@ -451,10 +470,19 @@ class Realizer(nn.Module):
         if not (mode == "text" and prior is None):
             return _TextPrior(prior)
         t0 = time.perf_counter()
-        pics = list(pictures) if pictures is not None else pictures_from_frames(frames)
+        from .reading.ocr.reader import TextReader
+
+        reader = reader or self.reading.reader
+        if pictures is not None:
+            pics = list(pictures)
+        elif isinstance(reader, TextReader):  # the frames hashed where they are: copied to the host for a new page only
+            pics = digested_pictures([frames])[0]
+        else:
+            pics = pictures_from_frames(frames)
         prior, boxes, evidence, units = text_prior_maps(pics, query or "", grid[0], grid[1], text_options, reader, self)
         return _TextPrior(prior.to(frames.device), units, boxes, evidence, (time.perf_counter() - t0) * 1e3)
 
+    @digest_scope()  # the texture's and the OCR's keys of a page hash its bytes once
     def decide(
         self,
         frames: Sequence[torch.Tensor],
@@ -542,6 +570,7 @@ class Realizer(nn.Module):
                 for i in range(n)
             ]
         else:  # the text priors (host OCR), then every item's relevance in one pass per frame size
+            self._digest_pictures(frames, modes, given, pics, reader)
             texts = [
                 self._text_prior(frames[i], tuple(grids[i]), queries[i], modes[i], given[i], pics[i], text_options,
                                  reader)
@@ -931,6 +960,34 @@ def _readable(ch: str) -> bool:
     return ch.isalpha() and unicodedata.name(ch, "").startswith("LATIN")
 
 
+def digested_pictures(frames: Sequence[torch.Tensor]) -> list[list[Any]]:
+    """The pictures of each item's frames (T, 3, H, W) for the built-in OCR reader, known by their digests
+    (``arr_coc.caching.DigestedPicture``): each frame rounded to uint8 on its device and hashed there
+    (``arr_coc.caching.frame_digests``: on a GPU only the digests cross to the host, in one sync for all the items); a
+    frame's pixels are copied to the host (:func:`pictures_from_frames`) only if the reader has not read that page
+    before."""
+    from .reading.ocr.reader import DigestedPicture
+
+    u8 = [_uint8_frames(f) for f in frames]
+    out = []
+    for item, digests in zip(u8, frame_digests(u8, "picture"), strict=True):
+        shape = (int(item.shape[2]), int(item.shape[3]), 3)
+        fetch = functools.partial(_host_picture, item)
+        out.append([DigestedPicture(d, shape, functools.partial(fetch, t)) for t, d in enumerate(digests)])
+    return out
+
+
+def _host_picture(frames: torch.Tensor, t: int) -> np.ndarray:
+    return pictures_from_frames(frames[t : t + 1])[0]
+
+
+def _uint8_frames(frames: torch.Tensor) -> torch.Tensor:
+    """Frames as the OCR reads them: uint8, rounded on their device from floats in [0, 1]."""
+    if frames.dtype == torch.uint8:
+        return frames
+    return (frames.float().clamp(0, 1) * 255).round().to(torch.uint8)
+
+
 def pictures_from_frames(frames: torch.Tensor) -> list[np.ndarray]:
     """The explicit step that leaves the device for OCR: frames (T, 3, H, W) -> T RGB pictures, (H, W, 3) uint8
     arrays (what the OCR cache hashes; the reader makes a PIL image of one only for a page it has not read).
@@ -938,8 +995,7 @@ def pictures_from_frames(frames: torch.Tensor) -> list[np.ndarray]:
     Each frame is rounded to uint8 ON its device first, so one uint8 copy (a quarter of float32's bytes) crosses to
     the CPU.
     """
-    if frames.dtype != torch.uint8:
-        frames = (frames.float().clamp(0, 1) * 255).round().to(torch.uint8)  # (T, 3, H, W) on the device
+    frames = _uint8_frames(frames)  # (T, 3, H, W) on the device
     host = frames.permute(0, 2, 3, 1).contiguous().cpu().numpy()  # (T, H, W, 3): the one device -> host copy
     return list(host)
 

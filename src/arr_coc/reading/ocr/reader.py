@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 from PIL import Image
 
-from ...caching import LruCache, page_digest
+from ...caching import LruCache, page_digest, salted_digest
 from ..config import OcrConfig, ReadingConfig
 from ..errors import INSTALL_HINT, MissingExtraError
 from .recognition import LineRecognizer
@@ -83,6 +83,23 @@ class OcrCache(LruCache[bytes, tuple[TextBox, ...]]):
             (boxes, whether they came from the cache or another thread's read).
         """
         return self.get_or_compute(key, lambda: tuple(read()))
+
+
+@dataclass(frozen=True)
+class DigestedPicture:
+    """A page for ``TextReader.read`` known by a digest of its pixels, whose pixels are fetched only for a page not
+    read before (``arr_coc.realizing.digested_pictures``: frames on a GPU are hashed there and copied to the host
+    only when new).
+
+    Attributes:
+        digest: the page's digest (``arr_coc.caching.frame_digests``): the same pixels always give the same one.
+        shape: the page's (height, width, 3).
+        pixels: returns the page's (H, W, 3) uint8 RGB pixels; called at most once a read.
+    """
+
+    digest: bytes
+    shape: tuple[int, int, int]
+    pixels: Callable[[], np.ndarray]
 
 
 @dataclass(frozen=True)
@@ -213,11 +230,11 @@ class TextReader:
         ImageDraw.Draw(img).text((8, 16), "warm up 42", fill="black")
         self._ocr(img)  # not through the cache: a warm-up page is not a user's page
 
-    def read(self, image: Image.Image | np.ndarray) -> list[TextBox]:
+    def read(self, image: Image.Image | np.ndarray | DigestedPicture) -> list[TextBox]:
         """Recognise the text in ``image`` (from the cache when this page was read before).
 
         Args:
-            image: A PIL image (any mode) or an ``(H, W)`` / ``(H, W, 3|4)`` uint8 array.
+            image: A PIL image (any mode), an ``(H, W)`` / ``(H, W, 3|4)`` uint8 array or a ``DigestedPicture``.
 
         Returns:
             Boxes in original-image pixels, in rapidocr's reading order (top to bottom, left to right). Empty when
@@ -225,19 +242,41 @@ class TextReader:
         """
         return self.read_timed(image).boxes
 
-    def read_timed(self, image: Image.Image | np.ndarray) -> ReadResult:
+    def read_timed(self, image: Image.Image | np.ndarray | DigestedPicture) -> ReadResult:
         """``read`` with where the time went (see ``ReadResult``)."""
+        if isinstance(image, DigestedPicture):
+            return self.read_digest(image.digest, image.shape[:2], image.pixels)
         t0 = time.perf_counter()
         pixels = rgb_pixels(image)  # (H, W, 3) uint8: the page's bytes are copied out of PIL once, for the key
         if pixels.shape[0] < 4 or pixels.shape[1] < 4:
             return ReadResult([], False, {"hash": 0.0, "detect": 0.0, "recognize": 0.0, "total": 0.0})
         key = self.cache.key(pixels, self.fingerprint)
+        pil = image if isinstance(image, Image.Image) and image.mode == "RGB" else None
+        return self._read_key(key, t0, lambda: pil if pil is not None else Image.fromarray(pixels))
+
+    def read_digest(self, digest: bytes, size: tuple[int, int], picture: Callable[[], np.ndarray]) -> ReadResult:
+        """``read_timed`` of a page known by a digest of its pixels (``arr_coc.caching.frame_digests``: on a GPU the
+        frames are hashed on the device): the cache is looked up by the digest salted with this reader's settings,
+        and ``picture()`` (the page's (H, W, 3) uint8 RGB pixels, e.g. copied from the device) is called only for a
+        page not read before.
+
+        Args:
+            digest: the page's digest; the same pixels must always give the same digest, and others another.
+            size: the page's (height, width) (a page under 4 pixels a side has no text).
+            picture: the page's pixels, called at most once.
+        """
+        t0 = time.perf_counter()
+        if size[0] < 4 or size[1] < 4:
+            return ReadResult([], False, {"hash": 0.0, "detect": 0.0, "recognize": 0.0, "total": 0.0})
+        return self._read_key(salted_digest(digest, self.fingerprint), t0, lambda: Image.fromarray(picture()))
+
+    def _read_key(self, key: bytes, t0: float, pil: Callable[[], Image.Image]) -> ReadResult:
+        """The boxes of the page of cache key ``key`` (hashed since ``t0``): cached, or ``pil()`` read here."""
         t1 = time.perf_counter()
         timed: list[float] = []
 
         def read() -> list[TextBox]:  # only for a page not read before
-            pil = image if isinstance(image, Image.Image) and image.mode == "RGB" else Image.fromarray(pixels)
-            boxes, det_ms, _ = self._ocr(pil)
+            boxes, det_ms, _ = self._ocr(pil())
             timed.append(det_ms)
             return boxes
 
