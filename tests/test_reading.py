@@ -36,6 +36,7 @@ from arr_coc.reading import (
     paint_boxes,
     text_relevance,
 )
+from arr_coc.reading.matching.matcher import PageKey
 from arr_coc.reading.ocr.reader import split_after_colons
 from arr_coc.reading.ocr.recognition import LineRecognizer, LineText, latin_classes
 
@@ -832,12 +833,14 @@ def test_lexical_scores_with_a_page_equal_the_plain_rule_bit_for_bit(texts: list
 
 def test_matcher_finds_a_page_by_its_boxes_and_not_by_a_changed_list(lexical: QueryMatcher) -> None:
     """A question about a page already seen finds its per-page caches by the boxes' identity (the same key object);
-    equal boxes made anew give an equal key; another page, or the same list changed in place, another key."""
+    equal boxes made anew give that same key object (compared once, not at each look-up); another page, or the same
+    list changed in place, another key."""
     boxes = list(FORM)
     key = lexical.page_key(boxes)
     assert lexical.page_key(list(FORM)) is key  # the same box objects, a new list
-    again = lexical.page_key([dataclasses.replace(b) for b in FORM])  # equal boxes, new objects
-    assert again == key and hash(again) == hash(key)
+    made_anew = [dataclasses.replace(b) for b in FORM]  # equal boxes, new objects: the key the caches hold
+    again = lexical.page_key(made_anew)
+    assert again is key and lexical.page_key(made_anew) is key and PageKey(made_anew) == key
     boxes[0] = TextBox("Changed", boxes[0].box)
     assert lexical.page_key(boxes) != key
     first = lexical.relevance(FORM, "What is the amount due?", ROWS, COLS, SIZE)

@@ -194,7 +194,8 @@ class QueryMatcher:
         self._layouts: OrderedDict[PageKey, Layout] = OrderedDict()  # per page, bounded LRU
         self._layouts_lock = threading.Lock()
         self._page_cache: OrderedDict[PageKey, dict[str, object]] = OrderedDict()  # per page: name -> value
-        self._recent: deque[PageKey] = deque(maxlen=8)  # the last pages' keys, found again by their boxes' identity
+        # the last pages' box tuples with their keys: a key found again by its boxes' identity
+        self._recent: deque[tuple[tuple[TextBox, ...], PageKey]] = deque(maxlen=8)
         if embedder is None and self.config.semantic.enabled:
             self._embedder = MiniLMEmbedder.from_config(self.config.semantic)  # cheap: nothing loads until used
 
@@ -370,15 +371,18 @@ class QueryMatcher:
     def page_key(self, boxes: Sequence[TextBox]) -> PageKey:
         """The key of the per-page caches for ``boxes``: the key of a recent page whose boxes are the very same
         objects, in order (``TextReader.read`` hands out a page's cached boxes, so each question about a page finds
-        its key without hashing them), else a new ``PageKey`` (equal to any other of equal boxes)."""
+        its key without hashing them), else the key of a recent page of equal boxes (other objects: the same page
+        read again, e.g. by a reader that makes new boxes; the caches hold that key object, so their look-ups find it
+        by identity instead of comparing every box each time), else a new ``PageKey``."""
         with self._layouts_lock:
             recent = tuple(self._recent)
-        for key in recent:
-            if len(key.boxes) == len(boxes) and all(map(operator.is_, key.boxes, boxes)):
+        for seen, key in recent:
+            if len(seen) == len(boxes) and all(map(operator.is_, seen, boxes)):
                 return key
         key = PageKey(boxes)
+        key = next((known for _, known in recent if known == key), key)  # once a new box list, not per look-up
         with self._layouts_lock:
-            self._recent.appendleft(key)
+            self._recent.appendleft((tuple(boxes), key))
         return key
 
     def page_cached(self, name: str, boxes: Sequence[TextBox], compute):
