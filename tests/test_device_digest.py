@@ -182,3 +182,34 @@ def test_text_decision_on_frames_copies_a_page_to_the_host_once_and_equals_readi
     for d in (again, floats, given):
         assert torch.equal(d[0].keep, first[0].keep) and torch.equal(d[0].scores, first[0].scores)
         assert d[0].scoring.boxes == first[0].scoring.boxes
+
+
+@pytest.mark.skipif(not HAS_OCR, reason="the [ocr] extra is not installed (mode='text' checks for it)")
+def test_decide_computes_each_groups_texture_once_before_the_text_paths_host_work(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """On a GPU the texture's kernels then run while the host matches the page; the result is the same."""
+    import arr_coc.realizing as realizing
+    from arr_coc.config import RelevanceConfig
+    from arr_coc.realizing import Realizer
+
+    reading, _ = stand_in_reading()
+    r = Realizer(RelevanceConfig(texture_cache_items=0, reading={"semantic": {"enabled": False}}))
+    r._reading = reading
+    events: list[str] = []
+    real_texture, real_text = realizing.texture_from_frames, realizing.text_prior_maps
+    monkeypatch.setattr(realizing, "texture_from_frames", lambda f, *a: events.append(f"texture {len(f)}")
+                        or real_texture(f, *a))  # fmt: skip
+    monkeypatch.setattr(realizing, "text_prior_maps", lambda *a, **k: events.append("text") or real_text(*a, **k))
+    rng = np.random.default_rng(5)
+    small = torch.from_numpy(rng.integers(0, 256, (1, 3, 84, 112), dtype=np.uint8))
+    large = torch.from_numpy(rng.integers(0, 256, (1, 3, 112, 112), dtype=np.uint8))
+    frames, grids = [small, large, small, small], [(3, 4), (4, 4), (3, 4), (3, 4)]
+    modes = ["text", "text", "text", "texture"]
+    got = r.decide(frames, grids, ["What is the total?"] * 4, 4, mode=modes)
+    # groups: the two small text items together, the large one, the small texture item (no prior) apart
+    assert sorted(events[:3]) == ["texture 1", "texture 1", "texture 2"] and events[3:] == ["text"] * 3
+    for i in range(4):
+        alone = r.decide([frames[i]], [grids[i]], ["What is the total?"], 4, mode=modes[i])[0]
+        assert torch.equal(alone.scores, got[i].scores) and torch.equal(alone.keep, got[i].keep)
+        assert got[i].scoring.timings_ms["texture"] > 0

@@ -570,13 +570,15 @@ class Realizer(nn.Module):
                 for i in range(n)
             ]
         else:  # the text priors (host OCR), then every item's relevance in one pass per frame size
-            self._digest_pictures(frames, modes, given, pics, reader)
+            self._digest_pictures(frames, modes, given, pics, reader)  # (a GPU: the one sync before the textures)
+            has_prior = [modes[i] == "text" or given[i] is not None for i in range(n)]
+            ahead = self._textures_ahead(frames, grids, [f is not None for f in feats], has_prior)
             texts = [
                 self._text_prior(frames[i], tuple(grids[i]), queries[i], modes[i], given[i], pics[i], text_options,
                                  reader)
                 for i in range(n)
             ]  # fmt: skip
-            rels = self.relevance_items(frames, grids, queries, feats, embeds, [t.prior for t in texts])
+            rels = self.relevance_items(frames, grids, queries, feats, embeds, [t.prior for t in texts], textures=ahead)
             scorings = [t.scoring(rel, m) for t, rel, m in zip(texts, rels, modes, strict=True)]
         # the choice runs outside inference_mode: its indices are ordinary tensors a caller may index with under
         # autograd (compress trained through with labels). Plain top-K items (no word units, no redundancy, no level
@@ -635,6 +637,8 @@ class Realizer(nn.Module):
         token_feats: torch.Tensor | None = None,
         query_embeds: torch.Tensor | None = None,
         prior: torch.Tensor | None = None,
+        *,
+        texture: torch.Tensor | None = None,
     ) -> Relevance:
         """Relevance of every visual token of T frames of one image or video, for one query.
 
@@ -646,6 +650,8 @@ class Realizer(nn.Module):
             token_feats (torch.Tensor of shape (T * rows * cols, D) or None): the model's merged visual tokens.
             query_embeds (torch.Tensor of shape (Q, D) or None): the language model's embeddings of the query tokens.
             prior (torch.Tensor of shape (T, rows, cols) or None): a query-conditioned map in [0, 1] (the text prior).
+            texture (torch.Tensor of shape (T, 13, rows, cols) or None): :meth:`texture` of the frames if the caller
+                computed it already (``decide`` launches it before the text path's host work).
 
         Returns:
             :class:`Relevance`, on the frames' device (under ``inference_mode``; ``score(..., grad=True)`` runs this
@@ -654,7 +660,8 @@ class Realizer(nn.Module):
         rows, cols = int(grid[0]), int(grid[1])
         t = frames.shape[0]
         t0 = time.perf_counter()
-        texture = self.texture(frames, rows, cols)  # (T, 13, rows, cols)
+        if texture is None:
+            texture = self.texture(frames, rows, cols)  # (T, 13, rows, cols)
         t1 = time.perf_counter()
         feats = None
         if token_feats is not None:
@@ -678,6 +685,8 @@ class Realizer(nn.Module):
         token_feats: Sequence[torch.Tensor | None] | None = None,
         query_embeds: Sequence[torch.Tensor | None] | None = None,
         priors: Sequence[torch.Tensor | None] | None = None,
+        *,
+        textures: dict[tuple[int, ...], tuple[torch.Tensor, float]] | None = None,
     ) -> list[Relevance]:
         """:meth:`relevance` of several images or videos, each with its own query, in as few passes as possible:
         items whose frames have the same shape, dtype and device (and the same grid) go through texture and the
@@ -691,6 +700,8 @@ class Realizer(nn.Module):
             token_feats: per item, (T_i * rows_i * cols_i, D) or None.
             query_embeds: per item, (Q_i, D) or None.
             priors: per item, (T_i, rows_i, cols_i) or None.
+            textures: the groups' textures computed ahead (:meth:`_textures_ahead`), by the group's items, with
+                their ms; a group not in it computes its own.
 
         Returns:
             One :class:`Relevance` per item, in order (``texture`` and ``scoring`` timings are the group's).
@@ -701,20 +712,22 @@ class Realizer(nn.Module):
         priors_in = list(priors) if priors is not None else [None] * n
         if not len(grids) == len(queries) == len(feats_in) == len(embeds_in) == len(priors_in) == n:
             raise ValueError(f"relevance_items got {n} items but lists of other lengths")
-        groups: dict[tuple[Any, ...], list[int]] = {}
-        for i, f in enumerate(frames):
-            rows, cols = int(grids[i][0]), int(grids[i][1])
-            key = (tuple(f.shape[1:]), f.dtype, f.device, rows, cols, feats_in[i] is None, priors_in[i] is None)
-            groups.setdefault(key, []).append(i)
+        groups = _groups(frames, grids, [f is not None for f in feats_in], [p is not None for p in priors_in])
+        ahead = textures or {}
         out: list[Relevance | None] = [None] * n
         for (_, _, _, rows, cols, no_feats, no_prior), members in groups.items():
+            texture, texture_ms = ahead.get(tuple(members), (None, 0.0))
             if len(members) == 1:
                 i = members[0]
-                out[i] = self.relevance(frames[i], (rows, cols), queries[i], feats_in[i], embeds_in[i], priors_in[i])
+                out[i] = rel = self.relevance(frames[i], (rows, cols), queries[i], feats_in[i], embeds_in[i],
+                                              priors_in[i], texture=texture)  # fmt: skip
+                if texture is not None:
+                    rel.timings_ms["texture"] = texture_ms
                 continue
             counts = [int(frames[i].shape[0]) for i in members]  # frames per item
             t0 = time.perf_counter()
-            texture = self.texture(joined([frames[i] for i in members]), rows, cols)  # (sum T, 13, rows, cols)
+            if texture is None:
+                texture = self._group_texture(frames, members, rows, cols)  # (sum T, 13, rows, cols)
             t1 = time.perf_counter()
             cues, embeds, feats, prior = [], [], None, None
             for i, t in zip(members, counts, strict=True):
@@ -737,7 +750,7 @@ class Realizer(nn.Module):
                 texture, cues, prior=prior, token_feats=feats, query_embeds=embeds if has_embeds else None
             )
             t2 = time.perf_counter()
-            timings = {"texture": (t1 - t0) * 1e3, "scoring": (t2 - t1) * 1e3}
+            timings = {"texture": texture_ms or (t1 - t0) * 1e3, "scoring": (t2 - t1) * 1e3}
             start = 0
             for i, t in zip(members, counts, strict=True):
                 part = slice(start, start + t)
@@ -746,6 +759,31 @@ class Realizer(nn.Module):
                 )
                 start += t
         return out  # type: ignore[return-value]
+
+    def _group_texture(self, frames: Sequence[torch.Tensor], members: list[int], rows: int, cols: int) -> torch.Tensor:
+        """:meth:`texture` of the items ``members`` of one group of :func:`_groups`, as one batch."""
+        return self.texture(joined([frames[i] for i in members]), rows, cols)
+
+    @torch.inference_mode()
+    def _textures_ahead(
+        self,
+        frames: Sequence[torch.Tensor],
+        grids: Sequence[tuple[int, int]],
+        has_feats: Sequence[bool],
+        has_prior: Sequence[bool],
+    ) -> dict[tuple[int, ...], tuple[torch.Tensor, float]]:
+        """The textures of :meth:`relevance_items`' groups (the texture depends on the page, never on the question),
+        with their ms. ``decide`` computes them before the text path's host work: on a GPU their kernels (a CUDA
+        graph's replay) then run while the host reads and matches the page, instead of after."""
+        out = {}
+        for (_, _, _, rows, cols, _, _), members in _groups(frames, grids, has_feats, has_prior).items():
+            t0 = time.perf_counter()
+            if len(members) == 1:
+                texture = self.texture(frames[members[0]], rows, cols)
+            else:
+                texture = self._group_texture(frames, members, rows, cols)
+            out[tuple(members)] = (texture, (time.perf_counter() - t0) * 1e3)
+        return out
 
     def forward(
         self,
@@ -794,6 +832,22 @@ class Realizer(nn.Module):
         maps = torch.stack([info, persp, part], 1)  # (B, 3, H, W)
         relevance = torch.einsum("bshw,bs->bhw", maps, weights)
         return relevance, dict(zip(SCORERS, (info, persp, part), strict=True)), weights
+
+
+def _groups(
+    frames: Sequence[torch.Tensor],
+    grids: Sequence[tuple[int, int]],
+    has_feats: Sequence[bool],
+    has_prior: Sequence[bool],
+) -> dict[tuple[Any, ...], list[int]]:
+    """:meth:`Realizer.relevance_items`' groups: items whose frames have the same shape, dtype and device, the same
+    grid, and token features and a prior alike, are scored in one pass."""
+    groups: dict[tuple[Any, ...], list[int]] = {}
+    for i, f in enumerate(frames):
+        rows, cols = int(grids[i][0]), int(grids[i][1])
+        key = (tuple(f.shape[1:]), f.dtype, f.device, rows, cols, not has_feats[i], not has_prior[i])
+        groups.setdefault(key, []).append(i)
+    return groups
 
 
 _default_lock = threading.Lock()
