@@ -30,6 +30,12 @@ QUERY = "How much must be paid?"
 # the calls cycle through these (QUERY and second_question.py's six): each timed call asks another question than the
 # one before, as a server's next request would; each was asked once in the warm-up (its terms seen on the page)
 QUESTIONS = (QUERY, *SECOND)
+STAGES = ("digest", "texture", "ocr", "scoring", "select")  # Scoring.timings_ms
+STAGE_NOTE = (
+    "digest: the pages' digests for the OCR cache (every text item's in one pass), texture: the texture (launched "
+    "before the text path's host work), ocr: the OCR cache's look-up, the matching and the word units, scoring: the "
+    "scorers and balancer, select: the choice of the kept tokens"
+)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -60,11 +66,13 @@ def main(argv: list[str] | None = None) -> int:
     realizer = Realizer(RelevanceConfig(reading=reading.to_dict(), texture_graphs=0)).eval()  # eager texture
     frames = frames_from_image(img, grid).to(dev)
 
-    def timed(mode: str, n: int, realizer: Realizer = realizer) -> float:
+    stages: dict[tuple[str, int], dict[str, float]] = {}  # (what, batch) -> the first item's stage medians
+
+    def timed(mode: str, n: int, realizer: Realizer = realizer, what: str = "") -> float:
         calls = [([frames] * n, [(grid.rows, grid.cols)] * n, [q] * n, 0.222) for q in QUESTIONS]
         for call in [calls[0], *calls]:  # warm-up: constants, the page's OCR (text mode), a graph's capture
             realizer.decide(*call, mode=mode)
-        ms = []
+        ms, parts = [], []
         for r in range(args.runs):
             sync()
             t = time.perf_counter()
@@ -72,15 +80,18 @@ def main(argv: list[str] | None = None) -> int:
             [k.tolist() for k in d.keeps]
             sync()
             ms.append((time.perf_counter() - t) * 1e3)
+            parts.append(d[0].scoring.timings_ms)
+        stages[(what, n)] = {k: statistics.median(p.get(k, 0.0) for p in parts) for k in STAGES}
         return statistics.median(ms)
 
     rows = []
     for n in (1, 8):
-        rows.append(("texture, realizer on the CPU", n, timed("texture", n)))
+        rows.append(("texture, realizer on the CPU", n, timed("texture", n, what="texture, realizer on the CPU")))
     realizer.to(dev)
     for mode in ("texture", "text"):
         for n in (1, 8):
-            rows.append((f"{mode}{', OCR cached' if mode == 'text' else ''}, realizer on {dev}", n, timed(mode, n)))
+            what = f"{mode}{', OCR cached' if mode == 'text' else ''}, realizer on {dev}"
+            rows.append((what, n, timed(mode, n, what=what)))
     equal = []
     if args.graphs:
         # the graphs' device memory: what stays reserved once the allocator's free cache is emptied, before and after
@@ -93,7 +104,7 @@ def main(argv: list[str] | None = None) -> int:
         for mode in ("texture", "text"):
             for n in (1, 8):
                 what = f"{mode}{', OCR cached' if mode == 'text' else ''}, realizer on {dev}, texture graphs"
-                rows.append((what, n, timed(mode, n, graphed)))
+                rows.append((what, n, timed(mode, n, graphed, what)))
                 call = ([frames] * n, [(grid.rows, grid.cols)] * n, [QUERY] * n, 0.222)
                 a, b = realizer.decide(*call, mode=mode), graphed.decide(*call, mode=mode)
                 equal.append(all(torch.equal(x.scores, y.scores) and torch.equal(x.keep, y.keep)
@@ -114,6 +125,13 @@ def main(argv: list[str] | None = None) -> int:
     print("| what | batch | ms a call | ms an image |\n|---|---:|---:|---:|")
     for what, n, ms in rows:
         print(f"| {what} | {n} | {ms:.2f} | {ms / n:.2f} |")
+    print(
+        f"\nWhere a call's host time went (the first item's `Scoring.timings_ms`, medians; host clock, no device "
+        f"sync between stages, so a stage's kernels may finish in a later one; {STAGE_NOTE}):\n"
+    )
+    print("| what | batch | " + " | ".join(STAGES) + " |\n|---|---:|" + "---:|" * len(STAGES))
+    for what, n, _ in rows:
+        print(f"| {what} | {n} | " + " | ".join(f"{stages[(what, n)][k]:.2f}" for k in STAGES) + " |")
     if args.graphs:
         print(f"\n{equal_note}")
     return 0 if all(equal) else 1

@@ -161,6 +161,7 @@ def test_text_decision_on_frames_copies_a_page_to_the_host_once_and_equals_readi
     args = ([frames], [(3, 4)], ["What is the total?"], 4)
     first = r.decide(*args, mode="text")
     assert copied == [1, 1] and len(detected) == 2  # each new frame copied once and read
+    assert first[0].scoring.timings_ms["digest"] > 0
     again = r.decide(*args, mode="text")
     assert copied == [1, 1] and len(detected) == 2  # nothing copied or read: the digests found the pages
     floats = r.decide([frames.float() / 255], *args[1:], mode="text")  # rounded to the same uint8 frames

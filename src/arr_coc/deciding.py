@@ -65,7 +65,9 @@ class Scoring:
         relevance: the realizer's :class:`~arr_coc.realizing.Relevance` (maps, weights, texture, timings).
         boxes: the OCR boxes of each frame (mode ``"text"``).
         evidence: each frame's structural evidence (``Evidence``, or None) (mode ``"text"``).
-        timings_ms: ``ocr``, ``texture`` and ``scoring`` wall time.
+        timings_ms: host wall time of ``ocr`` (the OCR look-up or read, the matching, the word units), ``texture``,
+            ``scoring`` and ``select``, and ``digest`` (the pages' digests of a decision's text items read from their
+            frames, all of them in one pass) where it ran.
     """
 
     scores: torch.Tensor

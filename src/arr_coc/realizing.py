@@ -442,17 +442,23 @@ class Realizer(nn.Module):
         given: Sequence[torch.Tensor | None],
         pics: list[Any],
         reader: Any,
-    ) -> None:
+    ) -> tuple[list[int], float]:
         """Fill ``pics`` of the text items read from their frames by the built-in reader with their
-        ``digested_pictures``: every such item's frames hashed where they lie, one host sync for all of them."""
+        ``digested_pictures``: every such item's frames hashed where they lie, one host sync for all of them.
+
+        Returns:
+            The items filled, and the ms it took."""
+        t0 = time.perf_counter()
         want = [i for i in range(len(frames)) if modes[i] == "text" and given[i] is None and pics[i] is None]
         if not want:
-            return
+            return [], 0.0
         from .reading.ocr.reader import TextReader
 
-        if isinstance(reader or self.reading.reader, TextReader):
-            for i, pictures in zip(want, digested_pictures([frames[i] for i in want]), strict=True):
-                pics[i] = pictures
+        if not isinstance(reader or self.reading.reader, TextReader):
+            return [], 0.0
+        for i, pictures in zip(want, digested_pictures([frames[i] for i in want]), strict=True):
+            pics[i] = pictures
+        return want, (time.perf_counter() - t0) * 1e3
 
     def _text_prior(
         self,
@@ -570,7 +576,7 @@ class Realizer(nn.Module):
                 for i in range(n)
             ]
         else:  # the text priors (host OCR), then every item's relevance in one pass per frame size
-            self._digest_pictures(frames, modes, given, pics, reader)  # (a GPU: the one sync before the textures)
+            digested, digest_ms = self._digest_pictures(frames, modes, given, pics, reader)  # a GPU: its one sync
             has_prior = [modes[i] == "text" or given[i] is not None for i in range(n)]
             ahead = self._textures_ahead(frames, grids, [f is not None for f in feats], has_prior)
             texts = [
@@ -580,6 +586,8 @@ class Realizer(nn.Module):
             ]  # fmt: skip
             rels = self.relevance_items(frames, grids, queries, feats, embeds, [t.prior for t in texts], textures=ahead)
             scorings = [t.scoring(rel, m) for t, rel, m in zip(texts, rels, modes, strict=True)]
+            for i in digested:  # the pages' digests, all the items' in one pass
+                scorings[i].timings_ms["digest"] = digest_ms
         # the choice runs outside inference_mode: its indices are ordinary tensors a caller may index with under
         # autograd (compress trained through with labels). Plain top-K items (no word units, no redundancy, no level
         # of detail) of one size and count are chosen together (3-4 ops a group); their adaptive counts are computed
