@@ -100,13 +100,14 @@ def relevance_rows(realizer: arr_coc.Realizer) -> list[dict]:
                 realizer.relevance(frames, grid, QUERY, prior=prior)
             rows.append(dict(what=f"Realizer.relevance, {mode}", batch=f"{n} frame{'s' if n > 1 else ''}",
                              ops=c.n_ops, syncs=c.n_syncs, detail=c.summary(6)))  # fmt: skip
-    for n in (1, 8):  # the text path's page key where the frames lie (a GPU: 16 bytes a page to the host)
+    for n in (1, 8):  # the text path's page keys where the frames lie (a GPU: 16 bytes a page to the host)
         frames, grid = _frames(n)
-        device_digests(frames, "picture")  # warm-up (the coefficients)
+        items = list(frames.split(1))  # n one-frame items, as a decision of n pages passes them
+        device_digests(items, "picture")  # warm-up (the coefficients)
         with OpCounter() as c:
-            device_digests(frames, "picture")
+            device_digests(items, "picture")
         rows.append(dict(what="the OCR cache's page keys hashed on the device (caching.device_digests)",
-                         batch=f"{n} frame{'s' if n > 1 else ''}", ops=c.n_ops, syncs=c.n_syncs,
+                         batch=f"{n} page{'s' if n > 1 else ''}", ops=c.n_ops, syncs=c.n_syncs,
                          detail=f"{16 * n} bytes to the host where the copy for a host digest moved "
                          f"{frames.numel():,}; " + c.summary(6)))  # fmt: skip
     graphed = graphed_realizer()

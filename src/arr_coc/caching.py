@@ -54,6 +54,8 @@ import numpy as np
 import torch
 import xxhash
 
+from .tensors import joined
+
 K = TypeVar("K", bound=Hashable)
 V = TypeVar("V")
 
@@ -181,7 +183,7 @@ def device_digests(frames: torch.Tensor | Sequence[torch.Tensor], salt: str = ""
         ``frames``' T digests, or a list of each item's.
     """
     items = [frames] if isinstance(frames, torch.Tensor) else list(frames)
-    heads, values = [], []
+    heads, data = [], []
     for item in items:
         t = item.detach()
         if t.dim() == 0:
@@ -193,15 +195,21 @@ def device_digests(frames: torch.Tensor | Sequence[torch.Tensor], salt: str = ""
             order, perm = tuple(range(t.dim() - 1)), tuple(range(t.dim()))
         heads.append(repr(("device", tuple(t.shape[1:]), str(t.dtype), order, salt)).encode())
         per = int(np.prod(t.shape[1:], dtype=np.int64))  # elements a frame
-        values.append(universal_hash(t.permute(perm).reshape(t.shape[0], per).view(torch.uint8)))  # no copy
+        data.append(t.permute(perm).reshape(t.shape[0], per).view(torch.uint8))  # (T, bytes a frame), no copy
+    # the items of one frame size and device hashed as one batch (their rows joined: one copy), one host sync a device
+    batches: dict[tuple[int, torch.device], list[int]] = {}
+    for i, d in enumerate(data):
+        batches.setdefault((int(d.shape[1]), d.device), []).append(i)
+    values = {key: universal_hash(joined([data[i] for i in members])) for key, members in batches.items()}
     rows: list[list[list[int]]] = [[] for _ in items]
-    devices: dict[torch.device, list[int]] = {}
-    for i, v in enumerate(values):
-        devices.setdefault(v.device, []).append(i)
-    for members in devices.values():  # one host sync a device: the values of all its items
-        flat = torch.cat([values[i] for i in members]).tolist()
-        for i in members:
-            rows[i], flat = flat[: values[i].shape[0]], flat[values[i].shape[0] :]
+    devices: dict[torch.device, list[tuple[int, torch.device]]] = {}
+    for key in batches:
+        devices.setdefault(key[1], []).append(key)
+    for keys in devices.values():
+        flat = (values[keys[0]] if len(keys) == 1 else torch.cat([values[k] for k in keys])).tolist()
+        for key in keys:
+            for i in batches[key]:
+                rows[i], flat = flat[: data[i].shape[0]], flat[data[i].shape[0] :]
     out = []
     for head, item_rows in zip(heads, rows, strict=True):
         digests = []

@@ -786,10 +786,7 @@ class Realizer(nn.Module):
         out = {}
         for (_, _, _, rows, cols, _, _), members in _groups(frames, grids, has_feats, has_prior).items():
             t0 = time.perf_counter()
-            if len(members) == 1:
-                texture = self.texture(frames[members[0]], rows, cols)
-            else:
-                texture = self._group_texture(frames, members, rows, cols)
+            texture = self._group_texture(frames, members, rows, cols)  # (a group of one: its frames themselves)
             out[tuple(members)] = (texture, (time.perf_counter() - t0) * 1e3)
         return out
 
@@ -1024,7 +1021,7 @@ def _readable(ch: str) -> bool:
 
 def digested_pictures(frames: Sequence[torch.Tensor]) -> list[list[Any]]:
     """The pictures of each item's frames (T, 3, H, W) for the built-in OCR reader, known by their digests
-    (``arr_coc.caching.DigestedPicture``): each frame rounded to uint8 on its device and hashed there
+    (``arr_coc.reading.ocr.reader.DigestedPicture``): each frame rounded to uint8 on its device and hashed there
     (``arr_coc.caching.frame_digests``: on a GPU only the digests cross to the host, in one sync for all the items); a
     frame's pixels are copied to the host (:func:`pictures_from_frames`) only if the reader has not read that page
     before."""
