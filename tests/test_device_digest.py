@@ -164,6 +164,8 @@ def test_text_decision_on_frames_copies_a_page_to_the_host_once_and_equals_readi
     assert first[0].scoring.timings_ms["digest"] > 0
     again = r.decide(*args, mode="text")
     assert copied == [1, 1] and len(detected) == 2  # nothing copied or read: the digests found the pages
+    scored = r.score(frames, (3, 4), "What is the total?", "text")  # the training path looks pages up alike
+    assert copied == [1, 1] and len(detected) == 2 and torch.equal(scored.scores, first[0].scores)
     floats = r.decide([frames.float() / 255], *args[1:], mode="text")  # rounded to the same uint8 frames
     assert copied == [1, 1] and len(detected) == 2  # the same pages
     other = frames.clone()

@@ -426,7 +426,9 @@ class Realizer(nn.Module):
             A :class:`~arr_coc.deciding.Scoring` on the frames' device.
         """
         rows, cols = int(grid[0]), int(grid[1])
-        text = self._text_prior(frames, (rows, cols), query, mode, prior, pictures, text_options, reader)
+        pics = [pictures]
+        self._digest_pictures([frames], [mode], [prior], pics, reader)
+        text = self._text_prior(frames, (rows, cols), query, mode, prior, pics[0], text_options, reader)
         # grad: relevance's own code without its inference_mode (functools.wraps keeps it as __wrapped__), so training
         # scores with exactly the code that decides
         relevance = functools.partial(type(self).relevance.__wrapped__, self) if grad else self.relevance
@@ -476,15 +478,8 @@ class Realizer(nn.Module):
         if not (mode == "text" and prior is None):
             return _TextPrior(prior)
         t0 = time.perf_counter()
-        from .reading.ocr.reader import TextReader
-
-        reader = reader or self.reading.reader
-        if pictures is not None:
-            pics = list(pictures)
-        elif isinstance(reader, TextReader):  # the frames hashed where they are: copied to the host for a new page only
-            pics = digested_pictures([frames])[0]
-        else:
-            pics = pictures_from_frames(frames)
+        # pictures: given, or the frames' digested pictures (_digest_pictures), or else copied to the host here
+        pics = list(pictures) if pictures is not None else pictures_from_frames(frames)
         prior, boxes, evidence, units = text_prior_maps(pics, query or "", grid[0], grid[1], text_options, reader, self)
         return _TextPrior(prior.to(frames.device), units, boxes, evidence, (time.perf_counter() - t0) * 1e3)
 
