@@ -19,8 +19,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shlex
 import statistics
+import subprocess
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -31,13 +33,13 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def parser(doc: str | None, repeat: int = 5, warmup: int = 1, out: str | None = None) -> argparse.ArgumentParser:
+def parser(doc: str | None, repeat: int = 5, warmup: int | None = 1, out: str | None = None) -> argparse.ArgumentParser:
     """An ``ArgumentParser`` with the arguments every benchmark has; the script adds its own.
 
     Args:
         doc: the script's module docstring (``__doc__``): its first line is the description, the rest the epilog.
         repeat: default of ``--repeat`` (timed runs of each variant).
-        warmup: default of ``--warmup`` (untimed runs of each variant first).
+        warmup: default of ``--warmup`` (untimed runs of each variant first); None: no ``--warmup``.
         out: default of ``--out`` (the markdown report; its JSON goes beside it), or None: print only.
     """
     first, _, rest = (doc or "").strip().partition("\n")
@@ -46,8 +48,58 @@ def parser(doc: str | None, repeat: int = 5, warmup: int = 1, out: str | None = 
     )
     p.add_argument("--out", type=Path, default=None if out is None else Path(out), help="markdown report (+ .json)")
     p.add_argument("--repeat", type=int, default=repeat, help=f"timed runs of each variant (default {repeat})")
-    p.add_argument("--warmup", type=int, default=warmup, help=f"untimed runs of each variant first (default {warmup})")
+    if warmup is not None:
+        p.add_argument(
+            "--warmup", type=int, default=warmup, help=f"untimed runs of each variant first (default {warmup})"
+        )
     return p
+
+
+def add_against(p: argparse.ArgumentParser, rounds: int = 3) -> None:
+    """``--against DIR`` (another checkout, run alternately with this one) and ``--rounds`` (see
+    :func:`alternate_checkouts`)."""
+    p.add_argument("--against", type=Path, default=None, help="another checkout to run alternately with this one")
+    p.add_argument(
+        "--rounds", type=int, default=rounds, help=f"alternating rounds, one worker a checkout (default {rounds})"
+    )
+
+
+def run_in_checkout(checkout: Path, script: str | Path, argv: Sequence[str], keep_path: bool = True) -> Any:
+    """Run ``script`` (a file of THIS checkout) in a fresh process with ``checkout``'s ``src`` first on the path;
+    its last line of stdout is JSON, returned decoded.
+
+    Args:
+        keep_path: keep the caller's ``PYTHONPATH`` after the checkout's ``src`` (wheels carried on it stay found).
+    """
+    path = [str(checkout / "src")]
+    if keep_path:
+        path += [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(path)}
+    done = subprocess.run([sys.executable, str(script), *argv], env=env, capture_output=True, text=True, check=False)
+    if done.returncode:
+        raise SystemExit(f"the worker for {checkout} failed:\n{done.stderr[-3000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def commit_of(checkout: Path) -> str:
+    """The short commit of ``checkout`` (its folder name if it is no git checkout)."""
+    got = subprocess.run(["git", "-C", str(checkout), "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
+    return got.stdout.strip() or checkout.name
+
+
+def alternate_checkouts(against: Path | None, rounds: int, run: Callable[[Path], Any]) -> dict[str, list[Any]]:
+    """``run(checkout)`` for this checkout and ``against`` (if given), in alternating rounds: the machine's drift from
+    minute to minute then slows both alike. Returns ``{commit: [each round's result]}``."""
+    checkouts = [ROOT] + ([against.resolve()] if against else [])
+    names = [commit_of(c) for c in checkouts]
+    if len(set(names)) < len(names):
+        names = [f"{n} ({c})" for n, c in zip(names, checkouts, strict=True)]
+    results: dict[str, list[Any]] = {n: [] for n in names}
+    for r in range(rounds):
+        for c, name in zip(checkouts, names, strict=True):
+            results[name].append(run(c))
+            print(f"round {r + 1}: {name} done", file=sys.stderr, flush=True)
+    return results
 
 
 def alternate(variants: dict[str, Callable[[], Any]], repeat: int, warmup: int = 0) -> dict[str, list[float]]:
@@ -115,8 +167,7 @@ def command(argv: Sequence[str] | None = None) -> str:
 
 
 def environment() -> dict[str, Any]:
-    """What the figures depend on: versions, threads, CPU count."""
-    import os
+    """What the figures depend on: versions, threads, CPU count, the load of the machine."""
     import platform
 
     env: dict[str, Any] = {
