@@ -5,7 +5,7 @@ non-editable install can run them.
 The wheel is built from a copy of ``pyproject.toml``, ``README.md`` and ``src/`` (the checkout itself is left
 untouched) with ``pip wheel --no-deps --no-build-isolation``: no network, no dependency is installed, a few seconds.
 The full check, ``pip install .`` into a fresh virtual environment then ``arr-coc eval --task docgen --limit 2`` and
-the demo's examples, takes minutes and is described in results/install_check.md.
+the demo's examples, takes minutes (its last run: results/install_check.md in git history).
 """
 
 from __future__ import annotations
