@@ -3,7 +3,7 @@ as ``compress``'s default one is, and moved to the device) and text mode with th
 runs; MiniLM off with ``--no-semantic``), at batch 1 and 8, on the example invoice (Qwen2.5-VL grid, 1,248 tokens),
 budget 22.2%. Each timed call ends with the kept indices read to the host (what ``compress`` needs) and a device
 sync; the calls cycle through seven questions about the page (``QUESTIONS``), each asked once in the warm-up.
-Issue 24's goal: <= 2 ms per image at batch 1 on a GPU. These rows run the texture eagerly
+The goal: <= 2 ms per image at batch 1 on a GPU. These rows run the texture eagerly
 (``texture_graphs=0``).
 
 ``--graphs`` adds the same rows with the default config, whose texture on a GPU is a CUDA graph per frame shape

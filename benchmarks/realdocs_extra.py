@@ -1,4 +1,4 @@
-"""More real documents for training and validation (issue 26): table questions from the text layer of public PDFs
+"""More real documents for training and validation: table questions from the text layer of public PDFs
 that are NOT reserved for evaluation, in realdocs-dev's schema, each page tagged with its source.
 
 The PDFs come from document-conversion projects' example / test data (``MANIFEST``: repository, commit, path,

@@ -77,7 +77,7 @@ PAGE = ROOT / "examples" / "invoice.jpg"
 DEFAULT_BUDGETS = ("22.2%", "11.1%")
 DEFAULT_BATCHES = (1, 8, 32)
 MODES = ("texture", "text")
-GOAL_PCT_OF_DOWNSCALED = 80.0  # issue 24: foveate reaches >= 80% of the downscaled page's speed-up
+GOAL_PCT_OF_DOWNSCALED = 80.0  # the goal: foveate reaches >= 80% of the downscaled page's speed-up
 
 
 # ---------------------------------------------------------------------------------------------------------------------
