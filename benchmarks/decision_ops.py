@@ -36,7 +36,7 @@ Rows:
   replay counted as one launch (``arr_coc.graphs.opaque_capture`` stands in for the graph on the CPU); the rest as it
   runs.
 
-Targets (issue 24): relevance <= 150 ops for one frame and <= 1.5x that for eight; compress adds <= 200 ops at batch 1,
+Targets: relevance <= 150 ops for one frame and <= 1.5x that for eight; compress adds <= 200 ops at batch 1,
 <= 1.5x that at batch 8, and <= 2 host syncs per forward.
 """
 

@@ -3,7 +3,7 @@ as ``compress``'s default one is, and moved to the device) and text mode with th
 runs; MiniLM off with ``--no-semantic``), at batch 1 and 8, on the example invoice (Qwen2.5-VL grid, 1,248 tokens),
 budget 22.2%. Each timed call ends with the kept indices read to the host (what ``compress`` needs) and a device
 sync; the calls cycle through seven questions about the page (``QUESTIONS``), each asked once in the warm-up.
-Issue 24's goal: <= 2 ms per image at batch 1 on a GPU. These rows run the texture eagerly
+The goal: <= 2 ms per image at batch 1 on a GPU. These rows run the texture eagerly
 (``texture_graphs=0``).
 
 ``--graphs`` adds the same rows with the default config, whose texture on a GPU is a CUDA graph per frame shape
@@ -22,8 +22,9 @@ import time
 from pathlib import Path
 
 import torch
+from harness import parser, table, write_report  # run as a script: benchmarks/ is on the path
 from PIL import Image
-from second_question import SECOND  # run as a script: benchmarks/ is on the path
+from second_question import SECOND
 
 ROOT = Path(__file__).resolve().parents[1]
 QUERY = "How much must be paid?"
@@ -39,9 +40,9 @@ STAGE_NOTE = (
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p = parser(__doc__, repeat=20, warmup=None)  # --repeat: timed calls a row (--runs: the same)
+    p.add_argument("--runs", dest="repeat", type=int, help=argparse.SUPPRESS)
     p.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
-    p.add_argument("--runs", type=int, default=20)
     p.add_argument("--no-semantic", action="store_true", help="MiniLM off (its package missing)")
     p.add_argument("--graphs", action="store_true", help="also time the texture as CUDA graphs (the default config)")
     args = p.parse_args(argv)
@@ -73,7 +74,7 @@ def main(argv: list[str] | None = None) -> int:
         for call in [calls[0], *calls]:  # warm-up: constants, the page's OCR (text mode), a graph's capture
             realizer.decide(*call, mode=mode)
         ms, parts = [], []
-        for r in range(args.runs):
+        for r in range(args.repeat):
             sync()
             t = time.perf_counter()
             d = realizer.decide(*calls[r % len(calls)], mode=mode)
@@ -118,22 +119,21 @@ def main(argv: list[str] | None = None) -> int:
                       f"graphs' pools and static inputs) after emptying the allocator's cache: "
                       f"{graph_mb:.1f} MiB")  # fmt: skip
     name = torch.cuda.get_device_name(dev) if on_gpu else "CPU"
-    print(
-        f"Realizer.decide on {dev} ({name}), median of {args.runs} calls, ms"
-        f"{'; MiniLM off' if args.no_semantic else ''}\n"
-    )
-    print("| what | batch | ms a call | ms an image |\n|---|---:|---:|---:|")
-    for what, n, ms in rows:
-        print(f"| {what} | {n} | {ms:.2f} | {ms / n:.2f} |")
-    print(
-        f"\nWhere a call's host time went (the first item's `Scoring.timings_ms`, medians; host clock, no device "
-        f"sync between stages, so a stage's kernels may finish in a later one; {STAGE_NOTE}):\n"
-    )
-    print("| what | batch | " + " | ".join(STAGES) + " |\n|---|---:|" + "---:|" * len(STAGES))
-    for what, n, _ in rows:
-        print(f"| {what} | {n} | " + " | ".join(f"{stages[(what, n)][k]:.2f}" for k in STAGES) + " |")
+    sections = [
+        f"Realizer.decide on {dev} ({name}), median of {args.repeat} calls, ms"
+        f"{'; MiniLM off' if args.no_semantic else ''}.",
+        table(
+            ["what", "batch", "ms a call", "ms an image"], [[w, n, f"{ms:.2f}", f"{ms / n:.2f}"] for w, n, ms in rows]
+        ),
+        f"Where a call's host time went (the first item's `Scoring.timings_ms`, medians; host clock, no device "
+        f"sync between stages, so a stage's kernels may finish in a later one; {STAGE_NOTE}):",
+        table(["what", "batch", *STAGES], [[w, n, *(f"{stages[(w, n)][k]:.2f}" for k in STAGES)] for w, n, _ in rows]),
+    ]
     if args.graphs:
-        print(f"\n{equal_note}")
+        sections.append(equal_note)
+    data = {"rows": [{"what": w, "batch": n, "ms": ms} for w, n, ms in rows], "stages_ms": [
+        {"what": w, "batch": n, **stages[(w, n)]} for w, n, _ in rows]}  # fmt: skip
+    write_report(args.out, "The decision's wall time on a device", sections, data, argv)
     return 0 if all(equal) else 1
 
 

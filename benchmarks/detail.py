@@ -59,8 +59,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:  # run as a script: make `benchmarks` importable
     sys.path.insert(0, str(ROOT))
 
-from arr_coc.evaluation.allocators import downscale_max_pixels  # noqa: E402
-from arr_coc.grid import smart_resize  # noqa: E402
+from arr_coc.evaluation.evidence import downscaled, seen  # noqa: E402
 from arr_coc.integrations.detail import DetailPlan, composite, plan_detail  # noqa: E402
 from benchmarks import docgen  # noqa: E402
 from benchmarks.evidence_recall import (  # noqa: E402
@@ -149,22 +148,6 @@ def cells_of(item: Item, rows: int, cols: int) -> np.ndarray:
     return np.unique(np.concatenate([answer_cells(b, w, h, rows, cols) for b in item.boxes]))
 
 
-def seen(method: str, n: int, keep: np.ndarray | None, plan: DetailPlan | None, rows: int, cols: int) -> np.ndarray:
-    """Per token of the full grid: 1.0 seen at full resolution, 0.5 seen coarsely, 0.0 not seen (the half rule)."""
-    out = np.zeros(n)
-    if method == "downscale":
-        return out + 0.5
-    if method == "thumbnail":
-        out += 0.5
-    if method == "mixed" and plan is not None and plan.mode == "mixed":
-        for r0, c0, r1, c1 in plan.blocks:
-            block = (np.arange(r0, r1)[:, None] * cols + np.arange(c0, c1)[None, :]).ravel()
-            out[block] = 0.5
-    fine = keep if plan is None else plan.fine.numpy()
-    out[np.asarray(fine, dtype=np.int64)] = 1.0
-    return out
-
-
 def reader_box(item: Item, width: int, height: int, rows: int, cols: int) -> tuple[int, int, int, int]:
     """The answer's union box padded by one cell, in the MODEL VIEW's pixels (``width x height``)."""
     w0, h0 = item.image.size
@@ -176,13 +159,8 @@ def reader_box(item: Item, width: int, height: int, rows: int, cols: int) -> tup
 
 
 def downscaled_view(item: Item, view: Image.Image, tokens: int) -> tuple[Image.Image, int]:
-    """The page as the downscale baseline shows it (the processor's resize at the token-matched max_pixels), upsampled
-    back to the model view's size, and its token count."""
-    w0, h0 = item.image.size
-    lo, hi = downscale_max_pixels(h0, w0, tokens, FACTOR, MIN_PIXELS)
-    h, w = smart_resize(h0, w0, FACTOR, lo, hi)
-    small = item.image.resize((w, h), Image.BICUBIC)
-    return small.resize(view.size, Image.BICUBIC), (h // FACTOR) * (w // FACTOR)
+    """The page as the downscale baseline shows it, at the model view's size, and its token count."""
+    return downscaled(item.image, view.size, tokens, FACTOR, MIN_PIXELS)
 
 
 # --------------------------------------------------------------------------------------------------- run

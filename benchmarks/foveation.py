@@ -49,6 +49,8 @@ from typing import Any
 
 import torch
 
+from arr_coc.testing import proportional_spec  # noqa: F401  (importable from here too: full_tower.py)
+
 try:  # run as a script (benchmarks/ on sys.path) or imported from the repository root
     from prefill import (
         _QWEN_TOKEN_IDS,
@@ -57,7 +59,6 @@ try:  # run as a script (benchmarks/ on sys.path) or imported from the repositor
         QUESTION,
         StageTimer,
         build_model,
-        cut_config,
         make_image,
         make_inputs,
     )
@@ -69,7 +70,6 @@ except ImportError:  # pragma: no cover - depends on how the file is loaded
         QUESTION,
         StageTimer,
         build_model,
-        cut_config,
         make_image,
         make_inputs,
     )
@@ -83,26 +83,6 @@ GOALS = {"fov_pct_of_ideal": 80.0, "fov_over_post_at_11": 2.0}
 # ---------------------------------------------------------------------------------------------------------------------
 # Depth cut in proportion
 # ---------------------------------------------------------------------------------------------------------------------
-def proportional_spec(spec: dict[str, Any], fraction: float) -> dict[str, Any]:
-    """``spec`` with the same fraction of vision blocks and LM layers (see the module docstring).
-
-    Returns:
-        A new spec; Qwen2.5-VL's ``fullatt_block_indexes`` are the last ``max(1, round(n_full * fraction))`` blocks of
-        the cut tower (unchanged at fraction 1).
-    """
-    if not 0 < fraction <= 1:
-        raise ValueError(f"--fraction must be in (0, 1], got {fraction}")
-    depth = spec["vision_config"]["depth"]
-    layers = spec["text_config"]["num_hidden_layers"]
-    vision_layers = max(1, round(depth * fraction))
-    cut = cut_config(spec, max(1, round(layers * fraction)), vision_layers)
-    full = spec["vision_config"].get("fullatt_block_indexes")
-    if full and vision_layers < depth:
-        n_full = min(vision_layers, max(1, round(len(full) * fraction)))
-        cut["vision_config"]["fullatt_block_indexes"] = list(range(vision_layers - n_full, vision_layers))
-    return cut
-
-
 # ---------------------------------------------------------------------------------------------------------------------
 # Measuring
 # ---------------------------------------------------------------------------------------------------------------------

@@ -24,12 +24,12 @@ from typing import Any
 
 import torch
 
+from arr_coc.testing import proportional_spec  # noqa: E402
+
 try:  # run as a script (benchmarks/ on sys.path) or imported from the repository root
-    from foveation import proportional_spec
     from prefill import ALL_CONFIGS, make_inputs
     from throughput import full_tower_counts
 except ImportError:  # pragma: no cover - depends on how the file is loaded
-    from benchmarks.foveation import proportional_spec
     from benchmarks.prefill import ALL_CONFIGS, make_inputs
     from benchmarks.throughput import full_tower_counts
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The GPU tables of issue 24 in one run, each step under its own time limit so that one slow step leaves the others'
+# The GPU tables in one run, each step under its own time limit so that one slow step leaves the others'
 # tables (about 6 minutes on an H100 / H200):
 #   1. benchmarks/stages.py: the text-aware decision stage by stage on the device (OCR on the torch backend), a first
 #      and a second question on the example invoice: OCR ms per page, decision (texture + scorers + selection) ms;

@@ -1,5 +1,5 @@
 """Score a trained box-scorer checkpoint and the rules on docgen's test split, 12 per kind (pages already in the OCR
-cache only), text map recall at 11.1%: the docgen check of issue 26's default decision.
+cache only), text map recall at 11.1%: the docgen check of the rule that picks the default scorer.
 
 Example::
 

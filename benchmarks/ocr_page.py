@@ -7,7 +7,7 @@ whichever ``arr_coc`` is importable, so two checkouts compare in the same minute
     python benchmarks/ocr_page.py --device cuda --runs 30                                  # this checkout
     PYTHONPATH=<other checkout>/src python benchmarks/ocr_page.py --device cuda --runs 30  # another one
 
-(on a GPU, issue 24's goal is <= 40 ms a page; ``--dtype float32``, the default, as the library reads: bfloat16
+(on a GPU, the goal is <= 40 ms a page; ``--dtype float32``, the default, as the library reads: bfloat16
 misreads, see ``OcrConfig.dtype``). The last line lists the first recognised texts, to see both read the same page.
 """
 

@@ -43,7 +43,6 @@ Writes the markdown table to ``--out`` (default ``results/prefill.md``) and the 
 from __future__ import annotations
 
 import argparse
-import copy
 import json
 import math
 import os
@@ -58,6 +57,8 @@ from pathlib import Path
 from typing import Any
 
 import torch
+
+from arr_coc.testing import cut_config  # noqa: F401  (the benchmarks' cut configs; importable from here too)
 
 # ---------------------------------------------------------------------------------------------------------------------
 # Published configs (transcribed from the Hugging Face config.json of each *-Instruct checkpoint; nested in the
@@ -268,28 +269,6 @@ TARGETS = {"speedup_22_pct_of_ideal": 85.0, "allocator_pct_of_unpruned": 3.0}
 # ---------------------------------------------------------------------------------------------------------------------
 # Models
 # ---------------------------------------------------------------------------------------------------------------------
-def cut_config(spec: dict[str, Any], layers: int | None, vision_layers: int | None) -> dict[str, Any]:
-    """A copy of ``spec`` with the first ``layers`` LM layers and the first ``vision_layers`` vision blocks.
-
-    Vision indexes that name blocks (Qwen2.5-VL ``fullatt_block_indexes``, Qwen3-VL ``deepstack_visual_indexes``)
-    are kept when they fall inside the cut tower; DeepStack levels are rescaled to the cut depth instead (a
-    Qwen3-VL needs at least one), keeping up to as many distinct levels as there are blocks.
-    """
-    spec = copy.deepcopy(spec)
-    text, vision = spec["text_config"], spec["vision_config"]
-    if layers is not None:
-        text["num_hidden_layers"] = min(layers, text["num_hidden_layers"])
-    if vision_layers is not None and vision_layers < vision["depth"]:
-        depth = vision["depth"]
-        if "fullatt_block_indexes" in vision:
-            vision["fullatt_block_indexes"] = [i for i in vision["fullatt_block_indexes"] if i < vision_layers]
-        if "deepstack_visual_indexes" in vision:
-            scaled = {min(vision_layers - 1, i * vision_layers // depth) for i in vision["deepstack_visual_indexes"]}
-            vision["deepstack_visual_indexes"] = sorted(scaled)
-        vision["depth"] = vision_layers
-    return spec
-
-
 def build_model(name: str, spec: dict[str, Any], dtype: torch.dtype, device: str, seed: int = 0) -> Any:
     """A random-weight ``...ForConditionalGeneration`` of ``spec`` in eval mode on ``device``."""
     import transformers

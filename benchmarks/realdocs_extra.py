@@ -1,4 +1,4 @@
-"""More real documents for training and validation (issue 26): table questions from the text layer of public PDFs
+"""More real documents for training and validation: table questions from the text layer of public PDFs
 that are NOT reserved for evaluation, in realdocs-dev's schema, each page tagged with its source.
 
 The PDFs come from document-conversion projects' example / test data (``MANIFEST``: repository, commit, path,
@@ -40,6 +40,8 @@ import subprocess
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+
+from arr_coc.training.data import decoded_text as decoded  # text pdfplumber decoded: no "(cid:N)" in it
 
 UNSTRUCTURED = ("github:Unstructured-IO/unstructured", "3e5482bfcdc843b5218ad98d2845b4b71ab013b7", "Apache-2.0")
 DOCLING = ("github:docling-project/docling", "e1cb2b234c48ff29746b0f2f843d07f8e23905a0", "MIT")
@@ -134,12 +136,6 @@ def norm(s: str) -> str:
 def clean(s: str) -> str:
     s = re.sub(r"-\n(?=[a-z])", "", s or "")
     return re.sub(r"\s+", " ", s).strip()
-
-
-def decoded(s: str) -> bool:
-    """Whether pdfplumber decoded ``s``: a glyph without a Unicode mapping comes out as ``(cid:N)``, text no reader
-    sees on the page, so a question quoting it (or an answer holding it) cannot be asked."""
-    return "(cid:" not in s
 
 
 def copy(git_dir: str, collection: str, src: Path) -> int:

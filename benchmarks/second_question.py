@@ -23,13 +23,16 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # run as a script: the harness beside it
+
+from harness import add_against, alternate_checkouts, parser, run_in_checkout, table, write_report  # noqa: E402
+
 SECOND = (
     "Who is the invoice addressed to?",
     "What is the total amount due?",
@@ -82,85 +85,46 @@ def worker(checkout: Path, repeat: int) -> dict[str, Any]:
     return {"runs": runs, "minilm": minilm, "threads": torch.get_num_threads()}
 
 
-def run_worker(checkout: Path, repeat: int) -> dict[str, Any]:
-    """``worker`` in a fresh process with ``checkout``'s ``src`` first on the path."""
-    env = {**os.environ, "PYTHONPATH": str(checkout / "src")}
-    cmd = [sys.executable, str(Path(__file__).resolve()), "--worker", str(checkout), "--repeat", str(repeat)]
-    done = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
-    if done.returncode:
-        raise SystemExit(f"the worker for {checkout} failed:\n{done.stderr[-3000:]}")
-    return json.loads(done.stdout.strip().splitlines()[-1])
-
-
-def commit_of(checkout: Path) -> str:
-    got = subprocess.run(["git", "-C", str(checkout), "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
-    return got.stdout.strip() or str(checkout)
-
-
-def report(results: dict[str, list[dict[str, Any]]], command: str) -> str:
+def report(results: dict[str, list[dict[str, Any]]]) -> list[str]:
+    """The table of median wall ms per question, each checkout's total and MiniLM's share."""
     names = list(results)
-    med = {
-        name: {q: statistics.median(x for r in rs for x in r["runs"][q]) for q in SECOND}
-        for name, rs in results.items()
-    }
-    mini = {
-        name: {q: statistics.median(x for r in rs for x in r["minilm"][q]) for q in SECOND}
-        for name, rs in results.items()
-    }
-    every = {
-        name: statistics.median(x for r in rs for q in SECOND for x in r["runs"][q]) for name, rs in results.items()
-    }
+
+    def med(name: str, key: str, qs: tuple[str, ...]) -> float:
+        return statistics.median(x for r in results[name] for q in qs for x in r[key][q])
+
     rounds = len(next(iter(results.values())))
     per = sum(len(r["runs"][SECOND[0]]) for r in results[names[0]])
-    load = os.getloadavg()
-    lines = [
+    rows = [[q, *(f"{med(n, 'runs', (q,)):.1f}" for n in names), *(f"{med(n, 'minilm', (q,)):.1f}" for n in names)]
+            for q in SECOND]  # fmt: skip
+    rows.append(["**all six**", *(f"**{med(n, 'runs', SECOND):.1f}**" for n in names), *([""] * len(names))])
+    return [
         f"Median wall ms of a second question on examples/invoice.jpg (OCR, texture, layout and box embeddings cached; "
-        f"the question embedded anew), {rounds} alternating rounds, {per} "
-        f"runs per question and checkout; torch threads {results[names[0]][0]['threads']}; load average after the run "
-        f"{load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f}. Command: `{command}`",
-        "",
-        "| question | "
-        + " | ".join(f"{n}: total" for n in names)
-        + " | "
-        + " | ".join(f"{n}: MiniLM" for n in names)
-        + " |",
-        "|---|" + "---:|" * (2 * len(names)),
+        f"the question embedded anew), {rounds} alternating rounds, {per} runs per question and checkout; torch "
+        f"threads {results[names[0]][0]['threads']}; load average after the run "
+        + " / ".join(f"{x:.1f}" for x in os.getloadavg())
+        + ".",
+        table(["question", *(f"{n}: total" for n in names), *(f"{n}: MiniLM" for n in names)], rows),
     ]
-    for q in SECOND:
-        lines.append(
-            f"| {q} | "
-            + " | ".join(f"{med[n][q]:.1f}" for n in names)
-            + " | "
-            + " | ".join(f"{mini[n][q]:.1f}" for n in names)
-            + " |"
-        )
-    lines.append("| **all six** | " + " | ".join(f"**{every[n]:.1f}**" for n in names) + " |" + " |" * len(names))
-    return "\n".join(lines)
 
 
-def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--rounds", type=int, default=3, help="alternating rounds (one worker per checkout each)")
-    p.add_argument("--repeat", type=int, default=5, help="runs of each question per worker")
-    p.add_argument("--against", type=Path, default=None, help="another checkout to run alternately with this one")
-    p.add_argument("--out", type=Path, default=None)
+def main(argv: list[str] | None = None) -> int:
+    p = parser(__doc__, repeat=5, warmup=None)
+    add_against(p)
     p.add_argument("--worker", type=Path, default=None, help=argparse.SUPPRESS)
-    args = p.parse_args()
+    args = p.parse_args(argv)
     if args.worker is not None:
         print(json.dumps(worker(args.worker, args.repeat)))
-        return
-    checkouts = [ROOT] + ([args.against.resolve()] if args.against else [])
-    results: dict[str, list[dict[str, Any]]] = {commit_of(c): [] for c in checkouts}
-    for r in range(args.rounds):
-        for c, name in zip(checkouts, list(results), strict=True):
-            results[name].append(run_worker(c, args.repeat))
-            print(f"round {r + 1}: {name} done", file=sys.stderr, flush=True)
-    command = "python benchmarks/second_question.py " + " ".join(sys.argv[1:])
-    text = report(results, command)
-    print(text)
-    if args.out is not None:
-        args.out.write_text(f"# A second question on a page already read, six questions\n\n{text}\n")
+        return 0
+
+    def run(checkout: Path) -> dict[str, Any]:  # the checkout's own src only, as before
+        flags = ["--worker", str(checkout), "--repeat", str(args.repeat)]
+        return run_in_checkout(checkout, Path(__file__), flags, keep_path=False)
+
+    results = alternate_checkouts(args.against, args.rounds, run)
+    title = "A second question on a page already read, six questions"
+    write_report(args.out, title, report(results), {"results": results}, argv)
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

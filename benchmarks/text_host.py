@@ -5,8 +5,8 @@ keys and the OCR cache's look-up (digests of its pixels, made as decide makes th
 XXH3 over the frame in place, shared with the texture cache's key; on a GPU the same call hashes the frame there and
 the texture has no cache), the matching of the question
 to the page's boxes (``QueryMatcher.relevance_and_evidence``: lexical scores, the layout rule, the structural query,
-the painting), the page's word units, and the whole-word selection's walk (``select_units``). Issue 24's goal, a
-decision in 2 ms per image at batch 1 on a GPU, is met in texture mode and missed in text mode by this work; this
+the painting), the page's word units, and the whole-word selection's walk (``select_units``). The goal of a
+decision in 2 ms per image at batch 1 on a GPU is met in texture mode and missed in text mode by this work; this
 benchmark times it on the host alone (MiniLM off by default, as on the GPU machine, where its package does not fit).
 
 Each of ``decision_time.QUESTIONS`` is asked of the example invoice (Qwen2.5-VL grid, 1,248 tokens, budget 22.2%;
@@ -24,15 +24,17 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
-import os
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # run as a script: the harness beside it
+
+from harness import add_against, alternate_checkouts, parser, run_in_checkout, table, write_report  # noqa: E402
+
 STAGES = ("page keys, OCR look-up", "matching", "word units", "selection", "total")
 
 
@@ -106,18 +108,8 @@ def worker(repeat: int, semantic: bool) -> dict[str, Any]:
     return out
 
 
-def run_worker(checkout: Path, repeat: int, semantic: bool) -> dict[str, Any]:
-    """``worker`` in a fresh process with ``checkout``'s ``src`` first on the path (this file's own code)."""
-    path = [str(checkout / "src"), *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(path)}  # the checkout's code first (carried wheels stay on it)
-    cmd = [sys.executable, str(Path(__file__).resolve()), "--worker", "--repeat", str(repeat)]
-    done = subprocess.run(cmd + ([] if semantic else ["--no-semantic"]), env=env, capture_output=True, text=True)
-    if done.returncode:
-        raise SystemExit(f"the worker for {checkout} failed:\n{done.stderr[-3000:]}")
-    return json.loads(done.stdout.strip().splitlines()[-1])
-
-
-def report(results: dict[str, list[dict[str, Any]]], command: str) -> str:
+def report(results: dict[str, list[dict[str, Any]]]) -> list[str]:
+    """The two tables (by stage, by question) of the median host ms, each checkout's new and again."""
     names = list(results)
     questions = list(next(iter(results.values()))[0])
 
@@ -128,48 +120,37 @@ def report(results: dict[str, list[dict[str, Any]]], command: str) -> str:
         return statistics.median(v for w in results[name] for x in qs for v in w[x][stage]["again"])
 
     rounds = len(results[names[0]])
-    lines = [
-        f"Median host ms of a text-mode decision's text work on examples/invoice.jpg (page read; {rounds} alternating "
-        f"rounds; `new`: a question's first ask in a worker, `again`: asked before). Command: `{command}`",
-        "",
-        "| stage | " + " | ".join(f"{n}: new | {n}: again" for n in names) + " |",
-        "|---|" + "---:|---:|" * len(names),
+    head = [f"{n}: {kind}" for n in names for kind in ("new", "again")]
+    by_stage = [
+        [stage, *(f"{med(n, stage, kind):.3f}" for n in names for kind in ("new", "again"))] for stage in STAGES
     ]
-    for stage in STAGES:
-        cells = " | ".join(f"{med(n, stage, 'new'):.3f} | {med(n, stage, 'again'):.3f}" for n in names)
-        lines.append(f"| {stage} | {cells} |")
-    lines += ["", "| question (total) | " + " | ".join(f"{n}: new | {n}: again" for n in names) + " |",
-              "|---|" + "---:|---:|" * len(names)]  # fmt: skip
-    for q in questions:
-        cells = " | ".join(f"{med(n, 'total', 'new', q):.3f} | {med(n, 'total', 'again', q):.3f}" for n in names)
-        lines.append(f"| {q} | {cells} |")
-    return "\n".join(lines)
+    by_question = [
+        [q, *(f"{med(n, 'total', kind, q):.3f}" for n in names for kind in ("new", "again"))] for q in questions
+    ]
+    return [
+        f"Median host ms of a text-mode decision's text work on examples/invoice.jpg (page read; {rounds} alternating "
+        "rounds; `new`: a question's first ask in a worker, `again`: asked before).",
+        table(["stage", *head], by_stage),
+        table(["question (total)", *head], by_question),
+    ]
 
 
-def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--rounds", type=int, default=3, help="alternating rounds (one worker per checkout each)")
-    p.add_argument("--repeat", type=int, default=20, help="asks of each question after its first, per worker")
-    p.add_argument("--against", type=Path, default=None, help="another checkout to run alternately with this one")
+def main(argv: list[str] | None = None) -> int:
+    p = parser(__doc__, repeat=20, warmup=None)
+    add_against(p)
     p.add_argument("--semantic", action="store_true", help="MiniLM on (off by default, as on the GPU machine)")
     p.add_argument("--no-semantic", action="store_true", help=argparse.SUPPRESS)
-    p.add_argument("--out", type=Path, default=None)
     p.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
-    args = p.parse_args()
+    args = p.parse_args(argv)
     if args.worker:
         print(json.dumps(worker(args.repeat, not args.no_semantic)))
-        return
-    checkouts = [ROOT] + ([args.against.resolve()] if args.against else [])
-    results: dict[str, list[dict[str, Any]]] = {("this" if c == ROOT else c.name): [] for c in checkouts}
-    for r in range(args.rounds):
-        for c, name in zip(checkouts, list(results), strict=True):
-            results[name].append(run_worker(c, args.repeat, args.semantic))
-            print(f"round {r + 1}: {name} done", file=sys.stderr, flush=True)
-    text = report(results, "python benchmarks/text_host.py " + " ".join(sys.argv[1:]))
-    print(text)
-    if args.out is not None:
-        args.out.write_text(f"# The host work of a text-mode decision, stage by stage\n\n{text}\n")
+        return 0
+    flags = ["--worker", "--repeat", str(args.repeat)] + ([] if args.semantic else ["--no-semantic"])
+    results = alternate_checkouts(args.against, args.rounds, lambda c: run_in_checkout(c, Path(__file__), flags))
+    title = "The host work of a text-mode decision, stage by stage"
+    write_report(args.out, title, report(results), {"results": results}, argv)
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

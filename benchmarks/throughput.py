@@ -65,11 +65,11 @@ from typing import Any
 
 import torch
 
+from arr_coc.testing import batched, proportional_spec
+
 try:  # run as a script (benchmarks/ on sys.path) or imported from the repository root
-    from foveation import proportional_spec
     from prefill import _QWEN_TOKEN_IDS, ALL_CONFIGS, QUESTION, build_model, make_inputs
 except ImportError:  # pragma: no cover - depends on how the file is loaded
-    from benchmarks.foveation import proportional_spec
     from benchmarks.prefill import _QWEN_TOKEN_IDS, ALL_CONFIGS, QUESTION, build_model, make_inputs
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -77,29 +77,12 @@ PAGE = ROOT / "examples" / "invoice.jpg"
 DEFAULT_BUDGETS = ("22.2%", "11.1%")
 DEFAULT_BATCHES = (1, 8, 32)
 MODES = ("texture", "text")
-GOAL_PCT_OF_DOWNSCALED = 80.0  # issue 24: foveate reaches >= 80% of the downscaled page's speed-up
+GOAL_PCT_OF_DOWNSCALED = 80.0  # the goal: foveate reaches >= 80% of the downscaled page's speed-up
 
 
 # ---------------------------------------------------------------------------------------------------------------------
 # Inputs
 # ---------------------------------------------------------------------------------------------------------------------
-def batched(inputs: dict[str, torch.Tensor], batch: int) -> dict[str, torch.Tensor]:
-    """``batch`` copies of a one-sample processor output (rows of ``input_ids`` / patches of ``pixel_values``).
-
-    Args:
-        inputs: ``input_ids`` (1, L), ``attention_mask`` (1, L), ``mm_token_type_ids`` (1, L), ``pixel_values``
-            (P, patch_dim), ``image_grid_thw`` (1, 3).
-        batch: number of copies.
-    """
-    out = {}
-    for key, value in inputs.items():
-        if key in ("pixel_values", "image_grid_thw"):
-            out[key] = torch.cat([value] * batch)  # (B*P, patch_dim) / (B, 3)
-        else:
-            out[key] = value.expand(batch, -1).contiguous()  # (B, L)
-    return out
-
-
 def page_inputs(spec: dict[str, Any], tokens: int, question: str) -> tuple[dict[str, torch.Tensor], Any]:
     """Processor inputs of the example invoice at most ``tokens`` visual tokens, and the tokenizer (or None)."""
     from PIL import Image

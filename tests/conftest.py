@@ -53,3 +53,23 @@ def tiny_checkpoint_folder(tmp_path_factory):
         return made[key]
 
     return folder
+
+
+@pytest.fixture(scope="session")
+def run_benchmark():
+    """``run(script, *argv)``: run ``benchmarks/<script>`` as a reader runs it (its own process, from the repository
+    root) and return the finished process; a non-zero exit fails the test with the script's stderr. Tests never
+    import a benchmark script."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+
+    def run(script: str, *argv: str, timeout: float = 1800) -> subprocess.CompletedProcess:
+        cmd = [sys.executable, str(root / "benchmarks" / script), *argv]
+        done = subprocess.run(cmd, cwd=root, capture_output=True, text=True, timeout=timeout)
+        assert done.returncode == 0, f"{' '.join(cmd[1:])} exited {done.returncode}:\n{done.stderr[-4000:]}"
+        return done
+
+    return run

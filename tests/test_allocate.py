@@ -94,3 +94,24 @@ def test_timings_are_reported(noise_image) -> None:
     # subtractions and * 1e3 (relative error ~1e-15; 1e-9 leaves a wide margin and still catches a missing stage)
     t = a.timings_ms
     assert t["load"] + t["texture"] + t["ocr"] + t["scoring"] == pytest.approx(t["total"], rel=1e-9, abs=1e-9)
+
+
+@pytest.mark.parametrize("content", [None, b"hi", b"\x89PNG\r\n\x1a\n" + b"\0" * 40])
+def test_a_bad_or_missing_image_is_refused_before_any_model_loads(tmp_path, monkeypatch, content, capsys) -> None:
+    """Text mode (the default with [ocr]) checks the picture first: no OCR or text model loads for a bad file."""
+    pytest.importorskip("rapidocr", reason="text mode needs the [ocr] extra")
+    from arr_coc.cli import main
+    from arr_coc.reading import Reading
+
+    def loading(*args, **kwargs):
+        raise AssertionError("the OCR and text models were loaded before the image was checked")
+
+    monkeypatch.setattr(Reading, "warmup", loading)
+    path = tmp_path / "page.png"
+    if content is not None:
+        path.write_bytes(content)
+    with pytest.raises(ValueError, match="page.png"):
+        allocate(path, "How much?", budget=0.1, mode="text")
+    assert main(["allocate", str(path), "--query", "How much?"]) == 2  # the CLI's default mode
+    err = capsys.readouterr().err
+    assert "page.png" in err and "AssertionError" not in err

@@ -181,3 +181,18 @@ def test_time_table_and_speedup_explanation():
     assert why is not None and "55 -> 15 ms, 40 ms saved" in why and "scoring costs 60 ms" in why
     assert "net 20 ms slower" in why
     assert explain_speedup(full, fast) is None
+
+
+@pytest.fixture
+def image_path(tmp_path, form_image):
+    path = tmp_path / "form.png"
+    form_image.save(path)
+    return path
+
+
+@pytest.mark.parametrize("model", ["examples/invoice.jpg", "IMAGE"])
+def test_ask_model_that_is_an_image_says_so(image_path, model, capsys) -> None:
+    model = str(image_path) if model == "IMAGE" else model
+    assert main(["ask", str(image_path), "-q", "x", "--model", model]) == 2
+    err = capsys.readouterr().err
+    assert "is an image, not a model" in err and "hf download" not in err

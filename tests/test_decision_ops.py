@@ -2,10 +2,13 @@
 ``arr_coc.profiling.OpCounter`` (deterministic counts, never wall-clock), CPU banding off (what a GPU launches), and
 the batch invariance that batching must not break.
 
-Budgets (issue 24): ``Realizer.relevance`` <= 150 aten ops (views apart) for one frame and <= 1.5x that for eight,
-with no host sync. The frames are the size of a real document page (1,248 tokens, Qwen2.5-VL's grid of the example
-invoice) so that no op count hides behind a tiny shape; the counts do not depend on the pixels. Below the budgets the
-counts are pinned where they are now (torch 2.13 on the CPU), so that an op added to the decision shows up here.
+Budgets (the design's targets, on any torch release): ``Realizer.relevance`` <= 150 aten ops (views apart) for one
+frame and <= 1.5x that for eight, with no host sync. The frames are the size of a real document page (1,248 tokens,
+Qwen2.5-VL's grid of the example invoice) so that no op count hides behind a tiny shape; the counts do not depend on
+the pixels. Below the budgets the counts are pinned where they are on the torch release named by ``PINNED_TORCH`` (on
+the CPU), so that an op added to the decision shows up here; on another release, which may decompose an op into more
+or fewer aten ops, only the budgets and the structural rules (eight frames cost about one, no sync) hold, and a
+failure says which bound it was.
 """
 
 from __future__ import annotations
@@ -19,6 +22,25 @@ from arr_coc.profiling import OpCounter
 from arr_coc.query import parse_query
 from arr_coc.realizing import Realizer
 from arr_coc.tensors import ConstantCache
+
+PINNED_TORCH = "2.13"  # the release (major.minor) the pinned counts were counted with, on the CPU
+
+
+def bound(pinned: int, target: int) -> int:
+    """The most ops a count may have: ``pinned`` on the release it was counted with, ``target`` on any other."""
+    release = ".".join(torch.__version__.split("+")[0].split(".")[:2])
+    return pinned if release == PINNED_TORCH else target
+
+
+def why(n: int, pinned: int, target: int, detail: object = "") -> str:
+    """The failure message of ``n <= bound(pinned, target)``: which bound, and what to do."""
+    if bound(pinned, target) == pinned:
+        return (
+            f"{n} ops > {pinned}, the count pinned with torch {PINNED_TORCH} on the CPU: an op was added to the "
+            f"decision (if on purpose and still <= the target {target}, re-pin it) {detail}"
+        )
+    return f"{n} ops > the target {target} (torch {torch.__version__}; counts pinned only on {PINNED_TORCH}) {detail}"
+
 
 GRID = (39, 32)  # the example invoice's Qwen2.5-VL grid: 1,248 tokens of 28 px
 ONE_FRAME_BUDGET = 150
@@ -36,6 +58,13 @@ def _count(realizer: Realizer, frames: torch.Tensor, query: str, prior: torch.Te
     return counter
 
 
+def test_the_pins_apply_to_their_release_only(monkeypatch) -> None:
+    monkeypatch.setattr(torch, "__version__", f"{PINNED_TORCH}.0+cpu")
+    assert bound(122, 150) == 122 and "pinned with torch" in why(130, 122, 150)
+    monkeypatch.setattr(torch, "__version__", "9.1.0")
+    assert bound(122, 150) == 150 and "the target 150" in why(160, 122, 150)
+
+
 @pytest.mark.parametrize("with_prior", [False, True], ids=["texture", "text-prior"])
 @pytest.mark.parametrize(
     ("query", "pinned"),
@@ -47,18 +76,19 @@ def _count(realizer: Realizer, frames: torch.Tensor, query: str, prior: torch.Te
     ],
 )
 def test_relevance_op_and_sync_budget(with_prior: bool, query: str | None, pinned: int) -> None:
-    """<= 150 ops for one frame (the target), at most the pinned count (+5 with a text prior: its clamp, its
-    presence flag and the term's column), the same count for eight frames, no host sync."""
+    """<= 150 ops for one frame (the target), at most the pinned count on the pinned release (+5 with a text prior:
+    its clamp, its presence flag and the term's column), the same bound for eight frames, no host sync."""
     realizer = Realizer(RelevanceConfig(cpu_band_elements=0)).eval()
     counts = {}
     for n in (1, 8):
         frames = _frames(n)
         prior = torch.rand(n, *GRID) if with_prior else None
         counts[n] = _count(realizer, frames, query, prior)
-    budget = pinned + 5 if with_prior else pinned
-    assert budget <= ONE_FRAME_BUDGET
-    assert counts[1].n_ops <= budget, counts[1].summary()
-    assert counts[8].n_ops <= budget, counts[8].summary()
+    pinned = pinned + 5 if with_prior else pinned
+    assert pinned <= ONE_FRAME_BUDGET
+    budget = bound(pinned, ONE_FRAME_BUDGET)
+    assert counts[1].n_ops <= budget, why(counts[1].n_ops, pinned, ONE_FRAME_BUDGET, counts[1].summary())
+    assert counts[8].n_ops <= budget, why(counts[8].n_ops, pinned, ONE_FRAME_BUDGET, counts[8].summary())
     assert counts[8].n_ops <= 1.5 * counts[1].n_ops, (counts[1].summary(), counts[8].summary())  # no loop per frame
     assert counts[1].n_syncs == 0 and counts[8].n_syncs == 0, (counts[1].syncs, counts[8].syncs)
 
@@ -176,7 +206,7 @@ def test_relevance_items_equal_each_item_alone_and_batch_the_ops() -> None:
     assert eight.n_ops <= 1.5 * one.n_ops, (one.summary(), eight.summary())
 
 
-# ----- compress: what a wrapped forward adds (issue 24: <= 200 ops at batch 1, <= 1.5x at batch 8, <= 2 syncs) -----
+# ----- compress: what a wrapped forward adds (targets: <= 200 ops at batch 1, <= 1.5x at batch 8, <= 2 syncs) -----
 
 
 def _compress_inputs(processor, n: int, sizes: list[tuple[int, int]]) -> dict:
@@ -217,8 +247,8 @@ def _added(cm, model, inputs: dict) -> tuple[int, dict[str, int]]:
 def test_compress_adds_few_ops_and_two_host_reads() -> None:
     """A compress forward reads the prompt once and the decision once (2 syncs, whatever the batch), and its ops grow
     per page SIZE (one relevance pass each), never per item: batch 8 of one size costs about what batch 1 costs.
-    Targets (issue 24): <= 200 ops at batch 1, <= 300 at batch 8 (two page sizes included); below them the counts
-    are pinned where they are now (torch 2.13 on the CPU)."""
+    Targets: <= 200 ops at batch 1, <= 300 at batch 8 (two page sizes included); below them the counts are pinned on
+    ``PINNED_TORCH`` (on the CPU); the structural rules (nothing per item) hold on every release."""
     pytest.importorskip("transformers")
     from arr_coc import compress
     from arr_coc.testing import tiny_model
@@ -229,9 +259,10 @@ def test_compress_adds_few_ops_and_two_host_reads() -> None:
     ops1, syncs1 = _added(cm, model, _compress_inputs(processor, 1, one_size))
     ops8, syncs8 = _added(cm, model, _compress_inputs(processor, 8, one_size))
     ops8x2, syncs8x2 = _added(cm, model, _compress_inputs(processor, 8, two_sizes))
-    assert ops1 <= 150 <= 200, ops1
-    assert ops8 <= 163 <= 1.5 * 200 and ops8 <= ops1 + 30, (ops1, ops8)  # nothing per item
-    assert ops8x2 <= 297 <= 1.5 * 200, (ops1, ops8x2)  # two page sizes: one relevance pass each
+    assert ops1 <= bound(150, 200), why(ops1, 150, 200)
+    assert ops8 <= bound(163, 300), why(ops8, 163, 300)
+    assert ops8 <= ops1 + 30, (ops1, ops8)  # nothing per item
+    assert ops8x2 <= bound(297, 300), why(ops8x2, 297, 300)  # two page sizes: one relevance pass each
     assert ops8x2 <= 2 * ops1, (ops1, ops8x2)  # one more relevance pass for the second size, nothing per item
     for grown in (syncs1, syncs8, syncs8x2):  # the two reads; no other sync cause grows
         assert grown == {"Tensor.numpy": 2}, grown  # read_prompt, read_decision (one copy each)
@@ -340,7 +371,7 @@ def test_decide_chooses_together_what_each_item_chooses_alone() -> None:
         assert torch.equal(d.keep, alone.keep), budget
 
 
-# ----- the op cuts of one relevance pass keep every bit (issue 24: kept sets identical to before) -----
+# ----- the op cuts of one relevance pass keep every bit (kept sets identical to the uncut steps') -----
 
 
 def _unit_flat_before(flat: torch.Tensor) -> torch.Tensor:

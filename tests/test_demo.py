@@ -34,10 +34,11 @@ def form_png(tmp_path, form_image):
 
 
 def test_stride_keep_is_the_benchmarks_stride():
-    evidence_recall = pytest.importorskip("benchmarks.evidence_recall")
+    from arr_coc.evaluation.allocators import stride_keep  # the one stride baseline (the benchmarks use it too)
+
     for n, k in [(1248, 137), (1248, 1), (100, 100), (100, 250), (7, 3), (1240, 400)]:
         ours = demo.stride_keep(n, k)
-        np.testing.assert_array_equal(ours, evidence_recall.stride_keep(n, k))
+        np.testing.assert_array_equal(ours, stride_keep(n, k))
         assert len(ours) == min(k, n) and len(np.unique(ours)) == len(ours)  # k distinct tokens
         assert np.all(np.diff(ours) > 0) and ours[0] >= 0 and ours[-1] < n  # raster order, in range
 
@@ -240,3 +241,46 @@ def test_model_answers_with_level_of_detail(tmp_path, form_png):
     lod = next(r for r in rows if r.variant == "detail thumbnail")
     assert lod.visual_tokens == 12  # thumbnail + fine tokens = the budget
     assert "| detail thumbnail |" in app.answers(state)
+
+
+@pytest.fixture
+def image_path(tmp_path, form_image):
+    path = tmp_path / "form.png"
+    form_image.save(path)
+    return path
+
+
+def test_the_demo_says_why_the_model_has_other_token_counts(image_path) -> None:
+    pytest.importorskip("gradio")
+    from arr_coc import demo
+
+    class Runner:  # the answers of a model whose processor caps images at 256 tokens
+        def compare(self, image, question, budget, text_prior, progress=None):
+            return [demo.AnswerRow("unpruned", "a", 238, 270, 1.0, 1.0, 0.0, 1.0, 1)]
+
+        def max_pixels(self):
+            return 256 * 28 * 28
+
+    app = demo.DemoApp(runner=Runner())
+    _, record, state = app.allocate(
+        str(image_path), "Total?", "0.11", "qwen2.5-vl", "texture", progress=lambda *a, **k: None
+    )
+    text = app.answers(state, progress=lambda *a, **k: None)
+    assert f"Why the model has 238 visual tokens, not {record['grid'][0] * record['grid'][1]}" in text
+    assert "200,704 pixels (256 tokens" in text and "preprocessor_config.json" in text
+
+
+def test_the_demo_notes_name_the_upload_not_the_servers_path(tmp_path, form_image) -> None:
+    pytest.importorskip("gradio")
+    from arr_coc import demo
+
+    server = tmp_path / "gradio" / "3f2a9c"
+    server.mkdir(parents=True)
+    path = server / "upload.gif"
+    form_image.save(path, format="GIF", save_all=True, append_images=[Image.new("RGB", form_image.size)])
+    upload = {"path": str(path), "orig_name": "scan.gif"}
+    _, record, _ = demo.DemoApp().allocate(
+        upload, "Date?", "0.11", "qwen2.5-vl", "texture", progress=lambda *a, **k: None
+    )
+    assert record["notes"] == ["image file 'scan.gif' has 2 frames (pages); only the first is used"]
+    assert str(server) not in json.dumps(record)

@@ -9,19 +9,15 @@ from __future__ import annotations
 
 import json
 import random
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 from PIL import Image, ImageDraw
 
-ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
-
-from benchmarks import docgen  # noqa: E402
-from benchmarks import evidence_recall as er  # noqa: E402
+from arr_coc.evaluation import docgen
+from arr_coc.evaluation import evidence as er
+from arr_coc.evaluation.allocators import stride_keep
 
 N_DEV = 3  # per kind: with PARAPHRASE_EVERY = 3 exactly one in three is paraphrased
 N_TEST = 1  # per kind (plus the real scan); kept small so the file runs in seconds
@@ -178,7 +174,7 @@ def test_baselines_respect_budget_and_raster_order(rows: int, cols: int) -> None
     rankers = {
         "random": er.top_k(er.random_scores(rows, cols, 1)),
         "centre": er.top_k(er.centre_scores(rows, cols)),
-        "stride": lambda k: er.stride_keep(n, k),
+        "stride": lambda k: stride_keep(n, k),
     }
     for frac in (1 / 9, 2 / 9, 1 / 3, 1.0):
         k = er.budget_k(frac, n)
@@ -187,35 +183,26 @@ def test_baselines_respect_budget_and_raster_order(rows: int, cols: int) -> None
             assert len(keep) == k and np.all(np.diff(keep) > 0), name
             assert keep.min() >= 0 and keep.max() < n, name
     assert er.top_k(er.centre_scores(3, 3))(1).tolist() == [4]
-    assert er.stride_keep(9, 3).tolist() == [1, 4, 7]
+    assert stride_keep(9, 3).tolist() == [1, 4, 7]
 
 
-def test_oracle_gets_full_recall_and_random_is_near_the_budget(samples) -> None:
-    recalls = []
-    for s in samples["test"]:
-        r = er.evaluate_sample(s, ["random", "stride", "centre", "oracle"], seed=0)
-        assert all(v == 1.0 for v in r.recall["oracle"].values()), s.id
-        recalls.append(r.recall["random"]["33.3%"])
-    assert 0.1 < float(np.mean(recalls)) < 0.6
-
-
-def test_main_writes_markdown_and_json(tmp_path: Path) -> None:
+def test_oracle_gets_full_recall_and_random_is_near_the_budget(tmp_path: Path, run_benchmark) -> None:
+    """``benchmarks/evidence_recall.py`` on the test split, one document a kind: the oracle keeps every answer cell,
+    random keeps about its budget's share."""
     out = tmp_path / "er.md"
-    rc = er.main(
-        [
-            "--split",
-            "dev",
-            "--n-per-kind",
-            "1",
-            "--allocators",
-            "random,stride,centre,oracle",
-            "--kinds",
-            "receipt,table",
-            "--out",
-            str(out),
-        ]
-    )
-    assert rc == 0
+    argv = ["--split", "test", "--n-per-kind", str(N_TEST), "--allocators", "random,stride,centre,oracle"]
+    run_benchmark("evidence_recall.py", *argv, "--out", str(out))
+    samples = json.loads(out.with_suffix(".json").read_text())["samples"]
+    assert len(samples) == N_TEST * len(docgen.KINDS) + 1  # and the real scan
+    for s in samples:
+        assert all(v == 1.0 for v in s["recall"]["oracle"].values()), s["id"]
+    assert 0.1 < float(np.mean([s["recall"]["random"]["33.3%"] for s in samples])) < 0.6
+
+
+def test_main_writes_markdown_and_json(tmp_path: Path, run_benchmark) -> None:
+    out = tmp_path / "er.md"
+    argv = ["--split", "dev", "--n-per-kind", "1", "--allocators", "random,stride,centre,oracle"]
+    run_benchmark("evidence_recall.py", *argv, "--kinds", "receipt,table", "--out", str(out))
     text = out.read_text()
     assert "| oracle | 1.000 | 1.000 | 1.000 |" in text and "receipt" in text
     data = json.loads(out.with_suffix(".json").read_text())

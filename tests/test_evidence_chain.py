@@ -1,5 +1,5 @@
-"""Issue 11, items 5 and 6: keep the evidence chain (a value with its key, a sentence across a column break, a
-comparison's asked-for part first) and keep words whole (``arr_coc.attending.select_units``,
+"""The evidence chain: a value kept with its key, a sentence across a column break, a comparison's asked-for part
+first, and words kept whole (``arr_coc.attending.select_units``,
 ``arr_coc.reading.matching.propagation.word_units``).
 
 The matcher tests use hand-made boxes (lexical matching only, no model); the end-to-end ones read the shipped invoice

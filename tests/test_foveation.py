@@ -460,51 +460,19 @@ def test_ask_foveate(family, tiny_checkpoint_folder, tmp_path, form_image, capsy
 # ---------------------------------------------------------------- the benchmark script -------------------------------
 
 
-def _load_bench():
-    import importlib.util
-    import sys
-    from pathlib import Path
-
-    root = Path(__file__).resolve().parents[1] / "benchmarks"
-    sys.path.insert(0, str(root))  # the script imports its sibling prefill.py, as when run as a script
-    try:
-        spec = importlib.util.spec_from_file_location("foveation_bench", root / "foveation.py")
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[spec.name] = module
-        spec.loader.exec_module(module)
-    finally:
-        sys.path.remove(str(root))
-    return module
-
-
-def test_bench_depth_cut_in_proportion():
-    bench = _load_bench()
-    spec = bench.proportional_spec(bench.ALL_CONFIGS["qwen2.5-vl-7b"], 1 / 4)
-    assert spec["vision_config"]["depth"] == 8 and spec["text_config"]["num_hidden_layers"] == 7
-    assert spec["vision_config"]["fullatt_block_indexes"] == [7]  # one in eight, as in the real tower
-    spec = bench.proportional_spec(bench.ALL_CONFIGS["qwen2.5-vl-7b"], 1 / 16)
-    assert (spec["vision_config"]["depth"], spec["text_config"]["num_hidden_layers"]) == (2, 2)
-    assert spec["vision_config"]["fullatt_block_indexes"] == [1]  # at least one, the last block
-    spec = bench.proportional_spec(bench.ALL_CONFIGS["qwen3-vl-8b"], 1 / 9)
-    assert (spec["vision_config"]["depth"], spec["text_config"]["num_hidden_layers"]) == (3, 4)
-    assert spec["vision_config"]["deepstack_visual_indexes"] == [0, 1, 2]
-    assert bench.proportional_spec(bench.ALL_CONFIGS["qwen3-vl-8b"], 1) == bench.ALL_CONFIGS["qwen3-vl-8b"]
-    with pytest.raises(ValueError, match="fraction"):
-        bench.proportional_spec(bench.ALL_CONFIGS["qwen3-vl-8b"], 0)
-
-
-def test_bench_tiny_writes_every_row(tmp_path, capsys):
+def test_bench_tiny_writes_every_row(tmp_path, run_benchmark):
     """Smoke test on the tiny configs: every mode x budget row, the goals, the JSON (no timing assertions)."""
     import json
 
-    bench = _load_bench()
     out = tmp_path / "fov.md"
     argv = ["--models", "tiny-qwen2.5-vl", "tiny-qwen3-vl", "--tokens", "40", "--fraction", "1", "--repeat", "1"]
-    assert bench.main([*argv, "--device", "cpu", "--out", str(out)]) == 0
+    done = run_benchmark("foveation.py", *argv, "--device", "cpu", "--out", str(out))
     report = out.read_text()
-    assert report in capsys.readouterr().out
+    assert report in done.stdout
     rows = [line.split("|")[1:3] for line in report.splitlines() if line.startswith("| ") and "mode" not in line]
-    expected = [("unpruned", "100%")] + [(m, b) for m in ("post-encoder", "foveated") for b in bench.DEFAULT_BUDGETS]
+    expected = [("unpruned", "100%")] + [
+        (m, b) for m in ("post-encoder", "foveated") for b in ("33.3%", "22.2%", "11.1%")
+    ]
     assert [(a.strip(), b.strip()) for a, b in rows] == expected * 2
     assert report.count("% of ideal") >= 6 and "vs post-encoder" in report
     data = json.loads(out.with_suffix(".json").read_text())

@@ -1,19 +1,16 @@
-"""Issue 26, round 3: what lost real receipts and running text on source-grouped folds.
+"""Issuers and dates in the text path: what lost real receipts and running text on source-grouped folds.
 
 - a date printed without separators ("27032018") or with an OCR'd separator ("05-05~18") is a date, so a date
   question keeps it (the answer-type prior and the learned scorer's ``is_date``);
 - a question about the business behind a document ("Which shop issued this receipt?", "Who is the seller?") asks
   for an organisation: names with a legal form or a kind of business, and the page's first line, are candidates;
-- a checkpoint trained before a feature was added still reads today's ``box_features`` rows;
-- ``benchmarks/realdocs_extra.py`` asks nothing about text pdfplumber could not decode ("(cid:N)").
+- a checkpoint trained before a feature was added still reads today's ``box_features`` rows.
 
 Hand-made boxes, lexical matching only (no model, no data).
 """
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -136,15 +133,3 @@ def test_a_checkpoint_without_the_new_features_reads_todays_rows() -> None:
         gone.own_columns(feats)
     current = BoxScorer(hidden=0)
     assert current.own_columns(feats) is feats
-
-
-@pytest.mark.skipif(importlib.util.find_spec("pdfplumber") is None, reason="needs pdfplumber (the [train] extra)")
-def test_realdocs_extra_skips_undecoded_text() -> None:
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    try:
-        import realdocs_extra
-    finally:
-        sys.path.remove(str(ROOT / "benchmarks"))
-    assert realdocs_extra.decoded("How does the text continue after")
-    assert not realdocs_extra.decoded("(cid:9)(cid:15)(cid:8) (cid:13)")
-    assert not realdocs_extra.decoded("블록체인에(cid:52970)")

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import importlib.util
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -18,6 +19,7 @@ from arr_coc.caching import LruCache, page_digest
 from arr_coc.config import RelevanceConfig
 from arr_coc.grid import GridSpec
 from arr_coc.profiling import OpCounter
+from arr_coc.reading.ocr.reader import OcrCache
 from arr_coc.realizing import Realizer
 from arr_coc.texture import texture_from_frames
 
@@ -364,3 +366,82 @@ def test_reading_clear_forgets_every_page() -> None:
     reading.clear()
     assert len(reading.reader.cache) == 0 and len(matcher._layouts) == 0
     assert reading.reader.read(page) == boxes and len(detected) == 2  # read again
+
+
+# ----- one OCR for concurrent first questions on one page -------------------------------------------------------
+def test_concurrent_misses_on_one_page_read_it_once() -> None:
+    cache = OcrCache(max_items=4)
+    calls: list[int] = []
+    started = threading.Event()
+
+    def slow_read():
+        calls.append(1)
+        started.set()
+        time.sleep(0.2)  # long enough for every other thread to arrive while the page is being read
+        return ["box"]
+
+    results = []
+    threads = [threading.Thread(target=lambda: results.append(cache.get_or_read(b"page", slow_read))) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(calls) == 1 and len(results) == 8
+    assert all(boxes == ("box",) for boxes, _ in results) and sorted(hit for _, hit in results) == [False] + [True] * 7
+    assert (cache.hits, cache.misses) == (7, 1)
+
+
+def test_a_failed_read_is_retried_by_a_waiting_thread() -> None:
+    cache = OcrCache(max_items=0)  # nothing stored: the waiting threads still share the one read
+    calls: list[int] = []
+    gate = threading.Event()
+
+    def read():
+        calls.append(1)
+        if len(calls) == 1:
+            gate.wait(5)
+            raise RuntimeError("decoder crashed")
+        return ["ok"]
+
+    outcome: list[object] = []
+
+    def ask():
+        try:
+            outcome.append(cache.get_or_read(b"k", read)[0])
+        except RuntimeError as err:
+            outcome.append(str(err))
+
+    first = threading.Thread(target=ask)
+    first.start()
+    for _ in range(500):  # until the first thread is reading (at most 5 s)
+        if calls:
+            break
+        time.sleep(0.01)
+    second = threading.Thread(target=ask)
+    second.start()
+    time.sleep(0.05)
+    gate.set()
+    first.join()
+    second.join()
+    assert sorted(map(str, outcome)) == ["('ok',)", "decoder crashed"] and len(calls) == 2
+
+
+def test_text_reader_threads_on_one_new_page_run_one_ocr(monkeypatch, form_image) -> None:
+    from arr_coc.reading.ocr.reader import TextReader
+
+    reader = TextReader(cache=OcrCache())
+    calls: list[int] = []
+
+    def fake_ocr(pil):
+        calls.append(1)
+        time.sleep(0.2)
+        return [], 1.0, 1.0
+
+    monkeypatch.setattr(reader, "_ocr", fake_ocr)
+    results = []
+    threads = [threading.Thread(target=lambda: results.append(reader.read_timed(form_image))) for _ in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(calls) == 1 and sorted(r.cached for r in results) == [False] + [True] * 5

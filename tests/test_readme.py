@@ -135,7 +135,7 @@ def test_shell_commands_parse():
 
 
 def test_the_front_door_is_short_and_pytest_says_why_it_skips():
-    """Issue 22: the README is at most ~250 lines (reference in docs/), and a skipped test prints its reason."""
+    """The README is at most ~250 lines (reference in docs/), and a skipped test prints its reason."""
     import tomllib
 
     assert len(README.read_text(encoding="utf-8").splitlines()) <= 250

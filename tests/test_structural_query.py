@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from arr_coc.evaluation import docgen
 from arr_coc.reading.layout.structural_query import RULES, parse, resolve
 from arr_coc.reading.layout.structure import analyse
-from benchmarks import docgen
 from tests.test_structure import CW, PAGE, _b
 
 
@@ -161,8 +161,8 @@ def test_ocr_allocate_reports_the_rule_and_keeps_the_whole_title() -> None:
     """End to end on a rendered page: the title question fires the title rule and every title cell is kept."""
     import random
 
+    from arr_coc.evaluation import evidence as er
     from arr_coc.realizing import allocate
-    from benchmarks import evidence_recall as er
 
     built = docgen._page_layout(random.Random("e2e"), "dev", False)
     image, (title, box) = built.canvas.image, built.canvas.items[0]  # the title is drawn first

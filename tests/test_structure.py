@@ -6,20 +6,13 @@ from __future__ import annotations
 import json
 import math
 import random
-import sys
-from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from arr_coc.evaluation import docgen
 from arr_coc.reading.layout.structure import PageLayoutConfig, analyse, as_pairs, flat_layout
-
-ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
-
-from benchmarks import docgen  # noqa: E402
 
 # Boxes at 10 px per character, 30 px line pitch, boxes 36 px tall (detectors pad: consecutive lines overlap by 6 px),
 # as an OCR engine returns them for a two-column page.

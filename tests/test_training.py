@@ -15,6 +15,7 @@ import pytest
 import torch
 from PIL import Image
 
+from arr_coc.cli import main
 from arr_coc.reading import QueryMatcher, ReadingConfig, TextBox
 from arr_coc.reading.matching.learned import FEATURE_GROUPS, FEATURES, BoxScorer, box_features
 from arr_coc.reading.text import clean, fold
@@ -272,3 +273,32 @@ def test_recall_at_uses_the_budget(synthetic) -> None:
     oracle = r.labels.copy()
     rec = recall_at(r, oracle)
     assert rec["33.3%"] >= rec["11.1%"] and rec["11.1%"] == 1.0
+
+
+# ----- arr-coc train ------------------------------------------------------------------------------------------------
+def test_train_names_the_data_problem_in_one_line(tmp_path, capsys) -> None:
+    out = str(tmp_path / "run")
+    assert main(["train", "--data", str(tmp_path / "missing"), "--docgen-dev", "0", "--out", out]) == 2
+    assert "does not exist" in capsys.readouterr().err
+    (tmp_path / "empty.jsonl").write_text("\n\n")
+    assert main(["train", "--data", str(tmp_path / "empty.jsonl"), "--docgen-dev", "0", "--out", out]) == 2
+    assert "holds no questions" in capsys.readouterr().err
+    good = {"id": "a", "query": "Total?", "boxes": [[1, 2, 3, 4]], "image": "a.png"}
+    (tmp_path / "bad.jsonl").write_text(json.dumps(good) + "\n{not json\n")
+    assert main(["train", "--data", str(tmp_path / "bad.jsonl"), "--docgen-dev", "0", "--out", out]) == 2
+    err = capsys.readouterr().err
+    assert f"{tmp_path / 'bad.jsonl'}:2: not JSON" in err and "Traceback" not in err
+
+
+def test_train_without_data_asks_for_an_explicit_choice(tmp_path, monkeypatch, capsys) -> None:
+    from arr_coc.training import evidence
+
+    def no_training(*args, **kwargs):
+        raise AssertionError("trained on generated documents nobody asked for")
+
+    monkeypatch.setattr(evidence, "docgen_questions", no_training)
+    with pytest.raises(SystemExit) as exit:
+        main(["train", "--out", str(tmp_path / "run")])
+    assert exit.value.code == 2 and "--docgen-dev N to train on N generated documents" in capsys.readouterr().err
+    assert evidence.parse_args(["--out", "x", "--docgen-dev", "3"]).docgen_dev == 3  # the explicit choice
+    assert evidence.parse_args(["--out", "x", "--data", "d"]).docgen_dev == 12  # with --data: the default

@@ -1,4 +1,4 @@
-"""Validation grouped by source (issue 26) and the residual scorer's fallback to the rules.
+"""Validation grouped by source and the residual scorer's fallback to the rules.
 
 * A synthetic set of receipts from three sources, each printing the shop's name in its own place and with its own
   type size: document-level folds over sources A and B let a scorer memorise each source's layout and promise a
@@ -179,7 +179,7 @@ def test_residual_options_are_checked() -> None:
 
 
 def test_old_checkpoint_without_a_range_loads(tmp_path: Path) -> None:
-    """Issue 17's checkpoints have no training range: they load, and nothing is out of range."""
+    """Checkpoints saved before the training range was recorded have none: they load, and nothing is out of range."""
     from safetensors.torch import load_file, save_file
 
     scorer = BoxScorer(hidden=4)

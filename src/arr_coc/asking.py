@@ -29,8 +29,10 @@ from __future__ import annotations
 import argparse
 import math
 import os
+import statistics
 import sys
 import time
+from dataclasses import dataclass
 
 from .loading import (  # noqa: F401  (the loading and timing names stay importable from here)
     EXAMPLE_FOLDER,
@@ -52,6 +54,8 @@ from .loading import (  # noqa: F401  (the loading and timing names stay importa
     resolve_dtype,
 )
 from .processing import IMAGE_PAD, PilQwenVLProcessor, load_processor  # noqa: F401  (importable from here too)
+
+COMPARE_REPEATS = 2  # --compare: runs of each model, alternating; their spread is the noise a saving must exceed
 
 
 def _shown(answer: str) -> str:
@@ -86,12 +90,83 @@ def time_table(runs: dict[str, RunResult]) -> list[str]:
     return lines
 
 
-def explain_speedup(full: RunResult, pruned: RunResult, encoded: tuple[int, int] | None = None) -> str | None:
+@dataclass(frozen=True)
+class Noise:
+    """Run-to-run spread of ``--compare``'s timings, in ms: each run's largest minus smallest over its repeats, the
+    larger of the two runs. A difference no larger than this is reported as "within noise", never as a saving."""
+
+    ttft_ms: float = 0.0
+    vision_ms: float = 0.0
+    prefill_ms: float = 0.0
+
+    @staticmethod
+    def of(fulls: list[RunResult], pruneds: list[RunResult]) -> Noise:
+        def spread(get) -> float:
+            return max(max(map(get, runs)) - min(map(get, runs)) for runs in (fulls, pruneds))
+
+        return Noise(
+            spread(lambda r: r.ttft_ms), spread(lambda r: r.stages.vision_ms), spread(lambda r: r.stages.prefill_ms)
+        )
+
+
+def median_run(runs: list[RunResult]) -> RunResult:
+    """One run whose times are the medians of ``runs`` (answers, tokens and memory of the first; peak the largest)."""
+
+    def med(get) -> float:
+        return statistics.median(map(get, runs))
+
+    first = runs[0]
+    stages = StageTimes(
+        med(lambda r: r.stages.vision_ms),
+        med(lambda r: r.stages.scorer_ms),
+        med(lambda r: r.stages.prefill_ms),
+        med(lambda r: r.stages.decode_ms),
+        first.stages.decode_steps,
+    )
+    return RunResult(
+        first.answer,
+        first.new_tokens,
+        med(lambda r: r.ttft_ms),
+        med(lambda r: r.total_ms),
+        max(r.peak_bytes for r in runs),
+        first.prompt_tokens,
+        stages,
+    )
+
+
+def ttft_verdict(full: RunResult, pruned: RunResult, noise: Noise = Noise()) -> str:
+    """``"1.34x"`` when the pruned run's time to first token differs by more than the run-to-run spread, else
+    ``"within noise (run-to-run spread N ms)"``."""
+    if noise.ttft_ms > 0 and abs(full.ttft_ms - pruned.ttft_ms) <= noise.ttft_ms:
+        return f"within noise (run-to-run spread {noise.ttft_ms:.0f} ms)"
+    return f"{full.ttft_ms / pruned.ttft_ms:.2f}x" if pruned.ttft_ms > 0 else "n/a"
+
+
+def savings(full: RunResult, pruned: RunResult, foveated: bool, noise: Noise = Noise()) -> str:
+    """What pruning saved, stage by stage: the language-model prefill, and the vision tower only when foveated.
+
+    Without foveation the tower encodes every patch in both runs: the same work, reported as no saving whatever the
+    clocks say. A difference within the run-to-run spread is reported as noise.
+    """
+    f, p = full.stages, pruned.stages
+    prefill = _change(f.prefill_ms, p.prefill_ms, noise.prefill_ms)
+    if foveated:
+        tower = f"vision tower (foveated) {_change(f.vision_ms, p.vision_ms, noise.vision_ms)}"
+    else:
+        tower = f"vision tower {_change(f.vision_ms, p.vision_ms, same_work=True)}"
+    return f"saved: language-model prefill {prefill}; {tower}; scoring added {p.scorer_ms:.0f} ms"
+
+
+def explain_speedup(
+    full: RunResult, pruned: RunResult, encoded: tuple[int, int] | None = None, noise: Noise = Noise()
+) -> str | None:
     """Why the pruned run's time to first token is not shorter, when it is not; ``None`` when it is.
 
     Each stage pruning can shorten (the language-model prefill; the vision tower when foveated) is reported as it
-    was measured: "N ms saved" or "N ms slower", never a negative saving; a stage that was slower although it had
-    less to do is explained (fixed per-call costs of a small model, timing noise on a busy CPU).
+    was measured: "N ms saved" or "N ms slower", never a negative saving, and "within noise" when the difference is
+    inside the run-to-run spread ``noise``; the tower of a run that is not foveated did the same work in both runs and
+    is never reported as a saving. A stage that was slower although it had less to do is explained (fixed per-call
+    costs of a small model, timing noise on a busy CPU).
 
     ``encoded``: (tokens whose patches the vision tower encoded, tokens of the image) when foveated; then the tower
     did not see every patch, and the explanation says how many it did see.
@@ -99,18 +174,18 @@ def explain_speedup(full: RunResult, pruned: RunResult, encoded: tuple[int, int]
     if pruned.ttft_ms < full.ttft_ms:
         return None
     f, p = full.stages, pruned.stages
-    prefill = _change(f.prefill_ms, p.prefill_ms)
-    slower = ["the language-model prefill"] if p.prefill_ms > f.prefill_ms else []
+    prefill = _change(f.prefill_ms, p.prefill_ms, noise.prefill_ms)
+    slower = ["the language-model prefill"] if p.prefill_ms > f.prefill_ms + noise.prefill_ms else []
     if encoded is None:
         what = "the language-model prefill"
-        tower = f"the vision tower still sees every patch ({_change(f.vision_ms, p.vision_ms)})"
+        tower = f"the vision tower still sees every patch ({_change(f.vision_ms, p.vision_ms, same_work=True)})"
     else:
         what = "the language-model prefill and, foveated, the vision tower"
         tower = (
             f"the vision tower encoded the patches of {encoded[0]} of {encoded[1]} tokens "
-            f"({_change(f.vision_ms, p.vision_ms)})"
+            f"({_change(f.vision_ms, p.vision_ms, noise.vision_ms)})"
         )
-        slower += ["the vision tower"] if p.vision_ms > f.vision_ms else []
+        slower += ["the vision tower"] if p.vision_ms > f.vision_ms + noise.vision_ms else []
     text = (
         f"why no speed-up: pruning can shorten only {what}. Here the prefill took {prefill}; {tower}; scoring costs "
         f"{p.scorer_ms:.0f} ms; net {pruned.ttft_ms - full.ttft_ms:.0f} ms slower."
@@ -128,11 +203,18 @@ def explain_speedup(full: RunResult, pruned: RunResult, encoded: tuple[int, int]
     )
 
 
-def _change(before_ms: float, after_ms: float) -> str:
-    """``"619 -> 66 ms, 553 ms saved"`` or ``"98 -> 421 ms, 323 ms slower"``: a stage's time unpruned -> pruned."""
+def _change(before_ms: float, after_ms: float, noise_ms: float = 0.0, same_work: bool = False) -> str:
+    """A stage's time unpruned -> pruned: ``"619 -> 66 ms, 553 ms saved"``, ``"98 -> 421 ms, 323 ms slower"``,
+    ``"98 -> 90 ms, within noise (run-to-run spread 12 ms)"`` or, for a stage that did the same work in both runs,
+    ``"841 -> 279 ms: the same work (every patch), no saving"``."""
+    head = f"{before_ms:.0f} -> {after_ms:.0f} ms"
+    if same_work:
+        return f"{head}: the same work (every patch), no saving"
+    if noise_ms > 0 and abs(before_ms - after_ms) <= noise_ms:
+        return f"{head}, within noise (run-to-run spread {noise_ms:.0f} ms)"
     if after_ms <= before_ms:
-        return f"{before_ms:.0f} -> {after_ms:.0f} ms, {before_ms - after_ms:.0f} ms saved"
-    return f"{before_ms:.0f} -> {after_ms:.0f} ms, {after_ms - before_ms:.0f} ms slower"
+        return f"{head}, {before_ms - after_ms:.0f} ms saved"
+    return f"{head}, {after_ms - before_ms:.0f} ms slower"
 
 
 IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png", ".tif", ".tiff", ".bmp", ".gif", ".webp", ".heic", ".avif", ".pdf")
@@ -252,17 +334,26 @@ def ask_main(args: argparse.Namespace) -> int:
 
         print(f"level of detail: {describe_plan(alloc.detail)}")
     if args.compare:
-        full = generate_timed(model, inputs, processor, args.max_new_tokens, device)
+        # alternating runs, COMPARE_REPEATS of each (pruned, unpruned, pruned, ...): their spread tells a saving
+        # from run-to-run noise; the medians are reported
+        pruneds = [pruned]
+        fulls = [generate_timed(model, inputs, processor, args.max_new_tokens, device)]
+        for _ in range(COMPARE_REPEATS - 1):
+            pruneds.append(generate_timed(cm, inputs, processor, args.max_new_tokens, device, scorer))
+            fulls.append(generate_timed(model, inputs, processor, args.max_new_tokens, device))
+        noise = Noise.of(fulls, pruneds)
+        full, pruned = median_run(fulls), median_run(pruneds)
         print(f"answer (unpruned): {_shown(full.answer)}")
         print(f"answer (pruned):   {_shown(pruned.answer)}")
-        speedup = full.ttft_ms / pruned.ttft_ms if pruned.ttft_ms > 0 else float("nan")
         print(
-            f"prefill (time to first token): unpruned {full.ttft_ms:.0f} ms ({n_tokens} visual tokens), "
-            f"pruned {pruned.ttft_ms:.0f} ms ({alloc.budget} visual tokens), {speedup:.2f}x"
+            f"prefill (time to first token, median of {COMPARE_REPEATS} alternating runs each): unpruned "
+            f"{full.ttft_ms:.0f} ms ({n_tokens} visual tokens), pruned {pruned.ttft_ms:.0f} ms ({alloc.budget} "
+            f"visual tokens), {ttft_verdict(full, pruned, noise)}"
         )
         for line in time_table({"unpruned": full, "pruned": pruned}):
             print(line)
-        why = explain_speedup(full, pruned, (alloc.budget, n_tokens) if cm.foveate else None)
+        print(savings(full, pruned, cm.foveate, noise))
+        why = explain_speedup(full, pruned, (alloc.budget, n_tokens) if cm.foveate else None, noise)
         if why:
             print(why)
         suffix = " (process peak so far)" if not str(device).startswith("cuda") else ""

@@ -19,6 +19,7 @@ built (``None`` when it was); the same is logged on the ``arr_coc`` logger at IN
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import logging
 import math
@@ -27,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 IMAGE_PAD = "<|image_pad|>"
+NO_TORCHVISION = "torchvision is not installed (transformers' processor needs it for videos; images need none of it)"
 logger = logging.getLogger("arr_coc")
 
 
@@ -176,19 +178,24 @@ def load_processor(model_id_or_path: str | os.PathLike) -> Any:
     from transformers import AutoImageProcessor, AutoProcessor, AutoTokenizer
 
     model_id = os.fspath(model_id_or_path)
-    try:
-        processor = AutoProcessor.from_pretrained(model_id)
-    except (ImportError, AttributeError, ValueError, TypeError) as err:  # typically: the video processor's torchvision
-        first = " ".join(str(err).split()).split(". ")[0]  # the message's first sentence, on one line
-        reason = f"{type(err).__name__}: {first}" if first else type(err).__name__
+    if importlib.util.find_spec("torchvision") is None:
+        # the usual case on the CPU wheel, not an error: AutoProcessor would fail on the video processor's
+        # torchvision import (an ImportError every `ask` printed), so it is not tried
+        reason = NO_TORCHVISION
     else:
-        processor.arr_coc_kind, processor.arr_coc_reason = "transformers", None
-        logger.info("processor for %s: transformers %s", model_id, type(processor).__name__)
-        return processor
+        try:
+            processor = AutoProcessor.from_pretrained(model_id)
+        except (ImportError, AttributeError, ValueError, TypeError) as err:
+            first = " ".join(str(err).split()).split(". ")[0]  # the message's first sentence, on one line
+            reason = f"AutoProcessor could not be built ({type(err).__name__}{': ' + first if first else ''})"
+        else:
+            processor.arr_coc_kind, processor.arr_coc_reason = "transformers", None
+            logger.info("processor for %s: transformers %s", model_id, type(processor).__name__)
+            return processor
     tokenizer = AutoTokenizer.from_pretrained(model_id)
     image_processor = AutoImageProcessor.from_pretrained(model_id)
     processor = PilQwenVLProcessor(tokenizer, image_processor, _chat_template_file(model_id))
-    processor.arr_coc_reason = f"AutoProcessor could not be built ({reason})"
+    processor.arr_coc_reason = reason
     logger.info("processor for %s: PilQwenVLProcessor (images only); %s", model_id, processor.arr_coc_reason)
     return processor
 

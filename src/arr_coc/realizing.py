@@ -1094,14 +1094,16 @@ def allocate(
     budget = TokenBudget.parse(budget)  # fail fast, before any image work; parsed once
     mode = resolve_mode(mode)
     realizer = realizer or default_realizer()
+    spec = GridSpec.for_family(family, min_pixels, max_pixels)
+    notes: list[str] = []
+    t_image = time.perf_counter()
+    # the image first: a missing or unreadable file is refused before any OCR or text model loads (seconds)
+    img, (orig_w, orig_h) = load_image_with_size(image, target_pixels=spec.max_pixels, notes=notes)
     t_models = time.perf_counter()
     if mode == "text":
         _reading(text_options, realizer)  # loads the OCR / text models on first use only
-    t0 = time.perf_counter()
-    models_ms = (t0 - t_models) * 1e3
-    spec = GridSpec.for_family(family, min_pixels, max_pixels)
-    notes: list[str] = []
-    img, (orig_w, orig_h) = load_image_with_size(image, target_pixels=spec.max_pixels, notes=notes)
+    models_ms = (time.perf_counter() - t_models) * 1e3
+    t0 = t_image + models_ms / 1e3  # "load" and "total" count the image's decode, not the models' loading
     grid = spec.grid_for(orig_h, orig_w)
     text = normalize_text(query or "")
     notes.extend(query_notes(text))

@@ -1,6 +1,6 @@
 """Tensor helpers shared by the stages: constants that follow the input's device and dtype.
 
-The house rule (STYLE.md, "device and dtype follow the input"): no module-level tensors, which would be CPU float32;
+The house rule "device and dtype follow the input": no module-level tensors, which would be CPU float32;
 every constant of the relevance step is built from Python numbers next to the tensor it meets, with :func:`constant`.
 Texture, knowing, balancing and attending all use it; it lives here, not in one of them.
 

@@ -357,3 +357,69 @@ __all__ = [
     "tiny_tokenizer",
     "tower_counts",
 ]
+
+
+# ----- cut-down models of published configs (the benchmarks' random-weight models) ---------------------------------
+
+
+def cut_config(spec: dict[str, Any], layers: int | None, vision_layers: int | None) -> dict[str, Any]:
+    """A copy of ``spec`` with the first ``layers`` LM layers and the first ``vision_layers`` vision blocks.
+
+    Vision indexes that name blocks (Qwen2.5-VL ``fullatt_block_indexes``, Qwen3-VL ``deepstack_visual_indexes``)
+    are kept when they fall inside the cut tower; DeepStack levels are rescaled to the cut depth instead (a
+    Qwen3-VL needs at least one), keeping up to as many distinct levels as there are blocks.
+    """
+    import copy
+
+    spec = copy.deepcopy(spec)
+    text, vision = spec["text_config"], spec["vision_config"]
+    if layers is not None:
+        text["num_hidden_layers"] = min(layers, text["num_hidden_layers"])
+    if vision_layers is not None and vision_layers < vision["depth"]:
+        depth = vision["depth"]
+        if "fullatt_block_indexes" in vision:
+            vision["fullatt_block_indexes"] = [i for i in vision["fullatt_block_indexes"] if i < vision_layers]
+        if "deepstack_visual_indexes" in vision:
+            scaled = {min(vision_layers - 1, i * vision_layers // depth) for i in vision["deepstack_visual_indexes"]}
+            vision["deepstack_visual_indexes"] = sorted(scaled)
+        vision["depth"] = vision_layers
+    return spec
+
+
+def proportional_spec(spec: dict[str, Any], fraction: float) -> dict[str, Any]:
+    """``spec`` with the same fraction of vision blocks and LM layers (see the module docstring).
+
+    Returns:
+        A new spec; Qwen2.5-VL's ``fullatt_block_indexes`` are the last ``max(1, round(n_full * fraction))`` blocks of
+        the cut tower (unchanged at fraction 1).
+    """
+    if not 0 < fraction <= 1:
+        raise ValueError(f"fraction must be in (0, 1], got {fraction}")
+    depth = spec["vision_config"]["depth"]
+    layers = spec["text_config"]["num_hidden_layers"]
+    vision_layers = max(1, round(depth * fraction))
+    cut = cut_config(spec, max(1, round(layers * fraction)), vision_layers)
+    full = spec["vision_config"].get("fullatt_block_indexes")
+    if full and vision_layers < depth:
+        n_full = min(vision_layers, max(1, round(len(full) * fraction)))
+        cut["vision_config"]["fullatt_block_indexes"] = list(range(vision_layers - n_full, vision_layers))
+    return cut
+
+
+def batched(inputs: dict[str, Any], batch: int) -> dict[str, Any]:
+    """``batch`` copies of a one-sample processor output (rows of ``input_ids`` / patches of ``pixel_values``).
+
+    Args:
+        inputs: ``input_ids`` (1, L), ``attention_mask`` (1, L), ``mm_token_type_ids`` (1, L), ``pixel_values``
+            (P, patch_dim), ``image_grid_thw`` (1, 3).
+        batch: number of copies.
+    """
+    import torch
+
+    out = {}
+    for key, value in inputs.items():
+        if key in ("pixel_values", "image_grid_thw"):
+            out[key] = torch.cat([value] * batch)  # (B*P, patch_dim) / (B, 3)
+        else:
+            out[key] = value.expand(batch, -1).contiguous()  # (B, L)
+    return out

@@ -334,3 +334,9 @@ def question_cells(q: Question, size: tuple[int, int], rows: int, cols: int) -> 
     if q.cell_rule == "docgen":
         return docgen_cells(q.boxes[0], size, rows, cols)
     return evidence_cells(q.boxes, size, rows, cols)
+
+
+def decoded_text(s: str) -> bool:
+    """Whether a PDF reader (pdfplumber) decoded ``s``: a glyph without a Unicode mapping comes out as ``(cid:N)``,
+    text no reader sees on the page, so a question quoting it (or an answer holding it) cannot be asked."""
+    return "(cid:" not in s
