@@ -416,7 +416,7 @@ def _allocate(args: argparse.Namespace) -> int:
         print(f"  structural rule {alloc.evidence.rule!r}: {alloc.evidence.detail}")
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(alloc.to_json(id=Path(args.image).stem)) + "\n")
+        args.json.write_text(json.dumps(alloc.to_json(id=Path(args.image).stem), allow_nan=False) + "\n")
         print(f"wrote {args.json}")
     if args.heatmap:
         from .heatmap import save_heatmap
