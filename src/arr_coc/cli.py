@@ -82,7 +82,9 @@ EVAL_EXAMPLES = """examples:
   arr-coc eval --model out/tiny --task docgen --limit 7 --out out/eval     # no data needed: generated documents
 
   --data: a folder written by datasets' save_to_disk, parquet file(s) (a download of the Hugging Face dataset),
-  or JSONL with {"id", "image", "question", "answers"} a line. Rerunning with the same --out resumes.
+  or JSONL with {"id", "image", "question", "answers"} a line. Rerunning with the same --out resumes; a rerun whose
+  options shape the rows otherwise (model, data, pixels, seed, relevance...: --out/manifest.json) is refused, naming
+  the difference; --overwrite starts --out afresh.
 
 exit codes: 0 done (unreadable samples are listed in predictions.jsonl); 1 no sample could be read; 2 bad input,
   model not found or usage"""
