@@ -209,3 +209,13 @@ def test_a_lock_held_by_another_process_then_left_by_its_death(
     err = capsys.readouterr().err
     assert "took over the stale lock" in err and f"pid {holder.pid}" in err
     assert [r["id"] for r in _lines(out)] == IDS
+
+
+def test_a_missing_relevance_folder_is_its_own_error_not_a_write_error(
+    batch: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "out.jsonl"
+    assert _run(batch, out, "--relevance", str(tmp_path / "nope")) == 2
+    err = capsys.readouterr().err
+    assert "not a relevance checkpoint folder" in err and "cannot write" not in err
+    assert not (tmp_path / "out.jsonl.lock").exists()

@@ -513,7 +513,7 @@ def _allocate_batch(args: argparse.Namespace) -> int:
     """
     from tqdm import tqdm
 
-    from .output_files import JsonlWriter, OutputLock, check_manifest, resume_jsonl, write_manifest
+    from .output_files import JsonlWriter, OutputLock, OutputWriteError, check_manifest, resume_jsonl, write_manifest
     from .realizing import allocate
 
     if args.out is None:
@@ -551,9 +551,9 @@ def _allocate_batch(args: argparse.Namespace) -> int:
                 file=sys.stderr,
             )
         write_manifest(manifest, options, {"batch": str(args.batch.resolve())})
-        realizer = load_relevance(args.relevance)
         with JsonlWriter(args.out) as writer:
             try:
+                realizer = load_relevance(args.relevance)
                 counts = _batch_lines(args, lines, root, done, writer, realizer, allocate, tqdm)
             except KeyboardInterrupt:
                 print(
@@ -562,7 +562,7 @@ def _allocate_batch(args: argparse.Namespace) -> int:
                     file=sys.stderr,
                 )
                 return 130
-            except OSError as err:
+            except OutputWriteError as err:
                 print(
                     f"arr-coc: error: cannot write {args.out} ({err.strerror or err}): wrote {before + writer.written}"
                     f" of {total} lines ({writer.written} this run); the cut line was removed; free space and rerun "

@@ -157,12 +157,16 @@ def _pid_alive(pid: int) -> bool:  # pragma: no cover - the fallback without flo
 
 
 # ----- whole lines -------------------------------------------------------------------------------------------------
+class OutputWriteError(OSError):
+    """The output could not be written (a full disk ...): the file ends at its last whole line."""
+
+
 class JsonlWriter:
     """Appends JSON records to ``path`` as whole lines (see the module docstring); ``written`` counts them.
 
     Raises:
-        OSError: from :meth:`write` when the disk is full or the file cannot be written; the file then ends at its
-            last whole line.
+        OutputWriteError: (an ``OSError``) from :meth:`write` when the disk is full or the file cannot be written;
+            the file then ends at its last whole line.
         ValueError: from :meth:`write` for a record that is not strict JSON (NaN, Infinity); nothing is written.
     """
 
@@ -189,11 +193,13 @@ class JsonlWriter:
                 view = view[n:]
             if self.fsync:
                 os.fsync(self._fd)
-        except BaseException:  # a full disk, Ctrl-C: cut back to the last whole line, then let it go on
+        except BaseException as err:  # a full disk, Ctrl-C: cut back to the last whole line, then let it go on
             try:
                 os.ftruncate(self._fd, self._size)
             except OSError:
                 pass
+            if isinstance(err, OSError):
+                raise OutputWriteError(err.errno, err.strerror or str(err), str(self.path)) from err
             raise
         self._size += len(data)
         self.written += 1
