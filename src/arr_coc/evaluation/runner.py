@@ -425,7 +425,8 @@ def run_eval(cfg: EvalConfig, model: Any = None, processor: Any = None) -> EvalR
     loaded = _LazyModel(cfg, task, variants, bounds, model, processor)
 
     out = Path(cfg.out)
-    prepare_folder(out, row_options(cfg, task, metric_name, model_type, bounds, max_new), cfg, variants)
+    options = row_options(cfg, task, metric_name, model_type, bounds, max_new, _model_name(cfg, model))
+    prepare_folder(out, options, cfg, variants)
     log = PredictionLog(out / "predictions.jsonl")
     selected: list[str] = []
     total = min(len(dataset), cfg.limit) if cfg.limit else len(dataset)
@@ -470,8 +471,16 @@ def run_eval(cfg: EvalConfig, model: Any = None, processor: Any = None) -> EvalR
 FOLDER_FILES = ("predictions.jsonl", "results.md", "results.json", "manifest.json")
 
 
+def _model_name(cfg: EvalConfig, model: Any = None) -> str:
+    """The model a run used, as its manifest names it: a loaded model's own ``name_or_path`` (``cfg.model`` only names
+    it then), else ``cfg.model``; a local folder as its absolute path (``./tiny`` and ``/abs/tiny`` are one model)."""
+    name = str(getattr(getattr(model, "config", None), "_name_or_path", "") or cfg.model)
+    path = Path(name).expanduser()
+    return str(path.resolve()) if path.exists() else name
+
+
 def row_options(cfg: EvalConfig, task: TaskSpec, metric: str, model_type: str, bounds: tuple[int, int],
-                max_new: int) -> dict[str, Any]:  # fmt: skip
+                max_new: int, model_name: str | None = None) -> dict[str, Any]:  # fmt: skip
     """The options that shape every row of ``predictions.jsonl`` (a resumed folder must have the same ones): the
     model, the data, the prompt's task and metric, the pixel bounds, the generation length, the dtype, the batch size
     (padding), the random allocator's seed and the relevance checkpoint (its files' SHA-256). Budgets and allocators
@@ -479,7 +488,7 @@ def row_options(cfg: EvalConfig, task: TaskSpec, metric: str, model_type: str, b
     from ..output_files import relevance_fingerprint
 
     return {
-        "model": str(cfg.model),
+        "model": model_name or _model_name(cfg),
         "model_type": model_type,
         "task": task.name,
         "data": None if cfg.data is None else str(Path(cfg.data).expanduser().resolve()),
