@@ -279,7 +279,7 @@ def test_checkpoint_round_trip_is_bit_identical(tmp_path):
     realizer = Realizer()
     with torch.no_grad():
         for i, p in enumerate(realizer.parameters()):
-            p.add_(torch.randn(p.shape, generator=torch.Generator().manual_seed(i)) * 0.1)
+            p.add_(torch.randn(p.shape, generator=torch.Generator().manual_seed(i)).abs() * 0.1)  # weights stay >= 0
     folder = save_relevance(realizer, tmp_path / "ckpt", {"args": {"steps": 1}})
     assert {f.name for f in folder.iterdir()} >= {"model.safetensors", "config.json", "training.json", "README.md"}
     loaded = load_relevance(folder)

@@ -82,7 +82,9 @@ EVAL_EXAMPLES = """examples:
   arr-coc eval --model out/tiny --task docgen --limit 7 --out out/eval     # no data needed: generated documents
 
   --data: a folder written by datasets' save_to_disk, parquet file(s) (a download of the Hugging Face dataset),
-  or JSONL with {"id", "image", "question", "answers"} a line. Rerunning with the same --out resumes.
+  or JSONL with {"id", "image", "question", "answers"} a line. Rerunning with the same --out resumes; a rerun whose
+  options shape the rows otherwise (model, data, pixels, seed, relevance...: --out/manifest.json) is refused, naming
+  the difference; --overwrite starts --out afresh.
 
 exit codes: 0 done (unreadable samples are listed in predictions.jsonl); 1 no sample could be read; 2 bad input,
   model not found or usage"""
@@ -213,7 +215,16 @@ def build_parser() -> argparse.ArgumentParser:
         help="JSONL of {id, image, query[, budget]} lines; relative image paths are relative to this file's folder; "
         "ids must be unique (instead of IMAGE)",
     )
-    a.add_argument("--out", type=Path, help="with --batch: output JSONL")
+    a.add_argument(
+        "--out",
+        type=Path,
+        help="with --batch: output JSONL; a rerun with the same options resumes it (ids already there are skipped)",
+    )
+    a.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="with --batch: start --out afresh instead of resuming it (needed when the options changed)",
+    )
     a.add_argument(
         "--relevance",
         type=Path,
@@ -416,7 +427,7 @@ def _allocate(args: argparse.Namespace) -> int:
         print(f"  structural rule {alloc.evidence.rule!r}: {alloc.evidence.detail}")
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(alloc.to_json(id=Path(args.image).stem)) + "\n")
+        args.json.write_text(json.dumps(alloc.to_json(id=Path(args.image).stem), allow_nan=False) + "\n")
         print(f"wrote {args.json}")
     if args.heatmap:
         from .heatmap import save_heatmap
@@ -475,10 +486,34 @@ def _json_type(value: object) -> str:
     return {str: "string", list: "array", dict: "object"}.get(type(value), type(value).__name__)
 
 
+def _batch_options(args: argparse.Namespace) -> dict[str, object]:
+    """The options that shape every line of a batch output (its manifest; a resumed output must have the same)."""
+    from .grid import GridSpec
+    from .output_files import relevance_fingerprint
+    from .realizing import resolve_mode
+
+    spec = GridSpec.for_family(args.family, args.min_pixels, args.max_pixels)
+    return {
+        "family": spec.family,
+        "min_pixels": spec.min_pixels,
+        "max_pixels": spec.max_pixels,
+        "mode": resolve_mode(args.mode),
+        "budget": args.budget,
+        "relevance": relevance_fingerprint(args.relevance),
+    }
+
+
 def _allocate_batch(args: argparse.Namespace) -> int:
-    """Allocate every line of ``--batch``; returns 0 if all lines were allocated, 1 if any failed."""
+    """Allocate every line of ``--batch``; returns 0 if all lines were allocated, 1 if any failed, 130 when
+    interrupted (Ctrl-C), 2 when the output cannot be written (a full disk: the message says how many lines were).
+
+    The output is locked (``OUT.lock``: a second writer is refused, naming the holder), written in whole lines
+    (``output_files.JsonlWriter``), and resumed by id when it holds lines of an earlier run with the same options
+    (``OUT.manifest.json``); ``--overwrite`` starts it afresh.
+    """
     from tqdm import tqdm
 
+    from .output_files import JsonlWriter, OutputLock, OutputWriteError, check_manifest, resume_jsonl, write_manifest
     from .realizing import allocate
 
     if args.out is None:
@@ -494,53 +529,105 @@ def _allocate_batch(args: argparse.Namespace) -> int:
     if args.out.resolve() == args.batch.resolve():
         raise ValueError(f"--out {str(args.out)!r} is the --batch file itself: writing it would destroy the input")
     lines = args.batch.read_text(encoding="utf-8").splitlines()
+    total = sum(1 for line in lines if line.strip())
     root = args.batch.parent
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    allocated = failed = blind = 0
-    seen: dict[str, int] = {}  # id -> the line that used it first
-    realizer = load_relevance(args.relevance)
-    modes: set[str] = set()
-    with args.out.open("w", encoding="utf-8") as out:
-        for n, line in enumerate(tqdm(lines, desc="allocate", unit="img", file=sys.stderr), 1):
-            if not line.strip():
-                continue  # blank lines are skipped, not counted
-            record_id = f"line-{n}"
+    options = _batch_options(args)
+    manifest = args.out.with_name(args.out.name + ".manifest.json")
+    with OutputLock(args.out) as lock:  # before reading the output: a second writer is refused here
+        for note in lock.notes:
+            print(f"note: {note}", file=sys.stderr)
+        if args.overwrite and args.out.exists():
+            args.out.write_bytes(b"")
+            print(f"--overwrite: started {args.out} afresh", file=sys.stderr)
+        done, before, notes = resume_jsonl(args.out)
+        for note in notes:
+            print(f"note: {note}", file=sys.stderr)
+        if before:
+            check_manifest(manifest, options, f"--out {str(args.out)!r}", "rerun with --overwrite to start afresh")
+            print(
+                f"resuming {args.out}: {before} line(s) already there; their ids are skipped (--overwrite starts "
+                "afresh)",
+                file=sys.stderr,
+            )
+        write_manifest(manifest, options, {"batch": str(args.batch.resolve())})
+        with JsonlWriter(args.out) as writer:
             try:
-                try:
-                    item = json.loads(line)
-                except json.JSONDecodeError as err:
-                    raise ValueError(f"line {n} is not JSON ({err.msg} at column {err.colno})") from None
-                record_id = batch_id(item, n)
-                image, query, budget = batch_fields(item, n, args.budget)
-                key = str(record_id)  # 5 and "5" are the same id
-                if key in seen:
-                    raise ValueError(f"duplicate id {record_id!r} (first used on line {seen[key]}); ids must be unique")
-                seen[key] = n
-                alloc = allocate(
-                    image if image.is_absolute() else root / image,
-                    query,
-                    budget,
-                    family=args.family,
-                    min_pixels=args.min_pixels,
-                    max_pixels=args.max_pixels,
-                    mode=args.mode,
-                    realizer=realizer,
+                realizer = load_relevance(args.relevance)
+                counts = _batch_lines(args, lines, root, done, writer, realizer, allocate, tqdm)
+            except KeyboardInterrupt:
+                print(
+                    f"interrupted: wrote {before + writer.written} of {total} lines to {args.out} ({writer.written} "
+                    "this run); rerun the same command to resume",
+                    file=sys.stderr,
                 )
-                record = alloc.to_json(id=record_id)
-                for note in alloc.notes:
-                    print(f"note: {record_id}: {note}", file=sys.stderr)
-                allocated += 1
-                blind += not query.strip()
-                modes.add(alloc.mode)
-            except (ValueError, ImportError, OSError) as err:
-                failed += 1
-                record = {"id": record_id, "error": str(err)}
-            out.write(json.dumps(record) + "\n")
+                return 130
+            except OutputWriteError as err:
+                print(
+                    f"arr-coc: error: cannot write {args.out} ({err.strerror or err}): wrote {before + writer.written}"
+                    f" of {total} lines ({writer.written} this run); the cut line was removed; free space and rerun "
+                    "the same command to resume",
+                    file=sys.stderr,
+                )
+                return 2
+    allocated, failed, blind, skipped, modes = counts
     mode = f", mode {'/'.join(sorted(modes))}" if modes else ""
-    print(f"wrote {args.out}: {allocated} allocated, {failed} failed{mode}")
+    resumed = f", {skipped} already there" if skipped else ""
+    print(f"wrote {args.out}: {allocated} allocated, {failed} failed{resumed}{mode}")
     if blind:
         print(f"note: {blind} line(s) had an empty query: their allocation is query-blind", file=sys.stderr)
     return 1 if failed else 0
+
+
+def _batch_lines(args, lines, root, done, writer, realizer, allocate, tqdm):
+    """The batch loop: each non-blank line allocated (or an error line) and written whole; ids in ``done`` skipped.
+    Returns (allocated, failed, query-blind, skipped, modes)."""
+    allocated = failed = blind = skipped = 0
+    seen: dict[str, int] = {}  # id -> the line that used it first
+    modes: set[str] = set()
+    for n, line in enumerate(tqdm(lines, desc="allocate", unit="img", file=sys.stderr), 1):
+        if not line.strip():
+            continue  # blank lines are skipped, not counted
+        record_id = f"line-{n}"
+        try:
+            try:
+                item = json.loads(line)
+            except json.JSONDecodeError as err:
+                raise ValueError(f"line {n} is not JSON ({err.msg} at column {err.colno})") from None
+            record_id = batch_id(item, n)
+            key = str(record_id)  # 5 and "5" are the same id
+            if key in done and key not in seen:  # written by an earlier run: resumed
+                seen[key] = n
+                skipped += 1
+                continue
+            image, query, budget = batch_fields(item, n, args.budget)
+            if key in seen:
+                raise ValueError(f"duplicate id {record_id!r} (first used on line {seen[key]}); ids must be unique")
+            seen[key] = n
+            alloc = allocate(
+                image if image.is_absolute() else root / image,
+                query,
+                budget,
+                family=args.family,
+                min_pixels=args.min_pixels,
+                max_pixels=args.max_pixels,
+                mode=args.mode,
+                realizer=realizer,
+            )
+            record = alloc.to_json(id=record_id)
+            for note in alloc.notes:
+                print(f"note: {record_id}: {note}", file=sys.stderr)
+            allocated += 1
+            blind += not query.strip()
+            modes.add(alloc.mode)
+        except (ValueError, ImportError, OSError) as err:
+            if str(record_id) in done:  # its error line is already there
+                skipped += 1
+                continue
+            failed += 1
+            record = {"id": record_id, "error": str(err)}
+        writer.write(record)  # whole, flushed, synced; OSError (a full disk) and Ctrl-C go to the caller
+    return allocated, failed, blind, skipped, modes
 
 
 if __name__ == "__main__":

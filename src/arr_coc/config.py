@@ -21,6 +21,16 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from .checkpoint_check import (
+    CHECKPOINT_VERSION,
+    MAX_COUNT,
+    MAX_MAGNITUDE,
+    CheckpointError,
+    check_range,
+    check_types,
+    check_version,
+)
+
 # The texture array's 13 channels, in the order arr_coc.texture computes them; ``information`` and ``perspectival``
 # below map some of these names to weights. They live here, with the weights that name them, so that the config
 # needs nothing from texture.py (which imports this file).
@@ -110,6 +120,7 @@ class RelevanceConfig:
     texture_graphs: int = 4
 
     def __post_init__(self) -> None:
+        self._check_numbers()  # finite and in range, the first field at fault named (a CheckpointError)
         problems = []
         if len(self.grey_weights) != 3:
             problems.append(f"grey_weights needs 3 numbers, got {self.grey_weights!r}")
@@ -139,6 +150,56 @@ class RelevanceConfig:
         if problems:
             raise ValueError("invalid RelevanceConfig: " + "; ".join(problems))
 
+    def _check_numbers(self) -> None:
+        """Every number finite and in its range (``arr_coc.checkpoint_check``): a config that loads scores finite."""
+        m = MAX_MAGNITUDE
+        for name in ("grey_weights", "term_weights"):
+            for i, v in enumerate(getattr(self, name)):
+                check_range(f"{name}[{i}]", v, 0.0, m)
+        for name in ("information", "perspectival"):
+            for key, v in getattr(self, name).items():
+                check_range(f"{name}.{key}", v, 0.0, m)
+        for name in ("grey_weights", "term_weights", "information", "perspectival"):
+            values = getattr(self, name)
+            if values and not sum(values.values() if isinstance(values, dict) else values) > 0:
+                raise CheckpointError(f"{name} must not all be 0 (a weighted mean of nothing)", None, name)
+        for i, row in enumerate(self.balancer_rules):
+            for j, v in enumerate(row):
+                check_range(f"balancer_rules[{i}][{j}]", v, -m, m)
+        check_range("entropy_bins", self.entropy_bins, 2, 256)
+        check_range("spectral_side", self.spectral_side, 8, 512)
+        check_range("spectral_blur", self.spectral_blur, 1.0, m)
+        if self.spectral_side / self.spectral_blur > 64:  # the saliency blur's sigma, px: its window grows with it
+            raise CheckpointError(
+                f"spectral_side / spectral_blur (the saliency blur's sigma) must be <= 64, got {self.spectral_side} / "
+                f"{self.spectral_blur}", None, "spectral_blur",
+            )  # fmt: skip
+        check_range("surround", self.surround, 1.0, m)
+        check_range("edge_quantile", self.edge_quantile, 0.0, 1.0, above=True, below=True)
+        check_range("edge_sample", self.edge_sample, 1, MAX_COUNT)
+        check_range("edge_floor", self.edge_floor, 0.0, m)
+        check_range("coupling_top_k", self.coupling_top_k, 1, MAX_COUNT)
+        for name in ("where_scale", "colour_scale"):  # they divide: exp(-distance / scale)
+            check_range(name, getattr(self, name), 1e-3, m)
+        check_range("balancer_temperature", self.balancer_temperature, 1e-3, m)
+        for name in ("specificity_per_word", "specificity_per_number", "specificity_per_capital",
+                     "vagueness_per_word", "vagueness_no_content"):  # fmt: skip
+            check_range(name, getattr(self, name), 0.0, m)
+        check_range("adaptive_mass", self.adaptive_mass, 0.0, 1.0, above=True)
+        for i, t in enumerate(self.adaptive_tiers):
+            if isinstance(t, bool) or not isinstance(t, int) or not 1 <= t <= MAX_COUNT:
+                raise CheckpointError(f"adaptive_tiers[{i}] must be a positive integer token count, got {t!r}", None,
+                                      "adaptive_tiers")  # fmt: skip
+        if not self.adaptive_tiers or any(
+            a > b for a, b in zip(self.adaptive_tiers[:-1], self.adaptive_tiers[1:], strict=True)
+        ):
+            raise CheckpointError(
+                f"adaptive_tiers must be ascending and non-empty, got {list(self.adaptive_tiers)}", None,
+                "adaptive_tiers",
+            )  # fmt: skip
+        for name in ("cpu_band_elements", "texture_cache_items", "frames_cache_items", "texture_graphs"):
+            check_range(name, getattr(self, name), 0, MAX_COUNT)
+
     # ----- serialisation ----------------------------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-able dict of every field (tuples become lists)."""
@@ -146,11 +207,27 @@ class RelevanceConfig:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> RelevanceConfig:
-        """Inverse of :meth:`to_dict`; missing fields take their defaults, unknown ones are an error."""
+        """Inverse of :meth:`to_dict`; missing fields take their defaults.
+
+        Parsed JSON is checked as a checkpoint is (``arr_coc.checkpoint_check``): exact types (no ``"0.5"`` for a
+        number, no ``true`` for a number, no ``16.0`` for an integer), every number finite and in its range, and an
+        optional ``version`` (the format; :meth:`checkpoint_json` writes it) that this release knows. The ``reading``
+        section is checked when a checkpoint is loaded (``check_reading``) or when the text path first builds it.
+
+        Raises:
+            CheckpointError: a ``ValueError`` naming the field at fault (unknown fields: the known ones too).
+        """
+        if not isinstance(data, dict):
+            raise CheckpointError(f"a RelevanceConfig is a JSON object, got {type(data).__name__}")
+        data = dict(data)
+        check_version(data)
         names = {f.name: f for f in dataclasses.fields(cls)}
         unknown = set(data) - set(names)
         if unknown:
-            raise ValueError(f"unknown RelevanceConfig fields {sorted(unknown)}; known: {', '.join(names)}")
+            raise CheckpointError(
+                f"unknown RelevanceConfig fields {sorted(unknown)}; known: {', '.join(names)}", None, sorted(unknown)[0]
+            )
+        check_types(cls, data)
         kwargs = {}
         for key, value in data.items():
             default = getattr(cls(), key)
@@ -163,6 +240,11 @@ class RelevanceConfig:
         """JSON text of :meth:`to_dict` (``kwargs`` go to ``json.dumps``, e.g. ``indent=2``)."""
         return json.dumps(self.to_dict(), **kwargs)
 
+    def checkpoint_json(self, **kwargs: Any) -> str:
+        """A checkpoint's ``config.json``: :meth:`to_json` with the format's ``version`` first (a release that does
+        not know it refuses the file: "made by a newer release"), strict JSON (no NaN or Infinity)."""
+        return json.dumps({"version": CHECKPOINT_VERSION, **self.to_dict()}, allow_nan=False, **kwargs)
+
     @classmethod
     def from_json(cls, text: str) -> RelevanceConfig:
         """Inverse of :meth:`to_json`."""
@@ -171,3 +253,21 @@ class RelevanceConfig:
     def replace(self, **changes: Any) -> RelevanceConfig:
         """A copy with some fields changed (``dataclasses.replace``)."""
         return dataclasses.replace(self, **changes)
+
+
+def check_reading(reading: Any) -> None:
+    """The ``reading`` section of a parsed config: exact types and finite numbers (every section's fields), then
+    ``ReadingConfig.from_dict``'s own checks (ranges, unknown settings), each error naming ``reading.<section>...``."""
+    from .reading.config import _SECTIONS, ReadingConfig
+
+    if not isinstance(reading, dict):
+        raise CheckpointError(f"reading must be an object or null, got {type(reading).__name__}", None, "reading")
+    for section, values in reading.items():
+        if section in _SECTIONS:
+            check_types(_SECTIONS[section], values, f"reading.{section}.")
+    try:
+        ReadingConfig.from_dict(reading)
+    except (ValueError, TypeError) as err:
+        if isinstance(err, CheckpointError):
+            raise
+        raise CheckpointError(f"reading: {err}", None, "reading") from None

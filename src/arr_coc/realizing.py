@@ -45,6 +45,7 @@ from torch import nn
 from .attending import Budget, TokenBudget, TokenScores, WordUnits, adaptive_ks, top_k_indices
 from .balancing import SCORERS, TensionBalancer
 from .caching import LruCache, digest_scope, frame_digests, page_digest
+from .checkpoint_check import check_scores, load_relevance_config
 from .config import CHANNELS, RelevanceConfig
 from .deciding import Choice, Decision, ItemDecision, Scoring, choose
 from .graphs import ShapeGraphs
@@ -244,14 +245,17 @@ class Realizer(nn.Module):
 
         Raises:
             FileNotFoundError: if ``folder`` is neither a built-in name nor a folder holding ``config.json``.
-            ValueError: if the box scorer needs features this version no longer computes.
+            CheckpointError: (a ``ValueError``) a file truncated or corrupt, a value of the wrong type, not finite
+                or out of range, a tensor of the wrong shape or not finite, a newer format (``version``), or a box
+                scorer that needs features this version no longer computes; the message names the file and field
+                (``arr_coc.checkpoint_check``).
         """
         folder = relevance_folder(folder)
         if not (folder / "config.json").is_file():
             raise FileNotFoundError(
                 f"{folder} is not a relevance checkpoint folder (no config.json; write one with arr-coc train)"
             )
-        config = RelevanceConfig.from_json((folder / "config.json").read_text())
+        config = load_relevance_config(folder / "config.json")  # every value checked; errors name the file
         scorer = None
         if (folder / "scorer.json").is_file():
             from .reading.matching.learned import BoxScorer
@@ -279,7 +283,7 @@ class Realizer(nn.Module):
         """Write ``config.json`` and, with a box scorer, ``scorer.json`` + ``model.safetensors`` into ``folder``."""
         folder = Path(folder)
         folder.mkdir(parents=True, exist_ok=True)
-        (folder / "config.json").write_text(self.config.to_json(indent=1) + "\n")
+        (folder / "config.json").write_text(self.config.checkpoint_json(indent=1) + "\n")
         if self.box_scorer is not None:
             self.box_scorer.save(folder)
 
@@ -1125,6 +1129,8 @@ def allocate(
     scoring = item.scoring
     rel = scoring.relevance
     assert rel is not None
+    scores = rel.scores[0].float().cpu().numpy()  # (rows, cols)
+    check_scores(scores)  # NaN / infinity: an error for this item, never a silent ordering
     components = {name: m[0].float().cpu().numpy() for name, m in rel.maps.items()}
     if scoring.prior is not None:
         components["text_prior"] = scoring.prior[0].float().cpu().numpy()
@@ -1135,7 +1141,7 @@ def allocate(
         resized=grid.resized,
         original=(orig_w, orig_h),
         keep=item.keep.cpu(),
-        scores=rel.scores[0].float().cpu().numpy(),
+        scores=scores,
         query=("" if query is None else str(query))[:MAX_QUERY_CHARS],  # as typed; cut as the pipeline cuts it
         mode=mode,
         weights={name: float(w) for name, w in zip(SCORERS, rel.weights[0].tolist(), strict=True)},

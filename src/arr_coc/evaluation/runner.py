@@ -16,6 +16,9 @@ What one run does:
    ``variant`` (``unpruned`` or ``<allocator>@<budget>``), ``prediction``, ``answers``, ``score``, ``tokens_kept``,
    ``tokens_total``, ``ttft_ms``, ``peak_bytes``; a sample that cannot be read is one ``{"id", "error"}`` line.
    Rerunning with the same ``--out`` skips every (id, variant) already there, so an interrupted run resumes;
+   ``DIR/manifest.json`` records the options that shape the rows (:func:`row_options`: model, data, pixel bounds,
+   generation length, dtype, batch size, seed, relevance checkpoint); a rerun with other ones is refused, naming
+   each difference, unless ``--overwrite`` starts the folder afresh (or another ``--out`` is given);
 4. writes ``DIR/results.md`` (the table below) and ``DIR/results.json``, and prints the table.
 
 The table, one row per variant over the samples of this run:
@@ -110,6 +113,8 @@ class EvalConfig:
             ``compress(..., realizer=...)`` of the allocators that score with it (model, text, texture, foveate): it
             scores and its config resolves their budgets (an ``"adaptive"`` one with its tiers); ``None``: the
             default rules. The query-blind baselines (random, uniform) never see it.
+        overwrite: start ``out`` afresh (its predictions, table and manifest removed) instead of resuming it; needed
+            when the options that shape the rows changed (``manifest.json``, :func:`row_options`).
     """
 
     model: str
@@ -131,6 +136,7 @@ class EvalConfig:
     progress: bool = True
     details: Sequence[str] = ()
     relevance: Path | None = None
+    overwrite: bool = False
 
 
 @dataclass
@@ -419,6 +425,8 @@ def run_eval(cfg: EvalConfig, model: Any = None, processor: Any = None) -> EvalR
     loaded = _LazyModel(cfg, task, variants, bounds, model, processor)
 
     out = Path(cfg.out)
+    options = row_options(cfg, task, metric_name, model_type, bounds, max_new, _model_name(cfg, model))
+    prepare_folder(out, options, cfg, variants)
     log = PredictionLog(out / "predictions.jsonl")
     selected: list[str] = []
     total = min(len(dataset), cfg.limit) if cfg.limit else len(dataset)
@@ -457,6 +465,84 @@ def run_eval(cfg: EvalConfig, model: Any = None, processor: Any = None) -> EvalR
     names = (("predictions", "predictions.jsonl"), ("table", "results.md"), ("json", "results.json"))
     result.files = {k: str(out / f) for k, f in names}
     return result
+
+
+# ----- what made the rows -------------------------------------------------------------------------------------------
+FOLDER_FILES = ("predictions.jsonl", "results.md", "results.json", "manifest.json")
+
+
+def _model_name(cfg: EvalConfig, model: Any = None) -> str:
+    """The model a run used, as its manifest names it: a loaded model's own ``name_or_path`` (``cfg.model`` only names
+    it then), else ``cfg.model``; a local folder as its absolute path (``./tiny`` and ``/abs/tiny`` are one model)."""
+    name = str(getattr(getattr(model, "config", None), "_name_or_path", "") or cfg.model)
+    path = Path(name).expanduser()
+    return str(path.resolve()) if path.exists() else name
+
+
+def row_options(cfg: EvalConfig, task: TaskSpec, metric: str, model_type: str, bounds: tuple[int, int],
+                max_new: int, model_name: str | None = None) -> dict[str, Any]:  # fmt: skip
+    """The options that shape every row of ``predictions.jsonl`` (a resumed folder must have the same ones): the
+    model, the data, the prompt's task and metric, the pixel bounds, the generation length, the dtype, the batch size
+    (padding), the random allocator's seed and the relevance checkpoint (its files' SHA-256). Budgets and allocators
+    are not among them: each row is named by its variant (``<allocator>@<budget>``), so new ones only add rows."""
+    from ..output_files import relevance_fingerprint
+
+    return {
+        "model": model_name or _model_name(cfg),
+        "model_type": model_type,
+        "task": task.name,
+        "data": None if cfg.data is None else str(Path(cfg.data).expanduser().resolve()),
+        "split": cfg.split,
+        "metric": metric,
+        "min_pixels": bounds[0],
+        "max_pixels": bounds[1],
+        "max_new_tokens": max_new,
+        "dtype": cfg.dtype,
+        "batch_size": cfg.batch_size,
+        "seed": cfg.seed,
+        "relevance": relevance_fingerprint(cfg.relevance),
+    }
+
+
+def prepare_folder(out: Path, options: dict[str, Any], cfg: EvalConfig, variants: Sequence[Variant]) -> None:
+    """Make ``out`` ready for this run: afresh with ``cfg.overwrite``; else, when it holds predictions, refuse unless
+    they were made with the same :func:`row_options` (``manifest.json``: a ``ValueError`` naming each difference).
+    Then write the manifest (the options, and every variant the folder holds)."""
+    from ..output_files import check_manifest, write_manifest
+
+    manifest = out / "manifest.json"
+    predictions = out / "predictions.jsonl"
+    if cfg.overwrite:
+        removed = [name for name in FOLDER_FILES if (out / name).is_file()]
+        for name in removed:
+            (out / name).unlink()
+        if removed:
+            print(f"arr-coc eval: --overwrite: removed {', '.join(removed)} from {out}", file=sys.stderr)
+    held: list[str] = []
+    if predictions.is_file() and predictions.read_bytes().strip():
+        if manifest.is_file():
+            check_manifest(manifest, options, f"--out {str(out)!r}", "rerun with --overwrite or another --out")
+            try:
+                held = list(json.loads(manifest.read_text(encoding="utf-8"))["recorded"].get("variants", []))
+            except (ValueError, KeyError, TypeError, AttributeError):
+                held = []
+        else:
+            print(
+                f"arr-coc eval: {out} has predictions but no manifest.json (an older arr-coc): resuming without "
+                "checking the options that made them; a manifest of this run's options is written now",
+                file=sys.stderr,
+            )
+    out.mkdir(parents=True, exist_ok=True)
+    names = sorted(set(held) | {v.name for v in variants})
+    recorded = {
+        "variants": names,
+        "budgets": list(cfg.budgets),
+        "allocators": list(cfg.allocators),
+        "details": list(cfg.details),
+        "limit": cfg.limit,
+        "device": cfg.device,
+    }
+    write_manifest(manifest, options, recorded)
 
 
 def _model_type(model_id: str) -> str:
@@ -740,7 +826,18 @@ def add_eval_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--model", required=True, help="local folder or cached hub id of a Qwen2/2.5/3-VL checkpoint")
     p.add_argument("--task", required=True, choices=list(TASKS), help="benchmark (prompt, settings, metric)")
     p.add_argument("--data", type=Path, help="saved dataset folder, parquet file(s) or JSONL (not for docgen)")
-    p.add_argument("--out", type=Path, required=True, help="output folder; rerunning with it resumes")
+    p.add_argument(
+        "--out",
+        type=Path,
+        required=True,
+        help="output folder; rerunning with it resumes (the options that shape the rows must be the same: "
+        "manifest.json)",
+    )
+    p.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="start --out afresh (its predictions, table and manifest removed) instead of resuming it",
+    )
     p.add_argument(
         "--budgets",
         default=DEFAULT_BUDGETS,
@@ -809,6 +906,7 @@ def eval_main(args: argparse.Namespace) -> int:
         progress=not args.no_progress,
         details=tuple(getattr(args, "detail", None) or ()),
         relevance=getattr(args, "relevance", None),
+        overwrite=bool(getattr(args, "overwrite", False)),
     )
     from ..loading import ModelNotFoundError
 

@@ -33,6 +33,7 @@ Example:
 from __future__ import annotations
 
 import math
+import threading
 from collections.abc import Sequence
 from typing import Any
 
@@ -111,6 +112,11 @@ class CompressedModel:
         last_inputs: :class:`~arr_coc.integrations.sequence.PrunedInputs` of the last call with visual inputs.
         rope_deltas (torch.LongTensor of shape (batch_size, 1) or None): used to position new tokens when a
             cached decoding step goes through ``cm(...)`` (no pixels, non-empty ``past_key_values``).
+
+    Threads: one wrapper may serve several threads. ``last_allocation``, ``last_inputs`` and ``rope_deltas`` are per
+    calling thread (``threading.local``): each thread reads what its own last call decided, never another thread's.
+    The wrapped model and the realizer are shared (their caches are thread-safe); what one call returns depends only
+    on its own inputs.
     """
 
     def __init__(
@@ -131,9 +137,24 @@ class CompressedModel:
         self.tokenizer = tokenizer
         self.image_mean = image_mean if image_mean is not None else adapter.image_mean
         self.image_std = image_std if image_std is not None else adapter.image_std
-        self.last_allocation: list[list[VisualAllocation]] = []
-        self.last_inputs: PrunedInputs | None = None
-        self.rope_deltas: torch.Tensor | None = None
+        self._calls = threading.local()  # last_allocation, last_inputs, rope_deltas: each calling thread its own
+
+    # ----- per calling thread: a wrapper shared by threads gives each thread what ITS last call decided ----------
+    last_allocation = property(
+        lambda self: getattr(self._calls, "last_allocation", []),
+        lambda self, value: setattr(self._calls, "last_allocation", value),
+        doc="Per sample, per image/video, what the calling thread's last call kept (``VisualAllocation``).",
+    )
+    last_inputs = property(
+        lambda self: getattr(self._calls, "last_inputs", None),
+        lambda self, value: setattr(self._calls, "last_inputs", value),
+        doc="``PrunedInputs`` of the calling thread's last call with visual inputs.",
+    )
+    rope_deltas = property(
+        lambda self: getattr(self._calls, "rope_deltas", None),
+        lambda self, value: setattr(self._calls, "rope_deltas", value),
+        doc="(batch_size, 1) positions offset of the calling thread's pruned prompt (its cached decoding steps).",
+    )
 
     @property
     def foveate(self) -> bool:

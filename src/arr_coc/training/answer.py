@@ -88,6 +88,8 @@ GATES = ("st", "soft")
 CELL_SHARE = 0.2  # evidence cell: the box covers at least this share of the cell ...
 BOX_SHARE = 0.2  # ... or the cell at least this share of the box (benchmarks/evidence_recall.py's rule)
 POSITIVE = ("where_scale", "colour_scale")  # parameters that divide: kept >= MIN_SCALE after each step
+# weights of weighted means, kept >= 0 after each step (a checkpoint's config refuses negative ones)
+NON_NEGATIVE = ("information.weight", "perspectival.weight", "participatory.term_weight")
 MIN_SCALE = 1e-3
 Log = Callable[[str], None]
 
@@ -625,6 +627,8 @@ def _project(realizer: torch.nn.Module) -> None:
         for name, p in realizer.named_parameters():
             if name.rsplit(".", 1)[-1] in POSITIVE:
                 p.clamp_(min=MIN_SCALE)
+            elif name in NON_NEGATIVE:
+                p.clamp_(min=0.0)
 
 
 def train_answer(
@@ -689,7 +693,9 @@ def save_relevance(realizer: Realizer, folder: str | Path, card: dict[str, Any] 
     folder.mkdir(parents=True, exist_ok=True)
     state = {k: v.detach().cpu().float().contiguous() for k, v in realizer.state_dict().items()}
     save_file(state, str(folder / "model.safetensors"), metadata={"format": "pt", "kind": "arr-coc-relevance"})
-    (folder / "config.json").write_text(config_from_realizer(realizer).to_json(indent=2) + "\n", encoding="utf-8")
+    (folder / "config.json").write_text(
+        config_from_realizer(realizer).checkpoint_json(indent=2) + "\n", encoding="utf-8"
+    )
     card = dict(card or {})
     (folder / "training.json").write_text(json.dumps(card, indent=2, default=str) + "\n", encoding="utf-8")
     (folder / "README.md").write_text(_card_text(card), encoding="utf-8")
@@ -702,14 +708,15 @@ def load_relevance(folder: str | Path) -> Realizer:
     Raises:
         FileNotFoundError: the folder lacks ``config.json`` or ``model.safetensors``.
     """
-    from safetensors.torch import load_file
+    from ..checkpoint_check import load_relevance_config, load_tensors
 
     folder = Path(folder).expanduser()
     for name in ("config.json", "model.safetensors"):
         if not (folder / name).is_file():
             raise FileNotFoundError(f"{folder} is not a relevance checkpoint: {name} is missing")
-    realizer = Realizer(RelevanceConfig.from_json((folder / "config.json").read_text(encoding="utf-8")))
-    realizer.load_state_dict(load_file(str(folder / "model.safetensors")), strict=True)
+    realizer = Realizer(load_relevance_config(folder / "config.json"))  # checked; errors name the file
+    expected = {k: tuple(v.shape) for k, v in realizer.state_dict().items()}
+    realizer.load_state_dict(load_tensors(folder / "model.safetensors", expected), strict=True)
     return realizer.eval()
 
 

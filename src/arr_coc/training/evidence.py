@@ -877,7 +877,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     out = Path(args.out)
     scorer.save(out)
-    cfg = RelevanceConfig().replace(reading=default_reading().config.to_dict()).to_json(indent=1) + "\n"
+    cfg = RelevanceConfig().replace(reading=default_reading().config.to_dict()).checkpoint_json(indent=1) + "\n"
     for f, fold_scorer in nested.scorers.items():  # held-out scorers: benchmarks score each page unseen
         saved = copy.deepcopy(fold_scorer) if fold_scorer is not None else rules_checkpoint()
         saved.save(out / "folds" / str(f))

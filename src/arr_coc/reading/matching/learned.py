@@ -539,9 +539,12 @@ class BoxScorer(nn.Module):
         """Write ``scorer.json`` (shape) and ``model.safetensors`` (every tensor) into ``folder``."""
         from safetensors.torch import save_file
 
+        from ...checkpoint_check import CHECKPOINT_VERSION
+
         folder = Path(folder)
         folder.mkdir(parents=True, exist_ok=True)
-        (folder / "scorer.json").write_text(json.dumps(self.config, indent=1) + "\n")
+        text = json.dumps({"version": CHECKPOINT_VERSION, **self.config}, indent=1, allow_nan=False)
+        (folder / "scorer.json").write_text(text + "\n")
         save_file(
             {k: v.detach().cpu().contiguous() for k, v in self.state_dict().items()}, str(folder / "model.safetensors")
         )
@@ -552,24 +555,53 @@ class BoxScorer(nn.Module):
 
         Raises:
             FileNotFoundError: if ``folder`` lacks ``scorer.json`` or ``model.safetensors``.
-            ValueError: if the checkpoint's feature columns are not all computed by today's ``box_features``
-                (``check_columns``).
+            CheckpointError: (a ``ValueError``) if ``scorer.json`` or ``model.safetensors`` is truncated or corrupt,
+                holds a value of the wrong type, a tensor of the wrong shape or not finite, a newer format, or feature
+                columns today's ``box_features`` does not compute (``check_columns``); the message names the file.
         """
-        from safetensors.torch import load_file
+        from ...checkpoint_check import CheckpointError, check_value, check_version, load_tensors, read_json
 
         folder = Path(folder)
         for name in ("scorer.json", "model.safetensors"):
             if not (folder / name).is_file():
                 raise FileNotFoundError(f"{folder} is not a relevance checkpoint: {name} is missing")
-        cfg = json.loads((folder / "scorer.json").read_text())
+        path = folder / "scorer.json"
+        cfg = read_json(path)
+        check_version(cfg, path)
+        hints = {"hidden": int, "features": list[str], "drop_groups": list[str], "residual": bool, "floor": float,
+                 "bound": float | None, "ood_margin": float | None, "members": int,
+                 "ood_page": float | None}  # fmt: skip
+        unknown = sorted(set(cfg) - set(hints))
+        if unknown:
+            raise CheckpointError(f"unknown field(s) {unknown}; known: {', '.join(hints)}", path, unknown[0])
+        try:
+            for name, value in cfg.items():  # exact types, finite numbers
+                check_value(name, value, hints[name])
+        except CheckpointError as e:
+            raise e.in_file(path) from None
+        if not 0.0 <= cfg.get("floor", 0.0) <= 1e6:
+            raise CheckpointError(f"floor must be in [0, 1e6], got {cfg['floor']!r}", path, "floor")
         try:
             check_columns(cfg["features"])
+        except KeyError:
+            raise CheckpointError("lacks the field 'features'", path, "features") from None
         except ValueError as e:
-            raise ValueError(f"{folder}: {e}") from None
-        scorer = cls(**cfg)
-        state = load_file(str(folder / "model.safetensors"))
-        for name in ("lo", "hi"):  # checkpoints of issue 17 lack the training range: nothing is out of range
-            state.setdefault(name, getattr(scorer, name))
+            raise CheckpointError(str(e), folder, "features") from None
+        try:
+            scorer = cls(**cfg)
+        except KeyError as e:
+            raise CheckpointError(f"lacks the field {e.args[0]!r}", path, str(e.args[0])) from None
+        except (ValueError, TypeError) as e:  # a value of the wrong type or range, an unknown field
+            raise CheckpointError(str(e), path) from None
+        expected = {k: tuple(v.shape) for k, v in scorer.state_dict().items()}
+        # checkpoints of issue 17 lack the training range: nothing is out of range; the range may be +-inf
+        old = {name: getattr(scorer, name) for name in ("lo", "hi")}
+        state = load_tensors(folder / "model.safetensors", expected, optional=old, allow_inf=("lo", "hi"))
+        if bool((state["scale"] <= 0).any()) or bool((state["lo"] > state["hi"]).any()):  # they divide / bound
+            raise CheckpointError(
+                "tensor scale must be > 0 and lo <= hi everywhere; the file is corrupt", folder / "model.safetensors",
+                "scale",
+            )  # fmt: skip
         scorer.load_state_dict(state)
         scorer.eval()
         return scorer
