@@ -131,3 +131,18 @@ def test_batch_goes_on_past_a_bad_document(report, tmp_path):
     assert recs[0]["budget"] == 6 and [p["page"] for p in recs[0]["pages"]] == [1, 2, 3]
     assert "damaged" in recs[1]["error"] and "outside the document" in recs[3]["error"]
     assert recs[2]["budget"] == 4 and len(recs[2]["pages"]) == 2
+
+
+def test_floors_with_words_still_spend_exactly_the_budget():
+    g = torch.Generator().manual_seed(3)
+    scores = [torch.rand(30, generator=g) for _ in range(4)]
+    units = [[np.arange(j, j + 3) for j in range(0, 30, 3)] for _ in range(4)]  # every cell in a 3-cell word
+    keeps = share(scores, [1.0, 0.9, 0.2, 0.2], 25, [2, 2, 2, 2], units)
+    assert sum(len(k) for k in keeps) == 25 and all(len(k) >= 2 for k in keeps)
+
+
+def test_select_at_another_budget_equals_deciding_again():
+    pages = _pages(3)
+    doc = allocate_pages(pages, "", budget=0.01, mode="texture")
+    again = allocate_pages(pages, "", budget=0.03, mode="texture")
+    assert [k.tolist() for k in doc.select(0.03)] == [p.keep.tolist() for p in again.pages]

@@ -9,10 +9,10 @@
 
 Why so: a page's relevance comes from the same text path that chooses its cells, so a page whose words match the
 question gets the budget and a page that merely looks busy does not. Pages whose match is equally strong (an
-ambiguous question: "What is the date?" on eight forms) share alike. Some questions need no particular page:
-one with no content word ("What is this document about?", "Summarize it") is decided on the pages' texture (no OCR),
-and one whose best page match stays below ``specific_min`` reads every page; in both the budget is split evenly and
-every page keeps its own most relevant cells (``floor="auto"``). ``floor=N`` keeps N tokens on every page always.
+ambiguous question: "What is the date?" on eight forms) share alike. Some questions need no particular page: one
+with no content word ("What is this document about?", "Summarize it") is decided on the pages' texture (no OCR), and
+one whose best page match stands out nowhere (:func:`stands_out`) reads every page; in both the budget is split evenly
+and every page keeps its own most relevant cells (``floor="auto"``). ``floor=N`` keeps N tokens on every page always.
 
 Cost: the first look reads the text layer that a born-digital PDF carries (pypdfium2, no OCR): pages that share none
 of the question's rarer words are not OCR-read unless the look finds nothing, no text layer, or the question is vague.
@@ -59,6 +59,8 @@ class PagesConfig:
             weighs 0.14, 0.3 below weighs 0.002.
         specific_min: the best page's match at or above which a question is about particular pages; below it the
             budget is split evenly (``floor="auto"``). Text-prior matches: 1.0 the question's words, ~0.5 no match.
+        margin: ... or the best page's match at least this far above the median page's (a weak match that only a
+            few pages share: "What is written next to TO?" among forms).
         look_keep: the first look keeps pages whose word score is at least this share of the best page's.
         look_max: at most this many pages are read in full after the first look.
         workers: threads reading pages (0: the CPU count, at most 8).
@@ -66,6 +68,7 @@ class PagesConfig:
 
     temperature: float = 0.05
     specific_min: float = 0.8
+    margin: float = 0.15
     look_keep: float = 0.5
     look_max: int = 4
     workers: int = 0
@@ -140,10 +143,24 @@ class DocumentAllocation:
     requested: int
     timings_ms: dict[str, float] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    floor: int | str = "auto"
+    temperature: float = 0.05
+    realizer: Realizer | None = field(default=None, repr=False)
 
     @property
     def budget(self) -> int:
         return sum(p.budget for p in self.pages)
+
+    def select(self, budget: Budget) -> list[torch.Tensor]:
+        """Each page's kept indices at another document ``budget``, from the same reading (no page read again;
+        pages that were not read keep nothing): (k_i,) ascending per page."""
+        allocations = [p.allocation for p in self.pages]
+        relevance = {i: p.relevance for i, p in enumerate(self.pages) if p.relevance is not None}
+        best = max(relevance, key=relevance.get) if relevance else None  # type: ignore[arg-type]
+        k = document_budget(
+            budget, self.n_tokens, None if best is None else allocations[best], self.realizer or default_realizer()
+        )
+        return decide_pages(allocations, relevance, self.specific, k, self.floor, self.temperature)
 
     @property
     def n_tokens(self) -> int:
@@ -176,7 +193,11 @@ _STOP = frozenset(
 
 
 def _words(text: str) -> set[str]:
-    return {w for w in _WORD.findall(normalize_text(text).lower()) if len(w) > 1 and w not in _STOP}
+    """The question's content words, lower-cased: function words dropped, unless written in capitals (a printed key
+    such as "TO" or "FROM" in "What is written next to TO?")."""
+    text = normalize_text(text)
+    keys = {w.lower() for w in re.findall(r"[A-Za-z0-9]+", text) if len(w) > 1 and w.isupper()}
+    return {w for w in _WORD.findall(text.lower()) if len(w) > 1 and (w not in _STOP or w in keys)}
 
 
 def first_look(texts: Sequence[str | None], query: str, config: PagesConfig = PagesConfig()) -> list[int]:
@@ -201,6 +222,16 @@ def first_look(texts: Sequence[str | None], query: str, config: PagesConfig = Pa
         return list(range(n))
     ranked = sorted((i for i in range(n) if scores[i] >= config.look_keep * best), key=lambda i: -scores[i])
     return sorted(set(ranked[: config.look_max]) | set(blind))
+
+
+def stands_out(relevance: dict[int, float], config: PagesConfig = PagesConfig()) -> bool:
+    """Whether some page matches the question well enough to get the budget (else it is split evenly): its match is
+    at least ``specific_min``, or at least ``margin`` above the median page's."""
+    if not relevance:
+        return False
+    values = sorted(relevance.values())
+    best = values[-1]
+    return best >= config.specific_min or best - float(np.median(values)) >= config.margin
 
 
 def page_relevance(allocation: Allocation) -> float:
@@ -241,33 +272,66 @@ def share(
     if total == 0:
         return [torch.zeros(0, dtype=torch.long) for _ in range(n)]
     best = max(relevance[i] for i in range(n) if sizes[i]) if any(sizes) else 0.0
-    parts = []
+    k = max(1, min(int(k), total))
+    parts, floored, rest_units = [], [], []
     for i in range(n):
         s = scores[i].detach().float().flatten()  # (N_i,)
+        page_units = units[i] if len(units) > i else ()
         if not sizes[i]:
             parts.append(s)
+            floored.append(torch.zeros(0, dtype=torch.long))
+            rest_units.append(WordUnits(()))
             continue
         lo, hi = s.min(), s.max()
-        norm = (s - lo) / (hi - lo).clamp_min(1e-12)  # (N_i,) in [0, 1]
-        w = math.exp((relevance[i] - best) / temperature)
-        norm = norm * w
+        norm = (s - lo) / (hi - lo).clamp_min(1e-12) * math.exp((relevance[i] - best) / temperature)  # (N_i,)
         f = min(int(floors[i]), sizes[i])
-        if f > 0:
-            page_units = units[i] if len(units) > i else ()
-            norm[select(s, f, units=page_units)] = 2.0  # the floor: above every weighted score
+        first = select(s, f, units=page_units) if f > 0 else torch.zeros(0, dtype=torch.long)  # (f,) its own best
+        norm[first] = -math.inf  # taken: the joint selection below spends only the rest
+        taken = set(first.tolist())
         parts.append(norm)
-    combined = torch.cat(parts)  # (sum N_i,)
-    joined = (
-        WordUnits.join([WordUnits.of(units[i] if len(units) > i else ()) for i in range(n)], offsets)
-        if any(len(u) for u in units)
-        else ()
-    )
-    keep = select(combined, max(1, min(int(k), total)), units=joined)
+        floored.append(first)
+        left = ([c for c in np.asarray(u).tolist() if c not in taken] for u in page_units)
+        rest_units.append(WordUnits([u for u in left if u]))
+    rest = k - sum(len(f) for f in floored)
+    joint = torch.zeros(0, dtype=torch.long)
+    if rest > 0:
+        combined = torch.cat(parts)  # (sum N_i,)
+        joined = WordUnits.join(rest_units, offsets) if any(len(u) for u in rest_units) else ()
+        joint = select(combined, rest, units=joined)
     out = []
     for i in range(n):
-        mine = keep[(keep >= offsets[i]) & (keep < offsets[i] + sizes[i])] - offsets[i]
-        out.append(mine)
+        mine = joint[(joint >= offsets[i]) & (joint < offsets[i] + sizes[i])] - offsets[i]
+        out.append(torch.cat([floored[i], mine]).unique(sorted=True))
     return out
+
+
+def decide_pages(
+    allocations: Sequence[Allocation | None],
+    relevance: dict[int, float],
+    specific: bool,
+    k: int,
+    floor: int | str = "auto",
+    temperature: float = 0.05,
+) -> list[torch.Tensor]:
+    """Each page's kept indices for ``k`` tokens over the document (the step after reading; see :func:`share`).
+
+    ``floor="auto"``: no floor when some page stands out (``specific``), else an even split of ``k`` (each page its
+    own best cells; the remainder one more token to the first pages). Pages without an allocation keep nothing."""
+    n = len(allocations)
+    per_page = (0 if specific else k // n) if floor == "auto" else min(int(floor), k // n)
+    floors = [per_page] * n
+    if not specific and floor == "auto":
+        for i in range(k - per_page * n):
+            floors[i % n] += 1
+    scores = [
+        torch.from_numpy(np.ascontiguousarray(a.scores, dtype=np.float32)).flatten()
+        if a is not None
+        else torch.zeros(0)
+        for a in allocations
+    ]
+    weights = [relevance.get(i, 0.0) if specific else 1.0 for i in range(n)]
+    units = [list(a.units) if a is not None else [] for a in allocations]
+    return share(scores, weights, k, floors, units, temperature)
 
 
 def document_budget(
@@ -370,34 +434,18 @@ def allocate_pages(
     read_all(likely, mode)
     relevance = {i: page_relevance(a) for i, a in allocs.items()}
     best = max(relevance.values(), default=0.0)
-    specific = mode == "text" and not vague_query and best >= config.specific_min
+    specific = mode == "text" and not vague_query and stands_out(relevance, config)
     if not specific and len(likely) < n and mode == "text":  # the look chose pages but none matched: read them all
         read_all(range(n), mode)
         relevance = {i: page_relevance(a) for i, a in allocs.items()}
         best = max(relevance.values(), default=0.0)
-        specific = best >= config.specific_min
+        specific = stands_out(relevance, config)
     t3 = time.perf_counter()
     best_page = allocs[max(relevance, key=relevance.get)] if relevance else None  # type: ignore[arg-type]
     k = document_budget(parsed, sum(sizes), best_page, realizer)
-    if floor == "auto":
-        per_page = 0 if specific else k // n
-    else:
-        per_page = min(int(floor), k // n)
-    if not specific or per_page > 0:
+    if not specific or (floor != "auto" and floor > 0):
         read_all(range(n), "texture")  # every page keeps cells: the pages not read get their texture scores
-    floors = [per_page] * n
-    if not specific and floor == "auto":
-        for i in range(k - per_page * n):  # the remainder of an even split: one more token to the first pages
-            floors[i % n] += 1
-    scores = [
-        torch.from_numpy(np.ascontiguousarray(allocs[i].scores, dtype=np.float32)).flatten()
-        if i in allocs
-        else torch.zeros(0)
-        for i in range(n)
-    ]
-    weights = [relevance.get(i, 0.0) if specific else 1.0 for i in range(n)]
-    units = [list(allocs[i].units) if i in allocs else [] for i in range(n)]
-    keeps = share(scores, weights, k, floors, units, config.temperature)
+    keeps = decide_pages([allocs.get(i) for i in range(n)], relevance, specific, k, floor, config.temperature)
     t4 = time.perf_counter()
     results = [
         PageResult(
@@ -413,7 +461,8 @@ def allocate_pages(
     ]
     if not specific and not vague_query:
         notes.append(
-            f"no page matched the question well (best match {best:.2f} < {config.specific_min}): the budget was "
+            f"no page matched the question well (best match {best:.2f} < {config.specific_min}, no page "
+            f"{config.margin} above the median page): the budget was "
             "split evenly over the pages"
         )
     return DocumentAllocation(
@@ -423,6 +472,9 @@ def allocate_pages(
         pages=results,
         specific=specific,
         requested=k,
+        floor=floor,
+        temperature=config.temperature,
+        realizer=realizer,
         timings_ms={
             "load": (t1 - t0) * 1e3,
             "look": (t2 - t1) * 1e3,
@@ -434,4 +486,13 @@ def allocate_pages(
     )
 
 
-__all__ = ["DocumentAllocation", "PageResult", "PagesConfig", "allocate_pages", "first_look", "page_relevance", "share"]
+__all__ = [
+    "DocumentAllocation",
+    "PageResult",
+    "PagesConfig",
+    "allocate_pages",
+    "decide_pages",
+    "first_look",
+    "page_relevance",
+    "share",
+]
