@@ -36,6 +36,7 @@ def test_pdf_pages_rendered_in_order_with_their_text(tmp_path):
     path.write_bytes(make_pdf([["Introduction"], ["Invoice", "Total due 42.00"], ["Appendix"]]))
     assert is_pdf(path) and is_pdf(path.read_bytes()) and pdf_page_count(path) == 3
     pages = load_pdf(path, target_pixels=200_000)
+    assert not any(p.rendered for p in pages)  # rendered when first used
     assert [p.name for p in pages] == [1, 2, 3] and {p.label for p in pages} == {"page"}
     assert "Total due 42.00" in pages[1].text and "Appendix" in pages[2].text
     w, h = pages[0].original

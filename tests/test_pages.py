@@ -98,6 +98,7 @@ def test_text_pages_send_the_budget_to_the_answer_page(report):
     doc = allocate_pages(str(report), "What is the amount due?", budget=40, mode="text")
     assert doc.specific and [p.budget for p in doc.pages] == [0, 0, 0, 40, 0]
     assert [p.read for p in doc.pages] == ["skipped"] * 3 + ["text", "skipped"]  # the first look read one page
+    assert [p.page.rendered for p in doc.pages] == [False] * 3 + [True, False]  # and rendered one
     again = allocate_pages(str(report), "What is this document about?", budget=40, mode="text")
     assert not again.specific and [p.budget for p in again.pages] == [8] * 5
 

@@ -23,10 +23,13 @@ Example:
 
 from __future__ import annotations
 
+import functools
+import math
 import os
 import re
-from collections.abc import Sequence
-from dataclasses import dataclass
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -42,23 +45,43 @@ MAX_DOCUMENT_PIXELS = 400_000_000
 MAX_DPI = 300  # a page is never rendered finer than this (a scanner's resolution)
 
 
+_RENDER_LOCK = threading.Lock()  # PDFium is not thread-safe: one page rendered at a time in the process
+
+
 @dataclass
 class Page:
-    """One page of a document.
+    """One page of a document; a PDF's page is rendered when its pixels are first asked for (:attr:`image`), so a
+    question that needs three pages of a 20-page PDF renders three.
 
     Attributes:
-        image: the page, RGB, upright.
-        original: (W, H) of the page as rendered or loaded (the JSON's ``original``).
+        original: (W, H) of the page as rendered or loaded (the JSON's ``original``; known before rendering).
         label: ``"page"`` (a PDF's page) or ``"image"`` (a page image).
         name: the page's 1-based number in its PDF, or the image's path (``str``; ``"#i"`` for in-memory images).
         text: the PDF's text layer of this page ("" if it has none), or None for a page image.
+        pixels: the page, RGB, upright, once loaded or rendered (else None).
+        render: makes the pixels of a page not yet rendered.
     """
 
-    image: Image.Image
     original: tuple[int, int]
     label: str
     name: int | str
     text: str | None = None
+    pixels: Image.Image | None = field(default=None, repr=False)
+    render: Callable[[], Image.Image] | None = field(default=None, repr=False)
+
+    @property
+    def image(self) -> Image.Image:
+        """The page, RGB (rendered now if it was not; thread-safe)."""
+        if self.pixels is None:
+            with _RENDER_LOCK:
+                if self.pixels is None:
+                    assert self.render is not None
+                    self.pixels = self.render()
+        return self.pixels
+
+    @property
+    def rendered(self) -> bool:
+        return self.pixels is not None
 
 
 def is_pdf(source: Any) -> bool:
@@ -157,7 +180,7 @@ def load_pdf(
     max_pages: int = MAX_PAGES,
     max_document_pixels: int = MAX_DOCUMENT_PIXELS,
 ) -> list[Page]:
-    """Render the chosen pages of a PDF, each with its text layer.
+    """The chosen pages of a PDF, each with its text layer, rendered when first used (:attr:`Page.image`).
 
     Args:
         source: the PDF's path or bytes.
@@ -183,26 +206,40 @@ def load_pdf(
                 raise ValueError(f"page {i + 1} of {what} has an empty page box ({w}x{h} points); the PDF is damaged")
             scale = min(MAX_DPI / 72, (target_pixels / (w * h)) ** 0.5, (MAX_PIXELS_IN / (w * h)) ** 0.5)
             scales.append(scale)
-            total += round(w * scale) * round(h * scale)
+            total += math.ceil(w * scale) * math.ceil(h * scale)
         _check_pixels(total, what, max_document_pixels)
         out = []
         for i, scale in zip(chosen, scales, strict=True):
             page = pdf[i]
             try:
-                image = page.render(scale=scale).to_pil().convert("RGB")
                 textpage = page.get_textpage()
                 text = textpage.get_text_range()
                 textpage.close()
-            except Exception as err:  # PDFium's own errors on a broken page stream  # noqa: BLE001
-                raise ValueError(
-                    f"page {i + 1} of {what} could not be rendered ({err}); the PDF may be damaged"
-                ) from None
+                w, h = page.get_size()
+            except Exception as err:  # PDFium's own errors on a broken page  # noqa: BLE001
+                raise ValueError(f"page {i + 1} of {what} could not be read ({err}); the PDF may be damaged") from None
             finally:
                 page.close()
-            out.append(Page(image, image.size, "page", i + 1, text))
+            size = (math.ceil(w * scale), math.ceil(h * scale))  # what PDFium renders
+            out.append(Page(size, "page", i + 1, text, render=functools.partial(_render, pdf, i, scale, size, what)))
         return out
-    finally:
+    except BaseException:
         pdf.close()
+        raise
+
+
+def _render(pdf: Any, index: int, scale: float, size: tuple[int, int], what: str) -> Image.Image:
+    """Page ``index`` of an open PDF at ``scale``, RGB (the caller holds the render lock)."""
+    page = pdf[index]
+    try:
+        image = page.render(scale=scale).to_pil().convert("RGB")
+    except Exception as err:  # PDFium's own errors on a broken page stream  # noqa: BLE001
+        raise ValueError(f"page {index + 1} of {what} could not be rendered ({err}); the PDF may be damaged") from None
+    finally:
+        page.close()
+    if image.size != size:
+        image = image.resize(size)  # never expected: PDFium renders ceil(points * scale)
+    return image
 
 
 def load_images(
@@ -220,7 +257,7 @@ def load_images(
     for i, source in enumerate(images):
         img, size = load_image_with_size(source, max_pixels_in, target_pixels)
         name = str(source) if isinstance(source, (str, os.PathLike)) else f"#{i + 1}"
-        out.append(Page(img, size, "image", name, None))
+        out.append(Page(size, "image", name, None, pixels=img))
     return out
 
 
