@@ -147,3 +147,20 @@ def test_select_at_another_budget_equals_deciding_again():
     doc = allocate_pages(pages, "", budget=0.01, mode="texture")
     again = allocate_pages(pages, "", budget=0.03, mode="texture")
     assert [k.tolist() for k in doc.select(0.03)] == [p.keep.tolist() for p in again.pages]
+
+
+def test_a_page_stands_out_by_its_match_or_a_margin_over_the_median():
+    from arr_coc.pages import stands_out
+
+    assert stands_out({0: 0.5, 1: 0.85, 2: 0.5})  # a strong match
+    assert stands_out({0: 0.7, 1: 0.3, 2: 0.3, 3: 0.7, 4: 0.25})  # a weak match few pages share
+    assert not stands_out({0: 0.55, 1: 0.5, 2: 0.52})  # nothing matches: an even split
+    assert not stands_out({})
+
+
+def test_printed_keys_in_capitals_are_content_words():
+    from arr_coc.pages import _words
+
+    assert _words("What is written next to TO?") == {"to"}
+    assert _words("What is this document about?") == set()
+    assert _words("How much must be paid?") == {"much", "must", "paid"}

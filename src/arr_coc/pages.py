@@ -61,6 +61,9 @@ class PagesConfig:
             budget is split evenly (``floor="auto"``). Text-prior matches: 1.0 the question's words, ~0.5 no match.
         margin: ... or the best page's match at least this far above the median page's (a weak match that only a
             few pages share: "What is written next to TO?" among forms).
+        lexical: the weight of the page's share of the question's rarer words in its OCR text, added to its best
+            text-prior cell (breaks ties between pages that print the same key; 0.3 chosen on the FUNSD "10d"
+            sources of realdocs-dev, page ranked first 0.60 -> 0.80 on 60 documents; benchmarks/pages.py).
         look_keep: the first look keeps pages whose word score is at least this share of the best page's.
         look_max: at most this many pages are read in full after the first look.
         workers: threads reading pages (0: the CPU count, at most 8).
@@ -69,6 +72,7 @@ class PagesConfig:
     temperature: float = 0.05
     specific_min: float = 0.8
     margin: float = 0.15
+    lexical: float = 0.3
     look_keep: float = 0.5
     look_max: int = 4
     workers: int = 0
@@ -82,7 +86,8 @@ class PageResult:
         page: the :class:`~arr_coc.documents.Page` (image, original size, label, name).
         grid: (rows, cols) of visual tokens; resized: (W, H) the processor resizes it to.
         keep (torch.LongTensor of shape (k,)): kept token indices r * cols + c, ascending (empty: nothing kept).
-        relevance: the page's match to the question in [0, 1] (its best text-prior cell), or None if not read.
+        relevance: the page's match to the question (its best text-prior cell + ``lexical`` x its share of the
+            question's words), or None if not read.
         read: ``"text"`` (OCR + matching), ``"texture"`` (pixels only) or ``"skipped"`` (no scores were needed).
         allocation: the page's own ``Allocation`` (its scores, maps, OCR boxes), or None when skipped.
     """
@@ -200,6 +205,23 @@ def _words(text: str) -> set[str]:
     return {w for w in _WORD.findall(text.lower()) if len(w) > 1 and (w not in _STOP or w in keys)}
 
 
+def word_scores(texts: Sequence[str | None], query: str) -> list[float]:
+    """Each page's IDF-weighted share of the question's content words found in its text, in [0, 1] (IDF over these
+    pages: a word on every page counts little). 0 for every page when the question has no content word.
+
+    Example:
+        >>> [round(v, 2) for v in word_scores(["total due 42", "weather total", "weather"], "What is the total due?")]
+        [1.0, 0.3, 0.0]
+    """
+    q = _words(query)
+    if not q:
+        return [0.0] * len(texts)
+    bags = [set(_WORD.findall(normalize_text(t).lower())) if t else set() for t in texts]
+    idf = {w: math.log((len(texts) + 1) / (0.5 + sum(w in b for b in bags))) for w in q}
+    total = sum(idf.values()) or 1.0
+    return [sum(idf[w] for w in q if w in b) / total for b in bags]
+
+
 def first_look(texts: Sequence[str | None], query: str, config: PagesConfig = PagesConfig()) -> list[int]:
     """The pages worth reading in full, from their text layers alone (no OCR): 0-based, ascending.
 
@@ -213,10 +235,7 @@ def first_look(texts: Sequence[str | None], query: str, config: PagesConfig = Pa
     blind = [i for i, t in enumerate(texts) if t is None or not t.strip()]
     if not q or len(blind) == n:
         return list(range(n))
-    bags = [_words(t) if t else set() for t in texts]
-    idf = {w: math.log((n + 1) / (0.5 + sum(w in b for b in bags))) for w in q}
-    total = sum(idf.values()) or 1.0
-    scores = [sum(idf[w] for w in q if w in b) / total for b in bags]
+    scores = word_scores(texts, query)
     best = max(scores)
     if best <= 0:
         return list(range(n))
@@ -232,6 +251,18 @@ def stands_out(relevance: dict[int, float], config: PagesConfig = PagesConfig())
     values = sorted(relevance.values())
     best = values[-1]
     return best >= config.specific_min or best - float(np.median(values)) >= config.margin
+
+
+def page_relevances(
+    allocations: dict[int, Allocation], query: str, config: PagesConfig = PagesConfig()
+) -> dict[int, float]:
+    """Each read page's match to the question: its best text-prior cell (:func:`page_relevance`) plus ``lexical``
+    times its share of the question's rarer words in its OCR text (:func:`word_scores` over the read pages), which
+    breaks the ties of the text prior (a key word that several pages print)."""
+    at = sorted(allocations)
+    texts = [" ".join(str(getattr(b, "text", "")) for b in allocations[i].text_boxes) for i in at]
+    words = word_scores(texts, query) if config.lexical else [0.0] * len(at)
+    return {i: page_relevance(allocations[i]) + config.lexical * w for i, w in zip(at, words, strict=True)}
 
 
 def page_relevance(allocation: Allocation) -> float:
@@ -432,12 +463,12 @@ def allocate_pages(
             allocs[i], reads[i] = a, a.mode
 
     read_all(likely, mode)
-    relevance = {i: page_relevance(a) for i, a in allocs.items()}
+    relevance = page_relevances(allocs, text, config)
     best = max(relevance.values(), default=0.0)
     specific = mode == "text" and not vague_query and stands_out(relevance, config)
     if not specific and len(likely) < n and mode == "text":  # the look chose pages but none matched: read them all
         read_all(range(n), mode)
-        relevance = {i: page_relevance(a) for i, a in allocs.items()}
+        relevance = page_relevances(allocs, text, config)
         best = max(relevance.values(), default=0.0)
         specific = stands_out(relevance, config)
     t3 = time.perf_counter()
