@@ -211,7 +211,7 @@ def word_scores(texts: Sequence[str | None], query: str) -> list[float]:
 
     Example:
         >>> [round(v, 2) for v in word_scores(["total due 42", "weather total", "weather"], "What is the total due?")]
-        [1.0, 0.3, 0.0]
+        [1.0, 0.32, 0.0]
     """
     q = _words(query)
     if not q:
