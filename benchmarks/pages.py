@@ -239,7 +239,8 @@ def time_table(pdf: str, log) -> tuple[list[str], dict]:
         log(f"  {case}: {results[case]}")
     one = results["one_page"]["first"]
     lines = [
-        "| case | first question (ms) | x one page | second question (ms) | pages OCR-read (first / second) |",
+        "| case | first question (ms) | x one page | second question (ms) "
+        "| pages read by the text path (first / second) |",
         "|---|---:|---:|---:|---|",
         f"| one page (page 9 alone) | {one:.0f} | 1.0 | - | 9 |",
     ]
@@ -249,12 +250,14 @@ def time_table(pdf: str, log) -> tuple[list[str], dict]:
         ("twenty_scan", "20 pages as a scan (no text layer: every page read, in threads)"),
     ):
         r = results[case]
-        pages = f"{r.get('first_read_pages', 'all')} / {r.get('second_read_pages', 'all')}"
+        read = [r.get(k, "all") for k in ("first_read_pages", "second_read_pages")]
+        pages = " / ".join("all 20" if v == "all" or len(v) == 20 else ", ".join(map(str, v)) for v in read)
         lines.append(f"| {label} | {r['first']:.0f} | {r['first'] / one:.1f} | {r['second']:.0f} | {pages} |")
     t = results["twenty"]
     lines.append("")
     lines.append(
-        f"20 pages, first look: rendering the 20 pages took {t['render']:.0f} ms of the first question; the same first "
+        f"20 pages, first look: opening the PDF and reading its pages' sizes and text layers took {t['render']:.0f} "
+        "ms of the first question; the same first "
         f"question again {t['same_again']:.0f} ms; the second question again {t['second_again']:.0f} ms "
         "(its page now cached)."
     )
