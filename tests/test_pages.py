@@ -164,3 +164,11 @@ def test_printed_keys_in_capitals_are_content_words():
     assert _words("What is written next to TO?") == {"to"}
     assert _words("What is this document about?") == set()
     assert _words("How much must be paid?") == {"much", "must", "paid"}
+
+
+def test_adaptive_and_floor_options():
+    pages = _pages(3)
+    doc = allocate_pages(pages, "", budget="adaptive", mode="texture")
+    assert 1 <= doc.budget == doc.requested <= sum(p.n_tokens for p in doc.pages)
+    floored = allocate_pages(pages, "", budget=30, mode="texture", floor=4)
+    assert all(p.budget >= 4 for p in floored.pages) and floored.budget == 30
