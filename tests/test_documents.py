@@ -105,3 +105,14 @@ def test_document_fields_of_a_batch_line(tmp_path):
     for bad in ({"pdf": "a.pdf", "images": ["b.png"]}, {"images": []}, {"pdf": 3}, {"pdf": "a.pdf", "pages": [1]}):
         with pytest.raises(ValueError):
             document_fields(bad, tmp_path)
+
+
+def test_close_document_keeps_rendered_pages(tmp_path):
+    from arr_coc.documents import close_document
+
+    pages = load_pdf(make_pdf([["a"], ["b"]]), target_pixels=50_000)
+    first = pages[0].image
+    close_document(pages)
+    assert pages[0].image is first
+    with pytest.raises(ValueError, match="never rendered and its PDF is closed"):
+        pages[1].image  # noqa: B018

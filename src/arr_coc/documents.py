@@ -68,6 +68,7 @@ class Page:
     text: str | None = None
     pixels: Image.Image | None = field(default=None, repr=False)
     render: Callable[[], Image.Image] | None = field(default=None, repr=False)
+    handle: Any = field(default=None, repr=False)  # the open PDF a page not yet rendered renders from
 
     @property
     def image(self) -> Image.Image:
@@ -75,13 +76,28 @@ class Page:
         if self.pixels is None:
             with _RENDER_LOCK:
                 if self.pixels is None:
-                    assert self.render is not None
+                    if self.render is None:
+                        raise ValueError(
+                            f"page {self.name} was never rendered and its PDF is closed; load the PDF with "
+                            "arr_coc.documents.load_document and pass its pages to keep it open"
+                        )
                     self.pixels = self.render()
         return self.pixels
 
     @property
     def rendered(self) -> bool:
         return self.pixels is not None
+
+
+def close_document(pages: Sequence[Page]) -> None:
+    """Close the PDF behind ``pages`` (pages not yet rendered can then no longer render); nothing for images."""
+    with _RENDER_LOCK:
+        for handle in {id(p.handle): p.handle for p in pages if p.handle is not None}.values():
+            handle.close()
+        for p in pages:
+            if p.pixels is None:
+                p.render = None
+            p.handle = None
 
 
 def is_pdf(source: Any) -> bool:
@@ -221,7 +237,8 @@ def load_pdf(
             finally:
                 page.close()
             size = (math.ceil(w * scale), math.ceil(h * scale))  # what PDFium renders
-            out.append(Page(size, "page", i + 1, text, render=functools.partial(_render, pdf, i, scale, size, what)))
+            render = functools.partial(_render, pdf, i, scale, size, what)
+            out.append(Page(size, "page", i + 1, text, render=render, handle=pdf))
         return out
     except BaseException:
         pdf.close()
@@ -290,6 +307,7 @@ __all__ = [
     "MAX_DOCUMENT_PIXELS",
     "MAX_PAGES",
     "Page",
+    "close_document",
     "document_fields",
     "is_pdf",
     "load_document",

@@ -44,7 +44,7 @@ import numpy as np
 import torch
 
 from .attending import Budget, TokenBudget, WordUnits, select
-from .documents import Page, load_document
+from .documents import Page, close_document, load_document
 from .grid import GridSpec
 from .query import normalize_text
 from .realizing import Allocation, Realizer, allocate, default_realizer, query_notes, resolve_mode
@@ -478,6 +478,8 @@ def allocate_pages(
         read_all(range(n), "texture")  # every page keeps cells: the pages not read get their texture scores
     keeps = decide_pages([allocs.get(i) for i in range(n)], relevance, specific, k, floor, config.temperature)
     t4 = time.perf_counter()
+    if not all(isinstance(p, Page) for p in (document if isinstance(document, (list, tuple)) else [None])):
+        close_document(doc)  # a PDF this call opened: closed now (the pages it rendered keep their pixels)
     results = [
         PageResult(
             doc[i],
