@@ -198,7 +198,7 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=ALLOCATE_EXAMPLES,
         formatter_class=_HelpFormatter,
     )
-    a.add_argument("image", nargs="?", help="image file (or use --batch)")
+    a.add_argument("image", nargs="?", help="image file or PDF (or use --batch)")
     a.add_argument(
         "--query",
         "-q",
@@ -224,6 +224,17 @@ def build_parser() -> argparse.ArgumentParser:
         "--overwrite",
         action="store_true",
         help="with --batch: start --out afresh instead of resuming it (needed when the options changed)",
+    )
+    a.add_argument(
+        "--pages",
+        default=None,
+        help="a PDF's pages, 1-based (3-10, 1,4,7-9); a PDF is one document: --budget is a count over all its pages "
+        "or a fraction of all their tokens (arr_coc.pages)",
+    )
+    a.add_argument(
+        "--floor",
+        default="auto",
+        help="with a PDF: tokens every page keeps (auto: none when some page matches the question, else an even split)",
     )
     a.add_argument(
         "--relevance",
@@ -400,6 +411,10 @@ def _allocate(args: argparse.Namespace) -> int:
         return _allocate_batch(args)
     if not args.image:
         raise ValueError("give an IMAGE, or --batch IN.jsonl --out OUT.jsonl")
+    from .documents import is_pdf
+
+    if is_pdf(args.image) or args.pages is not None:
+        return _allocate_document(args)
     if args.query is None:
         raise ValueError(
             'give the question with --query TEXT (--query "" is allowed: the allocation is then query-blind)'
@@ -434,6 +449,46 @@ def _allocate(args: argparse.Namespace) -> int:
 
         save_heatmap(args.heatmap, args.image, alloc.scores, alloc.keep, alloc.query)
         print(f"wrote {args.heatmap}")
+    return 0
+
+
+def _floor(text: str) -> int | str:
+    if str(text) == "auto":
+        return "auto"
+    if not str(text).isdigit():
+        raise ValueError(f"--floor must be 'auto' or a token count >= 0, got {text!r}")
+    return int(text)
+
+
+def _document(args: argparse.Namespace, source, pages, query: str, budget, realizer):
+    """One document's ``DocumentAllocation`` with the CLI's options (``arr_coc.pages.allocate_pages``)."""
+    from .pages import allocate_pages
+
+    return allocate_pages(
+        source, query, budget, family=args.family, min_pixels=args.min_pixels, max_pixels=args.max_pixels,
+        mode=args.mode, pages=pages, floor=_floor(args.floor), realizer=realizer,
+    )  # fmt: skip
+
+
+def _allocate_document(args: argparse.Namespace) -> int:
+    """``arr-coc allocate report.pdf --query ... --budget ...``: one budget over the document's pages."""
+    if args.query is None:
+        raise ValueError('give the question with --query TEXT (--query "" is allowed: the budget is split evenly)')
+    if args.heatmap:
+        raise ValueError("--heatmap draws one image; for a document use --json (each page's kept cells)")
+    doc = _document(args, args.image, args.pages, args.query, args.budget, load_relevance(args.relevance))
+    shares = ", ".join(f"{p.page.name}:{p.budget}" for p in doc.pages if p.budget)
+    print(
+        f"{args.image}: {len(doc.pages)} pages, {doc.n_tokens} -> {doc.budget} visual tokens "
+        f"({100 * doc.budget / doc.n_tokens:.2f}%), mode {doc.mode}, {doc.timings_ms['total']:.0f} ms; "
+        f"tokens by page: {shares}"
+    )
+    for note in doc.notes:
+        print(f"note: {note}", file=sys.stderr)
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps(doc.to_json(id=Path(args.image).stem)) + "\n")
+        print(f"wrote {args.json}")
     return 0
 
 
@@ -501,6 +556,25 @@ def _batch_options(args: argparse.Namespace) -> dict[str, object]:
         "budget": args.budget,
         "relevance": relevance_fingerprint(args.relevance),
     }
+
+
+def _batch_document(args, item: dict, n: int, root: Path, record_id, seen: dict[str, int], realizer) -> dict:
+    """The output record of a batch line naming a document (``"pdf"`` or ``"images"``)."""
+    from .documents import document_fields
+
+    source, pages = document_fields(item, root)
+    query = item.get("query", "")
+    if not isinstance(query, str):
+        raise ValueError(f'"query" must be a string, got {_json_type(query)} {query!r}')
+    budget = parse_budget(item.get("budget", args.budget))
+    key = str(record_id)
+    if key in seen:
+        raise ValueError(f"duplicate id {record_id!r} (first used on line {seen[key]}); ids must be unique")
+    seen[key] = n
+    doc = _document(args, source, pages, query, budget, realizer)
+    for note in doc.notes:
+        print(f"note: {record_id}: {note}", file=sys.stderr)
+    return doc.to_json(id=record_id)
 
 
 def _allocate_batch(args: argparse.Namespace) -> int:
@@ -599,6 +673,11 @@ def _batch_lines(args, lines, root, done, writer, realizer, allocate, tqdm):
             if key in done and key not in seen:  # written by an earlier run: resumed
                 seen[key] = n
                 skipped += 1
+                continue
+            if "pdf" in item or "images" in item:  # a document: one budget over its pages (arr_coc.pages)
+                record = _batch_document(args, item, n, root, record_id, seen, realizer)
+                allocated += 1
+                writer.write(record)
                 continue
             image, query, budget = batch_fields(item, n, args.budget)
             if key in seen:
