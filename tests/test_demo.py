@@ -137,7 +137,7 @@ def test_app_exposes_the_named_allocate_endpoint():
     endpoint = api["named_endpoints"]["/allocate"]
     assert [p["parameter_name"] for p in endpoint["parameters"]] == ["image", "question", "budget", "family", "mode"]
     assert len(endpoint["returns"]) == 2  # the heatmap and the JSON (the state for the rest of the page is not API)
-    assert set(api["named_endpoints"]) == {"/allocate"}  # the page's other steps are private
+    assert set(api["named_endpoints"]) == {"/allocate", "/allocate_document"}  # the page's other steps are private
 
 
 def test_example_rows_list_only_existing_files(tmp_path):

@@ -553,6 +553,9 @@ def build_app(app: DemoApp | None = None, examples: list[list[str]] | None = Non
         event.success(app.level_of_detail, [state], [lod, lod_note], api_visibility="private")
         if app.runner is not None:
             event.success(app.answers, [state], [answers], api_visibility="private")
+        from .demo_pages import document_section  # documents: a strip of pages, one budget (issue 39)
+
+        document_section(app.realizer)
     return blocks
 
 

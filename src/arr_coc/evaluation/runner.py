@@ -821,10 +821,17 @@ def _progress(total: int, enabled: bool, name: str) -> Any:
 def add_eval_arguments(p: argparse.ArgumentParser) -> None:
     """The ``arr-coc eval`` options (used by ``arr_coc.cli``)."""
     from .allocators import ALLOCATORS
+    from .multipage import PAGE_TASKS
     from .tasks import TASKS
 
-    p.add_argument("--model", required=True, help="local folder or cached hub id of a Qwen2/2.5/3-VL checkpoint")
-    p.add_argument("--task", required=True, choices=list(TASKS), help="benchmark (prompt, settings, metric)")
+    p.add_argument("--model", help="local folder or cached hub id of a Qwen2/2.5/3-VL checkpoint (single-page tasks)")
+    p.add_argument(
+        "--task",
+        required=True,
+        choices=[*TASKS, *PAGE_TASKS],
+        help="benchmark (prompt, settings, metric); mpdocvqa, slidevqa, pages, docgen-pages: multi-page documents "
+        "through the document decision, no model (arr_coc.evaluation.multipage)",
+    )
     p.add_argument("--data", type=Path, help="saved dataset folder, parquet file(s) or JSONL (not for docgen)")
     p.add_argument(
         "--out",
@@ -886,6 +893,13 @@ def eval_main(args: argparse.Namespace) -> int:
 
     Returns 0 (bad samples are in the files), or 1 when no sample could be read (an empty table is no result).
     """
+    from .multipage import PAGE_TASKS, pages_eval_main
+
+    if args.task in PAGE_TASKS:
+        return pages_eval_main(args)
+    if not args.model:
+        print(f"arr-coc: error: --task {args.task} needs --model (see arr-coc eval --help)", file=sys.stderr)
+        return 2
     cfg = EvalConfig(
         model=args.model,
         task=args.task,
