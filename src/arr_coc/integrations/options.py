@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from arr_coc.attending import Budget, TokenBudget
 
-from .base import FamilyAdapter, Scorer, cosine_scorer, resolve_scorer
+from .base import FamilyAdapter, Scorer, cosine_scorer, default_scorer, resolve_scorer
 from .detail import MIN_THUMBNAIL_TOKENS, parse_detail
 from .qwen3_vl import check_tiers
 
@@ -46,6 +46,12 @@ class CompressOptions:
         foveate: decide before the vision tower and encode only the kept tokens' patches.
         detail: None (drop), ``"thumbnail"`` or ``"mixed"`` (level of detail; always foveated; images only).
         scorer_config: anything, for a custom scorer (``ImageContext.scorer_config``); the default scorer ignores it.
+        path: how the tokens are chosen, declared when the options are built, never guessed from the scorer's
+            identity: ``"decide"`` (``scorer="auto"``: :meth:`Realizer.decide` over each modality's items at once)
+            or ``"per_item"`` (a callable scorer, ``"cosine"`` too: the scorer on each item's ``ImageContext``, then
+            :meth:`Realizer.choose`). A wrapped default scorer (a timer around ``resolve_scorer("auto")``) is a
+            callable, so it takes ``"per_item"`` (the same tokens, item by item); ``path="decide"`` with any scorer
+            but the default one is refused.
     """
 
     budget: TokenBudget | tuple[TokenBudget, ...] = TokenBudget("adaptive")
@@ -60,6 +66,16 @@ class CompressOptions:
     foveate: bool = False
     detail: str | None = None
     scorer_config: Any = None
+    path: str = "decide"
+
+    def __post_init__(self) -> None:
+        if self.path not in PATHS:
+            raise ValueError(f"path must be one of {', '.join(map(repr, PATHS))}, got {self.path!r}")
+        if self.path == "decide" and self.scorer is not default_scorer:
+            raise ValueError(
+                "path='decide' decides with the realizer (Realizer.decide) and calls no scorer, so it only goes with "
+                "scorer='auto'; a custom or wrapped scorer takes path='per_item'"
+            )
 
     @property
     def foveated(self) -> bool:
@@ -95,12 +111,15 @@ class CompressOptions:
         detail: str | None = None,
         text_options: dict[str, Any] | None = None,
         adapter: FamilyAdapter | None = None,
+        path: str | None = None,
     ) -> CompressOptions:
         """The options of ``compress``'s keywords (documented there), each checked once.
 
         A ``scorer_config`` dict's ``"text_prior"``, ``"realizer"`` and ``"text_options"`` entries (the keys the
         default scorer once read from it) become the typed fields; the rest stays for a custom scorer.
         ``adapter``: the model's family (``deepstack_tiers`` is refused for a family without DeepStack).
+        ``path``: None declares it from ``scorer`` as written: a name (``"auto"``, ``"realizing"``, None) is
+        ``"decide"``, ``"cosine"`` and every callable ``"per_item"`` (see :attr:`path`).
 
         Raises:
             ValueError: one message naming the bad value and what is allowed.
@@ -163,7 +182,23 @@ class CompressOptions:
             foveate=foveate,
             detail=detail,
             scorer_config=scorer_config,
+            path=path if path is not None else declared_path(scorer),
         )
+
+
+PATHS = ("decide", "per_item")
+
+
+def declared_path(scorer: str | Scorer | None) -> str:
+    """The decision path ``scorer=`` declares, by what was written, not by the identity of what it resolves to: the
+    default scorer BY NAME (``"auto"``, ``"realizing"``, None) decides with :meth:`Realizer.decide`; any callable
+    (the default one wrapped in a timer included) is called per item. The default scorer passed as the function
+    itself is the default scorer named (``default_scorer``)."""
+    if scorer is None or isinstance(scorer, str) and scorer in ("auto", "realizing"):
+        return "decide"
+    if scorer is default_scorer:
+        return "decide"
+    return "per_item"
 
 
 def normalisation(image_processor: Any) -> tuple[tuple[float, ...] | None, tuple[float, ...] | None]:
