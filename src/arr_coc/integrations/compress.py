@@ -1,28 +1,31 @@
-"""``arr_coc.compress``: drop-in visual-token pruning for Qwen-VL models, as a wrapper (never a patch).
+"""``arr_coc.compress``: drop-in visual-token pruning for vision-language models, as a wrapper (never a patch).
 
 ``cm = compress(model, budget=0.25)`` returns a :class:`CompressedModel`. ``cm(**inputs)`` and
 ``cm.generate(**inputs, **gen_kwargs)`` take exactly what the model's processor returns and return what the model
 returns; every other attribute (``cm.config``, ``cm.device``, ...) is the model's. Nothing of ``transformers`` is
 patched and nothing is assigned onto the model or its modules: the unwrapped model keeps working unchanged.
 
-What a call does, for a batch that holds images or videos (the pure steps are in :mod:`.sequence`):
+Every family goes through the same steps (:meth:`CompressedModel._plan`, one method a step); what a family decides
+is asked of its adapter (:mod:`.contract`; the Qwen line's: :mod:`.qwen_common`), and the pure bookkeeping is in
+:mod:`.sequence`:
 
-1. locates every image / video in the prompt and its question (``locate_items``, ``turn_query_ids``);
-2. computes the M-RoPE positions of the FULL, unpruned sequence with the model's own ``get_rope_index``;
-3. runs the vision tower once on the full pixels (``get_image_features`` / ``get_video_features``), unless foveated;
-4. decides which merged tokens of each item to keep: :meth:`arr_coc.realizing.Realizer.decide` (the default scorer:
-   relevance, the budget resolved with the realizer's config, words whole, the level-of-detail split), or a custom
-   scorer's scores and :meth:`~arr_coc.realizing.Realizer.choose`;
-5. foveated (``foveate=True`` or ``detail=...``): runs the tower only on the kept tokens' patches
-   (:mod:`.foveation`; level of detail first adds the coarse view, :mod:`.detail`);
-6. drops the other placeholder tokens from ``input_ids`` (each sample shrinks by its own amount; rows are re-padded
-   and ``attention_mask`` rebuilt), gathers the full positions at the kept columns (``kept_columns``, ``repack``),
-   and calls the model with the pruned ``mm_encoder_outputs`` and explicit ``position_ids``.
+1. **find items**: split the family's visual inputs from the call, read the prompt to the host, locate every image /
+   video and its question, and the model's own positions of the FULL, unpruned sequence (:meth:`Adapter.positions`);
+2. **encode**: the vision tower once on the full pixels, unless foveated;
+3. **decide** which tokens of each item to keep, by the path the options declare: :meth:`Realizer.decide` on the
+   items' frames (``scorer="auto"``: relevance, the budget resolved with the realizer's config, words whole, the
+   level-of-detail split), or a custom scorer's scores per item and :meth:`~arr_coc.realizing.Realizer.choose`;
+4. **level of detail** (``detail=...``) prepares the inputs: the coarse view joins the pixels, thumbnails the prompt;
+5. **encode the kept tokens**: foveated, the tower only on the kept tokens' patches (:mod:`.foveation`); otherwise
+   the kept rows of the whole tower's output;
+6. **repack and build the inputs**: drop the other placeholder tokens (each sample shrinks by its own amount; rows
+   are re-padded and ``attention_mask`` rebuilt), gather the full positions at the kept columns, and let the adapter
+   build the model's inputs (the pruned encoder outputs and explicit ``position_ids``).
 
-So kept tokens keep their original (t, h, w) positions, text after an image keeps its positions, and decoding
-continues at max position + 1 of the UNPRUNED sequence: ``generate`` gets the family's generation positions (Qwen-VL:
-a text row above the 3 M-RoPE rows) and extends them by one per new token; a hand-written cached decoding loop
-through ``cm(...)`` gets positions from :attr:`CompressedModel.rope_deltas`.
+So kept tokens keep their original positions, text after an image keeps its positions, and decoding continues at
+max position + 1 of the UNPRUNED sequence: ``generate`` gets the family's generation positions (its
+:class:`~arr_coc.integrations.contract.PositionLayout`) and extends them by one per new token; a hand-written cached
+decoding loop through ``cm(...)`` gets positions from :attr:`CompressedModel.rope_deltas`.
 
 Example:
     >>> cm = compress(model, budget=0.25, processor=processor)  # doctest: +SKIP
@@ -34,7 +37,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -45,16 +48,15 @@ from arr_coc.deciding import Choice, allocate_tokens  # noqa: F401  (allocate_to
 from arr_coc.families import check_transformers, load_object, match_model, supported_classes
 from arr_coc.tensors import joined
 
-from .base import EncodedVisual, FamilyAdapter, ImageContext, Scorer, VisualAllocation
+from .base import EncodedVisual, ImageContext, Scorer, VisualAllocation
+from .contract import Adapter, Positions, Visual, VisualInputs
 from .options import CompressOptions, normalisation
-from .qwen3_vl import tier_levels
 from .sequence import (
     HostPrompt,
     PrunedInputs,
     VisualItem,
     check_inputs,
     kept_columns,
-    locate,
     padding_side,
     past_length,
     questions,
@@ -65,9 +67,6 @@ from .sequence import (
 )
 
 SUPPORTED_CLASSES: tuple[str, ...] = supported_classes()  # the built-in families' classes (arr_coc.families)
-generation_position_ids = FamilyAdapter.generation_position_ids  # Qwen-VL's 4-row generate positions (the adapter's)
-
-Visual = dict[str, tuple[torch.Tensor | None, torch.Tensor | None]]  # kind -> (pixel rows, grid_thw)
 
 
 @dataclass
@@ -77,36 +76,38 @@ class Batch:
 
     Attributes:
         input_ids (torch.LongTensor of shape (batch_size, sequence_length)): the prompt, on the device.
-        attention_mask, mm_token_type_ids, labels (torch.Tensor of shape (batch_size, sequence_length) or None).
-        visual: per modality, (pixel rows, the items' grids), as the family's processor gave them.
-        extras: the family's other inputs its positions read.
+        attention_mask, labels (torch.Tensor of shape (batch_size, sequence_length) or None).
+        types: the per-token modality types the family's model reads (:meth:`Adapter.token_types`), or None.
+        inputs: the family's visual inputs (:meth:`Adapter.split_inputs`).
         kwargs: the caller's other keyword arguments (passed on to the model).
-        ids: the special token ids (:meth:`FamilyAdapter.special_ids`).
+        ids: the special token ids (:meth:`Adapter.special_ids`).
         prompt: the prompt's integers on the host (one read).
         items: every visual item of the batch, located in the prompt.
         original_ids: the caller's ``input_ids``.
         budgets: one budget per sample.
-        positions (torch.LongTensor of shape (P, batch_size, sequence_length)): the model's positions of the full
-            sequence; ``deltas`` (batch_size, 1): next position minus real length.
+        positions: the model's own positions of the full sequence (:meth:`Adapter.positions`).
         origin (torch.LongTensor of shape (batch_size, sequence_length) or None): with thumbnails, the caller's column
             of each column of the longer prompt (-1 on a thumbnail).
     """
 
     input_ids: torch.Tensor
     attention_mask: torch.Tensor | None
-    mm_token_type_ids: torch.Tensor | None
+    types: torch.Tensor | None
     labels: torch.Tensor | None
-    visual: Visual
-    extras: dict[str, Any]
+    inputs: VisualInputs
     kwargs: dict[str, Any]
     ids: dict[str, int]
     prompt: HostPrompt
     items: list[VisualItem]
     original_ids: torch.Tensor
     budgets: list[TokenBudget]
-    positions: torch.Tensor = field(default_factory=lambda: torch.zeros(0))
-    deltas: torch.Tensor = field(default_factory=lambda: torch.zeros(0))
+    positions: Positions | None = None
     origin: torch.Tensor | None = None
+
+    @property
+    def visual(self) -> Visual:
+        """Per modality, (pixels, the items' grids)."""
+        return self.inputs.visual
 
 
 @dataclass
@@ -154,7 +155,7 @@ class KeptFeatures:
     flat: dict[str, np.ndarray | None]
 
 
-def find_adapter(model: Any) -> FamilyAdapter:
+def find_adapter(model: Any) -> Adapter:
     """The adapter for ``model``'s class, from the family registry (:mod:`arr_coc.families`), after checking that
     the installed ``transformers`` is one the family gives exact answers with.
 
@@ -174,7 +175,7 @@ def find_adapter(model: Any) -> FamilyAdapter:
 
 
 class CompressedModel:
-    """A Qwen-VL ``...ForConditionalGeneration`` model that keeps only the relevant visual tokens.
+    """A ``...ForConditionalGeneration`` model of a registered family that keeps only the relevant visual tokens.
 
     Built by :func:`compress`. Calls take the processor's outputs and return the model's outputs:
 
@@ -201,7 +202,7 @@ class CompressedModel:
     def __init__(
         self,
         model: Any,
-        adapter: FamilyAdapter,
+        adapter: Adapter,
         options: CompressOptions,
         tokenizer: Any = None,
         image_mean: tuple[float, ...] | None = None,
@@ -261,8 +262,8 @@ class CompressedModel:
 
         Args:
             input_ids (torch.LongTensor of shape (batch_size, sequence_length)): as the processor returns it.
-            **kwargs: ``attention_mask``, ``pixel_values``, ``image_grid_thw``, ``pixel_values_videos``,
-                ``video_grid_thw``, ``mm_token_type_ids``, ``second_per_grid_ts``, ``labels`` (pruned alongside),
+            **kwargs: ``attention_mask``, the family's visual inputs (pixels and grids, as its processor returns
+                them: the adapter's ``input_names``), ``labels`` (pruned alongside),
                 ``past_key_values``, ``use_cache``, ... (passed on).
 
         Returns:
@@ -319,7 +320,7 @@ class CompressedModel:
         else:
             text = torch.arange(past, past + n_new, device=input_ids.device).expand(input_ids.shape[0], -1)
         pos = text + self.rope_deltas.to(text.device)  # (B, n_new)
-        return {**kwargs, "position_ids": self.adapter.decode_position_ids(pos)}  # (3, B, n_new) for Qwen-VL
+        return {**kwargs, "position_ids": self.adapter.decode_position_ids(pos)}  # the family's layout
 
     def _encode(self, visual: Visual) -> dict[str, EncodedVisual]:
         """The vision-tower seam: the tower + merger once per modality on the full pixels (``{kind: EncodedVisual}``
@@ -361,49 +362,40 @@ class CompressedModel:
         return self._build_inputs(batch, kept, features, generation), batch.original_ids
 
     def _find_items(self, input_ids: torch.Tensor | None, kwargs: dict[str, Any]) -> Batch | None:
-        """Step 1: check the call, split off what ``compress`` computes itself, read the prompt to the host in one
-        copy (host sync 1), locate every visual item, and the model's own positions of the full sequence. None when
-        the call holds nothing to prune."""
-        if not check_inputs(input_ids, kwargs, self.adapter.token_ids(self.model)):
+        """Step 1: check the call, split off the family's visual inputs (and what ``compress`` computes itself), read
+        the prompt to the host in one copy (host sync 1), locate every visual item, and the model's own positions of
+        the full sequence. None when the call holds nothing to prune."""
+        names = self.adapter.input_names
+        if not check_inputs(input_ids, kwargs, self.adapter.token_ids(self.model), names):
             return None
         assert input_ids is not None
         original_ids, kwargs = input_ids, dict(kwargs)
-        mask, mm_types, labels = (kwargs.pop(k, None) for k in ("attention_mask", "mm_token_type_ids", "labels"))
-        visual: Visual = {
-            "image": (kwargs.pop("pixel_values", None), kwargs.pop("image_grid_thw", None)),
-            "video": (kwargs.pop("pixel_values_videos", None), kwargs.pop("video_grid_thw", None)),
-        }
-        extras = {"second_per_grid_ts": kwargs.pop("second_per_grid_ts", None)}
+        mask, types, labels = (kwargs.pop(k, None) for k in ("attention_mask", "mm_token_type_ids", "labels"))
+        inputs = self.adapter.split_inputs(kwargs)
         if mask is not None and mask.shape != input_ids.shape:
             raise ValueError(f"attention_mask has shape {tuple(mask.shape)}, input_ids {tuple(input_ids.shape)}")
-        if mm_types is not None and mm_types.shape != input_ids.shape:
-            raise ValueError(f"mm_token_type_ids has shape {tuple(mm_types.shape)}, input_ids {tuple(input_ids.shape)}")
+        if types is not None and types.shape != input_ids.shape:
+            raise ValueError(f"mm_token_type_ids has shape {tuple(types.shape)}, input_ids {tuple(input_ids.shape)}")
         ids = self.adapter.special_ids(self.model, self.tokenizer)
-        for kind in ("image", "video"):
-            grid = visual[kind][1]
-            if grid is not None and grid.dim() != 2:
-                raise ValueError(f"{kind}_grid_thw must have shape (num_{kind}s, 3), got {tuple(grid.shape)}")
-        grids = {k: g for k, (px, g) in visual.items() if px is not None}
-        prompt = read_prompt(input_ids, mask, mm_types, grids)  # host sync 1
+        grids = {k: g for k, (px, g) in inputs.visual.items() if px is not None}
+        prompt = read_prompt(input_ids, mask, types, grids)  # host sync 1
         if prompt.mm_token_type_ids is None:
-            prompt.mm_token_type_ids = self.adapter.mm_token_type_ids(prompt.input_ids, ids)
-        _, merge, _ = self.adapter.geometry(self.model)
-        host_visual = {k: (px, prompt.grids.get(k)) for k, (px, _) in visual.items()}
-        items = locate(prompt.input_ids, prompt.attention_mask, host_visual, ids, merge)
-        if mm_types is None:
-            mm_types = self.adapter.mm_token_type_ids(input_ids, ids)  # (B, L) on the device, for the model's positions
+            prompt.mm_token_type_ids = self.adapter.token_types(prompt.input_ids, ids)
+        items = self.adapter.locate(prompt, inputs.visual, ids, self.model)
+        if types is None:
+            types = self.adapter.token_types(input_ids, ids)  # (B, L) on the device, for the model's positions
         batch = Batch(
-            input_ids=input_ids, attention_mask=mask, mm_token_type_ids=mm_types, labels=labels, visual=visual,
-            extras=extras, kwargs=kwargs, ids=ids, prompt=prompt, items=items, original_ids=original_ids,
+            input_ids=input_ids, attention_mask=mask, types=types, labels=labels, inputs=inputs, kwargs=kwargs,
+            ids=ids, prompt=prompt, items=items, original_ids=original_ids,
             budgets=self.options.budgets(input_ids.shape[0]),
         )  # fmt: skip
         return self._position(batch)
 
     def _position(self, batch: Batch) -> Batch:
-        """The model's own positions of ``batch``'s full sequence: (P, B, L) and the deltas (B, 1)."""
-        grids = (batch.visual["image"][1], batch.visual["video"][1])
-        batch.positions, batch.deltas = self.adapter.rope_index(
-            self.model, batch.input_ids, batch.mm_token_type_ids, *grids, batch.attention_mask, batch.extras
+        """The model's own positions of ``batch``'s full sequence (:class:`~arr_coc.integrations.contract.Positions`:
+        P rows, the deltas, the family's layout)."""
+        batch.positions = self.adapter.positions(
+            self.model, batch.input_ids, batch.attention_mask, batch.types, batch.inputs
         )
         return batch
 
@@ -422,14 +414,17 @@ class CompressedModel:
         o, items, visual = self.options, batch.items, batch.visual
         _, merge, _ = self.adapter.geometry(self.model)
         prompt = batch.prompt
-        asked = questions(items, prompt.input_ids, prompt.attention_mask, o.query, batch.ids, self.tokenizer)
+        asked = questions(
+            items, prompt.input_ids, prompt.attention_mask, o.query, batch.ids, self.tokenizer,
+            self.adapter.question_ids,
+        )  # fmt: skip
         distinct = list(dict.fromkeys(tuple(q) for q, _ in asked))  # each distinct question once
         by_realizer = o.path == "decide"
-        groups = _grid_groups(items) if by_realizer else {}  # (kind, grid_thw) -> item indices
-        rows = {key: _patch_rows(items, members) for key, members in groups.items()}  # None: a contiguous run
+        plan = self.adapter.frame_plan(items) if by_realizer else ({}, {})  # how the frames are batched
         arrays = [np.asarray(q, dtype=np.int64) for q in distinct]
-        arrays += [r for r in rows.values() if r is not None]
-        sent = iter(upload(arrays, batch.positions.device)) if arrays else iter(())  # the one host-to-device copy
+        arrays += [r for r in plan[1].values() if r is not None]
+        device = batch.input_ids.device if batch.positions is None else batch.positions.ids.device
+        sent = iter(upload(arrays, device)) if arrays else iter(())  # the one host-to-device copy
         q_of = {q: next(sent) for q in distinct}  # each (Q,)
         embed = self.model.get_input_embeddings()
         with torch.no_grad():
@@ -442,7 +437,7 @@ class CompressedModel:
         asks = [
             Question(q_of[tuple(q)], by_text[tuple(q)], text) for q, text in asked
         ]  # each item's question: ids (Q,), embeddings (Q, D) or None, text
-        pixels = [visual[it.kind][0][it.patch_start : it.patch_start + it.n_patches] for it in items]  # type: ignore[index]
+        pixels = [self.adapter.item_pixels(visual, it) for it in items]
         feats = [encoded[it.kind].features[it.index].detach() if encoded else None for it in items]  # (N, D) or None
         n = [math.prod(it.merged_grid(merge)) for it in items]
         redund = [
@@ -451,40 +446,21 @@ class CompressedModel:
         ]  # near-duplicates by the tower's features, or (foveated) by the tokens' pixels
         per_item = PerItem(asks, pixels, feats, n, redund)
         if by_realizer:
-            return self._decide_by_realizer(batch, per_item, groups, rows, sent)
+            return self._decide_by_realizer(batch, per_item, plan, sent)
         return self._decide_per_item(batch, per_item)
 
     def _decide_by_realizer(
         self,
         batch: Batch,
         per: PerItem,
-        groups: dict[tuple[str, tuple[int, int, int]], list[int]],
-        rows: dict[tuple[str, tuple[int, int, int]], np.ndarray | None],
+        plan: tuple[dict[Any, list[int]], dict[Any, np.ndarray | None]],
         sent: Any,
     ) -> list[tuple[Choice, torch.Tensor]]:
-        """The ``"decide"`` path: every item's frames (one ``frames_from_patches`` per grid), then
-        :meth:`Realizer.decide` once per modality."""
-        from arr_coc.texture import frames_from_patches
-
+        """The ``"decide"`` path: every item's frames (the family's :meth:`Adapter.frames`, batched as its
+        :meth:`Adapter.frame_plan` says), then :meth:`Realizer.decide` once per modality."""
         o, items = self.options, batch.items
-        patch, merge, tps = self.adapter.geometry(self.model)
-        frames: list[torch.Tensor | None] = [None] * len(items)
-        for (kind, thw), members in groups.items():
-            px = batch.visual[kind][0]
-            assert px is not None
-            first = items[members[0]]
-            run = rows[(kind, thw)]
-            block = (
-                px[first.patch_start : first.patch_start + first.n_patches * len(members)]
-                if run is None
-                else (px.index_select(0, next(sent).to(px.device)))
-            )  # (G * t*h*w, D): the group's patch rows, in order
-            t = thw[0]
-            together = frames_from_patches(
-                block, (t * len(members), thw[1], thw[2]), patch, merge, tps, self.image_mean, self.image_std
-            )  # (G * t, 3, H, W): exactly each item's frames, side by side
-            for j, i in enumerate(members):
-                frames[i] = together[j * t : (j + 1) * t]  # (t, 3, H, W)
+        patch, merge, _ = self.adapter.geometry(self.model)
+        frames = self.adapter.frames(self.model, batch.visual, items, plan, sent, self.image_mean, self.image_std)
         grids = [it.merged_grid(merge)[1:] for it in items]
         out: list[Any] = [None] * len(items)
         for kind in ("image", "video"):
@@ -511,12 +487,14 @@ class CompressedModel:
         patch, merge, tps = self.adapter.geometry(self.model)
         out: list[tuple[Choice, torch.Tensor]] = []
         for i, it in enumerate(batch.items):
-            cols = torch.from_numpy(it.cols).to(batch.positions.device)
+            assert batch.positions is not None
+            pos = batch.positions.ids
+            cols = torch.from_numpy(it.cols).to(pos.device)
             ask = per.asks[i]
             ctx = ImageContext(
                 kind=it.kind, sample=it.sample, index=it.index, pixel_values=per.pixels[i], grid_thw=it.grid_thw,
                 merged_grid=it.merged_grid(merge), patch_size=patch, merge_size=merge, temporal_patch_size=tps,
-                token_feats=per.feats[i], positions=batch.positions[:, it.sample, cols], query_ids=ask.ids,
+                token_feats=per.feats[i], positions=pos[:, it.sample, cols], query_ids=ask.ids,
                 query_embeds=ask.embeds, query_text=ask.text, config=self.model.config,
                 scorer_config=o.scorer_config, image_mean=self.image_mean, image_std=self.image_std,
                 realizer=self.realizer, text_prior=bool(o.text_prior and ask.text), text_options=o.text_options,
@@ -539,11 +517,11 @@ class CompressedModel:
         host_keeps, finite = read_decision([c.keep for c, _ in decided], [s for _, s in decided])
         _check_finite(finite, [s.numel() for _, s in decided])
         _, merge, _ = self.adapter.geometry(self.model)
-        n_levels, tiers = self.adapter.n_deepstack_levels(self.model), self.options.deepstack_tiers
+        tiers = self.options.deepstack_tiers
         allocation: list[list[VisualAllocation]] = [[] for _ in range(batch.input_ids.shape[0])]
         levels: list[torch.Tensor | None] = []
         for item, (choice, scores) in zip(batch.items, decided, strict=True):
-            lv = tier_levels(scores[choice.keep], n_levels, tiers) if tiers is not None and n_levels > 0 else None
+            lv = self.adapter.token_levels(scores[choice.keep], self.model, tiers) if tiers is not None else None
             merged = item.merged_grid(merge)
             levels.append(lv)
             allocation[item.sample].append(
@@ -566,7 +544,7 @@ class CompressedModel:
         by_index = {it.index: it for it in items if it.kind == "image"}
         image_px, image_grid = batch.visual["image"]
         px, grid, roles = coarse_view(items, plans, image_px, image_grid, patch, merge, tps)  # type: ignore[arg-type]
-        batch.visual = {**batch.visual, "image": (px, grid)}
+        batch.inputs = VisualInputs({**batch.visual, "image": (px, grid)}, batch.inputs.extras)
         inserts = thumbnail_inserts(prompt.input_ids, items, plans, ids)
         if not inserts:
             return batch, kept
@@ -575,8 +553,8 @@ class CompressedModel:
         layout = thumbnail_layout(
             prompt.input_ids, prompt.attention_mask, prompt.mm_token_type_ids, inserts, ids, int(pad_id or 0)
         )  # the augmented prompt, on the host (no device read)
-        aug = thumbnails_to_device(layout, batch.input_ids, batch.attention_mask, batch.mm_token_type_ids, batch.labels)
-        batch.input_ids, batch.attention_mask, batch.mm_token_type_ids, batch.labels, batch.origin = aug
+        aug = thumbnails_to_device(layout, batch.input_ids, batch.attention_mask, batch.types, batch.labels)
+        batch.input_ids, batch.attention_mask, batch.types, batch.labels, batch.origin = aug
         batch = self._position(batch)
         grid_rows = [
             [1, *plans[i].thumb_grid] if role == "thumb" else list(by_index[i].grid_thw)  # type: ignore[misc]
@@ -586,8 +564,7 @@ class CompressedModel:
             layout[0], layout[1], layout[2], {**prompt.grids, "image": np.asarray(grid_rows, dtype=np.int64)}
         )
         by_item = {(it.kind, it.index): (k, h) for it, k, h in zip(items, kept.keeps, kept.host_keeps, strict=True)}
-        host_visual = {k: (pv, batch.prompt.grids.get(k)) for k, (pv, _) in batch.visual.items()}
-        batch.items = locate(batch.prompt.input_ids, batch.prompt.attention_mask, host_visual, ids, merge)
+        batch.items = self.adapter.locate(batch.prompt, batch.visual, ids, self.model)
         thumb = [it.kind == "image" and roles[it.index][0] == "thumb" for it in batch.items]
         source = [(it.kind, roles[it.index][1] if it.kind == "image" else it.index) for it in batch.items]
         keeps = [
@@ -638,8 +615,9 @@ class CompressedModel:
         side = "left" if generation else padding_side(prompt.attention_mask, self.options.padding_side)
         pad_id = getattr(self.model.config.get_text_config(), "pad_token_id", None)
         to_send = [k for k in feats.kinds if feats.flat.get(k) is not None]
+        assert batch.positions is not None
         packed = repack(
-            prompt.input_ids, prompt.attention_mask, keep_col, batch.positions, batch.deltas, side,
+            prompt.input_ids, prompt.attention_mask, keep_col, batch.positions.ids, batch.positions.deltas, side,
             0 if pad_id is None else int(pad_id), mm_token_type_ids=prompt.mm_token_type_ids, labels=batch.labels,
             always_mask=generation, extra=[feats.flat[k] for k in to_send],  # type: ignore[misc]
         )  # fmt: skip
@@ -676,24 +654,6 @@ def _check_finite(finite: Sequence[bool], sizes: Sequence[int]) -> None:
             )
 
 
-def _grid_groups(items: Sequence[VisualItem]) -> dict[tuple[str, tuple[int, int, int]], list[int]]:
-    """Items of one modality with the same patch grid, in order: ``(kind, grid_thw) -> item indices``."""
-    groups: dict[tuple[str, tuple[int, int, int]], list[int]] = {}
-    for i, it in enumerate(items):
-        groups.setdefault((it.kind, tuple(it.grid_thw)), []).append(i)  # type: ignore[arg-type]
-    return groups
-
-
-def _patch_rows(items: Sequence[VisualItem], members: Sequence[int]) -> np.ndarray | None:
-    """The patch rows of ``members`` (same grid), in order, as one host index; None when they are one contiguous
-    run of rows (a slice, nothing to gather)."""
-    first = items[members[0]]
-    starts = [items[i].patch_start for i in members]
-    if starts == [first.patch_start + j * first.n_patches for j in range(len(members))]:
-        return None
-    return np.concatenate([np.arange(s, s + first.n_patches, dtype=np.int64) for s in starts])
-
-
 def compress(
     model: Any,
     budget: Budget | Sequence[Budget] = "adaptive",
@@ -713,14 +673,13 @@ def compress(
     text_options: dict[str, Any] | None = None,
     options: CompressOptions | None = None,
 ) -> CompressedModel:
-    """Wrap a Qwen-VL model so that only the visual tokens relevant to the question reach the language model.
+    """Wrap a vision-language model so that only the visual tokens relevant to the question reach the language model.
 
     The keywords build one :class:`~arr_coc.integrations.options.CompressOptions` (or pass ``options=``, and the
     option keywords are ignored).
 
     Args:
-        model: a ``Qwen2VLForConditionalGeneration``, ``Qwen2_5_VLForConditionalGeneration``,
-            ``Qwen3VLForConditionalGeneration`` or ``Qwen3VLMoeForConditionalGeneration``.
+        model: a ``...ForConditionalGeneration`` of a registered family (:func:`arr_coc.families.supported_classes`).
         budget: tokens to keep PER IMAGE / VIDEO: an int count, a fraction in (0, 1], ``"adaptive"`` (the realizer's
             tiers; see :mod:`arr_coc.attending`), or a list with one such budget per sample of the batch.
         scorer: ``"auto"`` (the realizer's relevance: texture scorers, query cues, the model's token / question
@@ -730,8 +689,8 @@ def compress(
             holds the image, the default). A string needs ``processor`` or ``tokenizer``.
         processor, tokenizer: the model's processor (its tokenizer and normalisation are used) or a tokenizer.
         redundancy: in [0, 1]; > 0 skips near-duplicate tokens (``arr_coc.attending.select``).
-        deepstack_tiers: Qwen3-VL only: fractions of the kept tokens, most relevant first, forming tiers; the top
-            tier receives every DeepStack level, the lowest none (:func:`~arr_coc.integrations.qwen3_vl.tier_levels`;
+        deepstack_tiers: families with feature levels (DeepStack) only: fractions of the kept tokens, most relevant
+            first, forming tiers; the top tier receives every level, the lowest none (the adapter's ``token_levels``;
             zeroes DeepStack rows: a level-of-detail knob, no speed-up).
         padding_side: ``"left"`` / ``"right"`` for re-padding forward calls (default: the input's side, else left).
         text_prior: the default scorer also runs OCR on each image's own resized pixels and adds ``allocate``'s

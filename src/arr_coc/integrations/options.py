@@ -19,9 +19,9 @@ from typing import TYPE_CHECKING, Any
 
 from arr_coc.attending import Budget, TokenBudget
 
-from .base import FamilyAdapter, Scorer, cosine_scorer, default_scorer, resolve_scorer
+from .base import Scorer, cosine_scorer, default_scorer, resolve_scorer
+from .contract import Adapter
 from .detail import MIN_THUMBNAIL_TOKENS, parse_detail
-from .qwen3_vl import check_tiers
 
 if TYPE_CHECKING:
     from arr_coc.realizing import Realizer
@@ -37,7 +37,7 @@ class CompressOptions:
             ``Realizer.decide``; ``cosine_scorer``; or your callable ``f(ImageContext) -> Tensor (N,) | TokenScores``).
         query: the question for every sample, or one per sample (None: the user turn that holds the image).
         redundancy: in [0, 1]; > 0 skips near-duplicate tokens (``arr_coc.attending.select``).
-        deepstack_tiers: Qwen3-VL: fractions of the kept tokens forming DeepStack tiers (``qwen3_vl.tier_levels``).
+        deepstack_tiers: fractions of the kept tokens forming tiers of the family's feature levels (DeepStack).
         padding_side: ``"left"`` / ``"right"`` for re-padding forward calls, or None (the input's side, else left).
         text_prior: the default scorer adds the OCR text prior of ``allocate``'s text mode (when there is a question).
         text_options: the text prior's ablation switches (``ReadingConfig.with_switches``), or None.
@@ -110,7 +110,7 @@ class CompressOptions:
         foveate: bool = False,
         detail: str | None = None,
         text_options: dict[str, Any] | None = None,
-        adapter: FamilyAdapter | None = None,
+        adapter: Adapter | None = None,
         path: str | None = None,
     ) -> CompressOptions:
         """The options of ``compress``'s keywords (documented there), each checked once.
@@ -132,7 +132,7 @@ class CompressOptions:
             raise ValueError(f"redundancy must be a number in [0, 1], got {redundancy!r}")
         tiers = check_tiers(deepstack_tiers)
         if tiers is not None and adapter is not None and not adapter.supports_deepstack():
-            raise ValueError(f"deepstack_tiers only applies to Qwen3-VL models (DeepStack); {adapter.name} has none")
+            raise ValueError(f"deepstack_tiers only applies to models with DeepStack levels; {adapter.name} has none")
         if not isinstance(foveate, bool):
             raise ValueError(f"foveate must be True or False, got {foveate!r}")
         cosine = scorer == "cosine" or scorer is cosine_scorer
@@ -199,6 +199,19 @@ def declared_path(scorer: str | Scorer | None) -> str:
     if scorer is default_scorer:
         return "decide"
     return "per_item"
+
+
+def check_tiers(tiers: Sequence[float] | None) -> tuple[float, ...] | None:
+    """``deepstack_tiers`` validated: None, or fractions in (0, 1] adding up to at most 1, as a tuple."""
+    if tiers is None:
+        return None
+    try:
+        values = tuple(float(t) for t in tiers)
+    except (TypeError, ValueError):
+        raise ValueError(f"deepstack_tiers must be None or a sequence of fractions, got {tiers!r}") from None
+    if not values or any(not (0.0 < v <= 1.0) for v in values) or sum(values) > 1.0 + 1e-6:
+        raise ValueError(f"deepstack_tiers must be fractions in (0, 1] that add up to at most 1, got {tiers!r}")
+    return values
 
 
 def normalisation(image_processor: Any) -> tuple[tuple[float, ...] | None, tuple[float, ...] | None]:
