@@ -36,6 +36,8 @@ from typing import Any
 # swallow the unknown keyword: the language model then reads the image placeholders' embeddings instead of the visual
 # features, silently (tests/test_compress.py::test_full_budget_matches_model fails on 5.17.0, passes on 5.18.0).
 TRANSFORMERS_FLOOR = "5.18.0"
+# Qwen3.5 (dense and MoE): its modeling file with forward(mm_encoder_outputs=...) and positions as Qwen3-VL's.
+QWEN3_5_FLOOR = "5.18.0"
 
 # Qwen2 BPE ids shared by every Qwen-VL checkpoint (tokenizer_config.json's added tokens; "\n" is BPE rank 198).
 QWEN2_TOKEN_IDS: dict[str, int] = {
@@ -47,6 +49,18 @@ QWEN2_TOKEN_IDS: dict[str, int] = {
     "image": 151655,  # <|image_pad|>
     "video": 151656,  # <|video_pad|>
     "newline": 198,  # "\n" (the byte-level BPE's "Ċ")
+}
+# Qwen3.5's tokenizer: a new 248,044-rank BPE, the same added tokens in the same order from 248044 (its
+# tokenizer_config.json); the vision ids are Qwen3_5Config's defaults.
+QWEN3_5_TOKEN_IDS: dict[str, int] = {
+    "endoftext": 248044,  # <|endoftext|>
+    "im_start": 248045,  # <|im_start|>
+    "im_end": 248046,  # <|im_end|>
+    "vision_start": 248053,  # <|vision_start|>
+    "vision_end": 248054,  # <|vision_end|>
+    "image": 248056,  # <|image_pad|>
+    "video": 248057,  # <|video_pad|>
+    "newline": 198,  # "\n"
 }
 OPENAI_CLIP_MEAN = (0.48145466, 0.4578275, 0.40821073)  # Qwen2-VL / Qwen2.5-VL image processor defaults
 OPENAI_CLIP_STD = (0.26862954, 0.26130258, 0.27577711)
@@ -241,7 +255,37 @@ BUILTIN: tuple[Family, ...] = (
         added_tokens=26,
         chat_template=QWEN3_VL_TEMPLATE,
     ),
+    Family(
+        name="qwen3.5",
+        patch_size=16,
+        merge_size=2,
+        min_pixels=256 * 256,
+        eval_pixels=(256 * 28 * 28, 1605632),
+        image_mean=(0.5, 0.5, 0.5),
+        image_std=(0.5, 0.5, 0.5),
+        processor="Qwen3VLProcessor",
+        classes=(
+            ModelClass(
+                "qwen3_5",
+                "Qwen3_5ForConditionalGeneration",
+                "transformers.models.qwen3_5.modeling_qwen3_5",
+                f"{_MOD}.qwen3_5:ADAPTER",
+            ),
+            ModelClass(
+                "qwen3_5_moe",
+                "Qwen3_5MoeForConditionalGeneration",
+                "transformers.models.qwen3_5_moe.modeling_qwen3_5_moe",
+                f"{_MOD}.qwen3_5:MOE_ADAPTER",
+            ),
+        ),
+        token_ids=dict(QWEN3_5_TOKEN_IDS),
+        added_tokens=26,
+        chat_template=QWEN3_VL_TEMPLATE,
+        spellings=("qwen3.5-vl", "qwen3.5-moe"),
+        min_transformers=QWEN3_5_FLOOR,
+    ),
 )
+QWEN_VL: tuple[Family, ...] = BUILTIN[:3]  # the Qwen2-VL-tokenizer families (Qwen2-VL, Qwen2.5-VL, Qwen3-VL)
 
 _REGISTRY: dict[str, Family] = {f.name: f for f in BUILTIN}
 
