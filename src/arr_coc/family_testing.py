@@ -107,7 +107,7 @@ def _qwen3_5(moe: bool) -> Any:
 def _glm4v() -> Any:
     import transformers as tf
 
-    text = dict(_TEXT, rope_parameters=dict(_TEXT["rope_parameters"], partial_rotary_factor=0.5))
+    text = dict(_TEXT, rope_parameters=dict(_TEXT["rope_parameters"], partial_rotary_factor=1.0))
     vision = dict(
         depth=2, hidden_size=32, intermediate_size=64, num_heads=4, out_hidden_size=32, patch_size=14, image_size=56,
     )  # fmt: skip

@@ -32,9 +32,9 @@ import pathlib
 import tempfile
 from typing import Any
 
-from .families import BUILTIN, get_family
+from .families import QWEN_VL, get_family
 
-FAMILIES: tuple[str, ...] = tuple(f.name for f in BUILTIN)  # the families a tiny checkpoint is built for
+FAMILIES: tuple[str, ...] = tuple(f.name for f in QWEN_VL)  # the families a tiny checkpoint is built for
 VOCAB_SIZE = 151936  # embedding rows of every published Qwen2-VL / Qwen2.5-VL / Qwen3-VL config
 BPE_RANKS = 151643  # byte-level BPE tokens; the added tokens start at this id
 HIDDEN = 32  # language-model and vision width: small enough that 151,936 embedding rows stay ~19 MB in float32
@@ -71,11 +71,11 @@ ADDED_TOKENS: tuple[tuple[str, bool], ...] = (
     ("<think>", False),  # 151667
     ("</think>", False),  # 151668
 )
-N_ADDED = {f.name: f.added_tokens for f in BUILTIN}
+N_ADDED = {f.name: f.added_tokens for f in QWEN_VL}
 TOKEN_IDS = {text: BPE_RANKS + i for i, (text, _) in enumerate(ADDED_TOKENS)}
 
 # The families' chat templates and added-token counts are their rows in arr_coc.families.
-CHAT_TEMPLATES = {f.name: f.chat_template for f in BUILTIN}
+CHAT_TEMPLATES = {f.name: f.chat_template for f in QWEN_VL}
 
 
 def _check_family(family: str) -> str:

@@ -79,13 +79,24 @@ def find_adapter(model: Any) -> FamilyAdapter:
     """
     found = match_model(model)
     if found is None:
-        raise ValueError(
-            f"compress() does not support {type(model).__name__}; supported model classes: "
-            f"{', '.join(supported_classes())} (wrap the ...ForConditionalGeneration model, not its inner .model)"
-        )
+        raise ValueError(unsupported_message(model))
     family, entry = found
     check_transformers(family)
     return load_object(entry.adapter)
+
+
+def unsupported_message(model: Any) -> str:
+    """One line for a model class the registry does not know: the class, the families it knows (with their classes)
+    and how to register one."""
+    from arr_coc.families import families
+
+    known = "; ".join(f"{f.name} ({', '.join(c.hf_class for c in f.classes)})" for f in families())
+    return (
+        f"compress() does not support {type(model).__name__}; supported model classes by family: {known}. Wrap the "
+        "...ForConditionalGeneration model, not its inner .model; for another model, register its family: "
+        "arr_coc.families.register(Family(..., classes=(ModelClass(model_type, class_name, module, 'pkg.mod:ADAPTER'),)))"
+        " with a FamilyAdapter (see arr_coc/families.py)"
+    )
 
 
 class CompressedModel:
