@@ -22,10 +22,10 @@ from PIL import Image  # noqa: E402
 
 from arr_coc.config import RelevanceConfig  # noqa: E402
 from arr_coc.families import families  # noqa: E402
-from arr_coc.testing import FAMILIES as FAMILY_NAMES  # noqa: E402
 from arr_coc.integrations.gating import encode_images, gated_forward  # noqa: E402
 from arr_coc.processing import load_processor  # noqa: E402
 from arr_coc.realizing import Realizer  # noqa: E402
+from arr_coc.testing import FAMILIES as FAMILY_NAMES  # noqa: E402
 from arr_coc.training.answer import (  # noqa: E402
     AnswerSample,
     AnswerTrainer,

@@ -94,8 +94,8 @@ def unsupported_message(model: Any) -> str:
     return (
         f"compress() does not support {type(model).__name__}; supported model classes by family: {known}. Wrap the "
         "...ForConditionalGeneration model, not its inner .model; for another model, register its family: "
-        "arr_coc.families.register(Family(..., classes=(ModelClass(model_type, class_name, module, 'pkg.mod:ADAPTER'),)))"
-        " with a FamilyAdapter (see arr_coc/families.py)"
+        "arr_coc.families.register(Family(..., classes=(ModelClass(model_type, class_name, module, "
+        "'pkg.mod:ADAPTER'),))) with a FamilyAdapter (see arr_coc/families.py)"
     )
 
 
