@@ -325,11 +325,42 @@ BUILTIN: tuple[Family, ...] = (
                 "transformers.models.glm4v.modeling_glm4v",
                 f"{_MOD}.glm4v:ADAPTER",
             ),
+            ModelClass(
+                "glm46v",
+                "Glm46VForConditionalGeneration",
+                "transformers.models.glm46v.modeling_glm46v",
+                f"{_MOD}.glm4v:GLM46V_ADAPTER",
+            ),
         ),
         token_ids=dict(GLM4V_TOKEN_IDS),
         added_tokens=0,
         chat_template=GLM4V_TEMPLATE,
-        spellings=("glm4.1v", "glm-4.1v-thinking"),
+        spellings=("glm4.1v", "glm-4.1v-thinking", "glm-4.6v"),
+        min_transformers=GLM4V_FLOOR,
+    ),
+    Family(
+        name="glm-ocr",
+        patch_size=14,
+        merge_size=2,
+        min_pixels=112 * 112 // 2,  # GLM-4.6V's image processor (the published GLM-OCR processor's), as GLM-4.1V's
+        eval_pixels=(112 * 112 // 2, 28 * 28 * 15000 // 2),
+        image_mean=OPENAI_CLIP_MEAN,
+        image_std=OPENAI_CLIP_STD,
+        processor="Glm46VProcessor",
+        classes=(
+            ModelClass(
+                "glm_ocr",
+                "GlmOcrForConditionalGeneration",
+                "transformers.models.glm_ocr.modeling_glm_ocr",
+                f"{_MOD}.glm4v:OCR_ADAPTER",
+            ),
+        ),
+        # GlmOcrConfig's image ids; its own 59,392-id tokenizer's turn markers are read from the tokenizer (-1: none
+        # known without one, so the question is the prompt's text)
+        token_ids={**GLM4V_TOKEN_IDS, "endoftext": -1, "im_start": -1, "im_end": -1, "vision_start": 59256,
+                   "vision_end": 59257, "image": 59280, "video": 59281},  # fmt: skip
+        added_tokens=0,
+        chat_template=GLM4V_TEMPLATE,
         min_transformers=GLM4V_FLOOR,
     ),
 )

@@ -118,6 +118,31 @@ def _glm4v() -> Any:
     return tf.Glm4vForConditionalGeneration, tf.Glm4vConfig(text_config=text, vision_config=vision, **ids)
 
 
+def _glm46v() -> Any:
+    import transformers as tf
+
+    cls, config = _glm4v()
+    text = dict(config.text_config.to_dict(), model_type="glm4v_text")
+    vision = dict(config.vision_config.to_dict(), model_type="glm4v_vision")
+    ids = {k: getattr(config, k) for k in ("image_token_id", "video_token_id", "image_start_token_id",
+                                           "image_end_token_id", "video_start_token_id", "video_end_token_id")}  # fmt: skip
+    return tf.Glm46VForConditionalGeneration, tf.Glm46VConfig(text_config=text, vision_config=vision, **ids)
+
+
+def _glm_ocr() -> Any:
+    import transformers as tf
+
+    text = dict(_TEXT, rope_parameters=dict(_TEXT["rope_parameters"], partial_rotary_factor=1.0))
+    vision = dict(
+        depth=2, hidden_size=32, intermediate_size=64, num_heads=4, out_hidden_size=32, patch_size=14, image_size=56,
+    )  # fmt: skip
+    ids = dict(
+        image_token_id=IMAGE, video_token_id=VIDEO, image_start_token_id=V_START, image_end_token_id=V_END,
+        video_start_token_id=V_START, video_end_token_id=V_END,
+    )  # fmt: skip
+    return tf.GlmOcrForConditionalGeneration, tf.GlmOcrConfig(text_config=text, vision_config=vision, **ids)
+
+
 def _qwen_image_processor(patch: int, min_pixels: int, max_pixels: int) -> Any:
     from transformers import Qwen2VLImageProcessorPil
 
@@ -154,6 +179,8 @@ TINY: dict[str, TinyFamily] = {
         TinyFamily("qwen3_5", functools.partial(_qwen3_5, False)),
         TinyFamily("qwen3_5_moe", functools.partial(_qwen3_5, True)),
         TinyFamily("glm4v", _glm4v, _glm_image_processor, videos=False),
+        TinyFamily("glm46v", _glm46v, _glm_image_processor, videos=False),
+        TinyFamily("glm_ocr", _glm_ocr, _glm_image_processor, videos=False),
     )
 }
 

@@ -1,4 +1,4 @@
-"""GLM-4.1V (and GLM-4.6V, whose classes are GLM-4.1V's) adapter for ``compress``.
+"""GLM-4.1V, GLM-4.6V and GLM-OCR (whose layout, positions and tower are GLM-4.1V's) adapter for ``compress``.
 
 GLM-4.1V lays an image out as ``<|begin_of_image|>`` + one ``<|image|>`` a merged token + ``<|end_of_image|>``, and
 positions it as Qwen2-VL does: 3-row M-RoPE from the model's own ``get_rope_index`` (text 0, 1, ...; an image's tokens
@@ -69,6 +69,7 @@ class Glm4vAdapter(FamilyAdapter):
         return super().encode_kept(model, kind, pixel_values, grid_thw, keeps, host_grids)
 
 
-# GLM-4.1V and GLM-4.6V: two classes of the "glm-4.1v" row of arr_coc.families.
+# GLM-4.1V and GLM-4.6V: two classes of the "glm-4.1v" row of arr_coc.families; GLM-OCR: the "glm-ocr" row.
 ADAPTER = Glm4vAdapter(name="glm-4.1v")
 GLM46V_ADAPTER = Glm4vAdapter(name="glm-4.6v")
+OCR_ADAPTER = Glm4vAdapter(name="glm-ocr")  # GLM-OCR: GLM-4.1V's layout and tower, its own tokenizer (a row of its own)
