@@ -124,8 +124,8 @@ def _glm46v() -> Any:
     cls, config = _glm4v()
     text = dict(config.text_config.to_dict(), model_type="glm4v_text")
     vision = dict(config.vision_config.to_dict(), model_type="glm4v_vision")
-    ids = {k: getattr(config, k) for k in ("image_token_id", "video_token_id", "image_start_token_id",
-                                           "image_end_token_id", "video_start_token_id", "video_end_token_id")}  # fmt: skip
+    keys = ("image", "video", "image_start", "image_end", "video_start", "video_end")
+    ids = {f"{k}_token_id": getattr(config, f"{k}_token_id") for k in keys}
     return tf.Glm46VForConditionalGeneration, tf.Glm46VConfig(text_config=text, vision_config=vision, **ids)
 
 
