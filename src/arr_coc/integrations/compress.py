@@ -86,16 +86,15 @@ def find_adapter(model: Any) -> FamilyAdapter:
 
 
 def unsupported_message(model: Any) -> str:
-    """One line for a model class the registry does not know: the class, the families it knows (with their classes)
-    and how to register one."""
-    from arr_coc.families import families
+    """One line for a model class the registry does not know: the class, the supported classes and their families, and
+    how to register one."""
+    from arr_coc.families import family_names
 
-    known = "; ".join(f"{f.name} ({', '.join(c.hf_class for c in f.classes)})" for f in families())
     return (
-        f"compress() does not support {type(model).__name__}; supported model classes by family: {known}. Wrap the "
-        "...ForConditionalGeneration model, not its inner .model; for another model, register its family: "
-        "arr_coc.families.register(Family(..., classes=(ModelClass(model_type, class_name, module, "
-        "'pkg.mod:ADAPTER'),))) with a FamilyAdapter (see arr_coc/families.py)"
+        f"compress() does not support {type(model).__name__}; supported model classes: {', '.join(supported_classes())}"
+        f" (families: {', '.join(family_names())}). Wrap the ...ForConditionalGeneration model, not its inner .model; "
+        "to add a model, register its family: arr_coc.families.register(Family(..., classes=(ModelClass(model_type, "
+        "class_name, module, 'pkg.mod:ADAPTER'),))) with a FamilyAdapter (see arr_coc/families.py)"
     )
 
 
