@@ -165,13 +165,23 @@ def find_adapter(model: Any) -> Adapter:
     """
     found = match_model(model)
     if found is None:
-        raise ValueError(
-            f"compress() does not support {type(model).__name__}; supported model classes: "
-            f"{', '.join(supported_classes())} (wrap the ...ForConditionalGeneration model, not its inner .model)"
-        )
+        raise ValueError(unsupported_message(model))
     family, entry = found
     check_transformers(family)
     return load_object(entry.adapter)
+
+
+def unsupported_message(model: Any) -> str:
+    """One line for a model class the registry does not know: the class, the supported classes and their families, and
+    how to register one."""
+    from arr_coc.families import family_names
+
+    return (
+        f"compress() does not support {type(model).__name__}; supported model classes: {', '.join(supported_classes())}"
+        f" (families: {', '.join(family_names())}). Wrap the ...ForConditionalGeneration model, not its inner .model; "
+        "to add a model, register its family: arr_coc.families.register(Family(..., classes=(ModelClass(model_type, "
+        "class_name, module, 'pkg.mod:ADAPTER'),))) with a FamilyAdapter (see arr_coc/families.py)"
+    )
 
 
 class CompressedModel:
