@@ -8,7 +8,7 @@ Qwen2-VL-like: full attention per image with 2-D rotary angles, plus a learned p
 (bicubic) at each patch's (h, w) over the image's grid, and a 2x2 convolution in place of the merge. Every piece of it
 reads the precomputed ``position_ids`` / ``cu_seqlens`` the shared foveation passes, so the kept patches get the
 rotary angles AND the position embedding of their place in the full grid with the default
-:class:`~arr_coc.integrations.base.FamilyAdapter` (foveation and level of detail included).
+:class:`~arr_coc.integrations.qwen_common.QwenAdapter` (foveation and level of detail included).
 
 What differs from Qwen is named here: the image start / end tokens (``image_start_token_id`` /
 ``image_end_token_id``), and the chat turn markers (``<|user|>`` / ``<|assistant|>``, no ``<|im_end|>``), which the
@@ -23,11 +23,12 @@ from typing import Any
 
 import torch
 
-from .base import EncodedVisual, FamilyAdapter, Kind
+from .base import EncodedVisual, Kind
+from .qwen_common import QwenAdapter
 
 
 @dataclass
-class Glm4vAdapter(FamilyAdapter):
+class Glm4vAdapter(QwenAdapter):
     """Adapter for GLM-4.1V / GLM-4.6V (``Glm4vForConditionalGeneration``, ``Glm46VForConditionalGeneration``)."""
 
     def token_ids(self, model: Any) -> dict[str, int]:
