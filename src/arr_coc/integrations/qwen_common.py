@@ -190,7 +190,7 @@ class QwenAdapter(Adapter):
 
         patch, merge, tps = self.geometry(model)
         groups, rows = plan
-        frames: list[torch.Tensor] = [torch.empty(0)] * len(items)
+        frames: list[Any] = [None] * len(items)
         for (kind, thw), members in groups.items():
             px = visual[kind][0]
             assert px is not None
