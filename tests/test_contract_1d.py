@@ -182,9 +182,12 @@ def test_pruned_forward_keeps_original_positions(toy) -> None:
     assert torch.allclose(out.logits, ref, atol=1e-5)
 
 
-def test_foveation_is_refused_with_the_family_named(toy) -> None:
+def test_what_the_family_lacks_is_refused_at_wrap_time(toy) -> None:
+    """Foveation and level of detail need a tower that runs on kept patches and a coarse view; a family without
+    them is refused when wrapped, naming the family, never at the first call or on a guess."""
     from arr_coc.integrations import compress
 
-    with pytest.raises(NotImplementedError, match=r"compress\(foveate=True\) is not supported for toy-1d"):
-        with torch.no_grad():
-            compress(toy, budget=5, scorer=corner_scorer, foveate=True)(**_inputs(1))
+    with pytest.raises(ValueError, match=r"compress\(foveate=True\) is not supported for toy-1d"):
+        compress(toy, budget=5, scorer=corner_scorer, foveate=True)
+    with pytest.raises(ValueError, match=r"compress\(detail=\.\.\.\) is not supported for toy-1d"):
+        compress(toy, budget=5, detail="thumbnail")

@@ -307,6 +307,14 @@ class Adapter:
         levels return None)."""
         return None
 
+    def supports_foveation(self) -> bool:
+        """Whether :meth:`encode_kept` runs the tower on kept patches (``compress(foveate=True)``)."""
+        return False
+
+    def supports_detail(self) -> bool:
+        """Whether the family's pixels take a coarse view (``compress(detail=...)``)."""
+        return False
+
     def supports_deepstack(self) -> bool:
         """Whether the family has per-level features that ``deepstack_tiers`` can thin."""
         return False

@@ -135,6 +135,10 @@ class CompressOptions:
             raise ValueError(f"deepstack_tiers only applies to models with DeepStack levels; {adapter.name} has none")
         if not isinstance(foveate, bool):
             raise ValueError(f"foveate must be True or False, got {foveate!r}")
+        if foveate and adapter is not None and not adapter.supports_foveation():
+            raise ValueError(
+                f"compress(foveate=True) is not supported for {adapter.name}: its tower cannot run on kept patches"
+            )
         cosine = scorer == "cosine" or scorer is cosine_scorer
         if foveate and cosine:
             raise ValueError(
@@ -143,6 +147,10 @@ class CompressOptions:
                 "pixel_values"
             )
         detail = parse_detail(detail)
+        if detail is not None and adapter is not None and not adapter.supports_detail():
+            raise ValueError(
+                f"compress(detail=...) is not supported for {adapter.name}: its pixels take no coarse view"
+            )
         smallest = {"thumbnail": MIN_THUMBNAIL_TOKENS + 1, "mixed": 2}.get(detail or "", 1)
         for b in parsed:
             if isinstance(b.value, int) and b.value < smallest:

@@ -157,6 +157,14 @@ class QwenAdapter(Adapter):
                 raise ValueError(f"{kind}_grid_thw must have shape (num_{kind}s, 3), got {tuple(grid.shape)}")
         return inputs
 
+    def supports_foveation(self) -> bool:
+        """The Qwen towers run on kept patches (:meth:`kept_item`, ``foveation.py``)."""
+        return True
+
+    def supports_detail(self) -> bool:
+        """Qwen's patches take a coarse view (``detail.py``)."""
+        return True
+
     def turn_markers(self, ids: dict[str, int]) -> TurnMarkers:
         """ChatML's markers: ``<|im_start|>`` role ``\\n`` ... ``<|im_end|>``; placeholders and vision markers
         skipped."""
