@@ -1,4 +1,8 @@
-"""One table of model families: every fact about a Qwen-VL family that the rest of ARR-COC-VIS needs, in one row.
+"""One table of model families: every fact about a family that the rest of ARR-COC-VIS needs, in one row.
+
+Built in: Qwen2-VL, Qwen2.5-VL, Qwen3-VL (+MoE), Qwen3.5 (+MoE), GLM-4.1V (+GLM-4.6V) and GLM-OCR (the last three
+rows: ``arr_coc.integrations.qwen3_5`` / ``glm4v``; :data:`QWEN_VL` are the first three, whose tiny checkpoints use
+Qwen2's vocabulary).
 
 A :class:`Family` row holds the family's grid (patch and merge size), its processor's pixel bounds and
 normalisation, its special token ids and chat template, the ``transformers`` release it needs, and one
@@ -293,12 +297,14 @@ BUILTIN: tuple[Family, ...] = (
                 "Qwen3_5ForConditionalGeneration",
                 "transformers.models.qwen3_5.modeling_qwen3_5",
                 f"{_MOD}.qwen3_5:ADAPTER",
+                f"{_VLLM}.qwen3_5:ArrCocQwen3_5ForConditionalGeneration",
             ),
             ModelClass(
                 "qwen3_5_moe",
                 "Qwen3_5MoeForConditionalGeneration",
                 "transformers.models.qwen3_5_moe.modeling_qwen3_5_moe",
                 f"{_MOD}.qwen3_5:MOE_ADAPTER",
+                f"{_VLLM}.qwen3_5:ArrCocQwen3_5MoeForConditionalGeneration",
             ),
         ),
         token_ids=dict(QWEN3_5_TOKEN_IDS),

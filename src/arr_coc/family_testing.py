@@ -17,7 +17,8 @@ The checks (``tests/test_family_tester.py`` runs each on every class of every fa
 * :func:`check_batch`: a left-padded batch equals its items one by one;
 * :func:`check_allocate_grid`: ``allocate``'s grid equals the model's visual token count for the processor's resize;
 * :func:`check_foveation`: a foveated forward keeps the same sequence and positions as the pruned one, equals the
-  hand reference with the features of the tower run on the kept patches, and at budget 1.0 equals the model.
+  hand reference with the features of the tower run on the kept patches, and at budget 1.0 equals the model;
+* :func:`check_detail`: level of detail (thumbnail, mixed) bit-identical at budget 1.0, and pruned within budget.
 
 Everything is CPU, float32, a second or two a check.
 """
@@ -377,12 +378,32 @@ def check_foveation(model: Any) -> None:
     torch.testing.assert_close(out, ref, rtol=1e-5, atol=1e-5)
 
 
+def check_detail(model: Any) -> None:
+    """Level of detail (thumbnail, mixed): bit-identical at budget 1.0; at 0.25 the image costs its budget (fine +
+    coarse tokens) and the prompt shrinks to match; ``generate`` runs."""
+    from arr_coc.integrations import compress
+
+    inputs = batch(model, [[[10, 11], ("image", (1, 16, 16)), [12, 13]]])
+    with torch.no_grad():
+        ref = model(**inputs).logits
+        for detail in ("thumbnail", "mixed"):
+            full = compress(model, budget=1.0, detail=detail, scorer=position_scorer)
+            assert torch.equal(full(**inputs).logits, ref), detail
+            cm = compress(model, budget=0.25, detail=detail, scorer=position_scorer)
+            out = cm(**inputs).logits
+            (alloc,) = cm.last_allocation[0]
+            assert alloc.budget == 16 and out.shape[1] < ref.shape[1], (detail, alloc.budget, out.shape)
+            seq = cm.generate(**inputs, max_new_tokens=2, do_sample=False)
+            assert seq.shape[1] == inputs["input_ids"].shape[1] + 2
+
+
 CHECKS: dict[str, Callable[[Any], None]] = {
     "full_budget": check_full_budget,
     "pruned_forward": check_pruned_forward,
     "generate_stepwise": check_generate_stepwise,
     "batch": check_batch,
     "foveation": check_foveation,
+    "detail": check_detail,
 }
 
 __all__ = ["CHECKS", "TINY", "TinyFamily", "batch", "check_allocate_grid", "position_scorer", "prompt", "tiny"]
