@@ -257,6 +257,10 @@ def tiny_config(family: str, vllm: bool = False) -> Any:
             linear_key_head_dim=8, linear_value_head_dim=8, linear_num_key_heads=2, linear_num_value_heads=4,
             layer_types=["linear_attention", "full_attention"],
         )  # fmt: skip
+        if vllm:  # vLLM's CPU Gated-DeltaNet kernel: head dims multiples of 32 and not 32 (the published 128)
+            text.update(
+                linear_key_head_dim=128, linear_value_head_dim=128, linear_num_key_heads=1, linear_num_value_heads=1
+            )
         text["rope_parameters"] = dict(
             text["rope_parameters"], mrope_interleaved=True, rope_theta=10000000.0, partial_rotary_factor=1.0
         )
