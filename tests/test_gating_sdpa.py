@@ -29,7 +29,7 @@ transformers = pytest.importorskip("transformers")
 
 from test_compress import Sample, batch, build  # noqa: E402
 
-from arr_coc.families import families  # noqa: E402
+from arr_coc.families import QWEN_VL  # noqa: E402
 from arr_coc.integrations.gating import encode_images, gated_forward  # noqa: E402
 
 K_ALIGN_LSE = 32  # Kernel::kAlignLSE: the forward pads the LSE's query dimension to a multiple of this
@@ -67,7 +67,7 @@ def kernel_refusal(qkv_grad: bool, q_shape: tuple[int, ...], mask: torch.Tensor 
     return None
 
 
-@pytest.mark.parametrize("model_type", [f.classes[0].model_type for f in families()])
+@pytest.mark.parametrize("model_type", [f.classes[0].model_type for f in QWEN_VL])
 def test_every_biased_sdpa_call_keeps_the_lse_its_backward_needs(model_type: str) -> None:
     model = build(model_type).requires_grad_(False)  # frozen, as the answer trainer freezes it
     inputs = batch(

@@ -1,4 +1,8 @@
-"""One table of model families: every fact about a Qwen-VL family that the rest of ARR-COC-VIS needs, in one row.
+"""One table of model families: every fact about a family that the rest of ARR-COC-VIS needs, in one row.
+
+Built in: Qwen2-VL, Qwen2.5-VL, Qwen3-VL (+MoE), Qwen3.5 (+MoE), GLM-4.1V (+GLM-4.6V) and GLM-OCR (the last three
+rows: ``arr_coc.integrations.qwen3_5`` / ``glm4v``; :data:`QWEN_VL` are the first three, whose tiny checkpoints use
+Qwen2's vocabulary).
 
 A :class:`Family` row holds the family's grid (patch and merge size), its processor's pixel bounds and
 normalisation, its special token ids and chat template, the ``transformers`` release it needs, and one
@@ -36,6 +40,10 @@ from typing import Any
 # swallow the unknown keyword: the language model then reads the image placeholders' embeddings instead of the visual
 # features, silently (tests/test_compress.py::test_full_budget_matches_model fails on 5.17.0, passes on 5.18.0).
 TRANSFORMERS_FLOOR = "5.18.0"
+# Qwen3.5 (dense and MoE): its modeling file with forward(mm_encoder_outputs=...) and positions as Qwen3-VL's.
+QWEN3_5_FLOOR = "5.18.0"
+# GLM-4.1V: the same (tests/test_family_tester.py passes with 5.18.0 shadowing).
+GLM4V_FLOOR = "5.18.0"
 
 # Qwen2 BPE ids shared by every Qwen-VL checkpoint (tokenizer_config.json's added tokens; "\n" is BPE rank 198).
 QWEN2_TOKEN_IDS: dict[str, int] = {
@@ -48,6 +56,39 @@ QWEN2_TOKEN_IDS: dict[str, int] = {
     "video": 151656,  # <|video_pad|>
     "newline": 198,  # "\n" (the byte-level BPE's "Ċ")
 }
+# Qwen3.5's tokenizer: a new 248,044-rank BPE, the same added tokens in the same order from 248044 (its
+# tokenizer_config.json); the vision ids are Qwen3_5Config's defaults.
+QWEN3_5_TOKEN_IDS: dict[str, int] = {
+    "endoftext": 248044,  # <|endoftext|>
+    "im_start": 248045,  # <|im_start|>
+    "im_end": 248046,  # <|im_end|>
+    "vision_start": 248053,  # <|vision_start|>
+    "vision_end": 248054,  # <|vision_end|>
+    "image": 248056,  # <|image_pad|>
+    "video": 248057,  # <|video_pad|>
+    "newline": 198,  # "\n"
+}
+# GLM-4.1V / GLM-4.6V (a GLM-4 tokenizer): Glm4vConfig's image ids and the chat turn markers of the published
+# tokenizer_config.json ("<|user|>" opens the turn the question is read from, "<|assistant|>" closes it).
+GLM4V_TOKEN_IDS: dict[str, int] = {
+    "endoftext": 151329,  # <|endoftext|>
+    "im_start": 151336,  # <|user|>
+    "im_end": 151337,  # <|assistant|>
+    "vision_start": 151339,  # <|begin_of_image|>
+    "vision_end": 151340,  # <|end_of_image|>
+    "image": 151343,  # <|image|>
+    "video": 151344,  # <|video|>
+    "newline": 198,  # "\n"
+}
+GLM4V_TEMPLATE = (
+    "[gMASK]<sop>{%- for message in messages %}<|{{ message.role }}|>\n"
+    "{%- if message.content is string %}{{- message.content }}"
+    "{%- else %}{%- for item in message.content %}"
+    "{%- if item.type == 'image' or 'image' in item %}<|begin_of_image|><|image|><|end_of_image|>"
+    "{%- elif item.type == 'video' or 'video' in item %}<|begin_of_video|><|video|><|end_of_video|>"
+    "{%- elif 'text' in item %}{{- item.text }}{%- endif %}{%- endfor %}{%- endif %}"
+    "{%- endfor %}{%- if add_generation_prompt %}<|assistant|>\n{% endif %}"
+)
 OPENAI_CLIP_MEAN = (0.48145466, 0.4578275, 0.40821073)  # Qwen2-VL / Qwen2.5-VL image processor defaults
 OPENAI_CLIP_STD = (0.26862954, 0.26130258, 0.27577711)
 
@@ -241,7 +282,103 @@ BUILTIN: tuple[Family, ...] = (
         added_tokens=26,
         chat_template=QWEN3_VL_TEMPLATE,
     ),
+    Family(
+        name="qwen3.5",
+        patch_size=16,
+        merge_size=2,
+        min_pixels=256 * 256,
+        eval_pixels=(256 * 28 * 28, 1605632),
+        image_mean=(0.5, 0.5, 0.5),
+        image_std=(0.5, 0.5, 0.5),
+        processor="Qwen3VLProcessor",
+        classes=(
+            ModelClass(
+                "qwen3_5",
+                "Qwen3_5ForConditionalGeneration",
+                "transformers.models.qwen3_5.modeling_qwen3_5",
+                f"{_MOD}.qwen3_5:ADAPTER",
+                f"{_VLLM}.qwen3_5:ArrCocQwen3_5ForConditionalGeneration",
+            ),
+            ModelClass(
+                "qwen3_5_moe",
+                "Qwen3_5MoeForConditionalGeneration",
+                "transformers.models.qwen3_5_moe.modeling_qwen3_5_moe",
+                f"{_MOD}.qwen3_5:MOE_ADAPTER",
+                f"{_VLLM}.qwen3_5:ArrCocQwen3_5MoeForConditionalGeneration",
+            ),
+        ),
+        token_ids=dict(QWEN3_5_TOKEN_IDS),
+        added_tokens=26,
+        chat_template=QWEN3_VL_TEMPLATE,
+        spellings=("qwen3.5-vl", "qwen3.5-moe"),
+        min_transformers=QWEN3_5_FLOOR,
+    ),
+    Family(
+        name="glm-4.1v",
+        patch_size=14,
+        merge_size=2,
+        # Glm4vImageProcessor's bounds count an image as two temporal copies: its 112*112 / 28*28*15000 are twice the
+        # area bounds of the one frame that is resized (what allocate's grid takes)
+        min_pixels=112 * 112 // 2,
+        eval_pixels=(112 * 112 // 2, 28 * 28 * 15000 // 2),
+        image_mean=OPENAI_CLIP_MEAN,
+        image_std=OPENAI_CLIP_STD,
+        processor="Glm4vProcessor",
+        classes=(
+            ModelClass(
+                "glm4v",
+                "Glm4vForConditionalGeneration",
+                "transformers.models.glm4v.modeling_glm4v",
+                f"{_MOD}.glm4v:ADAPTER",
+            ),
+            ModelClass(
+                "glm46v",
+                "Glm46VForConditionalGeneration",
+                "transformers.models.glm46v.modeling_glm46v",
+                f"{_MOD}.glm4v:GLM46V_ADAPTER",
+            ),
+        ),
+        token_ids=dict(GLM4V_TOKEN_IDS),
+        added_tokens=0,
+        chat_template=GLM4V_TEMPLATE,
+        spellings=("glm4.1v", "glm-4.1v-thinking", "glm-4.6v"),
+        min_transformers=GLM4V_FLOOR,
+    ),
+    Family(
+        name="glm-ocr",
+        patch_size=14,
+        merge_size=2,
+        min_pixels=112 * 112 // 2,  # GLM-4.6V's image processor (the published GLM-OCR processor's), as GLM-4.1V's
+        eval_pixels=(112 * 112 // 2, 28 * 28 * 15000 // 2),
+        image_mean=OPENAI_CLIP_MEAN,
+        image_std=OPENAI_CLIP_STD,
+        processor="Glm46VProcessor",
+        classes=(
+            ModelClass(
+                "glm_ocr",
+                "GlmOcrForConditionalGeneration",
+                "transformers.models.glm_ocr.modeling_glm_ocr",
+                f"{_MOD}.glm4v:OCR_ADAPTER",
+            ),
+        ),
+        # GlmOcrConfig's image ids; its own 59,392-id tokenizer's turn markers are read from the tokenizer (-1: none
+        # known without one, so the question is the prompt's text)
+        token_ids={
+            **GLM4V_TOKEN_IDS,
+            "endoftext": -1,
+            "im_start": -1,
+            "im_end": -1,
+            "vision_start": 59256,
+            "vision_end": 59257,
+            "image": 59280,
+            "video": 59281,
+        },  # fmt: skip
+        added_tokens=0,
+        chat_template=GLM4V_TEMPLATE,
+        min_transformers=GLM4V_FLOOR,
+    ),
 )
+QWEN_VL: tuple[Family, ...] = BUILTIN[:3]  # the Qwen2-VL-tokenizer families (Qwen2-VL, Qwen2.5-VL, Qwen3-VL)
 
 _REGISTRY: dict[str, Family] = {f.name: f for f in BUILTIN}
 

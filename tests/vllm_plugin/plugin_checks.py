@@ -15,7 +15,12 @@ import pathlib
 import torch
 
 EXAMPLES = pathlib.Path(__file__).resolve().parents[2] / "examples"
-MAX_PIXELS = {"qwen2-vl": 160 * 28 * 28, "qwen2.5-vl": 160 * 28 * 28, "qwen3-vl": 160 * 32 * 32}  # <= 160 tokens
+MAX_PIXELS = {
+    "qwen2-vl": 160 * 28 * 28,
+    "qwen2.5-vl": 160 * 28 * 28,
+    "qwen3-vl": 160 * 32 * 32,
+    "qwen3.5": 160 * 32 * 32,
+}  # <= 160 tokens
 
 
 def engine_kwargs() -> dict:

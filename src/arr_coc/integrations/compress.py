@@ -1,28 +1,31 @@
-"""``arr_coc.compress``: drop-in visual-token pruning for Qwen-VL models, as a wrapper (never a patch).
+"""``arr_coc.compress``: drop-in visual-token pruning for vision-language models, as a wrapper (never a patch).
 
 ``cm = compress(model, budget=0.25)`` returns a :class:`CompressedModel`. ``cm(**inputs)`` and
 ``cm.generate(**inputs, **gen_kwargs)`` take exactly what the model's processor returns and return what the model
 returns; every other attribute (``cm.config``, ``cm.device``, ...) is the model's. Nothing of ``transformers`` is
 patched and nothing is assigned onto the model or its modules: the unwrapped model keeps working unchanged.
 
-What a call does, for a batch that holds images or videos (the pure steps are in :mod:`.sequence`):
+Every family goes through the same steps (:meth:`CompressedModel._plan`, one method a step); what a family decides
+is asked of its adapter (:mod:`.contract`; the Qwen line's: :mod:`.qwen_common`), and the pure bookkeeping is in
+:mod:`.sequence`:
 
-1. locates every image / video in the prompt and its question (``locate_items``, ``turn_query_ids``);
-2. computes the M-RoPE positions of the FULL, unpruned sequence with the model's own ``get_rope_index``;
-3. runs the vision tower once on the full pixels (``get_image_features`` / ``get_video_features``), unless foveated;
-4. decides which merged tokens of each item to keep: :meth:`arr_coc.realizing.Realizer.decide` (the default scorer:
-   relevance, the budget resolved with the realizer's config, words whole, the level-of-detail split), or a custom
-   scorer's scores and :meth:`~arr_coc.realizing.Realizer.choose`;
-5. foveated (``foveate=True`` or ``detail=...``): runs the tower only on the kept tokens' patches
-   (:mod:`.foveation`; level of detail first adds the coarse view, :mod:`.detail`);
-6. drops the other placeholder tokens from ``input_ids`` (each sample shrinks by its own amount; rows are re-padded
-   and ``attention_mask`` rebuilt), gathers the full positions at the kept columns (``kept_columns``, ``repack``),
-   and calls the model with the pruned ``mm_encoder_outputs`` and explicit ``position_ids``.
+1. **find items**: split the family's visual inputs from the call, read the prompt to the host, locate every image /
+   video and its question, and the model's own positions of the FULL, unpruned sequence (:meth:`Adapter.positions`);
+2. **encode**: the vision tower once on the full pixels, unless foveated;
+3. **decide** which tokens of each item to keep, by the path the options declare: :meth:`Realizer.decide` on the
+   items' frames (``scorer="auto"``: relevance, the budget resolved with the realizer's config, words whole, the
+   level-of-detail split), or a custom scorer's scores per item and :meth:`~arr_coc.realizing.Realizer.choose`;
+4. **level of detail** (``detail=...``) prepares the inputs: the coarse view joins the pixels, thumbnails the prompt;
+5. **encode the kept tokens**: foveated, the tower only on the kept tokens' patches (:mod:`.foveation`); otherwise
+   the kept rows of the whole tower's output;
+6. **repack and build the inputs**: drop the other placeholder tokens (each sample shrinks by its own amount; rows
+   are re-padded and ``attention_mask`` rebuilt), gather the full positions at the kept columns, and let the adapter
+   build the model's inputs (the pruned encoder outputs and explicit ``position_ids``).
 
-So kept tokens keep their original (t, h, w) positions, text after an image keeps its positions, and decoding
-continues at max position + 1 of the UNPRUNED sequence: ``generate`` gets the family's generation positions (Qwen-VL:
-a text row above the 3 M-RoPE rows) and extends them by one per new token; a hand-written cached decoding loop
-through ``cm(...)`` gets positions from :attr:`CompressedModel.rope_deltas`.
+So kept tokens keep their original positions, text after an image keeps its positions, and decoding continues at
+max position + 1 of the UNPRUNED sequence: ``generate`` gets the family's generation positions (its
+:class:`~arr_coc.integrations.contract.PositionLayout`) and extends them by one per new token; a hand-written cached
+decoding loop through ``cm(...)`` gets positions from :attr:`CompressedModel.rope_deltas`.
 
 Example:
     >>> cm = compress(model, budget=0.25, processor=processor)  # doctest: +SKIP
@@ -35,6 +38,7 @@ from __future__ import annotations
 import math
 import threading
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -45,16 +49,15 @@ from arr_coc.deciding import Choice, allocate_tokens  # noqa: F401  (allocate_to
 from arr_coc.families import check_transformers, load_object, match_model, supported_classes
 from arr_coc.tensors import joined
 
-from .base import EncodedVisual, FamilyAdapter, ImageContext, Scorer, VisualAllocation, default_scorer
+from .base import EncodedVisual, ImageContext, Scorer, VisualAllocation
+from .contract import Adapter, Positions, Visual, VisualInputs
 from .options import CompressOptions, normalisation
-from .qwen3_vl import tier_levels
 from .sequence import (
     HostPrompt,
     PrunedInputs,
     VisualItem,
     check_inputs,
     kept_columns,
-    locate,
     padding_side,
     past_length,
     questions,
@@ -65,12 +68,95 @@ from .sequence import (
 )
 
 SUPPORTED_CLASSES: tuple[str, ...] = supported_classes()  # the built-in families' classes (arr_coc.families)
-generation_position_ids = FamilyAdapter.generation_position_ids  # Qwen-VL's 4-row generate positions (the adapter's)
-
-Visual = dict[str, tuple[torch.Tensor | None, torch.Tensor | None]]  # kind -> (pixel rows, grid_thw)
 
 
-def find_adapter(model: Any) -> FamilyAdapter:
+@dataclass
+class Batch:
+    """One call's inputs as the steps of :meth:`CompressedModel._plan` use them (built by ``_find_items``; the
+    level-of-detail step may lengthen the prompt and update it).
+
+    Attributes:
+        input_ids (torch.LongTensor of shape (batch_size, sequence_length)): the prompt, on the device.
+        attention_mask, labels (torch.Tensor of shape (batch_size, sequence_length) or None).
+        types: the per-token modality types the family's model reads (:meth:`Adapter.token_types`), or None.
+        inputs: the family's visual inputs (:meth:`Adapter.split_inputs`).
+        kwargs: the caller's other keyword arguments (passed on to the model).
+        ids: the special token ids (:meth:`Adapter.special_ids`).
+        prompt: the prompt's integers on the host (one read).
+        items: every visual item of the batch, located in the prompt.
+        original_ids: the caller's ``input_ids``.
+        budgets: one budget per sample.
+        positions: the model's own positions of the full sequence (:meth:`Adapter.positions`).
+        origin (torch.LongTensor of shape (batch_size, sequence_length) or None): with thumbnails, the caller's column
+            of each column of the longer prompt (-1 on a thumbnail).
+    """
+
+    input_ids: torch.Tensor
+    attention_mask: torch.Tensor | None
+    types: torch.Tensor | None
+    labels: torch.Tensor | None
+    inputs: VisualInputs
+    kwargs: dict[str, Any]
+    ids: dict[str, int]
+    prompt: HostPrompt
+    items: list[VisualItem]
+    original_ids: torch.Tensor
+    budgets: list[TokenBudget]
+    positions: Positions | None = None
+    origin: torch.Tensor | None = None
+
+    @property
+    def visual(self) -> Visual:
+        """Per modality, (pixels, the items' grids)."""
+        return self.inputs.visual
+
+
+@dataclass
+class Question:
+    """One item's question: its ids (Q,) on the device, their input embeddings (Q, D) or None, its text or None."""
+
+    ids: torch.Tensor
+    embeds: torch.Tensor | None
+    text: str | None
+
+
+@dataclass
+class PerItem:
+    """What the decision reads of each item (lists in item order): its question, its pixel rows, the tower's
+    features (N, D) or None (foveated), its token count N, and the features near-duplicates are judged by."""
+
+    asks: list[Question]
+    pixels: list[torch.Tensor]
+    feats: list[torch.Tensor | None]
+    n: list[int]
+    redund: list[torch.Tensor | None]
+
+
+@dataclass
+class Kept:
+    """The decision, read: per item the kept indices on the device and on the host, the DeepStack levels (or None),
+    and per sample the :class:`VisualAllocation` records."""
+
+    keeps: list[torch.Tensor]
+    host_keeps: list[np.ndarray]
+    levels: list[torch.Tensor | None]
+    allocation: list[list[VisualAllocation]]
+
+
+@dataclass
+class KeptFeatures:
+    """The encode step's result: the modalities present, their encoder outputs (whole, or the kept tokens when
+    foveated), per modality the kept indices per item (None: all rows) and levels, and the one host index per
+    modality into its items' features stacked (None when foveated)."""
+
+    kinds: list[str]
+    encoded: dict[str, EncodedVisual]
+    per_kind: dict[str, list[torch.Tensor | None]]
+    per_levels: dict[str, list[torch.Tensor | None]]
+    flat: dict[str, np.ndarray | None]
+
+
+def find_adapter(model: Any) -> Adapter:
     """The adapter for ``model``'s class, from the family registry (:mod:`arr_coc.families`), after checking that
     the installed ``transformers`` is one the family gives exact answers with.
 
@@ -80,17 +166,27 @@ def find_adapter(model: Any) -> FamilyAdapter:
     """
     found = match_model(model)
     if found is None:
-        raise ValueError(
-            f"compress() does not support {type(model).__name__}; supported model classes: "
-            f"{', '.join(supported_classes())} (wrap the ...ForConditionalGeneration model, not its inner .model)"
-        )
+        raise ValueError(unsupported_message(model))
     family, entry = found
     check_transformers(family)
     return load_object(entry.adapter)
 
 
+def unsupported_message(model: Any) -> str:
+    """One line for a model class the registry does not know: the class, the supported classes and their families, and
+    how to register one."""
+    from arr_coc.families import family_names
+
+    return (
+        f"compress() does not support {type(model).__name__}; supported model classes: {', '.join(supported_classes())}"
+        f" (families: {', '.join(family_names())}). Wrap the ...ForConditionalGeneration model, not its inner .model; "
+        "to add a model, register its family: arr_coc.families.register(Family(..., classes=(ModelClass(model_type, "
+        "class_name, module, 'pkg.mod:ADAPTER'),))) with a FamilyAdapter (see arr_coc/families.py)"
+    )
+
+
 class CompressedModel:
-    """A Qwen-VL ``...ForConditionalGeneration`` model that keeps only the relevant visual tokens.
+    """A ``...ForConditionalGeneration`` model of a registered family that keeps only the relevant visual tokens.
 
     Built by :func:`compress`. Calls take the processor's outputs and return the model's outputs:
 
@@ -122,7 +218,7 @@ class CompressedModel:
     def __init__(
         self,
         model: Any,
-        adapter: FamilyAdapter,
+        adapter: Adapter,
         options: CompressOptions,
         tokenizer: Any = None,
         image_mean: tuple[float, ...] | None = None,
@@ -197,8 +293,8 @@ class CompressedModel:
 
         Args:
             input_ids (torch.LongTensor of shape (batch_size, sequence_length)): as the processor returns it.
-            **kwargs: ``attention_mask``, ``pixel_values``, ``image_grid_thw``, ``pixel_values_videos``,
-                ``video_grid_thw``, ``mm_token_type_ids``, ``second_per_grid_ts``, ``labels`` (pruned alongside),
+            **kwargs: ``attention_mask``, the family's visual inputs (pixels and grids, as its processor returns
+                them: the adapter's ``input_names``), ``labels`` (pruned alongside),
                 ``past_key_values``, ``use_cache``, ... (passed on).
 
         Returns:
@@ -255,7 +351,7 @@ class CompressedModel:
         else:
             text = torch.arange(past, past + n_new, device=input_ids.device).expand(input_ids.shape[0], -1)
         pos = text + self.rope_deltas.to(text.device)  # (B, n_new)
-        return {**kwargs, "position_ids": self.adapter.decode_position_ids(pos)}  # (3, B, n_new) for Qwen-VL
+        return {**kwargs, "position_ids": self.adapter.decode_position_ids(pos)}  # the family's layout
 
     def _encode(self, visual: Visual) -> dict[str, EncodedVisual]:
         """The vision-tower seam: the tower + merger once per modality on the full pixels (``{kind: EncodedVisual}``
@@ -275,37 +371,92 @@ class CompressedModel:
             if px is not None
         }
 
-    def _decide(
-        self,
-        items: list[VisualItem],
-        visual: Visual,
-        encoded: dict[str, EncodedVisual],
-        positions: torch.Tensor,
-        prompt: HostPrompt,
-        budgets: list[TokenBudget],
-        ids: dict[str, int],
-    ) -> list[tuple[Choice, torch.Tensor]]:
-        """Step 4: per item, what to keep and the scores (N,): :meth:`Realizer.decide` for the default scorer (one
-        call per modality), else the scorer's scores and :meth:`Realizer.choose`; the realizer's config resolves
-        every budget either way.
+    # ----- the steps: find items -> decide -> (level of detail) -> encode -> repack -> the model's inputs ---------
+    def _plan(
+        self, input_ids: torch.Tensor | None, kwargs: dict[str, Any], generation: bool
+    ) -> tuple[dict[str, Any], torch.Tensor] | None:
+        """Prune one batch. Returns (kwargs for the model call, original input_ids) or None if there is no image.
+
+        One line a step (each a method below): find the items (validate, read the prompt to the host: sync 1,
+        locate, full positions) -> the whole tower, unless foveated -> decide -> read the decision (sync 2) -> level
+        of detail prepares the inputs (the coarse view) -> encode the kept tokens (or gather them) -> repack.
+        """
+        batch = self._find_items(input_ids, kwargs)
+        if batch is None:
+            return None
+        encoded = {} if self.foveate else self._encode(batch.visual)
+        decided = self._decide(batch, encoded)
+        kept = self._read_decision(batch, decided)
+        if self.options.detail is not None and batch.visual["image"][0] is not None:
+            batch, kept = self._prepare_detail(batch, kept, decided)
+        features = self._kept_features(batch, kept, encoded)
+        return self._build_inputs(batch, kept, features, generation), batch.original_ids
+
+    def _find_items(self, input_ids: torch.Tensor | None, kwargs: dict[str, Any]) -> Batch | None:
+        """Step 1: check the call, split off the family's visual inputs (and what ``compress`` computes itself), read
+        the prompt to the host in one copy (host sync 1), locate every visual item, and the model's own positions of
+        the full sequence. None when the call holds nothing to prune."""
+        names = self.adapter.input_names
+        if not check_inputs(input_ids, kwargs, self.adapter.token_ids(self.model), names):
+            return None
+        assert input_ids is not None
+        original_ids, kwargs = input_ids, dict(kwargs)
+        mask, types, labels = (kwargs.pop(k, None) for k in ("attention_mask", "mm_token_type_ids", "labels"))
+        inputs = self.adapter.split_inputs(kwargs)
+        if mask is not None and mask.shape != input_ids.shape:
+            raise ValueError(f"attention_mask has shape {tuple(mask.shape)}, input_ids {tuple(input_ids.shape)}")
+        if types is not None and types.shape != input_ids.shape:
+            raise ValueError(f"mm_token_type_ids has shape {tuple(types.shape)}, input_ids {tuple(input_ids.shape)}")
+        ids = self.adapter.special_ids(self.model, self.tokenizer)
+        grids = {k: g for k, (px, g) in inputs.visual.items() if px is not None}
+        prompt = read_prompt(input_ids, mask, types, grids)  # host sync 1
+        if prompt.mm_token_type_ids is None:
+            prompt.mm_token_type_ids = self.adapter.token_types(prompt.input_ids, ids)
+        items = self.adapter.locate(prompt, inputs.visual, ids, self.model)
+        if types is None:
+            types = self.adapter.token_types(input_ids, ids)  # (B, L) on the device, for the model's positions
+        batch = Batch(
+            input_ids=input_ids, attention_mask=mask, types=types, labels=labels, inputs=inputs, kwargs=kwargs,
+            ids=ids, prompt=prompt, items=items, original_ids=original_ids,
+            budgets=self.options.budgets(input_ids.shape[0]),
+        )  # fmt: skip
+        return self._position(batch)
+
+    def _position(self, batch: Batch) -> Batch:
+        """The model's own positions of ``batch``'s full sequence (:class:`~arr_coc.integrations.contract.Positions`:
+        P rows, the deltas, the family's layout)."""
+        batch.positions = self.adapter.positions(
+            self.model, batch.input_ids, batch.attention_mask, batch.types, batch.inputs
+        )
+        return batch
+
+    def _decide(self, batch: Batch, encoded: dict[str, EncodedVisual]) -> list[tuple[Choice, torch.Tensor]]:
+        """Step 2: per item, what to keep and the scores (N,), by the path the options declare
+        (:attr:`~arr_coc.integrations.options.CompressOptions.path`): ``"decide"`` runs
+        :meth:`Realizer.decide` once per modality; ``"per_item"`` calls the scorer on each item's
+        :class:`ImageContext` and :meth:`~arr_coc.realizing.Realizer.choose`. The realizer's config resolves every
+        budget either way.
 
         Batched, with no host sync: the questions come from the host copy of the prompt; their ids and the patch
         rows of items that share a grid go to the device in one copy; one embedding call for every distinct
         question; one ``frames_from_patches`` per grid (the items of a grid side by side, as the frames of one
         video). The scores' finiteness is checked with the kept indices (:func:`read_decision`).
         """
-        o, (patch, merge, tps) = self.options, self.adapter.geometry(self.model)
-        asked = questions(items, prompt.input_ids, prompt.attention_mask, o.query, ids, self.tokenizer)  # [(ids, text)]
-        device = positions.device
+        o, items, visual = self.options, batch.items, batch.visual
+        _, merge, _ = self.adapter.geometry(self.model)
+        prompt = batch.prompt
+        asked = questions(
+            items, prompt.input_ids, prompt.attention_mask, o.query, batch.ids, self.tokenizer,
+            self.adapter.question_ids,
+        )  # fmt: skip
         distinct = list(dict.fromkeys(tuple(q) for q, _ in asked))  # each distinct question once
-        default = o.scorer is default_scorer
-        groups = _grid_groups(items) if default else {}  # (kind, grid_thw) -> item indices
-        rows = {key: _patch_rows(items, members) for key, members in groups.items()}  # None: a contiguous run
+        by_realizer = o.path == "decide"
+        plan = self.adapter.frame_plan(items) if by_realizer else ({}, {})  # how the frames are batched
         arrays = [np.asarray(q, dtype=np.int64) for q in distinct]
-        arrays += [r for r in rows.values() if r is not None]
-        sent = iter(upload(arrays, device)) if arrays else iter(())  # the one host-to-device copy of this step
+        arrays += [r for r in plan[1].values() if r is not None]
+        device = batch.input_ids.device if batch.positions is None else batch.positions.ids.device
+        sent = iter(upload(arrays, device)) if arrays else iter(())  # the one host-to-device copy
         q_of = {q: next(sent) for q in distinct}  # each (Q,)
-        q_ids = [q_of[tuple(q)] for q, _ in asked]
         embed = self.model.get_input_embeddings()
         with torch.no_grad():
             nonempty = [q for q in distinct if q]
@@ -314,217 +465,207 @@ class CompressedModel:
             by_text: dict[tuple[int, ...], torch.Tensor | None] = {q: None for q in distinct}
             if embedded is not None:
                 by_text.update(zip(nonempty, embedded.split([len(q) for q in nonempty]), strict=True))  # (Q, D)
-            embeds = [by_text[tuple(q)] for q, _ in asked]  # each (Q, D) or None
-        pixels = [visual[it.kind][0][it.patch_start : it.patch_start + it.n_patches] for it in items]  # type: ignore[index]
+        asks = [
+            Question(q_of[tuple(q)], by_text[tuple(q)], text) for q, text in asked
+        ]  # each item's question: ids (Q,), embeddings (Q, D) or None, text
+        pixels = [self.adapter.item_pixels(visual, it) for it in items]
         feats = [encoded[it.kind].features[it.index].detach() if encoded else None for it in items]  # (N, D) or None
         n = [math.prod(it.merged_grid(merge)) for it in items]
         redund = [
             (f if f is not None else px.reshape(k, -1)).detach() if o.redundancy > 0 else None
             for f, px, k in zip(feats, pixels, n, strict=True)
         ]  # near-duplicates by the tower's features, or (foveated) by the tokens' pixels
+        per_item = PerItem(asks, pixels, feats, n, redund)
+        if by_realizer:
+            return self._decide_by_realizer(batch, per_item, plan, sent)
+        return self._decide_per_item(batch, per_item)
+
+    def _decide_by_realizer(
+        self,
+        batch: Batch,
+        per: PerItem,
+        plan: tuple[dict[Any, list[int]], dict[Any, np.ndarray | None]],
+        sent: Any,
+    ) -> list[tuple[Choice, torch.Tensor]]:
+        """The ``"decide"`` path: every item's frames (the family's :meth:`Adapter.frames`, batched as its
+        :meth:`Adapter.frame_plan` says), then :meth:`Realizer.decide` once per modality."""
+        o, items = self.options, batch.items
+        patch, merge, _ = self.adapter.geometry(self.model)
+        frames = self.adapter.frames(self.model, batch.visual, items, plan, sent, self.image_mean, self.image_std)
         grids = [it.merged_grid(merge)[1:] for it in items]
         out: list[Any] = [None] * len(items)
-        if default:
-            from arr_coc.texture import frames_from_patches
+        for kind in ("image", "video"):
+            at = [i for i, it in enumerate(items) if it.kind == kind]
+            if not at:
+                continue
+            texts = [per.asks[i].text for i in at]
+            modes = ["text" if o.text_prior and t else "texture" for t in texts]
+            decision = self.realizer.decide(
+                [frames[i] for i in at], [grids[i] for i in at], texts,  # type: ignore[misc]
+                [batch.budgets[items[i].sample] for i in at], modes, token_feats=[per.feats[i] for i in at],
+                query_embeds=[per.asks[i].embeds for i in at], features=[per.redund[i] for i in at],
+                redundancy=o.redundancy, detail=o.detail if kind == "image" else None, patch=patch, merge=merge,
+                text_options=o.text_options,
+            )  # fmt: skip
+            for i, d in zip(at, decision.items, strict=True):
+                out[i] = (d.choice, _counted(d.scores.detach().float().flatten(), per.n[i]))
+        return out
 
-            frames: list[torch.Tensor | None] = [None] * len(items)
-            for (kind, thw), members in groups.items():
-                px = visual[kind][0]
-                assert px is not None
-                first = items[members[0]]
-                run = rows[(kind, thw)]
-                block = (
-                    px[first.patch_start : first.patch_start + first.n_patches * len(members)]
-                    if run is None
-                    else (px.index_select(0, next(sent).to(px.device)))
-                )  # (G * t*h*w, D): the group's patch rows, in order
-                t = thw[0]
-                together = frames_from_patches(
-                    block, (t * len(members), thw[1], thw[2]), patch, merge, tps, self.image_mean, self.image_std
-                )  # (G * t, 3, H, W): exactly each item's frames, side by side
-                for j, i in enumerate(members):
-                    frames[i] = together[j * t : (j + 1) * t]  # (t, 3, H, W)
-            for kind in ("image", "video"):
-                at = [i for i, it in enumerate(items) if it.kind == kind]
-                if not at:
-                    continue
-                modes = ["text" if o.text_prior and asked[i][1] else "texture" for i in at]
-                decision = self.realizer.decide(
-                    [frames[i] for i in at], [grids[i] for i in at], [asked[i][1] for i in at],  # type: ignore[misc]
-                    [budgets[items[i].sample] for i in at], modes, token_feats=[feats[i] for i in at],
-                    query_embeds=[embeds[i] for i in at], features=[redund[i] for i in at], redundancy=o.redundancy,
-                    detail=o.detail if kind == "image" else None, patch=patch, merge=merge, text_options=o.text_options,
-                )  # fmt: skip
-                for i, d in zip(at, decision.items, strict=True):
-                    out[i] = (d.choice, _counted(d.scores.detach().float().flatten(), n[i]))
-            return out
-        for i, it in enumerate(items):
-            cols = torch.from_numpy(it.cols).to(positions.device)
+    def _decide_per_item(self, batch: Batch, per: PerItem) -> list[tuple[Choice, torch.Tensor]]:
+        """The ``"per_item"`` path: the scorer on each item's :class:`ImageContext`, then
+        :meth:`~arr_coc.realizing.Realizer.choose` (the budget resolved with the realizer's config)."""
+        o = self.options
+        patch, merge, tps = self.adapter.geometry(self.model)
+        out: list[tuple[Choice, torch.Tensor]] = []
+        for i, it in enumerate(batch.items):
+            assert batch.positions is not None
+            pos = batch.positions.ids
+            cols = torch.from_numpy(it.cols).to(pos.device)
+            ask = per.asks[i]
             ctx = ImageContext(
-                it.kind, it.sample, it.index, pixels[i], it.grid_thw, it.merged_grid(merge), patch, merge, tps,
-                feats[i], positions[:, it.sample, cols], q_ids[i], embeds[i], asked[i][1],
-                self.model.config, o.scorer_config, self.image_mean, self.image_std, self.realizer,
-                bool(o.text_prior and asked[i][1]), o.text_options,
+                kind=it.kind, sample=it.sample, index=it.index, pixel_values=per.pixels[i], grid_thw=it.grid_thw,
+                merged_grid=it.merged_grid(merge), patch_size=patch, merge_size=merge, temporal_patch_size=tps,
+                token_feats=per.feats[i], positions=pos[:, it.sample, cols], query_ids=ask.ids,
+                query_embeds=ask.embeds, query_text=ask.text, config=self.model.config,
+                scorer_config=o.scorer_config, image_mean=self.image_mean, image_std=self.image_std,
+                realizer=self.realizer, text_prior=bool(o.text_prior and ask.text), text_options=o.text_options,
             )  # fmt: skip
             answer = o.scorer(ctx)
             units = answer.units if isinstance(answer, TokenScores) else ()
             raw = answer.scores if isinstance(answer, TokenScores) else answer
-            scores = _counted(torch.as_tensor(raw).detach().float().flatten(), n[i])  # (N,)
+            scores = _counted(torch.as_tensor(raw).detach().float().flatten(), per.n[i])  # (N,)
             choice = self.realizer.choose(
-                scores, budgets[it.sample], units=units, features=redund[i], redundancy=o.redundancy,
-                detail=o.detail if it.kind == "image" else None, grid=grids[i], patch=patch, merge=merge,
+                scores, batch.budgets[it.sample], units=units, features=per.redund[i], redundancy=o.redundancy,
+                detail=o.detail if it.kind == "image" else None, grid=it.merged_grid(merge)[1:], patch=patch,
+                merge=merge,
             )  # fmt: skip
-            out[i] = (choice, scores)
+            out.append((choice, scores))
         return out
 
-    def _plan(
-        self, input_ids: torch.Tensor | None, kwargs: dict[str, Any], generation: bool
-    ) -> tuple[dict[str, Any], torch.Tensor] | None:
-        """Prune one batch. Returns (kwargs for the model call, original input_ids) or None if there is no image.
-
-        The steps: validate -> read the prompt to the host (sync 1) -> locate -> full positions (and the tower,
-        unless foveated) -> decide -> read the decision to the host (sync 2) -> level of detail: the coarse view ->
-        foveated: the tower on the kept patches -> kept columns -> repack (one upload, a few gathers).
-        """
-        from .detail import coarse_view, thumbnail_inserts, thumbnail_layout, thumbnails_to_device
-
-        if not check_inputs(input_ids, kwargs, self.adapter.token_ids(self.model)):
-            return None
-        assert input_ids is not None
-        original_ids, kwargs = input_ids, dict(kwargs)
-        mask, mm_types, labels = (kwargs.pop(k, None) for k in ("attention_mask", "mm_token_type_ids", "labels"))
-        visual: Visual = {
-            "image": (kwargs.pop("pixel_values", None), kwargs.pop("image_grid_thw", None)),
-            "video": (kwargs.pop("pixel_values_videos", None), kwargs.pop("video_grid_thw", None)),
-        }
-        extras = {"second_per_grid_ts": kwargs.pop("second_per_grid_ts", None)}
-        if mask is not None and mask.shape != input_ids.shape:
-            raise ValueError(f"attention_mask has shape {tuple(mask.shape)}, input_ids {tuple(input_ids.shape)}")
-        if mm_types is not None and mm_types.shape != input_ids.shape:
-            raise ValueError(f"mm_token_type_ids has shape {tuple(mm_types.shape)}, input_ids {tuple(input_ids.shape)}")
-        budgets = self.options.budgets(input_ids.shape[0])
-        ids = self.adapter.special_ids(self.model, self.tokenizer)
-        patch, merge, tps = self.adapter.geometry(self.model)
-
-        def read(ids_t: torch.Tensor, mask_t: torch.Tensor | None, types_t: torch.Tensor | None) -> HostPrompt:
-            """The prompt's integers on the host in one read; the token types computed there when none came."""
-            for kind in ("image", "video"):
-                grid = visual[kind][1]
-                if grid is not None and grid.dim() != 2:
-                    raise ValueError(f"{kind}_grid_thw must have shape (num_{kind}s, 3), got {tuple(grid.shape)}")
-            prompt = read_prompt(ids_t, mask_t, types_t, {k: g for k, (px, g) in visual.items() if px is not None})
-            if prompt.mm_token_type_ids is None:
-                prompt.mm_token_type_ids = self.adapter.mm_token_type_ids(prompt.input_ids, ids)
-            return prompt
-
-        prompt = read(input_ids, mask, mm_types)  # host sync 1
-        host_visual = {k: (px, prompt.grids.get(k)) for k, (px, _) in visual.items()}
-        items = locate(prompt.input_ids, prompt.attention_mask, host_visual, ids, merge)
-        if mm_types is None:
-            mm_types = self.adapter.mm_token_type_ids(input_ids, ids)  # (B, L) on the device, for the model's positions
-
-        def positions() -> tuple[torch.Tensor, torch.Tensor]:  # the model's own: (3, B, L), (B, 1)
-            grids = (visual["image"][1], visual["video"][1])
-            return self.adapter.rope_index(self.model, input_ids, mm_types, *grids, mask, extras)
-
-        full_pos, full_deltas = positions()
-        encoded = {} if self.foveate else self._encode(visual)
-        decided = self._decide(items, visual, encoded, full_pos, prompt, budgets, ids)
-        # host sync 2: every item's kept indices (the bookkeeping below) and whether its scores are finite
+    def _read_decision(self, batch: Batch, decided: list[tuple[Choice, torch.Tensor]]) -> Kept:
+        """Step 3: the decision on the host in one read (host sync 2: every item's kept indices, for the bookkeeping,
+        and whether its scores are finite), the DeepStack levels, and what :attr:`last_allocation` records."""
         host_keeps, finite = read_decision([c.keep for c, _ in decided], [s for _, s in decided])
         _check_finite(finite, [s.numel() for _, s in decided])
-        n_levels, tiers = self.adapter.n_deepstack_levels(self.model), self.options.deepstack_tiers
-        allocation: list[list[VisualAllocation]] = [[] for _ in range(input_ids.shape[0])]
-        keeps: list[torch.Tensor | None] = []
+        _, merge, _ = self.adapter.geometry(self.model)
+        tiers = self.options.deepstack_tiers
+        allocation: list[list[VisualAllocation]] = [[] for _ in range(batch.input_ids.shape[0])]
         levels: list[torch.Tensor | None] = []
-        for item, (choice, scores) in zip(items, decided, strict=True):
-            lv = tier_levels(scores[choice.keep], n_levels, tiers) if tiers is not None and n_levels > 0 else None
+        for item, (choice, scores) in zip(batch.items, decided, strict=True):
+            lv = self.adapter.token_levels(scores[choice.keep], self.model, tiers) if tiers is not None else None
             merged = item.merged_grid(merge)
-            keeps.append(choice.keep)
             levels.append(lv)
             allocation[item.sample].append(
                 VisualAllocation(item.kind, merged, choice.keep, scores.view(merged), choice.budget, item.index, lv,
                                  detail=choice.plan)
             )  # fmt: skip
-        origin = None
-        if self.options.detail is not None and visual["image"][0] is not None:  # level of detail: the coarse view
-            plans = {it.index: c.plan for it, (c, _) in zip(items, decided, strict=True) if it.kind == "image"}
-            by_index = {it.index: it for it in items if it.kind == "image"}
-            image_px, image_grid = visual["image"]
-            px, grid, roles = coarse_view(items, plans, image_px, image_grid, patch, merge, tps)  # type: ignore[arg-type]
-            visual = {**visual, "image": (px, grid)}
-            inserts = thumbnail_inserts(prompt.input_ids, items, plans, ids)
-            if inserts:  # thumbnails before their images: a longer prompt, and the model's positions of it
-                pad_id = getattr(self.model.config.get_text_config(), "pad_token_id", None)
-                layout = thumbnail_layout(
-                    prompt.input_ids, prompt.attention_mask, prompt.mm_token_type_ids, inserts, ids, int(pad_id or 0)
-                )  # the augmented prompt, on the host (no device read)
-                aug = thumbnails_to_device(layout, input_ids, mask, mm_types, labels)
-                input_ids, mask, mm_types, labels, origin = aug
-                full_pos, full_deltas = positions()
-                grid_rows = [
-                    [1, *plans[i].thumb_grid] if role == "thumb" else list(by_index[i].grid_thw)  # type: ignore[misc]
-                    for role, i in roles
-                ]  # the augmented batch's image grids (what coarse_view sent to the device), on the host
-                prompt = HostPrompt(
-                    layout[0], layout[1], layout[2], {**prompt.grids, "image": np.asarray(grid_rows, dtype=np.int64)}
-                )
-                by_item = {(it.kind, it.index): (k, h) for it, k, h in zip(items, keeps, host_keeps, strict=True)}
-                host_visual = {k: (pv, prompt.grids.get(k)) for k, (pv, _) in visual.items()}
-                items = locate(prompt.input_ids, prompt.attention_mask, host_visual, ids, merge)
-                thumb = [it.kind == "image" and roles[it.index][0] == "thumb" for it in items]
-                source = [(it.kind, roles[it.index][1] if it.kind == "image" else it.index) for it in items]
-                keeps = [
-                    torch.arange(it.n_patches // merge**2) if is_thumb else by_item[key][0]
-                    for it, is_thumb, key in zip(items, thumb, source, strict=True)
-                ]  # fmt: skip
-                host_keeps = [
-                    np.arange(it.n_patches // merge**2) if is_thumb else by_item[key][1]
-                    for it, is_thumb, key in zip(items, thumb, source, strict=True)
-                ]  # fmt: skip
-                levels = [None] * len(items)
-        kinds = [kind for kind, (px, _) in visual.items() if px is not None]
-        per_kind = {k: [kp for it, kp in zip(items, keeps, strict=True) if it.kind == k] for k in kinds}
-        per_levels = {k: [lv for it, lv in zip(items, levels, strict=True) if it.kind == k] for k in kinds}
+        return Kept([c.keep for c, _ in decided], host_keeps, levels, allocation)
+
+    def _prepare_detail(
+        self, batch: Batch, kept: Kept, decided: list[tuple[Choice, torch.Tensor]]
+    ) -> tuple[Batch, Kept]:
+        """Level of detail, a step that prepares the inputs: each image's coarse view joins the pixels (the coarse
+        cells or a thumbnail); thumbnails go before their images in a longer prompt, whose positions the model
+        computes anew. Every thumbnail token is kept; the images keep what was decided."""
+        from .detail import coarse_view, thumbnail_inserts, thumbnail_layout, thumbnails_to_device
+
+        patch, merge, tps = self.adapter.geometry(self.model)
+        items, prompt, ids = batch.items, batch.prompt, batch.ids
+        plans = {it.index: c.plan for it, (c, _) in zip(items, decided, strict=True) if it.kind == "image"}
+        by_index = {it.index: it for it in items if it.kind == "image"}
+        image_px, image_grid = batch.visual["image"]
+        px, grid, roles = coarse_view(items, plans, image_px, image_grid, patch, merge, tps)  # type: ignore[arg-type]
+        batch.inputs = VisualInputs({**batch.visual, "image": (px, grid)}, batch.inputs.extras)
+        inserts = thumbnail_inserts(prompt.input_ids, items, plans, ids)
+        if not inserts:
+            return batch, kept
+        # thumbnails before their images: a longer prompt, and the model's positions of it
+        pad_id = getattr(self.model.config.get_text_config(), "pad_token_id", None)
+        layout = thumbnail_layout(
+            prompt.input_ids, prompt.attention_mask, prompt.mm_token_type_ids, inserts, ids, int(pad_id or 0)
+        )  # the augmented prompt, on the host (no device read)
+        aug = thumbnails_to_device(layout, batch.input_ids, batch.attention_mask, batch.types, batch.labels)
+        batch.input_ids, batch.attention_mask, batch.types, batch.labels, batch.origin = aug
+        batch = self._position(batch)
+        grid_rows = [
+            [1, *plans[i].thumb_grid] if role == "thumb" else list(by_index[i].grid_thw)  # type: ignore[misc]
+            for role, i in roles
+        ]  # the augmented batch's image grids (what coarse_view sent to the device), on the host
+        batch.prompt = HostPrompt(
+            layout[0], layout[1], layout[2], {**prompt.grids, "image": np.asarray(grid_rows, dtype=np.int64)}
+        )
+        by_item = {(it.kind, it.index): (k, h) for it, k, h in zip(items, kept.keeps, kept.host_keeps, strict=True)}
+        batch.items = self.adapter.locate(batch.prompt, batch.visual, ids, self.model)
+        thumb = [it.kind == "image" and roles[it.index][0] == "thumb" for it in batch.items]
+        source = [(it.kind, roles[it.index][1] if it.kind == "image" else it.index) for it in batch.items]
+        keeps = [
+            torch.arange(it.n_patches // merge**2) if is_thumb else by_item[key][0]
+            for it, is_thumb, key in zip(batch.items, thumb, source, strict=True)
+        ]  # fmt: skip
+        host_keeps = [
+            np.arange(it.n_patches // merge**2) if is_thumb else by_item[key][1]
+            for it, is_thumb, key in zip(batch.items, thumb, source, strict=True)
+        ]  # fmt: skip
+        return batch, Kept(keeps, host_keeps, [None] * len(batch.items), kept.allocation)
+
+    def _kept_features(self, batch: Batch, kept: Kept, encoded: dict[str, EncodedVisual]) -> KeptFeatures:
+        """Step 4, encode: foveated, the tower on the kept patches only (its outputs are the kept tokens, in order);
+        otherwise one host index per modality into its items' features stacked (one gather for all items, sent with
+        the repacking's upload)."""
+        kinds = [kind for kind, (px, _) in batch.visual.items() if px is not None]
+        items = batch.items
+        per_kind = {k: [kp for it, kp in zip(items, kept.keeps, strict=True) if it.kind == k] for k in kinds}
+        per_levels = {k: [lv for it, lv in zip(items, kept.levels, strict=True) if it.kind == k] for k in kinds}
         flat: dict[str, np.ndarray | None] = {}
-        if self.foveate:  # the tower on the kept patches only; its outputs are the kept tokens, in order
+        if self.foveate:
             on_host = {
-                k: [torch.from_numpy(np.asarray(h)) for it, h in zip(items, host_keeps, strict=True) if it.kind == k]
+                k: [
+                    torch.from_numpy(np.asarray(h))
+                    for it, h in zip(items, kept.host_keeps, strict=True)
+                    if it.kind == k
+                ]  # noqa: E501
                 for k in kinds
             }  # the decision's host copies (read above): the tower's inputs are built from them on the host
-            encoded = self._encode_kept(visual, on_host, prompt.grids)
+            encoded = self._encode_kept(batch.visual, on_host, batch.prompt.grids)
             per_kind = {k: [None] * len(encoded[k].features) for k in kinds}
             flat = {k: None for k in kinds}
-        else:  # one index per modality into its items' features stacked: one gather for all items
+        else:
             for k in kinds:
                 sizes = [int(f.shape[0]) for f in encoded[k].features]
                 offsets = np.cumsum([0, *sizes[:-1]])
-                mine = [h for it, h in zip(items, host_keeps, strict=True) if it.kind == k]
+                mine = [h for it, h in zip(items, kept.host_keeps, strict=True) if it.kind == k]
                 flat[k] = np.concatenate([h + o for h, o in zip(mine, offsets, strict=True)]) if mine else None
+        return KeptFeatures(kinds, encoded, per_kind, per_levels, flat)
 
-        # ---- repack: every row shrinks by its own amount; old padding is dropped and laid anew on one side ----
-        keep_col = kept_columns(prompt.input_ids, prompt.attention_mask, items, host_keeps)  # (B, L) host
+    def _build_inputs(self, batch: Batch, kept: Kept, feats: KeptFeatures, generation: bool) -> dict[str, Any]:
+        """Step 5, repack and build the model's inputs: every row shrinks by its own amount (old padding dropped,
+        laid anew on one side), the positions are gathered at the kept columns, the kept features taken (one
+        upload, a few gathers), and the adapter turns them into the model's keyword arguments."""
+        prompt = batch.prompt
+        keep_col = kept_columns(prompt.input_ids, prompt.attention_mask, batch.items, kept.host_keeps)  # (B, L) host
         side = "left" if generation else padding_side(prompt.attention_mask, self.options.padding_side)
         pad_id = getattr(self.model.config.get_text_config(), "pad_token_id", None)
-        to_send = [k for k in kinds if flat.get(k) is not None]
+        to_send = [k for k in feats.kinds if feats.flat.get(k) is not None]
+        assert batch.positions is not None
         packed = repack(
-            prompt.input_ids, prompt.attention_mask, keep_col, full_pos, full_deltas, side,
-            0 if pad_id is None else int(pad_id), mm_token_type_ids=prompt.mm_token_type_ids, labels=labels,
-            always_mask=generation, extra=[flat[k] for k in to_send],  # type: ignore[misc]
+            prompt.input_ids, prompt.attention_mask, keep_col, batch.positions.ids, batch.positions.deltas, side,
+            0 if pad_id is None else int(pad_id), mm_token_type_ids=prompt.mm_token_type_ids, labels=batch.labels,
+            always_mask=generation, extra=[feats.flat[k] for k in to_send],  # type: ignore[misc]
         )  # fmt: skip
         sent = dict(zip(to_send, packed.extra, strict=True))
         mm_outputs = {
-            k: self.adapter.pruned_output(encoded[k], per_kind[k], per_levels[k], flat=sent.get(k)) for k in kinds
+            k: self.adapter.pruned_output(feats.encoded[k], feats.per_kind[k], feats.per_levels[k], flat=sent.get(k))
+            for k in feats.kinds
         }
         index_map = packed.index_map
-        if origin is not None:  # columns of the augmented prompt -> the caller's columns (-1: padding or thumbnail)
-            index_map = torch.where(index_map >= 0, origin.gather(1, index_map.clamp_min(0)), index_map)
+        if batch.origin is not None:  # columns of the augmented prompt -> the caller's (-1: padding or thumbnail)
+            index_map = torch.where(index_map >= 0, batch.origin.gather(1, index_map.clamp_min(0)), index_map)
         self.rope_deltas = packed.rope_deltas
-        self.last_allocation = allocation
+        self.last_allocation = kept.allocation
         self.last_inputs = PrunedInputs(
             packed.input_ids, packed.attention_mask, packed.position_ids, index_map, packed.rope_deltas, mm_outputs
         )
-        return self.adapter.model_inputs(kwargs, packed, mm_outputs, generation), original_ids
+        return self.adapter.model_inputs(batch.kwargs, packed, mm_outputs, generation)
 
 
 def _counted(scores: torch.Tensor, n: int) -> torch.Tensor:
@@ -542,24 +683,6 @@ def _check_finite(finite: Sequence[bool], sizes: Sequence[int]) -> None:
                 f"the scorer returned no finite score for the {n} visual tokens (all NaN or infinite), so there is "
                 "nothing to rank; a scorer must return a number per token (NaN marks a single token least relevant)"
             )
-
-
-def _grid_groups(items: Sequence[VisualItem]) -> dict[tuple[str, tuple[int, int, int]], list[int]]:
-    """Items of one modality with the same patch grid, in order: ``(kind, grid_thw) -> item indices``."""
-    groups: dict[tuple[str, tuple[int, int, int]], list[int]] = {}
-    for i, it in enumerate(items):
-        groups.setdefault((it.kind, tuple(it.grid_thw)), []).append(i)  # type: ignore[arg-type]
-    return groups
-
-
-def _patch_rows(items: Sequence[VisualItem], members: Sequence[int]) -> np.ndarray | None:
-    """The patch rows of ``members`` (same grid), in order, as one host index; None when they are one contiguous
-    run of rows (a slice, nothing to gather)."""
-    first = items[members[0]]
-    starts = [items[i].patch_start for i in members]
-    if starts == [first.patch_start + j * first.n_patches for j in range(len(members))]:
-        return None
-    return np.concatenate([np.arange(s, s + first.n_patches, dtype=np.int64) for s in starts])
 
 
 def compress(
@@ -581,14 +704,13 @@ def compress(
     text_options: dict[str, Any] | None = None,
     options: CompressOptions | None = None,
 ) -> CompressedModel:
-    """Wrap a Qwen-VL model so that only the visual tokens relevant to the question reach the language model.
+    """Wrap a vision-language model so that only the visual tokens relevant to the question reach the language model.
 
     The keywords build one :class:`~arr_coc.integrations.options.CompressOptions` (or pass ``options=``, and the
     option keywords are ignored).
 
     Args:
-        model: a ``Qwen2VLForConditionalGeneration``, ``Qwen2_5_VLForConditionalGeneration``,
-            ``Qwen3VLForConditionalGeneration`` or ``Qwen3VLMoeForConditionalGeneration``.
+        model: a ``...ForConditionalGeneration`` of a registered family (:func:`arr_coc.families.supported_classes`).
         budget: tokens to keep PER IMAGE / VIDEO: an int count, a fraction in (0, 1], ``"adaptive"`` (the realizer's
             tiers; see :mod:`arr_coc.attending`), or a list with one such budget per sample of the batch.
         scorer: ``"auto"`` (the realizer's relevance: texture scorers, query cues, the model's token / question
@@ -598,8 +720,8 @@ def compress(
             holds the image, the default). A string needs ``processor`` or ``tokenizer``.
         processor, tokenizer: the model's processor (its tokenizer and normalisation are used) or a tokenizer.
         redundancy: in [0, 1]; > 0 skips near-duplicate tokens (``arr_coc.attending.select``).
-        deepstack_tiers: Qwen3-VL only: fractions of the kept tokens, most relevant first, forming tiers; the top
-            tier receives every DeepStack level, the lowest none (:func:`~arr_coc.integrations.qwen3_vl.tier_levels`;
+        deepstack_tiers: families with feature levels (DeepStack) only: fractions of the kept tokens, most relevant
+            first, forming tiers; the top tier receives every level, the lowest none (the adapter's ``token_levels``;
             zeroes DeepStack rows: a level-of-detail knob, no speed-up).
         padding_side: ``"left"`` / ``"right"`` for re-padding forward calls (default: the input's side, else left).
         text_prior: the default scorer also runs OCR on each image's own resized pixels and adds ``allocate``'s

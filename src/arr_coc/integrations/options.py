@@ -19,9 +19,9 @@ from typing import TYPE_CHECKING, Any
 
 from arr_coc.attending import Budget, TokenBudget
 
-from .base import FamilyAdapter, Scorer, cosine_scorer, resolve_scorer
+from .base import Scorer, cosine_scorer, default_scorer, resolve_scorer
+from .contract import Adapter
 from .detail import MIN_THUMBNAIL_TOKENS, parse_detail
-from .qwen3_vl import check_tiers
 
 if TYPE_CHECKING:
     from arr_coc.realizing import Realizer
@@ -37,7 +37,7 @@ class CompressOptions:
             ``Realizer.decide``; ``cosine_scorer``; or your callable ``f(ImageContext) -> Tensor (N,) | TokenScores``).
         query: the question for every sample, or one per sample (None: the user turn that holds the image).
         redundancy: in [0, 1]; > 0 skips near-duplicate tokens (``arr_coc.attending.select``).
-        deepstack_tiers: Qwen3-VL: fractions of the kept tokens forming DeepStack tiers (``qwen3_vl.tier_levels``).
+        deepstack_tiers: fractions of the kept tokens forming tiers of the family's feature levels (DeepStack).
         padding_side: ``"left"`` / ``"right"`` for re-padding forward calls, or None (the input's side, else left).
         text_prior: the default scorer adds the OCR text prior of ``allocate``'s text mode (when there is a question).
         text_options: the text prior's ablation switches (``ReadingConfig.with_switches``), or None.
@@ -46,6 +46,12 @@ class CompressOptions:
         foveate: decide before the vision tower and encode only the kept tokens' patches.
         detail: None (drop), ``"thumbnail"`` or ``"mixed"`` (level of detail; always foveated; images only).
         scorer_config: anything, for a custom scorer (``ImageContext.scorer_config``); the default scorer ignores it.
+        path: how the tokens are chosen, declared when the options are built, never guessed from the scorer's
+            identity: ``"decide"`` (``scorer="auto"``: :meth:`Realizer.decide` over each modality's items at once)
+            or ``"per_item"`` (a callable scorer, ``"cosine"`` too: the scorer on each item's ``ImageContext``, then
+            :meth:`Realizer.choose`). A wrapped default scorer (a timer around ``resolve_scorer("auto")``) is a
+            callable, so it takes ``"per_item"`` (the same tokens, item by item); ``path="decide"`` with any scorer
+            but the default one is refused.
     """
 
     budget: TokenBudget | tuple[TokenBudget, ...] = TokenBudget("adaptive")
@@ -60,6 +66,16 @@ class CompressOptions:
     foveate: bool = False
     detail: str | None = None
     scorer_config: Any = None
+    path: str = "decide"
+
+    def __post_init__(self) -> None:
+        if self.path not in PATHS:
+            raise ValueError(f"path must be one of {', '.join(map(repr, PATHS))}, got {self.path!r}")
+        if self.path == "decide" and self.scorer is not default_scorer:
+            raise ValueError(
+                "path='decide' decides with the realizer (Realizer.decide) and calls no scorer, so it only goes with "
+                "scorer='auto'; a custom or wrapped scorer takes path='per_item'"
+            )
 
     @property
     def foveated(self) -> bool:
@@ -94,13 +110,16 @@ class CompressOptions:
         foveate: bool = False,
         detail: str | None = None,
         text_options: dict[str, Any] | None = None,
-        adapter: FamilyAdapter | None = None,
+        adapter: Adapter | None = None,
+        path: str | None = None,
     ) -> CompressOptions:
         """The options of ``compress``'s keywords (documented there), each checked once.
 
         A ``scorer_config`` dict's ``"text_prior"``, ``"realizer"`` and ``"text_options"`` entries (the keys the
         default scorer once read from it) become the typed fields; the rest stays for a custom scorer.
         ``adapter``: the model's family (``deepstack_tiers`` is refused for a family without DeepStack).
+        ``path``: None declares it from ``scorer`` as written: a name (``"auto"``, ``"realizing"``, None) is
+        ``"decide"``, ``"cosine"`` and every callable ``"per_item"`` (see :attr:`path`).
 
         Raises:
             ValueError: one message naming the bad value and what is allowed.
@@ -113,9 +132,13 @@ class CompressOptions:
             raise ValueError(f"redundancy must be a number in [0, 1], got {redundancy!r}")
         tiers = check_tiers(deepstack_tiers)
         if tiers is not None and adapter is not None and not adapter.supports_deepstack():
-            raise ValueError(f"deepstack_tiers only applies to Qwen3-VL models (DeepStack); {adapter.name} has none")
+            raise ValueError(f"deepstack_tiers only applies to models with DeepStack levels; {adapter.name} has none")
         if not isinstance(foveate, bool):
             raise ValueError(f"foveate must be True or False, got {foveate!r}")
+        if foveate and adapter is not None and not adapter.supports_foveation():
+            raise ValueError(
+                f"compress(foveate=True) is not supported for {adapter.name}: its tower cannot run on kept patches"
+            )
         cosine = scorer == "cosine" or scorer is cosine_scorer
         if foveate and cosine:
             raise ValueError(
@@ -124,6 +147,10 @@ class CompressOptions:
                 "pixel_values"
             )
         detail = parse_detail(detail)
+        if detail is not None and adapter is not None and not adapter.supports_detail():
+            raise ValueError(
+                f"compress(detail=...) is not supported for {adapter.name}: its pixels take no coarse view"
+            )
         smallest = {"thumbnail": MIN_THUMBNAIL_TOKENS + 1, "mixed": 2}.get(detail or "", 1)
         for b in parsed:
             if isinstance(b.value, int) and b.value < smallest:
@@ -163,7 +190,36 @@ class CompressOptions:
             foveate=foveate,
             detail=detail,
             scorer_config=scorer_config,
+            path=path if path is not None else declared_path(scorer),
         )
+
+
+PATHS = ("decide", "per_item")
+
+
+def declared_path(scorer: str | Scorer | None) -> str:
+    """The decision path ``scorer=`` declares, by what was written, not by the identity of what it resolves to: the
+    default scorer BY NAME (``"auto"``, ``"realizing"``, None) decides with :meth:`Realizer.decide`; any callable
+    (the default one wrapped in a timer included) is called per item. The default scorer passed as the function
+    itself is the default scorer named (``default_scorer``)."""
+    if scorer is None or isinstance(scorer, str) and scorer in ("auto", "realizing"):
+        return "decide"
+    if scorer is default_scorer:
+        return "decide"
+    return "per_item"
+
+
+def check_tiers(tiers: Sequence[float] | None) -> tuple[float, ...] | None:
+    """``deepstack_tiers`` validated: None, or fractions in (0, 1] adding up to at most 1, as a tuple."""
+    if tiers is None:
+        return None
+    try:
+        values = tuple(float(t) for t in tiers)
+    except (TypeError, ValueError):
+        raise ValueError(f"deepstack_tiers must be None or a sequence of fractions, got {tiers!r}") from None
+    if not values or any(not (0.0 < v <= 1.0) for v in values) or sum(values) > 1.0 + 1e-6:
+        raise ValueError(f"deepstack_tiers must be fractions in (0, 1] that add up to at most 1, got {tiers!r}")
+    return values
 
 
 def normalisation(image_processor: Any) -> tuple[tuple[float, ...] | None, tuple[float, ...] | None]:

@@ -34,8 +34,9 @@ from typing import Any
 
 import torch
 
-from .base import EncodedVisual, FamilyAdapter, Kind
+from .base import EncodedVisual, Kind
 from .foveation import GroupedSegments, PaddedSegments
+from .qwen_common import QwenAdapter
 
 # what window_batched_tower reads of the tower and its blocks (checked before use; a release without them is refused)
 _TOWER_ATTRS = ("patch_embed", "rotary_pos_emb", "blocks", "merger", "fullatt_block_indexes", "spatial_merge_unit")
@@ -197,7 +198,7 @@ def check_tower(visual: Any, tower_attrs: Sequence[str] = _TOWER_ATTRS, family: 
 
 
 @dataclass
-class Qwen25Adapter(FamilyAdapter):
+class Qwen25Adapter(QwenAdapter):
     """Adapter for Qwen2.5-VL (window attention in the vision tower)."""
 
     def kept_item(self, model: Any, grid_thw: tuple[int, int, int], keep: torch.Tensor) -> Any:

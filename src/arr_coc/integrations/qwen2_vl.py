@@ -21,9 +21,10 @@ from typing import Any
 
 import torch
 
-from .base import EncodedVisual, FamilyAdapter, Kind
+from .base import EncodedVisual, Kind
 from .foveation import GroupedSegments, PaddedSegments
 from .qwen2_5_vl import block_forward, check_tower
+from .qwen_common import QwenAdapter
 
 # what image_batched_tower reads of the tower (checked before use; a release without them is refused)
 _TOWER_ATTRS = ("patch_embed", "rotary_pos_emb", "blocks", "merger")
@@ -68,7 +69,7 @@ def image_batched_tower(
 
 
 @dataclass
-class Qwen2Adapter(FamilyAdapter):
+class Qwen2Adapter(QwenAdapter):
     """Adapter for Qwen2-VL (full attention per image / frame in the vision tower)."""
 
     def batched_tower(self) -> tuple[Any, tuple[str, ...], str]:

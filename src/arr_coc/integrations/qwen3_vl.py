@@ -31,6 +31,7 @@ import torch
 
 from .base import EncodedVisual, take_rows
 from .foveation import PaddedSegments
+from .options import check_tiers  # noqa: F401  (its old home)
 from .qwen2_5_vl import block_forward
 from .qwen2_vl import Qwen2Adapter
 
@@ -118,6 +119,11 @@ class Qwen3Adapter(Qwen2Adapter):
 
     def n_deepstack_levels(self, model: Any) -> int:
         return len(getattr(model.config.vision_config, "deepstack_visual_indexes", None) or ())
+
+    def token_levels(self, scores: torch.Tensor, model: Any, tiers: Sequence[float] | None) -> torch.Tensor | None:
+        """With ``deepstack_tiers``, how many DeepStack levels each kept token receives (:func:`tier_levels`)."""
+        n_levels = self.n_deepstack_levels(model)
+        return tier_levels(scores, n_levels, tiers) if tiers is not None and n_levels > 0 else None
 
     def _deepstack(self, raw: Any) -> list[list[torch.Tensor]] | None:
         feats = getattr(raw, "deepstack_features", None)
@@ -207,19 +213,6 @@ MOE_ADAPTER = Qwen3Adapter(name="qwen3-vl-moe")
 
 
 # ----- DeepStack tiers (compress(deepstack_tiers=...)) ---------------------------------------------------------
-def check_tiers(tiers: Sequence[float] | None) -> tuple[float, ...] | None:
-    """``deepstack_tiers`` validated: None, or fractions in (0, 1] adding up to at most 1, as a tuple."""
-    if tiers is None:
-        return None
-    try:
-        values = tuple(float(t) for t in tiers)
-    except (TypeError, ValueError):
-        raise ValueError(f"deepstack_tiers must be None or a sequence of fractions, got {tiers!r}") from None
-    if not values or any(not (0.0 < v <= 1.0) for v in values) or sum(values) > 1.0 + 1e-6:
-        raise ValueError(f"deepstack_tiers must be fractions in (0, 1] that add up to at most 1, got {tiers!r}")
-    return values
-
-
 def tier_levels(scores: torch.Tensor, n_levels: int, tiers: Sequence[float]) -> torch.Tensor:
     """How many DeepStack levels each kept token receives, from relevance tiers.
 

@@ -1,13 +1,13 @@
 """The pruned sequence, step by step: pure functions from tensors to tensors, no model (``compress``'s corridor).
 
     input_ids ──► locate (which placeholder columns belong to which image / video) ──► the question of each item
-              ──► (the model's seams: full M-RoPE positions, vision tower; the decision: ``Realizer.decide``)
+              ──► (the model's seams: full positions, vision tower; the decision: ``Realizer.decide``)
               ──► kept columns ──► repack (each row shrinks by its own amount, re-padded; positions gathered)
 
 ``CompressedModel`` (``compress.py``) is these steps in order; each can be tested on hand-made tensors. Nothing here
-knows a model family: the position rows (3 M-RoPE rows, or whatever the model's ``get_rope_index`` returns) are
-gathered as they come, and the family's own layouts (token ids, the 4-row ``generate`` positions) live in its adapter
-(``base.py`` and the family files).
+knows a model family: the position rows (however many the family's positions have) are gathered as they come, the
+question is read with the family's turn markers, and the family's own layouts (token ids, input names, what
+``generate`` takes) live in its adapter (:mod:`.contract`, one file a family).
 
 Host and device: the prompt's small integer metadata (ids, mask, token types, grids) is read to the host ONCE
 (:func:`read_prompt`, one device-to-host copy); locating, the questions, the kept columns and the re-padding are
@@ -28,6 +28,10 @@ import torch
 
 from arr_coc.reading.text import valid_text
 
+from .contract import turn_question_ids
+
+Names = dict[str, tuple[str, str]]  # per modality, the model's keyword names of (pixels, grids)
+
 _NUMPY = {torch.int64: np.int64, torch.int32: np.int32, torch.int16: np.int16, torch.int8: np.int8,
           torch.uint8: np.uint8, torch.bool: np.bool_}  # fmt: skip
 _TORCH = {np.dtype(v): k for k, v in _NUMPY.items()}
@@ -36,7 +40,7 @@ _TORCH = {np.dtype(v): k for k, v in _NUMPY.items()}
 REFUSED = {
     "inputs_embeds": "compress() builds the pruned sequence from input_ids (it must see the image placeholder "
     "tokens to know which tokens to drop); pass input_ids as the processor returns them, not inputs_embeds",
-    "position_ids": "compress() computes the M-RoPE positions itself (the model's get_rope_index on the full input, "
+    "position_ids": "compress() computes the positions itself (the model's own positions of the full input, "
     "gathered at the kept tokens); do not pass position_ids",
     "mm_encoder_outputs": "compress() runs the vision tower itself; pass pixel_values / pixel_values_videos",
 }
@@ -55,14 +59,14 @@ class PrunedInputs:
     Attributes:
         input_ids (torch.LongTensor of shape (batch_size, pruned_length)): prompt without the dropped placeholders.
         attention_mask (torch.LongTensor of shape (batch_size, pruned_length) or None): 0 on padding.
-        position_ids (torch.LongTensor of shape (3, batch_size, pruned_length)): the full sequence's M-RoPE
-            positions gathered at the kept columns (0 on padding).
+        position_ids (torch.LongTensor of shape (P, batch_size, pruned_length)): the full sequence's positions (P
+            rows: the family's) gathered at the kept columns (0 on padding).
         index_map (torch.LongTensor of shape (batch_size, pruned_length)): column of the ORIGINAL input each pruned
             column came from, -1 for padding added by re-padding. Use it to map logits back.
         rope_deltas (torch.LongTensor of shape (batch_size, 1)): next position minus real pruned length per sample;
             the first generated token of sample ``b`` sits at ``max position of the unpruned sample + 1``.
-        mm_encoder_outputs: the pruned encoder outputs handed to the model (``{"image": ..., "video": ...}``; for
-            Qwen3-VL with ``deepstack_features`` sliced, and zeroed per ``deepstack_tiers``).
+        mm_encoder_outputs: the pruned encoder outputs handed to the model (``{"image": ..., "video": ...}``, as
+            the family's adapter builds them: with its feature levels sliced, and zeroed per ``deepstack_tiers``).
     """
 
     input_ids: torch.Tensor
@@ -79,12 +83,12 @@ class VisualItem:
 
     Attributes:
         kind: ``"image"`` or ``"video"``.
-        index: its row in ``image_grid_thw`` / ``video_grid_thw``.
+        index: its row among its modality's items (the row of its grid).
         sample: the row of ``input_ids`` that holds its placeholder tokens.
         cols (numpy.ndarray of shape (N,), int64): columns of its placeholder tokens in that row, ascending, on the
             host (bookkeeping; nothing on the device needs them).
-        grid_thw: (t, h, w) patch grid (NOT merged).
-        patch_start: first row of its patches in ``pixel_values`` / ``pixel_values_videos``.
+        grid_thw: (t, h, w) patch grid (NOT merged), as the family's processor describes the item.
+        patch_start: first row of its pixels in its modality's pixel tensor.
         span: (first, last) of ``cols``, on the host (the question is read around them without a device read).
     """
 
@@ -154,7 +158,7 @@ def read_prompt(
     Args:
         input_ids (torch.LongTensor of shape (batch_size, sequence_length)).
         attention_mask, mm_token_type_ids (torch.Tensor of shape (batch_size, sequence_length) or None).
-        grids: ``{"image": image_grid_thw or None, "video": video_grid_thw or None}``, each (num_items, 3).
+        grids: per modality, the items' grids or None, each (num_items, 3).
     """
     named = [("input_ids", input_ids), ("attention_mask", attention_mask), ("types", mm_token_type_ids)]
     named += [(kind, g) for kind, g in grids.items()]
@@ -204,6 +208,7 @@ def locate_items(
     token_id: int,
     grid_thw: torch.Tensor | np.ndarray,
     merge_size: int,
+    grid_name: str | None = None,
 ) -> list[VisualItem]:
     """Assign the placeholder tokens of one modality to its items.
 
@@ -219,6 +224,7 @@ def locate_items(
         token_id: the placeholder token id of this modality.
         grid_thw (array or tensor of shape (num_items, 3)): patch grids, as the processor returns them.
         merge_size: patches merged per token side.
+        grid_name: the model's name of the grids, for messages (default ``{kind}_grid_thw``).
 
     Returns:
         One :class:`VisualItem` per row of ``grid_thw``, in that order.
@@ -229,14 +235,15 @@ def locate_items(
     """
     ids, mask, grid = host(input_ids), host(attention_mask), host(grid_thw)
     assert ids is not None and grid is not None
+    grid_name = grid_name or f"{kind}_grid_thw"
     if grid.ndim != 2 or grid.shape[1] != 3:
-        raise ValueError(f"{kind}_grid_thw must have shape (num_{kind}s, 3), got {tuple(grid.shape)}")
+        raise ValueError(f"{grid_name} must have shape (num_{kind}s, 3), got {tuple(grid.shape)}")
     grid_list = [tuple(int(v) for v in row) for row in grid.tolist()]
     sizes = [t * h * w // (merge_size * merge_size) for t, h, w in grid_list]
     where = np.argwhere(ids == token_id)  # (M, 2) rows (sample, column), row-major
     if where.shape[0] != sum(sizes):
         raise ValueError(
-            f"input_ids holds {where.shape[0]} {kind} placeholder tokens but {kind}_grid_thw describes "
+            f"input_ids holds {where.shape[0]} {kind} placeholder tokens but {grid_name} describes "
             f"{sum(sizes)} ({' + '.join(map(str, sizes))}); the prompt and the {kind}s do not match"
         )
     if mask is not None and where.shape[0]:
@@ -248,7 +255,7 @@ def locate_items(
         rows = np.unique(block[:, 0]).tolist()
         if len(rows) != 1:
             raise ValueError(
-                f"the placeholder tokens of {kind} {i} span samples {rows}; input_ids and {kind}_grid_thw do not match"
+                f"the placeholder tokens of {kind} {i} span samples {rows}; input_ids and {grid_name} do not match"
             )
         cols = np.ascontiguousarray(block[:, 1], dtype=np.int64)
         span = (int(cols[0]), int(cols[-1])) if n else (-1, -1)
@@ -256,38 +263,6 @@ def locate_items(
         start += n
         patch += thw[0] * thw[1] * thw[2]
     return items
-
-
-def turn_query_ids(
-    row: Sequence[int], row_mask: Sequence[int], first: int, last: int, ids: dict[str, int]
-) -> list[int]:
-    """Token ids of the question around a visual item: the text of the user turn that holds it.
-
-    That is the turn's text before the item and after it, without the role header (``user\\n``), placeholders,
-    vision markers, padding, and anything between ``first`` and ``last`` (e.g. the timestamps between a Qwen3-VL
-    video's frames).
-
-    Args:
-        row: one row of ``input_ids``.
-        row_mask: its attention mask (1 = real token).
-        first, last: columns of the item's first and last placeholder token.
-        ids: special token ids: ``image``, ``video``, ``vision_start``, ``vision_end``, ``im_start``, ``im_end``,
-            ``newline``.
-    """
-    start = first - 1
-    while start >= 0 and row[start] != ids["im_start"]:
-        start -= 1
-    end = last + 1
-    while end < len(row) and row[end] != ids["im_end"]:
-        end += 1
-    begin = start + 1
-    if start >= 0:  # skip the role header "user\n"
-        for j in range(begin, min(begin + 3, end)):
-            if row[j] == ids["newline"]:
-                begin = j + 1
-                break
-    skip = {ids["image"], ids["video"], ids["vision_start"], ids["vision_end"], ids["im_start"], ids["im_end"]}
-    return [row[j] for j in range(begin, end) if row_mask[j] and row[j] not in skip and not first <= j <= last]
 
 
 def kept_columns(
@@ -390,7 +365,7 @@ def repack(
         keep_col (bool array or tensor of shape (batch_size, sequence_length)): columns that stay (see
             :func:`kept_columns`).
         position_ids (torch.LongTensor of shape (P, batch_size, sequence_length)): positions of the full sequence
-            (P = 3 M-RoPE rows for Qwen-VL), gathered row by row; the outputs go to its device.
+            (P: the family's rows), gathered row by row; the outputs go to its device.
         rope_deltas (torch.LongTensor of shape (batch_size, 1)): the full sequence's max position + 1 - real length.
         side: ``"left"`` or ``"right"``: where the new padding goes.
         pad_id: token id written on padding.
@@ -455,13 +430,16 @@ def repack(
     return Repacked(new_ids_t, mask_t, types_t, new_pos, index_t, deltas, new_labels, list(sent[len(host_out) :]))
 
 
-def check_inputs(input_ids: torch.Tensor | None, kwargs: dict[str, Any], token_ids: dict[str, int]) -> bool:
+def check_inputs(
+    input_ids: torch.Tensor | None, kwargs: dict[str, Any], token_ids: dict[str, int], names: Names
+) -> bool:
     """Every check of a call's inputs that needs no model; True if there is anything to prune.
 
     Args:
         input_ids (torch.LongTensor of shape (batch_size, sequence_length) or None): the prompt.
         kwargs: the call's other inputs, as the processor returns them.
-        token_ids: the family's ``image`` / ``video`` placeholder ids.
+        token_ids: the family's placeholder id of each modality.
+        names: per modality, the model's names of its (pixels, grids) inputs (the adapter's ``input_names``).
 
     Raises:
         ValueError: one message naming the input and what to pass instead.
@@ -469,18 +447,15 @@ def check_inputs(input_ids: torch.Tensor | None, kwargs: dict[str, Any], token_i
     for key, why in REFUSED.items():
         if kwargs.get(key) is not None:
             raise ValueError(f"{key} was passed: {why}")
-    has_images = kwargs.get("pixel_values") is not None
-    has_videos = kwargs.get("pixel_values_videos") is not None
-    if has_images and kwargs.get("image_grid_thw") is None:
-        raise ValueError("pixel_values was passed without image_grid_thw; pass both, as the processor returns them")
-    if has_videos and kwargs.get("video_grid_thw") is None:
-        raise ValueError(
-            "pixel_values_videos was passed without video_grid_thw; pass both, as the processor returns them"
-        )
+    present = [kind for kind, (px, _) in names.items() if kwargs.get(px) is not None]
+    for kind in present:
+        px, grid = names[kind]
+        if grid and kwargs.get(grid) is None:
+            raise ValueError(f"{px} was passed without {grid}; pass both, as the processor returns them")
     prefill = past_length(kwargs) == 0
-    if not (has_images or has_videos):
+    if not present:
         if prefill and isinstance(input_ids, torch.Tensor):
-            for kind, key in (("image", "pixel_values"), ("video", "pixel_values_videos")):
+            for kind, (key, _) in names.items():
                 if bool((input_ids == token_ids[kind]).any()):
                     raise ValueError(f"input_ids holds {kind} placeholder tokens but no {key} were passed")
         return False
@@ -499,13 +474,14 @@ def locate(
     visual: dict[str, tuple[torch.Tensor | None, torch.Tensor | np.ndarray | None]],
     ids: dict[str, int],
     merge_size: int,
+    names: Names | None = None,
 ) -> list[VisualItem]:
     """Every image, then every video, of the batch (:func:`locate_items` per modality), on the host.
 
     Args:
         input_ids, attention_mask: the prompt (host arrays; tensors are read).
-        visual: ``{"image": (pixel_values, image_grid_thw), "video": (pixel_values_videos, video_grid_thw)}`` (the
-            grids as host arrays, or tensors).
+        visual: per modality, (pixels, the items' grids) (the grids as host arrays, or tensors).
+        names: per modality, the model's names of (pixels, grids), for messages (default: the kind's).
 
     Raises:
         ValueError: placeholders of a modality whose pixels were not passed (and :func:`locate_items`'s).
@@ -513,10 +489,10 @@ def locate(
     items: list[VisualItem] = []
     prompt, mask = host(input_ids), host(attention_mask)
     assert prompt is not None
-    for kind, key in (("image", "pixel_values"), ("video", "pixel_values_videos")):
-        pixels, grid = visual[kind]
+    for kind, (pixels, grid) in visual.items():
+        key, grid_name = (names or {}).get(kind, (f"{kind} pixels", f"{kind} grids"))
         if pixels is not None and grid is not None:
-            items += locate_items(prompt, mask, kind, ids[kind], grid, merge_size)
+            items += locate_items(prompt, mask, kind, ids[kind], grid, merge_size, grid_name)
         elif (prompt == ids[kind]).any():
             raise ValueError(f"input_ids holds {kind} placeholder tokens but no {key} were passed")
     return items
@@ -529,10 +505,12 @@ def questions(
     query: str | Sequence[str | None] | None,
     ids: dict[str, int],
     tokenizer: Any = None,
+    question_ids: Any = None,
 ) -> list[tuple[list[int], str | None]]:
     """The question of each item, as token ids and text: ``query`` (one string, or one per sample; None = take it
-    from the prompt) or the text of the user turn that holds the item (:func:`turn_query_ids`), decoded with
-    ``tokenizer`` (text None without one).
+    from the prompt) or the text of the turn that holds the item (``question_ids(row, mask, first, last, ids)``: the
+    family's, e.g. :meth:`~arr_coc.integrations.contract.Adapter.question_ids`; default: the whole row without the
+    ``ids``), decoded with ``tokenizer`` (text None without one).
 
     Raises:
         ValueError: a per-sample list of the wrong length, or a string query without a tokenizer.
@@ -545,6 +523,8 @@ def questions(
         raise ValueError("a string query= needs a tokenizer: pass compress(..., processor=...) or tokenizer=...")
     prompt, mask = host(input_ids), host(attention_mask)  # host arrays (compress's copies) pass through
     assert prompt is not None
+    if question_ids is None:
+        question_ids = _whole_row
     rows = prompt.tolist()
     masks = mask.tolist() if mask is not None else [[1] * prompt.shape[1]] * batch
     out: list[tuple[list[int], str | None]] = []
@@ -559,9 +539,24 @@ def questions(
             out.append(([int(i) for i in encoded], q))
             continue
         first, last = it.span if it.span[0] >= 0 else (int(it.cols[0]), int(it.cols[-1]))
-        q_ids = turn_query_ids(rows[it.sample], masks[it.sample], first, last, ids)
+        q_ids = question_ids(rows[it.sample], masks[it.sample], first, last, ids)
         out.append((q_ids, tokenizer.decode(q_ids) if hasattr(tokenizer, "decode") else None))
     return out
+
+
+def _whole_row(row: Sequence[int], mask: Sequence[int], first: int, last: int, ids: dict[str, int]) -> list[int]:
+    from .contract import TurnMarkers
+
+    return turn_question_ids(row, mask, first, last, TurnMarkers(None, None, None, frozenset(ids.values())))
+
+
+def __getattr__(name: str) -> Any:
+    """``turn_query_ids``: ChatML's question walk, now the Qwen line's (:func:`.qwen_common.turn_query_ids`)."""
+    if name == "turn_query_ids":
+        from . import qwen_common
+
+        return qwen_common.turn_query_ids
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def read_decision(keeps: Sequence[torch.Tensor], scores: Sequence[torch.Tensor]) -> tuple[list[np.ndarray], list[bool]]:
