@@ -55,11 +55,12 @@ def _cases(realdocs: Path, n_real: int, per_image: int, text_images: int) -> lis
 def dump(args: argparse.Namespace) -> None:
     import arr_coc
     from arr_coc.config import RelevanceConfig
+    from arr_coc.engine import EngineConfig
     from arr_coc.grid import GridSpec
     from arr_coc.texture import frames_from_image
 
     realizers = {"bands on": arr_coc.Realizer(RelevanceConfig()).eval()}
-    realizers["bands off"] = arr_coc.Realizer(RelevanceConfig(cpu_band_elements=0)).eval()
+    realizers["bands off"] = arr_coc.Realizer(engine=EngineConfig(cpu_band_elements=0)).eval()
     out = {}
     cases = _cases(Path(args.realdocs), args.realdocs_images, args.per_image, args.text_images)
     for j, (path, query, mode) in enumerate(cases):

@@ -5,7 +5,7 @@
 
 Counts come from :class:`arr_coc.profiling.OpCounter` (a ``TorchDispatchMode``: every aten op, and every host sync:
 ``item``, value-sized outputs such as ``nonzero``, copies to the host; see its docstring). They are deterministic, so
-one run is enough and contention does not change them. CPU banding (``RelevanceConfig.cpu_band_elements``, the
+one run is enough and contention does not change them. CPU banding (``EngineConfig.cpu_band_elements``, the
 texture path's bands of cell rows that keep each op below torch's intra-op split size on a CPU) is OFF
 (``cpu_band_elements=0``): the rows count what a GPU launches, where bands are never used.
 
@@ -32,7 +32,7 @@ Rows:
 
 * The text path's OCR page keys hashed where the frames lie (``arr_coc.caching.device_digests``, what a text-mode
   decision on a GPU runs instead of copying each frame to the host and hashing it there): 1 and 8 frames.
-* ``Realizer.relevance`` and ``compress`` with the texture as a CUDA graph (``RelevanceConfig.texture_graphs``): the
+* ``Realizer.relevance`` and ``compress`` with the texture as a CUDA graph (``EngineConfig.texture_graphs``): the
   replay counted as one launch (``arr_coc.graphs.opaque_capture`` stands in for the graph on the CPU); the rest as it
   runs.
 
@@ -50,7 +50,7 @@ import torch
 
 import arr_coc
 from arr_coc.caching import device_digests
-from arr_coc.config import RelevanceConfig
+from arr_coc.engine import EngineConfig
 from arr_coc.graphs import ShapeGraphs, opaque_capture
 from arr_coc.grid import GridSpec
 from arr_coc.profiling import OpCounter
@@ -81,9 +81,9 @@ def _prior(frames: torch.Tensor, grid: tuple[int, int]) -> torch.Tensor:
 
 
 def graphed_realizer() -> arr_coc.Realizer:
-    """A realizer with the texture as a CUDA graph (``RelevanceConfig.texture_graphs``) as a GPU would run it, counted
+    """A realizer with the texture as a CUDA graph (``EngineConfig.texture_graphs``) as a GPU would run it, counted
     on the CPU: the graph's replay stands in as one launch (``opaque_capture``), counted apart (``replays``)."""
-    graphed = arr_coc.Realizer(RelevanceConfig(cpu_band_elements=0, texture_cache_items=0)).eval()
+    graphed = arr_coc.Realizer(engine=EngineConfig(cpu_band_elements=0, texture_cache_items=0)).eval()
     graphed.texture_graphs = ShapeGraphs(graphed._texture_eager, 8, after=1, capture=opaque_capture,
                                          devices=("cpu",), under_modes=True)  # fmt: skip
     return graphed
@@ -185,7 +185,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-compress", action="store_true", help="skip the compress rows (no model built)")
     args = parser.parse_args(argv)
     torch.manual_seed(0)
-    realizer = arr_coc.Realizer(RelevanceConfig(cpu_band_elements=0)).eval()
+    realizer = arr_coc.Realizer(engine=EngineConfig(cpu_band_elements=0)).eval()
     rows = relevance_rows(realizer)
     if not args.no_compress:
         rows += compress_rows(realizer)

@@ -7,7 +7,7 @@ The goal: <= 2 ms per image at batch 1 on a GPU. These rows run the texture eage
 (``texture_graphs=0``).
 
 ``--graphs`` adds the same rows with the default config, whose texture on a GPU is a CUDA graph per frame shape
-(``RelevanceConfig.texture_graphs``, ``arr_coc.graphs``), checks every graphed decision against the eager one (scores
+(``EngineConfig.texture_graphs``, ``arr_coc.graphs``), checks every graphed decision against the eager one (scores
 and kept indices, bit for bit) and reports the device memory the graphs hold (reserved memory after
 ``torch.cuda.empty_cache()``, before and after the captures).
 
@@ -47,6 +47,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--graphs", action="store_true", help="also time the texture as CUDA graphs (the default config)")
     args = p.parse_args(argv)
     from arr_coc.config import RelevanceConfig
+    from arr_coc.engine import EngineConfig
     from arr_coc.grid import GridSpec
     from arr_coc.io import load_image_with_size
     from arr_coc.reading import ReadingConfig
@@ -64,7 +65,9 @@ def main(argv: list[str] | None = None) -> int:
     reading = ReadingConfig().replace(ocr=ocr) if ocr else ReadingConfig()
     if args.no_semantic:
         reading = reading.with_switches(semantic=False)
-    realizer = Realizer(RelevanceConfig(reading=reading.to_dict(), texture_graphs=0)).eval()  # eager texture
+    realizer = Realizer(
+        RelevanceConfig(reading=reading.to_dict()), engine=EngineConfig(texture_graphs=0)
+    ).eval()  # eager
     frames = frames_from_image(img, grid).to(dev)
 
     stages: dict[tuple[str, int], dict[str, float]] = {}  # (what, batch) -> the first item's stage medians

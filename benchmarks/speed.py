@@ -5,7 +5,7 @@ included) is its own. OCR time is shown separately from the rest of the text-awa
 
 ``--contention`` instead measures the texture-only path on a quiet and on a busy machine (``--busy`` alone runs the
 whole benchmark busy): a burner subprocess keeps every core spinning while the timed process runs, with torch's
-default intra-op threads and with one thread, and with the CPU bands of ``RelevanceConfig.cpu_band_elements`` on
+default intra-op threads and with one thread, and with the CPU bands of ``EngineConfig.cpu_band_elements`` on
 (default) and off (0: whole frames, what every op of the old code did).
 
 Example:
@@ -78,14 +78,14 @@ def _run(mode: str, repeat: int, threads: int, queue, band_elements: int | None 
     import torch
 
     import arr_coc
-    from arr_coc.config import RelevanceConfig
+    from arr_coc.engine import EngineConfig
     from arr_coc.realizing import default_realizer
 
     if threads:
         torch.set_num_threads(threads)  # a benchmark process of its own: its one global setting, set once
     realizer = None
     if band_elements is not None:
-        realizer = arr_coc.Realizer(RelevanceConfig(cpu_band_elements=band_elements)).eval()
+        realizer = arr_coc.Realizer(engine=EngineConfig(cpu_band_elements=band_elements)).eval()
     rows = []
     reading = (realizer or default_realizer()).reading if mode == "text" else None
 
@@ -205,7 +205,7 @@ def _contention(args: argparse.Namespace, ctx) -> int:
     lines = [
         f"Texture-only `allocate`, median ms per image over {args.repeat} runs after a warm-up, {mp.cpu_count()} CPU "
         "cores; busy = a burner process spinning one Python loop per core while timing. Bands: "
-        "`RelevanceConfig.cpu_band_elements` (on: pixel work in bands below torch's intra-op split size; off: 0).",
+        "`EngineConfig.cpu_band_elements` (on: pixel work in bands below torch's intra-op split size; off: 0).",
         "",
         "| image | tokens | torch threads | CPU bands | quiet ms | busy ms |",
         "|---|---:|---|---|---:|---:|",

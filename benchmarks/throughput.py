@@ -311,6 +311,7 @@ def text_realizer(args: argparse.Namespace, graphs: int | None = None) -> Any:
     if args.ocr_backend == "onnxruntime" and not args.no_semantic and graphs is None:
         return None
     from arr_coc.config import RelevanceConfig
+    from arr_coc.engine import EngineConfig
     from arr_coc.reading import ReadingConfig
     from arr_coc.realizing import Realizer
 
@@ -319,19 +320,19 @@ def text_realizer(args: argparse.Namespace, graphs: int | None = None) -> Any:
         reading = reading.replace(ocr={"backend": "torch", "device": args.device, "dtype": args.ocr_dtype})
     if args.no_semantic:
         reading = reading.with_switches(semantic=False)
-    extra = {} if graphs is None else {"texture_graphs": graphs}
-    return Realizer(RelevanceConfig(reading=reading.to_dict(), **extra)).eval()
+    engine = EngineConfig() if graphs is None else EngineConfig(texture_graphs=graphs)
+    return Realizer(RelevanceConfig(reading=reading.to_dict()), engine=engine).eval()
 
 
 def texture_realizer(graphs: int | None = None) -> Any:
     """The realizer of the texture rows: None (the shared default one) unless ``graphs`` sets how many frame shapes
-    keep their texture as a CUDA graph (``RelevanceConfig.texture_graphs``; 0: off)."""
+    keep their texture as a CUDA graph (``EngineConfig.texture_graphs``; 0: off)."""
     if graphs is None:
         return None
-    from arr_coc.config import RelevanceConfig
+    from arr_coc.engine import EngineConfig
     from arr_coc.realizing import Realizer
 
-    return Realizer(RelevanceConfig(texture_graphs=graphs)).eval()
+    return Realizer(engine=EngineConfig(texture_graphs=graphs)).eval()
 
 
 def clear_ocr_cache(realizer: Any = None) -> None:
@@ -648,7 +649,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         help="text rows without MiniLM (where its package is missing, e.g. a GPU machine without it)",
     )
     p.add_argument("--tower-only", action="store_true", help="only the foveated tower's counts (Qwen2.5-VL), no timing")
-    graphs_help = ("texture CUDA graphs for this many frame shapes (RelevanceConfig.texture_graphs; default: the "
+    graphs_help = ("texture CUDA graphs for this many frame shapes (EngineConfig.texture_graphs; default: the "
                    "library's), and rows with the texture run eagerly beside them")  # fmt: skip
     p.add_argument("--texture-graphs", type=int, default=None, help=graphs_help)
     p.add_argument("--out", type=Path, default=Path("results/throughput.md"), help="markdown output (JSON alongside)")

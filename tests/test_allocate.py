@@ -10,7 +10,7 @@ from PIL import Image
 
 import arr_coc
 from arr_coc import GridSpec, allocate
-from arr_coc import realizing as realizing_mod
+from arr_coc import text_prior as text_prior_mod
 
 
 @settings(max_examples=25, deadline=None)
@@ -72,7 +72,7 @@ def test_bad_mode_family_budget(noise_image) -> None:
 
 
 def test_missing_ocr_extra_is_explained(noise_image, monkeypatch) -> None:
-    monkeypatch.setattr(realizing_mod, "ocr_available", lambda: False)
+    monkeypatch.setattr(text_prior_mod, "ocr_available", lambda: False)
     with pytest.raises(ImportError, match=r"pip install -e '\.\[ocr\]' in the arr-coc-vis clone.*texture"):
         allocate(noise_image, "q", budget=10, mode="text")
     assert allocate(noise_image, "q", budget=10, mode="auto").mode == "texture"  # auto falls back, and says so

@@ -48,9 +48,9 @@ def test_ask_prunes_compares_and_writes_heatmap(tiny_checkpoint, tmp_path, form_
 
 
 def test_ask_budget_count_without_compare(tiny_checkpoint, tmp_path, form_image, capsys, monkeypatch):
-    from arr_coc import realizing
+    from arr_coc import text_prior
 
-    monkeypatch.setattr(realizing, "ocr_available", lambda: False)  # --mode auto falls back to texture, and says so
+    monkeypatch.setattr(text_prior, "ocr_available", lambda: False)  # --mode auto falls back to texture, and says so
     image = tmp_path / "form.png"
     form_image.save(image)
     argv = ["ask", str(image), "-q", "Date?", "--model", str(tiny_checkpoint), "--budget", "10"]
@@ -58,7 +58,7 @@ def test_ask_budget_count_without_compare(tiny_checkpoint, tmp_path, form_image,
     out = capsys.readouterr().out
     assert "-> 10 (" in out and "mode texture;" in out and "answer (unpruned)" not in out
     assert "time: vision tower" in out and "decode" in out
-    monkeypatch.setattr(realizing, "ocr_available", lambda: False)
+    monkeypatch.setattr(text_prior, "ocr_available", lambda: False)
     assert main([*argv, "--mode", "text"]) == 2
     assert "pip install -e '.[ocr]' in the arr-coc-vis clone" in capsys.readouterr().err
 

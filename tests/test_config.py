@@ -21,7 +21,6 @@ def test_json_round_trip_of_every_field() -> None:
         balancer_rules=((0.0,) * 6, (1.0,) * 6, (2.0,) * 6),
         adaptive_tiers=(32, 64),
         reading={"layout_gain": 2.0},
-        cpu_band_elements=0,
     )
     text = cfg.to_json()
     assert json.loads(text) == cfg.to_dict()

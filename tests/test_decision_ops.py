@@ -17,6 +17,7 @@ import pytest
 import torch
 
 from arr_coc.config import RelevanceConfig
+from arr_coc.engine import EngineConfig
 from arr_coc.knowing import ParticipatoryScorer, unit
 from arr_coc.profiling import OpCounter
 from arr_coc.query import parse_query
@@ -78,7 +79,7 @@ def test_the_pins_apply_to_their_release_only(monkeypatch) -> None:
 def test_relevance_op_and_sync_budget(with_prior: bool, query: str | None, pinned: int) -> None:
     """<= 150 ops for one frame (the target), at most the pinned count on the pinned release (+5 with a text prior:
     its clamp, its presence flag and the term's column), the same bound for eight frames, no host sync."""
-    realizer = Realizer(RelevanceConfig(cpu_band_elements=0)).eval()
+    realizer = Realizer(engine=EngineConfig(cpu_band_elements=0)).eval()
     counts = {}
     for n in (1, 8):
         frames = _frames(n)
@@ -98,7 +99,7 @@ def test_relevance_of_frames_together_equals_each_alone_bit_for_bit() -> None:
     frames = _frames(8, seed=1)
     frames[3] //= 8  # a low-contrast neighbour
     for band in (0, 32767):
-        realizer = Realizer(RelevanceConfig(cpu_band_elements=band)).eval()
+        realizer = Realizer(engine=EngineConfig(cpu_band_elements=band)).eval()
         together = realizer.relevance(frames, GRID, "What is the total?")
         for i in range(8):
             alone = realizer.relevance(frames[i : i + 1], GRID, "What is the total?")
@@ -185,7 +186,7 @@ def test_relevance_items_equal_each_item_alone_and_batch_the_ops() -> None:
     """Items of equal size with different questions (and token features / query embeddings of different lengths)
     go through one pass: each equals relevance() on it alone, bit for bit, and eight cost about what one costs."""
     g = torch.Generator().manual_seed(4)
-    realizer = Realizer(RelevanceConfig(cpu_band_elements=0)).eval()
+    realizer = Realizer(engine=EngineConfig(cpu_band_elements=0)).eval()
     grid = (6, 5)
     frames = [torch.randint(0, 256, (1, 3, 6 * 28, 5 * 28), generator=g, dtype=torch.uint8) for _ in range(8)]
     frames.append(torch.randint(0, 256, (2, 3, 4 * 28, 5 * 28), generator=g, dtype=torch.uint8))  # another size
@@ -254,7 +255,7 @@ def test_compress_adds_few_ops_and_two_host_reads() -> None:
     from arr_coc.testing import tiny_model
 
     model, processor = tiny_model("qwen2.5-vl")
-    cm = compress(model, budget=0.22, processor=processor, realizer=Realizer(RelevanceConfig(cpu_band_elements=0)))
+    cm = compress(model, budget=0.22, processor=processor, realizer=Realizer(engine=EngineConfig(cpu_band_elements=0)))
     one_size, two_sizes = [(336, 252)], [(336, 252), (224, 308)]
     ops1, syncs1 = _added(cm, model, _compress_inputs(processor, 1, one_size))
     ops8, syncs8 = _added(cm, model, _compress_inputs(processor, 8, one_size))
@@ -275,7 +276,7 @@ def test_compress_adaptive_budget_reads_the_counts_once() -> None:
     from arr_coc.testing import tiny_model
 
     model, processor = tiny_model("qwen2.5-vl")
-    cm = compress(model, processor=processor, realizer=Realizer(RelevanceConfig(cpu_band_elements=0)))
+    cm = compress(model, processor=processor, realizer=Realizer(engine=EngineConfig(cpu_band_elements=0)))
     for n in (1, 8):
         _, grown = _added(cm, model, _compress_inputs(processor, n, [(336, 252), (224, 308)]))
         assert grown == {"Tensor.numpy": 2, "Tensor.tolist": 1}, (n, grown)  # + the counts, once
@@ -351,7 +352,7 @@ def test_decide_chooses_together_what_each_item_chooses_alone() -> None:
     """Realizer.decide chooses plain top-K items of one size and count in one batch (adaptive counts read once):
     each item keeps exactly what ``choose`` keeps for it alone; with a redundancy the items go one by one."""
     g = torch.Generator().manual_seed(7)
-    realizer = Realizer(RelevanceConfig(cpu_band_elements=0)).eval()
+    realizer = Realizer(engine=EngineConfig(cpu_band_elements=0)).eval()
     sizes = [(6, 5), (4, 7), (6, 5), (6, 5), (4, 7), (6, 5)]
     frames = [torch.randint(0, 256, (1, 3, r * 28, c * 28), generator=g, dtype=torch.uint8) for r, c in sizes]
     frames[3] = frames[0].clone()  # identical scores: equal ranks, ties to the lower index
@@ -413,12 +414,12 @@ def test_texture_channels_keep_the_bits_of_the_formulas_before_the_op_cuts() -> 
 
     from arr_coc.texture import texture_from_frames
 
-    cfg = RelevanceConfig(cpu_band_elements=0)
+    cfg = RelevanceConfig()
     rows, cols, c = 5, 6, 14
     g = torch.Generator().manual_seed(9)
     frames = torch.randint(0, 256, (2, 3, rows * 28, cols * 28), generator=g, dtype=torch.uint8)
     frames[1, :, :28] = 17  # a flat band: constant cells (entropy 0, no edges)
-    got = texture_from_frames(frames, rows, cols, cfg)
+    got = texture_from_frames(frames, rows, cols, cfg, band=0)
     rgb = F.avg_pool2d(frames.float() / 255.0, 2)  # (2, 3, rows * c, cols * c), what the texture analyses
     luma = torch.tensor(cfg.grey_weights).view(1, 3, 1, 1)
     grey = F.pad((rgb * luma).sum(1)[:, None], (1, 1, 1, 1), mode="replicate")[:, 0]
@@ -454,7 +455,7 @@ def test_realizer_rescales_the_coupling_with_the_channels_bit_for_bit() -> None:
     from arr_coc.query import parse_query
 
     g = torch.Generator().manual_seed(10)
-    realizer = Realizer(RelevanceConfig(cpu_band_elements=0)).eval()
+    realizer = Realizer(engine=EngineConfig(cpu_band_elements=0)).eval()
     rows, cols = 6, 5
     frames = torch.randint(0, 256, (3, 3, rows * 28, cols * 28), generator=g, dtype=torch.uint8)
     feats = torch.randn(3 * rows * cols, 16, generator=g)

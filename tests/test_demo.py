@@ -126,7 +126,7 @@ def test_oversized_image_is_refused(form_png):
 
 
 def test_text_mode_without_the_ocr_extra(form_png, monkeypatch):
-    monkeypatch.setattr("arr_coc.realizing.ocr_available", lambda: False)
+    monkeypatch.setattr("arr_coc.text_prior.ocr_available", lambda: False)
     with pytest.raises(gr.Error, match=r"pip install -e '\.\[ocr\]' in the arr-coc-vis clone"):
         demo.DemoApp().allocate(form_png, "q?", "0.11", "qwen2.5-vl", "text")
 

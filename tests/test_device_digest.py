@@ -144,16 +144,17 @@ def test_reader_reads_a_digested_picture_once_and_fetches_its_pixels_only_when_n
 def test_text_decision_on_frames_copies_a_page_to_the_host_once_and_equals_reading_its_pixels(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    import arr_coc.realizing as realizing
+    import arr_coc.text_prior as text_prior
     from arr_coc.config import RelevanceConfig
+    from arr_coc.engine import EngineConfig
     from arr_coc.realizing import Realizer
 
     reading, detected = stand_in_reading()
     r = Realizer(RelevanceConfig(reading={"semantic": {"enabled": False}}))
     r._reading = reading  # (a realizer with a text path of its own: its reading is built on first use)
     copied: list[int] = []
-    real = realizing.pictures_from_frames
-    monkeypatch.setattr(realizing, "pictures_from_frames", lambda f: copied.append(f.shape[0]) or real(f))
+    real = text_prior.pictures_from_frames
+    monkeypatch.setattr(text_prior, "pictures_from_frames", lambda f: copied.append(f.shape[0]) or real(f))
     rng = np.random.default_rng(4)
     hwc = np.full((2, 84, 112, 3), 255, np.uint8)
     hwc[:, 40:] = rng.integers(0, 256, (2, 44, 112, 3), dtype=np.uint8)
@@ -173,12 +174,13 @@ def test_text_decision_on_frames_copies_a_page_to_the_host_once_and_equals_readi
     r.decide([other], *args[1:], mode="text")
     assert copied == [1, 1, 1] and len(detected) == 3  # the changed frame only
     hashed: list[int] = []
-    real_digests = realizing.frame_digests
-    monkeypatch.setattr(realizing, "frame_digests", lambda f, salt: hashed.append(len(f)) or real_digests(f, salt))
+    real_digests = text_prior.frame_digests
+    monkeypatch.setattr(text_prior, "frame_digests", lambda f, salt: hashed.append(len(f)) or real_digests(f, salt))
     batch = r.decide([frames, other, frames], [(3, 4)] * 3, ["What is the total?"] * 3, 4, mode="text")
     assert hashed == [3] and copied == [1, 1, 1]  # three items' frames hashed in one call; all read before
     assert torch.equal(batch[0].keep, first[0].keep) and torch.equal(batch[2].scores, first[0].scores)
-    plain = Realizer(RelevanceConfig(texture_cache_items=0, reading={"semantic": {"enabled": False}}))
+    no_cache = EngineConfig(texture_cache_items=0)
+    plain = Realizer(RelevanceConfig(reading={"semantic": {"enabled": False}}), engine=no_cache)
     plain._reading, _ = stand_in_reading()
     pics = [list(hwc)]
     given = plain.decide(*args, mode="text", pictures=pics)
@@ -192,18 +194,20 @@ def test_decide_computes_each_groups_texture_once_before_the_text_paths_host_wor
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """On a GPU the texture's kernels then run while the host matches the page; the result is the same."""
-    import arr_coc.realizing as realizing
+    import arr_coc.engine as engine
+    import arr_coc.text_prior as text_prior
     from arr_coc.config import RelevanceConfig
+    from arr_coc.engine import EngineConfig
     from arr_coc.realizing import Realizer
 
     reading, _ = stand_in_reading()
-    r = Realizer(RelevanceConfig(texture_cache_items=0, reading={"semantic": {"enabled": False}}))
+    r = Realizer(RelevanceConfig(reading={"semantic": {"enabled": False}}), engine=EngineConfig(texture_cache_items=0))
     r._reading = reading
     events: list[str] = []
-    real_texture, real_text = realizing.texture_from_frames, realizing.text_prior_maps
-    monkeypatch.setattr(realizing, "texture_from_frames", lambda f, *a: events.append(f"texture {len(f)}")
-                        or real_texture(f, *a))  # fmt: skip
-    monkeypatch.setattr(realizing, "text_prior_maps", lambda *a, **k: events.append("text") or real_text(*a, **k))
+    real_texture, real_text = engine.texture_from_frames, text_prior.text_prior_maps
+    monkeypatch.setattr(engine, "texture_from_frames", lambda f, *a, **k: events.append(f"texture {len(f)}")
+                        or real_texture(f, *a, **k))  # fmt: skip
+    monkeypatch.setattr(text_prior, "text_prior_maps", lambda *a, **k: events.append("text") or real_text(*a, **k))
     rng = np.random.default_rng(5)
     small = torch.from_numpy(rng.integers(0, 256, (1, 3, 84, 112), dtype=np.uint8))
     large = torch.from_numpy(rng.integers(0, 256, (1, 3, 112, 112), dtype=np.uint8))

@@ -14,9 +14,10 @@ import torch
 from PIL import Image, ImageDraw, ImageFont
 
 import arr_coc
-import arr_coc.realizing as realizing
+import arr_coc.engine as engine
 from arr_coc.caching import LruCache, page_digest
 from arr_coc.config import RelevanceConfig
+from arr_coc.engine import EngineConfig
 from arr_coc.grid import GridSpec
 from arr_coc.profiling import OpCounter
 from arr_coc.reading.ocr.reader import OcrCache
@@ -148,14 +149,16 @@ def test_lru_cache_computes_a_key_once_for_many_threads_and_recovers_from_a_fail
 
 @pytest.fixture
 def counted(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """Frames counted by every texture computation of ``arr_coc.realizing`` (one entry per call)."""
+    """Frames counted by every texture computation of ``arr_coc.engine`` (one entry per call)."""
     calls: list[int] = []
 
-    def counting(frames: torch.Tensor, rows: int, cols: int, config: RelevanceConfig | None = None) -> torch.Tensor:
+    def counting(
+        frames: torch.Tensor, rows: int, cols: int, config: RelevanceConfig | None = None, **kw: int
+    ) -> torch.Tensor:
         calls.append(int(frames.shape[0]))
-        return texture_from_frames(frames, rows, cols, config)
+        return texture_from_frames(frames, rows, cols, config, **kw)
 
-    monkeypatch.setattr(realizing, "texture_from_frames", counting)
+    monkeypatch.setattr(engine, "texture_from_frames", counting)
     return calls
 
 
@@ -195,12 +198,12 @@ def test_texture_cache_is_bypassed_where_it_must_be(counted: list[int]) -> None:
         with OpCounter():  # a dispatch mode (op counting, fake tensors): the call computes what it counts
             r.texture(frames, 3, 4)
         assert len(r.texture_cache) == 0
-        off = Realizer(RelevanceConfig(texture_cache_items=0))
+        off = Realizer(engine=EngineConfig(texture_cache_items=0))
         off.texture(frames, 3, 4)
         off.texture(frames, 3, 4)
     assert counted == [1, 1, 1, 1, 1]
     with pytest.raises(ValueError, match="texture_cache_items"):
-        RelevanceConfig(texture_cache_items=-1)
+        EngineConfig(texture_cache_items=-1)
 
 
 def test_items_decided_together_are_one_batch_cached_as_one(counted: list[int]) -> None:
@@ -211,20 +214,20 @@ def test_items_decided_together_are_one_batch_cached_as_one(counted: list[int]) 
         first = r.relevance_items(items, [(3, 4)] * 3, queries)
         again = r.relevance_items(items, [(3, 4)] * 3, queries)
     assert counted == [4]  # four frames in one pass, once
-    plain = Realizer(RelevanceConfig(texture_cache_items=0)).relevance_items(items, [(3, 4)] * 3, queries)
+    plain = Realizer(engine=EngineConfig(texture_cache_items=0)).relevance_items(items, [(3, 4)] * 3, queries)
     for a, b, c in zip(first, again, plain, strict=True):
         assert torch.equal(a.scores, b.scores) and torch.equal(a.scores, c.scores) and torch.equal(a.texture, c.texture)
 
 
 def test_frames_cache_resizes_a_picture_once(monkeypatch: pytest.MonkeyPatch) -> None:
     calls = []
-    original = realizing.frames_from_image
+    original = engine.frames_from_image
 
     def counting(image: Image.Image, grid) -> torch.Tensor:
         calls.append(image.size)
         return original(image, grid)
 
-    monkeypatch.setattr(realizing, "frames_from_image", counting)
+    monkeypatch.setattr(engine, "frames_from_image", counting)
     grid = GridSpec.for_family("qwen2.5-vl").grid_for(200, 300)
     picture = Image.fromarray(np.random.default_rng(4).integers(0, 256, (200, 300, 3), dtype=np.uint8))
     r = Realizer()
@@ -257,7 +260,7 @@ def test_allocate_leaves_the_cached_frames_as_they_were() -> None:
     again = arr_coc.allocate(picture, "Who signed?", 0.25, mode="texture", realizer=r)
     grid = GridSpec.for_family("qwen2.5-vl").grid_for(120, 200)
     assert len(r.frames_cache) == 1 and first.grid == again.grid == (grid.rows, grid.cols)
-    assert torch.equal(r.frames(picture, grid, copy=False), realizing.frames_from_image(picture, grid))
+    assert torch.equal(r.frames(picture, grid, copy=False), engine.frames_from_image(picture, grid))
 
 
 def test_ocr_key_hashes_the_same_bytes_for_a_pil_image_and_its_pixels() -> None:
@@ -299,7 +302,7 @@ def page(words: list[tuple[str, tuple[int, int]]]) -> np.ndarray:
 def uncached_realizer() -> Realizer:
     """Every cache of the pipeline off: the reference a cached answer must equal bit for bit."""
     reading = {"ocr": {"cache_items": 0}, "semantic": {"cache_items": 0}, "structure": {"layout_cache_items": 0}}
-    return Realizer(RelevanceConfig(texture_cache_items=0, frames_cache_items=0, reading=reading))
+    return Realizer(RelevanceConfig(reading=reading), engine=EngineConfig(texture_cache_items=0, frames_cache_items=0))
 
 
 def same(a: arr_coc.Allocation, b: arr_coc.Allocation) -> None:

@@ -75,12 +75,12 @@ def test_batch_invariance_and_bad_shapes(band: int) -> None:
     working within a frame (element-wise or a reduction over one frame's values; the blur is a weighted sum over a
     window view, not a grouped conv2d whose kernel choice depended on the batch and differed by 1e-5 on an AMD EPYC).
     No tolerance is needed on any CPU."""
-    cfg = RelevanceConfig(cpu_band_elements=band)
+    cfg = RelevanceConfig()
     gen = torch.Generator().manual_seed(0)
     a, b = torch.rand(1, 3, 70, 98, generator=gen), torch.rand(1, 3, 70, 98, generator=gen) * 0.2
-    both = texture_from_pixels(torch.cat([a, b, a]), 5, 7, cfg)
-    assert torch.equal(both[0], texture_from_pixels(a, 5, 7, cfg)[0])
-    assert torch.equal(both[1], texture_from_pixels(b, 5, 7, cfg)[0])
+    both = texture_from_pixels(torch.cat([a, b, a]), 5, 7, cfg, band=band)
+    assert torch.equal(both[0], texture_from_pixels(a, 5, 7, cfg, band=band)[0])
+    assert torch.equal(both[1], texture_from_pixels(b, 5, 7, cfg, band=band)[0])
     assert torch.equal(both[2], both[0])
     with pytest.raises(ValueError, match="grid"):
         texture_from_pixels(torch.rand(1, 3, 71, 98), 5, 7)
@@ -89,7 +89,7 @@ def test_batch_invariance_and_bad_shapes(band: int) -> None:
 
 
 def test_cpu_bands_change_nothing_but_rounding() -> None:
-    """Bands of cell rows (CPU) and whole frames (other devices, and ``cpu_band_elements=0``) compute the same
+    """Bands of cell rows (CPU) and whole frames (other devices, and ``band=0``) compute the same
     statistics: every channel but the spectral map bit for bit (each cell lies in one band, same ops; the edge
     threshold is an exact order statistic). The spectral map runs NumPy's FFT (float64 inside) with bands and torch's
     float32 FFT without (what a GPU runs): float32 rounding through a forward and an inverse FFT of a 64-px map, about
@@ -97,8 +97,8 @@ def test_cpu_bands_change_nothing_but_rounding() -> None:
     gives and is ~30 float32 ulps of [0, 1]."""
     gen = torch.Generator().manual_seed(1)
     x = torch.rand(2, 3, 12 * 14, 9 * 14, generator=gen)
-    whole = texture_from_pixels(x, 12, 9, RelevanceConfig(cpu_band_elements=0))
-    bands = texture_from_pixels(x, 12, 9, RelevanceConfig(cpu_band_elements=200))  # one cell row a band
+    whole = texture_from_pixels(x, 12, 9, band=0)
+    bands = texture_from_pixels(x, 12, 9, band=200)  # one cell row a band
     spectral = C["sal_spectral"]
     others = [i for i in range(13) if i != spectral]
     assert torch.equal(whole[:, others], bands[:, others])

@@ -6,10 +6,11 @@
 >>> cm = arr_coc.compress(model, budget=0.22, processor=processor)       # prune inside the model
 """
 
+from .allocating import Allocation, allocate, score_visual_tokens
 from .attending import TIERS, TokenScores, resolve_budget, select
 from .grid import Grid, GridSpec
 from .processing import PilQwenVLProcessor, load_processor
-from .realizing import Allocation, Realizer, allocate, score_visual_tokens
+from .realizing import Realizer
 
 __all__ = [
     "TIERS",

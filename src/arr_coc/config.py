@@ -48,6 +48,11 @@ DEFAULT_BALANCER_RULES: tuple[tuple[float, ...], ...] = (
 )
 
 
+# How one machine runs the model, saved in every config.json before they moved to ``arr_coc.engine.EngineConfig``
+# (a run-time config, never in a checkpoint): a saved config that holds them still loads, and they are ignored.
+RUNTIME_FIELDS: tuple[str, ...] = ("cpu_band_elements", "texture_cache_items", "frames_cache_items", "texture_graphs")
+
+
 @dataclass(frozen=True)
 class RelevanceConfig:
     """Weights and thresholds of the relevance model (texture -> three scorers -> balancer -> budget)."""
@@ -95,30 +100,6 @@ class RelevanceConfig:
     # ---- text path: the reading package's ReadingConfig as a dict (None = its defaults) ----
     reading: dict[str, Any] | None = None
 
-    # ---- execution (no effect on the result beyond float rounding) ----
-    # On a CPU the pixel-level texture work runs in bands of cell rows of fewer single-channel elements than this,
-    # so that no op is split over intra-op threads (PyTorch splits an element-wise op above 32,768 elements; on a
-    # busy machine every split waits for a descheduled thread; the spectral map's FFT runs in NumPy, on one thread).
-    # 0: whole frames at once with torch's FFT, exactly the ops a GPU runs (``benchmarks/decision_ops.py`` counts them
-    # so). Other devices: whole frames.
-    cpu_band_elements: int = 32767
-    # Pages whose texture array a Realizer keeps (``Realizer.texture_cache``: least recently used out, keyed by a
-    # digest of all the frames' bytes, ``arr_coc.caching``), so a second question about a page skips the texture.
-    # CPU frames only (on a GPU the texture is a few kernels; hashing would copy the frames to the host). An entry is
-    # 13 float32 a token: 66 KB for a 1,280-token page, 1.3 MB for 25,600 tokens. 0: off.
-    texture_cache_items: int = 32
-    # Pages whose frames (the picture resized to the grid as the processor resizes it, ``Realizer.frames``) a Realizer
-    # keeps, keyed by a digest of the picture's pixels: ``allocate``'s resize costs more than the texture. An entry is
-    # 2.35 KB a token (uint8, 28 x 28 x 3): 3 MB for a 1,280-token page. 0: off.
-    frames_cache_items: int = 8
-    # CUDA graphs of the texture (``arr_coc.graphs.ShapeGraphs``): frame shapes whose texture is recorded as one graph
-    # and replayed (one launch instead of ~70), each captured on its second sighting, least recently used out; each
-    # holds its intermediate buffers in a private pool (at most the sum of the texture's op outputs, 47 bytes a frame
-    # pixel: 46 MB for a 1,248-token page, 8x that for 8 such frames). CUDA frames only (a CPU decision never uses
-    # them); 0: off. On a lent H100 the decision at batch 1 took 1.2-1.9 ms with them, 2.7-4.2 ms without, every
-    # decision the same bit for bit (``benchmarks/decision_time.py --device cuda --graphs``).
-    texture_graphs: int = 4
-
     def __post_init__(self) -> None:
         self._check_numbers()  # finite and in range, the first field at fault named (a CheckpointError)
         problems = []
@@ -138,11 +119,8 @@ class RelevanceConfig:
             problems.append(f"adaptive_mass must be in (0, 1], got {self.adaptive_mass}")
         if not self.adaptive_tiers or list(self.adaptive_tiers) != sorted(self.adaptive_tiers):
             problems.append(f"adaptive_tiers must be ascending and non-empty, got {self.adaptive_tiers!r}")
-        if self.coupling_top_k < 1 or self.spectral_side < 8 or self.edge_sample < 1 or self.cpu_band_elements < 0:
-            problems.append("coupling_top_k, edge_sample must be >= 1, spectral_side >= 8, cpu_band_elements >= 0")
-        if self.texture_cache_items < 0 or self.frames_cache_items < 0 or self.texture_graphs < 0:
-            sizes = (self.texture_cache_items, self.frames_cache_items, self.texture_graphs)
-            problems.append(f"texture_cache_items, frames_cache_items and texture_graphs must be >= 0, got {sizes}")
+        if self.coupling_top_k < 1 or self.spectral_side < 8 or self.edge_sample < 1:
+            problems.append("coupling_top_k, edge_sample must be >= 1, spectral_side >= 8")
         for name in ("information", "perspectival"):
             unknown = set(getattr(self, name)) - set(CHANNELS)
             if unknown or not getattr(self, name):
@@ -197,8 +175,6 @@ class RelevanceConfig:
                 f"adaptive_tiers must be ascending and non-empty, got {list(self.adaptive_tiers)}", None,
                 "adaptive_tiers",
             )  # fmt: skip
-        for name in ("cpu_band_elements", "texture_cache_items", "frames_cache_items", "texture_graphs"):
-            check_range(name, getattr(self, name), 0, MAX_COUNT)
 
     # ----- serialisation ----------------------------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
@@ -214,6 +190,9 @@ class RelevanceConfig:
         optional ``version`` (the format; :meth:`checkpoint_json` writes it) that this release knows. The ``reading``
         section is checked when a checkpoint is loaded (``check_reading``) or when the text path first builds it.
 
+        The run-time fields a config of an older version saved (:data:`RUNTIME_FIELDS`) are ignored: they never
+        changed a decision, and an ``arr_coc.engine.EngineConfig`` holds them now.
+
         Raises:
             CheckpointError: a ``ValueError`` naming the field at fault (unknown fields: the known ones too).
         """
@@ -222,6 +201,7 @@ class RelevanceConfig:
         data = dict(data)
         check_version(data)
         names = {f.name: f for f in dataclasses.fields(cls)}
+        data = {k: v for k, v in data.items() if k not in RUNTIME_FIELDS}
         unknown = set(data) - set(names)
         if unknown:
             raise CheckpointError(

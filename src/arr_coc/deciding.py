@@ -18,6 +18,7 @@ Example:
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -25,12 +26,13 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import torch
 
-from .attending import Budget, TokenBudget, select
+from .attending import Budget, TokenBudget, adaptive_ks, select, top_k_indices
 from .config import RelevanceConfig
+from .detail_plan import DetailPlan, plan_detail
+from .tensors import joined
 
-if TYPE_CHECKING:  # the integrations package is imported lazily (it is the model-library side)
-    from .integrations.detail import DetailPlan
-    from .realizing import Relevance
+if TYPE_CHECKING:
+    from .model import Relevance
 
 
 @dataclass
@@ -43,7 +45,7 @@ class Choice:
             thumbnail: the fine tokens).
         budget: tokens this item costs (``len(keep)``; with a plan, fine + coarse tokens).
         requested: the budget resolved for this item (the count ``TokenBudget.resolve`` gave, with the config).
-        plan: the level-of-detail split (``arr_coc.integrations.detail.DetailPlan``), or None (drop-only).
+        plan: the level-of-detail split (``arr_coc.detail_plan.DetailPlan``), or None (drop-only).
     """
 
     keep: torch.Tensor
@@ -62,7 +64,7 @@ class Scoring:
         units: the text path's word cells (indices into the (T * rows * cols) raster), kept whole by the selection.
         prior (torch.Tensor of shape (T, rows, cols) or None): the text prior (mode ``"text"``, or given).
         mode: ``"text"`` or ``"texture"``: the path that ran.
-        relevance: the realizer's :class:`~arr_coc.realizing.Relevance` (maps, weights, texture, timings).
+        relevance: the model's :class:`~arr_coc.model.Relevance` (maps, weights, texture, timings).
         boxes: the OCR boxes of each frame (mode ``"text"``).
         evidence: each frame's structural evidence (``Evidence``, or None) (mode ``"text"``).
         timings_ms: host wall time of ``ocr`` (the OCR look-up or read, the matching, the word units), ``texture``,
@@ -157,7 +159,7 @@ def choose(
     merge: int = 2,
 ) -> Choice:
     """Which tokens of one item to keep: the budget resolved with ``config``, then top-K (words whole), or with
-    ``detail`` the level-of-detail split of that budget (:func:`arr_coc.integrations.detail.plan_detail`).
+    ``detail`` the level-of-detail split of that budget (:func:`arr_coc.detail_plan.plan_detail`).
 
     Args:
         scores (torch.Tensor of shape (N,)): relevance, higher = more relevant (NaN = least).
@@ -185,8 +187,6 @@ def choose(
     if detail is None:
         keep = select_k(total)
         return Choice(keep, int(keep.numel()), total)
-    from .integrations.detail import DetailPlan, plan_detail
-
     if grid is None:
         raise ValueError("a level-of-detail choice needs the item's (rows, cols) grid")
     try:
@@ -195,6 +195,80 @@ def choose(
         plan = DetailPlan("drop", select_k(total), total, total, note=str(err))
     keep = plan.kept if plan.mode != "thumbnail" else plan.fine
     return Choice(keep.to(scores.device), plan.budget, total, plan)
+
+
+def choose_all(
+    scorings: Sequence[Scoring],
+    budgets: Sequence[TokenBudget],
+    config: RelevanceConfig | None = None,
+    *,
+    frames: Sequence[int],
+    grids: Sequence[tuple[int, int]],
+    features: Sequence[torch.Tensor | None] = (),
+    redundancy: float = 0.0,
+    detail: str | None = None,
+    patch: int = 14,
+    merge: int = 2,
+    batched: bool = True,
+) -> list[Choice]:
+    """:func:`choose` for every item of a decision, batched: the second half of ``Realizer.decide``.
+
+    Plain top-K items (no word units, no redundancy, no level of detail) of one size and count are chosen together
+    (``top_k_indices``: 3-4 ops a group); their adaptive counts are computed together too and read to the host once for
+    the whole call (the one sync of an adaptive budget). The rest go through :func:`choose` one by one. Each item's
+    choice equals :func:`choose` on it alone, bit for bit. Each scoring's ``timings_ms["select"]`` gets its time.
+
+    Args:
+        scorings: per item, its :class:`Scoring` (``scores`` (T, rows, cols), ``units``).
+        budgets: per item, the parsed budget.
+        config: the realizer's config (its adaptive tiers); None: the default.
+        frames: per item, its frame count T (level of detail is for single-frame items only).
+        grids: per item, (rows, cols).
+        features: per item, features (N, D) for ``redundancy``, or None (empty: None for all).
+        redundancy, detail, patch, merge: see :func:`choose`.
+        batched: choose plain items together (off: each through :func:`choose`, e.g. while training).
+    """
+    n = len(scorings)
+    cfg = config or RelevanceConfig()
+    redund = list(features) if features else [None] * n
+    choices: list[Choice | None] = [None] * n
+    counts: dict[int, int] = {}  # item -> its token count K, for the plain items
+    adaptive: dict[tuple[Any, ...], list[int]] = {}
+    for i in range(n):
+        s = scorings[i].scores
+        plain = not scorings[i].units and (redund[i] is None or redundancy <= 0) and not (detail and frames[i] == 1)
+        if plain and batched:
+            if budgets[i].adaptive:
+                adaptive.setdefault((s.numel(), s.device, s.dtype), []).append(i)
+            else:
+                counts[i] = budgets[i].resolve(s.numel())
+    if adaptive:
+        ks = [
+            adaptive_ks(joined([scorings[i].scores.reshape(-1) for i in members], stack=True), cfg)
+            for members in adaptive.values()
+        ]  # each (G,)
+        values = (ks[0] if len(ks) == 1 else torch.cat(ks)).tolist()  # one read for every adaptive item
+        counts.update(zip([i for members in adaptive.values() for i in members], values, strict=True))
+    groups: dict[tuple[Any, ...], list[int]] = {}
+    for i, k in counts.items():
+        s = scorings[i].scores
+        groups.setdefault((s.numel(), int(k), s.device, s.dtype), []).append(i)
+    for (_, k, _, _), members in groups.items():
+        t0 = time.perf_counter()
+        keeps = top_k_indices(joined([scorings[i].scores.reshape(-1) for i in members], stack=True), k)  # (G, k)
+        for row, i in enumerate(members):
+            choices[i] = Choice(keeps[row], k, k)
+            scorings[i].timings_ms["select"] = (time.perf_counter() - t0) * 1e3
+    for i in range(n):
+        if choices[i] is None:
+            t0 = time.perf_counter()
+            choices[i] = choose(
+                scorings[i].scores.flatten(), budgets[i], config, units=scorings[i].units, features=redund[i],
+                redundancy=redundancy, detail=detail if frames[i] == 1 else None, grid=tuple(grids[i]),
+                patch=patch, merge=merge,
+            )  # fmt: skip
+            scorings[i].timings_ms["select"] = (time.perf_counter() - t0) * 1e3
+    return choices  # type: ignore[return-value]
 
 
 def allocate_tokens(
@@ -215,4 +289,4 @@ def allocate_tokens(
     return choose(scores, budget, config, units=units, features=features, redundancy=redundancy).keep
 
 
-__all__ = ["Choice", "Decision", "ItemDecision", "Scoring", "allocate_tokens", "choose"]
+__all__ = ["Choice", "Decision", "ItemDecision", "Scoring", "allocate_tokens", "choose", "choose_all"]

@@ -49,13 +49,14 @@ from typing import Any
 import numpy as np
 from PIL import Image
 
+from .allocating import Allocation, allocate
 from .attending import parse_budget
 from .evaluation.allocators import stride_keep  # the one stride baseline (also eval's uniform allocator)
 from .families import family_names, get_family
 from .grid import GridSpec, normalize_family
 from .heatmap import render_heatmap
 from .io import MAX_PIXELS_IN, load_image_with_size
-from .realizing import MODES, Allocation, allocate, resolve_mode
+from .realizing import MODES, resolve_mode
 
 try:
     import gradio as gr

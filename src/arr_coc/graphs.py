@@ -8,7 +8,7 @@ frames of one size, which depends on the page alone, never on the question.
 
 How it is used, and what it guarantees:
 
-* **On by default for CUDA frames** (``RelevanceConfig.texture_graphs``: how many frame shapes to keep graphs for,
+* **On by default for CUDA frames** (``EngineConfig.texture_graphs``: how many frame shapes to keep graphs for,
   4 by default; 0: off), and only where a graph is safe: no dispatch mode active (fake tensors, op counters), no
   autograd (inference), not inside another capture. A CPU decision never uses them.
 * A shape is captured on its **second** sighting (``after``): a page size seen once is computed eagerly, so a stream of

@@ -25,8 +25,8 @@ All frames in one pass: every op takes the whole (T, ...) batch, so T frames cos
 ``benchmarks/decision_ops.py``), and each op works within a frame (element-wise, or a reduction over one frame's
 values), so a frame's texture does not depend on the other frames of the batch, bit for bit (tested). On a CPU the
 pixel-level work also runs in bands of cell rows small enough that no op is split over intra-op threads
-(``RelevanceConfig.cpu_band_elements``; 0 turns the bands off and runs exactly the ops a GPU runs): on a busy machine
-each split op waits for a descheduled thread, which made the texture path 10-20x slower.
+(``band``, ``arr_coc.engine.EngineConfig.cpu_band_elements``; 0 turns the bands off and runs exactly the ops a GPU
+runs): on a busy machine each split op waits for a descheduled thread, which made the texture path 10-20x slower.
 
 Example:
     >>> from PIL import Image
@@ -49,6 +49,10 @@ from PIL import Image
 from .config import CHANNELS, RelevanceConfig  # noqa: F401  (CHANNELS: importable from here too)
 from .grid import Grid
 from .tensors import CONSTANTS, cached_constant, constant  # noqa: F401  (constant: importable from here too; it lives in arr_coc.tensors)
+
+# The CPU bands' default size in single-channel elements (``texture_from_frames``' ``band``; the engine's
+# ``EngineConfig.cpu_band_elements``): just below the 32,768 elements above which PyTorch splits an op over threads.
+DEFAULT_CPU_BAND = 32767
 
 N_CHANNELS = len(CHANNELS)
 
@@ -115,7 +119,7 @@ def frames_from_patches(
 
 
 def texture_from_frames(
-    frames: torch.Tensor, rows: int, cols: int, config: RelevanceConfig | None = None
+    frames: torch.Tensor, rows: int, cols: int, config: RelevanceConfig | None = None, *, band: int = DEFAULT_CPU_BAND
 ) -> torch.Tensor:
     """The texture array of frames at the processor's resolution: the one texture path of ``allocate`` and
     ``compress``.
@@ -125,6 +129,9 @@ def texture_from_frames(
             (rounded to the nearest uint8 level first), any device.
         rows, cols: the merged-token grid.
         config: the relevance config (default ``RelevanceConfig()``).
+        band: on a CPU, the pixel work's bands stay below this many single-channel elements (0: whole frames, the
+            ops a GPU runs; ``arr_coc.engine.EngineConfig.cpu_band_elements``). The result is the same up to float
+            rounding.
 
     Returns:
         torch.Tensor of shape (T, 13, rows, cols), float32 (float64 if given float64), on the frames' device.
@@ -144,9 +151,9 @@ def texture_from_frames(
     parts = []
     # chunks of frame rows, each op below the CPU's intra-op split size (see _band_rows); one chunk elsewhere
     step = height
-    banded = frames.device.type == "cpu" and cfg.cpu_band_elements > 0
+    banded = frames.device.type == "cpu" and band > 0
     if banded:
-        step = min(height, max(f, cfg.cpu_band_elements // (3 * t * width * f) * f))
+        step = min(height, max(f, band // (3 * t * width * f) * f))
     for y0 in range(0, height, step):
         part = frames[:, :, y0 : y0 + step].to(dtype)  # (T, 3, h, W)
         if frames.dtype == torch.uint8:
@@ -167,7 +174,7 @@ def texture_from_frames(
                         acc = acc + part[:, :, dy::f, dx::f]
             part = acc * (1.0 / (f * f))  # (T, 3, h / f, W / f)
         parts.append(part)
-    return texture_from_pixels(_join(parts, 2), rows, cols, cfg)  # (T, 3, H / f, W / f)
+    return texture_from_pixels(_join(parts, 2), rows, cols, cfg, band=band)  # (T, 3, H / f, W / f)
 
 
 def _join(parts: list[torch.Tensor], dim: int) -> torch.Tensor:
@@ -217,13 +224,16 @@ def texture_from_patches(
     return texture_from_frames(x, h // merge_size, w // merge_size, config)
 
 
-def texture_from_pixels(rgb: torch.Tensor, rows: int, cols: int, config: RelevanceConfig | None = None) -> torch.Tensor:
+def texture_from_pixels(
+    rgb: torch.Tensor, rows: int, cols: int, config: RelevanceConfig | None = None, *, band: int = DEFAULT_CPU_BAND
+) -> torch.Tensor:
     """Texture array from images already at the analysis resolution, all frames in one pass (batch-invariant).
 
     Args:
         rgb (torch.Tensor of shape (B, 3, rows * c, cols * c)): floats in [0, 1], for some cell size c >= 2.
         rows, cols: the grid.
         config: the relevance config (default ``RelevanceConfig()``).
+        band: the CPU bands' size in elements (0: off), as in :func:`texture_from_frames`.
 
     Returns:
         torch.Tensor of shape (B, 13, rows, cols), in the dtype of ``rgb`` (float32 for lower precisions).
@@ -237,19 +247,19 @@ def texture_from_pixels(rgb: torch.Tensor, rows: int, cols: int, config: Relevan
         raise ValueError(f"pixels {height}x{width} are not a {rows}x{cols} grid of cells of at least 2 px")
     if rgb.dtype not in (torch.float32, torch.float64):
         rgb = rgb.float()
-    return _texture(rgb, rows, cols, c, cfg)
+    return _texture(rgb, rows, cols, c, cfg, int(band))
 
 
-def _band_rows(rgb: torch.Tensor, rows: int, c: int, cfg: RelevanceConfig) -> int:
+def _band_rows(rgb: torch.Tensor, rows: int, c: int, band: int) -> int:
     """Cell rows per band: all of them off the CPU; on the CPU as many as keep a padded single-channel band of all
-    frames below ``cfg.cpu_band_elements`` elements (at least one)."""
-    if rgb.device.type != "cpu" or cfg.cpu_band_elements <= 0:
+    frames below ``band`` elements (at least one)."""
+    if rgb.device.type != "cpu" or band <= 0:
         return rows
     width = (rgb.shape[-1] + 2) * rgb.shape[0]
-    return max(1, min(rows, (cfg.cpu_band_elements // width - 2) // c))
+    return max(1, min(rows, (band // width - 2) // c))
 
 
-def _texture(rgb: torch.Tensor, rows: int, cols: int, c: int, cfg: RelevanceConfig) -> torch.Tensor:
+def _texture(rgb: torch.Tensor, rows: int, cols: int, c: int, cfg: RelevanceConfig, band: int) -> torch.Tensor:
     """Texture of B frames (B, 3, rows * c, cols * c) -> (B, 13, rows, cols), every frame in the same ops.
 
     Each op works per frame (element-wise, or a reduction within one frame), so a frame's result does not depend on
@@ -259,7 +269,7 @@ def _texture(rgb: torch.Tensor, rows: int, cols: int, c: int, cfg: RelevanceConf
     luma = _luma(cfg, rgb)  # (1, 3, 1, 1)
     bins = int(cfg.entropy_bins)
     step = max(1, height * width // int(cfg.edge_sample))  # stride of the edge-quantile sample
-    k = _band_rows(rgb, rows, c, cfg)
+    k = _band_rows(rgb, rows, c, band)
     cells, sobel, hists, greys, mags, samples = [], [], [], [], [], []
     for r0 in range(0, rows, k):
         r1 = min(rows, r0 + k)
@@ -299,7 +309,7 @@ def _texture(rgb: torch.Tensor, rows: int, cols: int, c: int, cfg: RelevanceConf
     saliency = _unit(
         torch.stack(
             [
-                _spectral_residual(_join(greys, 1), rows, cols, cfg),
+                _spectral_residual(_join(greys, 1), rows, cols, cfg, band),
                 (grey_cells - _blur(grey_cells, max(rows, cols) / cfg.surround)).abs(),  # centre-surround
                 _colour_rarity(cells_t),
             ],
@@ -361,17 +371,17 @@ def _cell_histogram(grey: torch.Tensor, c: int, cols: int, bins: int) -> torch.T
     return counts.view(b, height // c, cols, bins)
 
 
-def _spectral_residual(grey: torch.Tensor, rows: int, cols: int, cfg: RelevanceConfig) -> torch.Tensor:
+def _spectral_residual(grey: torch.Tensor, rows: int, cols: int, cfg: RelevanceConfig, band: int) -> torch.Tensor:
     """Spectral residual saliency (Hou & Zhang, CVPR 2007) of grey frames (B, H, W), pooled to (B, rows, cols)
     (not yet rescaled: the caller rescales each map to [0, 1])."""
     _, height, width = grey.shape
     scale = cfg.spectral_side / max(height, width)
     size = (max(8, round(height * scale)), max(8, round(width * scale)))
     small = F.interpolate(grey[:, None], size=size, mode="area")[:, 0]  # (B, h, w)
-    if small.device.type == "cpu" and cfg.cpu_band_elements > 0:
+    if small.device.type == "cpu" and band > 0:
         # NumPy's FFT, log and exp run on one thread: torch splits these over intra-op threads from ~2,000
         # elements, and on a busy machine a (64, 53) map then waits for descheduled threads (3x slower). A CPU
-        # detail like the bands: with ``cpu_band_elements=0`` the CPU runs the torch ops a GPU runs.
+        # detail like the bands: with ``band=0`` the CPU runs the torch ops a GPU runs.
         spectrum_np = np.fft.fft2(small.numpy())  # (B, h, w) complex, each frame on its own
         log_amp = torch.from_numpy(np.log(np.abs(spectrum_np) + 1e-8)).to(small.dtype)  # (B, h, w)
         residual = (log_amp - _box3(log_amp)).numpy()

@@ -28,8 +28,6 @@ import torch
 
 from arr_coc.reading.text import valid_text
 
-from .contract import turn_question_ids
-
 Names = dict[str, tuple[str, str]]  # per modality, the model's keyword names of (pixels, grids)
 
 _NUMPY = {torch.int64: np.int64, torch.int32: np.int32, torch.int16: np.int16, torch.int8: np.int8,
@@ -545,7 +543,7 @@ def questions(
 
 
 def _whole_row(row: Sequence[int], mask: Sequence[int], first: int, last: int, ids: dict[str, int]) -> list[int]:
-    from .contract import TurnMarkers
+    from .contract import TurnMarkers, turn_question_ids  # here: contract.py names this module's types
 
     return turn_question_ids(row, mask, first, last, TurnMarkers(None, None, None, frozenset(ids.values())))
 

@@ -26,6 +26,7 @@ Three rooms and what they share (imports go down this list, never up; ``tests/te
         detection.py       ``LeanDBPostProcess``: rapidocr's DB box extraction with less host time a box, the same
                            boxes
         onnx_torch.py      ``OnnxModule``: the PP-OCR ONNX graphs run by torch on any device and dtype
+        onnx_ops.py        the ONNX ops of those graphs, one small torch function each
         torch_backend.py   ``TorchOcrSession`` / ``TorchRapidOCR``: rapidocr with its networks on ``OnnxModule``
     matching/        how much each box matters for a question, painted onto the token grid
         lexical.py       normalised tokens, fuzzy token similarity, per-box lexical score, answer types

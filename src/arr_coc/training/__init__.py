@@ -6,6 +6,10 @@ Objectives:
     answer     (``training/answer.py``) the seed design's objective: the language-model loss of the reference answer
                through a differentiable keep-mask, the vision-language model frozen (needs weights; a GPU helps)
 
+Beside them: ``records.py`` (the evidence objective's records, OCR cache and recall), ``evidence_card.py`` (its
+checkpoint card and default decision), ``samples.py`` (the answer objective's data) and ``relevance_checkpoint.py``
+(its checkpoint folder), ``data.py`` (questions, folds).
+
 ``main(argv)`` dispatches on ``--objective`` (default ``evidence``); each objective's module has its own
 ``main(argv)``, so a test can run a whole tiny training loop.
 

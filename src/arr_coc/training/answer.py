@@ -64,14 +64,12 @@ Example (a tiny random-weight model, CPU, about a minute):
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import random
 import sys
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
-from pathlib import Path
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -83,126 +81,23 @@ from ..attending import Budget, parse_budget, select
 from ..config import RelevanceConfig
 from ..deciding import ItemDecision
 from ..realizing import Realizer
+from .relevance_checkpoint import config_from_realizer, load_relevance, save_relevance  # noqa: F401
+from .samples import (  # noqa: F401  (the data, importable from here)
+    BOX_SHARE,
+    CELL_SHARE,
+    AnswerSample,
+    Log,
+    _stderr,
+    evidence_cells,
+    load_samples,
+    parse_sample,
+)
 
 GATES = ("st", "soft")
-CELL_SHARE = 0.2  # evidence cell: the box covers at least this share of the cell ...
-BOX_SHARE = 0.2  # ... or the cell at least this share of the box (benchmarks/evidence_recall.py's rule)
 POSITIVE = ("where_scale", "colour_scale")  # parameters that divide: kept >= MIN_SCALE after each step
 # weights of weighted means, kept >= 0 after each step (a checkpoint's config refuses negative ones)
 NON_NEGATIVE = ("information.weight", "perspectival.weight", "participatory.term_weight")
 MIN_SCALE = 1e-3
-Log = Callable[[str], None]
-
-
-# ----- data ---------------------------------------------------------------------------------------------------------
-@dataclass
-class AnswerSample:
-    """One training example: an image, a question about it and the reference answer.
-
-    Attributes:
-        id: the sample's id (for messages).
-        image: a path (absolute, or as given), a PIL image or anything ``arr_coc.io.load_image`` accepts.
-        query: the question.
-        answer: the reference answer (the tokens whose loss is trained on).
-        boxes: answer boxes [x0, y0, x1, y1] in the image's pixels (for the evidence objective), may be empty.
-    """
-
-    id: str
-    image: Any
-    query: str
-    answer: str
-    boxes: list[tuple[float, float, float, float]] = field(default_factory=list)
-
-
-def _stderr(line: str) -> None:
-    print(line, file=sys.stderr, flush=True)
-
-
-def parse_sample(record: Any, base: Path, where: str = "") -> AnswerSample:
-    """An :class:`AnswerSample` from one JSON record; ``image`` is resolved against ``base`` (the file's folder).
-    A record without ``id`` is named ``where`` (e.g. ``data.jsonl:12``): ids must be unique, as a run caches per id.
-
-    Raises:
-        ValueError: naming the missing or malformed field.
-    """
-    if not isinstance(record, dict):
-        raise ValueError(f"expected a JSON object, got {type(record).__name__}")
-    missing = [k for k in ("image", "query", "answer") if not isinstance(record.get(k), str) or not record[k].strip()]
-    if missing:
-        raise ValueError(f"needs non-empty string fields image, query, answer; missing or empty: {', '.join(missing)}")
-    boxes = []
-    for box in record.get("boxes") or []:
-        if not isinstance(box, (list, tuple)) or len(box) != 4 or not all(isinstance(v, (int, float)) for v in box):
-            raise ValueError(f"boxes must be [[x0, y0, x1, y1], ...] in pixels, got {box!r}")
-        x0, y0, x1, y1 = (float(v) for v in box)
-        if not (x1 > x0 and y1 > y0):
-            raise ValueError(f"box {box!r} is empty (needs x1 > x0 and y1 > y0)")
-        boxes.append((x0, y0, x1, y1))
-    image = Path(record["image"]).expanduser()
-    return AnswerSample(
-        id=str(record["id"]) if record.get("id") is not None else where or record["image"],
-        image=image if image.is_absolute() else base / image,
-        query=record["query"].strip(),
-        answer=record["answer"].strip(),
-        boxes=boxes,
-    )
-
-
-def load_samples(path: str | Path, log: Log = _stderr, limit: int | None = None) -> list[AnswerSample]:
-    """Samples of a JSONL file; unusable lines are skipped with one line each through ``log``.
-
-    Images are not opened here (that happens once per sample when it is first used, see :class:`AnswerTrainer`).
-
-    Raises:
-        FileNotFoundError: the file does not exist.
-    """
-    path = Path(path).expanduser()
-    if not path.is_file():
-        raise FileNotFoundError(f"--data {path} is not a file (a JSONL of {{id, image, query, answer[, boxes]}})")
-    samples: list[AnswerSample] = []
-    seen: set[str] = set()
-    with path.open(encoding="utf-8") as f:
-        for n, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            try:
-                sample = parse_sample(json.loads(line), path.parent, f"{path.name}:{n}")
-                if sample.id in seen:
-                    log(f"{path.name}:{n}: id {sample.id!r} seen before; this line is named {path.name}:{n}")
-                    sample.id = f"{path.name}:{n}"
-                seen.add(sample.id)
-                samples.append(sample)
-            except (ValueError, json.JSONDecodeError) as err:
-                log(f"skipped {path.name}:{n}: {err}")
-            if limit is not None and len(samples) >= limit:
-                break
-    return samples
-
-
-def evidence_cells(
-    boxes: Sequence[tuple[float, float, float, float]], width: int, height: int, rows: int, cols: int
-) -> np.ndarray:
-    """Raster indices (ascending) of the grid cells that hold any of ``boxes`` (``benchmarks/evidence_recall.py``).
-
-    Cell (r, c) covers x in [c * W / cols, (c + 1) * W / cols), y likewise (the processor's resize is a stretch).
-    A box with no overlap with the image contributes nothing.
-    """
-    xs = np.arange(cols + 1) * width / cols
-    ys = np.arange(rows + 1) * height / rows
-    cell_area = (width / cols) * (height / rows)
-    keep = np.zeros((rows, cols), dtype=bool)
-    for x0, y0, x1, y1 in boxes:
-        ox = np.clip(np.minimum(xs[1:], x1) - np.maximum(xs[:-1], x0), 0, None)  # (cols,)
-        oy = np.clip(np.minimum(ys[1:], y1) - np.maximum(ys[:-1], y0), 0, None)  # (rows,)
-        inter = oy[:, None] * ox[None, :]  # (rows, cols)
-        if inter.max() <= 0:
-            continue
-        box_area = (x1 - x0) * (y1 - y0)
-        mask = (inter >= CELL_SHARE * cell_area - 1e-9) | (inter >= BOX_SHARE * box_area - 1e-9)
-        mask &= inter > 0
-        mask.flat[int(np.argmax(inter))] = True
-        keep |= mask
-    return np.flatnonzero(keep.ravel())
 
 
 # ----- the pieces of one step (small, pure where possible) -------------------------------------------------------
@@ -661,87 +556,6 @@ def train_answer(
         mask,
     )  # fmt: skip
     return trainer.fit(samples, steps, lr, seed)
-
-
-# ----- checkpoint ---------------------------------------------------------------------------------------------------
-def config_from_realizer(realizer: Realizer) -> RelevanceConfig:
-    """The realizer's config with its trained numbers written back (scorer weights, term weights, cue scales,
-    balancer rules), so ``Realizer(config)`` rebuilds the same parameters bit for bit (float32 -> JSON -> float32
-    is exact)."""
-    cfg = realizer.config
-    info, persp, part = realizer.information, realizer.perspectival, realizer.participatory
-    return cfg.replace(
-        information=dict(zip(info.channels, info.weight.detach().cpu().tolist(), strict=True)),
-        perspectival=dict(zip(persp.channels, persp.weight.detach().cpu().tolist(), strict=True)),
-        term_weights=tuple(part.term_weight.detach().cpu().tolist()),
-        where_scale=float(part.where_scale.detach().cpu()),
-        colour_scale=float(part.colour_scale.detach().cpu()),
-        balancer_rules=tuple(tuple(row) for row in realizer.balancer.linear.weight.detach().cpu().tolist()),
-    )
-
-
-def save_relevance(realizer: Realizer, folder: str | Path, card: dict[str, Any] | None = None) -> Path:
-    """Write ``realizer`` as a checkpoint folder: model.safetensors, config.json, training.json, README.md.
-
-    Args:
-        card: what to record (arguments, data, losses, timings); written to ``training.json`` and summarised in
-            ``README.md``.
-    """
-    from safetensors.torch import save_file
-
-    folder = Path(folder).expanduser()
-    folder.mkdir(parents=True, exist_ok=True)
-    state = {k: v.detach().cpu().float().contiguous() for k, v in realizer.state_dict().items()}
-    save_file(state, str(folder / "model.safetensors"), metadata={"format": "pt", "kind": "arr-coc-relevance"})
-    (folder / "config.json").write_text(
-        config_from_realizer(realizer).checkpoint_json(indent=2) + "\n", encoding="utf-8"
-    )
-    card = dict(card or {})
-    (folder / "training.json").write_text(json.dumps(card, indent=2, default=str) + "\n", encoding="utf-8")
-    (folder / "README.md").write_text(_card_text(card), encoding="utf-8")
-    return folder
-
-
-def load_relevance(folder: str | Path) -> Realizer:
-    """The :class:`~arr_coc.realizing.Realizer` saved by :func:`save_relevance` (eval mode, CPU).
-
-    Raises:
-        FileNotFoundError: the folder lacks ``config.json`` or ``model.safetensors``.
-    """
-    from ..checkpoint_check import load_relevance_config, load_tensors
-
-    folder = Path(folder).expanduser()
-    for name in ("config.json", "model.safetensors"):
-        if not (folder / name).is_file():
-            raise FileNotFoundError(f"{folder} is not a relevance checkpoint: {name} is missing")
-    realizer = Realizer(load_relevance_config(folder / "config.json"))  # checked; errors name the file
-    expected = {k: tuple(v.shape) for k, v in realizer.state_dict().items()}
-    realizer.load_state_dict(load_tensors(folder / "model.safetensors", expected), strict=True)
-    return realizer.eval()
-
-
-def _card_text(card: dict[str, Any]) -> str:
-    args = card.get("args", {})
-    lines = [
-        "# ARR-COC-VIS relevance checkpoint (answer objective)",
-        "",
-        "Relevance model trained on the language-model loss of reference answers with the VLM frozen "
-        "(`arr_coc.training.answer`). Load: `arr_coc.training.answer.load_relevance(folder)`.",
-        "",
-        f"- model: `{args.get('model', '?')}` ({card.get('family', '?')}), frozen",
-        f"- data: `{args.get('data', '?')}`: {card.get('samples', '?')} samples used, {card.get('skipped', 0)} skipped",
-        f"- steps: {args.get('steps', '?')}, lr {args.get('lr', '?')}, budget {args.get('budget', '?')}, "
-        f"gate {args.get('gate', '?')}, evidence weight {args.get('evidence_weight', '?')}, "
-        f"seed {args.get('seed', '?')}",
-        f"- loss: first 10 steps {card.get('loss_first', float('nan')):.4f}, "
-        f"last 10 steps {card.get('loss_last', float('nan')):.4f}",
-        f"- step time: median {card.get('step_ms_median', float('nan')):.1f} ms on {card.get('device', '?')}; "
-        f"peak memory {card.get('peak_memory_mib', float('nan')):.0f} MiB ({card.get('peak_memory_what', '')})",
-        "",
-        "`training.json` holds the arguments and the losses of every step.",
-        "",
-    ]
-    return "\n".join(lines)
 
 
 # ----- command line -------------------------------------------------------------------------------------------------

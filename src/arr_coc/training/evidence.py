@@ -26,23 +26,29 @@ Example (a small run on realdocs-dev and docgen's dev split, OCR cached)::
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import torch
 
-from ..reading.matching.learned import FEATURE_GROUPS, FEATURES, BoxScorer, box_features
-from .data import Question, box_labels, docgen_questions, folds, grid_of, load_jsonl, question_cells, source_folds
-
-BUDGETS: tuple[tuple[str, float], ...] = (("11.1%", 1 / 9), ("22.2%", 2 / 9), ("33.3%", 1 / 3))
-RULE = FEATURES.index("rule")
+from ..reading.matching.learned import FEATURE_GROUPS, FEATURES, BoxScorer
+from .data import Question, docgen_questions, folds, load_jsonl, source_folds
+from .evidence_card import card, decide  # noqa: F401  (the checkpoint's card and the default decision)
+from .records import (  # noqa: F401  (the records and their recall, importable from here)
+    BUDGETS,
+    RULE,
+    DiskOcrCache,
+    Record,
+    extract,
+    recall_at,
+    rule_scores,
+    text_map,
+)
 
 
 @dataclass(frozen=True)
@@ -132,177 +138,6 @@ DEFAULT_CANDIDATES = (
     "res16-b2-x5",
     "res16-b2",
 )
-
-
-# --------------------------------------------------------------------------------------------------- OCR cache
-
-
-class DiskOcrCache:
-    """OCR boxes per page on disk, one JSON file per page named by a blake2b hash of its RGB pixels and shape (the
-    format of ``benchmarks/evidence_recall.py --ocr-cache``, so the two share a folder). Without a folder, OCR runs
-    every time."""
-
-    def __init__(self, folder: str | Path | None, reader: Any = None) -> None:
-        self.folder = Path(folder) if folder is not None else None
-        self._reader = reader
-
-    def path(self, image: Any) -> Path | None:
-        """The page's cache file (None without a folder)."""
-        if self.folder is None:
-            return None
-        arr = np.asarray(image)
-        return (
-            self.folder
-            / f"{hashlib.blake2b(arr.tobytes() + repr(arr.shape).encode(), digest_size=16).hexdigest()}.json"
-        )
-
-    def read(self, image: Any) -> list:
-        from ..reading import TextBox, shared_reader
-
-        path = self.path(image)
-        if path is not None:
-            if path.exists():
-                return [TextBox(t, tuple(b), c) for t, b, c in json.loads(path.read_text())]
-        reader = self._reader or shared_reader(warm=True)
-        boxes = reader.read(image)
-        if path is not None:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(json.dumps([[b.text, list(b.box), b.confidence] for b in boxes]))
-        return boxes
-
-
-# --------------------------------------------------------------------------------------------------- records
-
-
-@dataclass
-class Record:
-    """One question, ready for training and scoring."""
-
-    question: Question
-    feats: np.ndarray  # (N, F) float32
-    labels: np.ndarray  # (N,) 1 for evidence boxes
-    boxes: list  # N TextBox
-    size: tuple[int, int]  # (W, H) original
-    rows: int
-    cols: int
-    cells: np.ndarray  # evidence cells (raster indices)
-    units: list[np.ndarray]  # cells of each word
-    ev_map: np.ndarray | None  # (rows, cols) structural evidence map, None when no rule fired
-    damp: float  # structure.evidence_damp
-
-
-def _cache_path(folder: Path | None, q: Question) -> Path | None:
-    if folder is None:
-        return None
-    key = json.dumps([q.id, q.query, q.boxes, q.cell_rule, FEATURES])
-    return folder / f"{hashlib.blake2b(key.encode(), digest_size=12).hexdigest()}.pkl"
-
-
-def extract(
-    questions: Sequence[Question],
-    matcher: Any,
-    ocr: DiskOcrCache,
-    log: Callable[[str], None] | None = None,
-    cache: str | Path | None = None,
-    cached_only: bool = False,
-) -> list[Record]:
-    """Features, labels and scoring geometry of each question (questions without an evidence cell are skipped).
-
-    With ``cache`` (a folder), each question's record is kept on disk (keyed by the question and the feature list)
-    and reused: a second run with the same data skips OCR and MiniLM. Delete the folder after changing the rules.
-    ``cached_only``: skip questions whose page has no OCR cache entry yet (no OCR runs)."""
-    import dataclasses
-    import pickle
-
-    folder = Path(cache) if cache is not None else None
-    from ..query import normalize_text
-    from ..reading import TextBox, paint_boxes
-
-    out: list[Record] = []
-    pages: dict[str, tuple[Any, list] | None] = {}
-    t0 = time.perf_counter()
-    for n, q in enumerate(questions):
-        path = _cache_path(folder, q)
-        if path is not None and path.exists():
-            rec = pickle.loads(path.read_bytes())
-            rec.question = q
-            out.append(rec)
-            continue
-        if q.doc not in pages:
-            pages.clear()  # questions of one page are adjacent; keep one page in memory
-            page = q.load_image()
-            if cached_only and not (ocr.path(page) is not None and ocr.path(page).exists()):
-                pages[q.doc] = None
-                continue
-            pages[q.doc] = (page.size, ocr.read(page))
-        if pages[q.doc] is None:
-            continue
-        size, boxes = pages[q.doc]
-        rows, cols = grid_of(*size)
-        query = normalize_text(q.query)
-        layout = matcher.layout_of(boxes) if boxes else None
-        ev = matcher.evidence(boxes, query, layout)
-        feats = box_features(matcher, boxes, query, layout, ev, size)
-        ev_map = None
-        if ev is not None and ev.regions:
-            regions = [TextBox("", r) for r in ev.regions]
-            ev_map = paint_boxes(regions, ev.weights or [1.0] * len(regions), rows, cols, size)
-        cells = question_cells(q, size, rows, cols)
-        out.append(
-            Record(
-                q,
-                feats,
-                box_labels(boxes, q.boxes),
-                boxes,
-                size,
-                rows,
-                cols,
-                cells,
-                list(matcher.units(boxes, rows, cols, size)),  # plain arrays in the pickled cache
-                ev_map,
-                matcher.evidence_damp,
-            )
-        )
-        if path is not None:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_bytes(pickle.dumps(dataclasses.replace(out[-1], question=dataclasses.replace(q, image=None))))
-        if log is not None and ((n + 1) % 100 == 0 or n + 1 == len(questions)):
-            log(f"  features {n + 1}/{len(questions)}, {time.perf_counter() - t0:.0f} s")
-    return out
-
-
-# --------------------------------------------------------------------------------------------------- scoring
-
-
-def text_map(record: Record, box_scores: np.ndarray) -> np.ndarray:
-    """(rows, cols) map the box scores paint, with the structural budget rule (evidence first, the rest damped)."""
-    from ..reading import paint_boxes
-
-    out = paint_boxes(record.boxes, box_scores, record.rows, record.cols, record.size)
-    if record.ev_map is not None:
-        out = np.where(record.ev_map > 0, record.ev_map, record.damp * out).astype(np.float32)
-    return out
-
-
-def recall_at(
-    record: Record, box_scores: np.ndarray, budgets: Sequence[tuple[str, float]] = BUDGETS
-) -> dict[str, float]:
-    """Evidence recall at each budget of the cells kept by top-k of ``text_map`` (whole words; ties: lower index)."""
-    from ..attending import select
-
-    flat = torch.from_numpy(text_map(record, box_scores).ravel())
-    n = record.rows * record.cols
-    out = {}
-    for label, frac in budgets:
-        k = max(1, min(n, round(frac * n)))
-        keep = select(flat, k, units=record.units).numpy()
-        out[label] = float(np.isin(record.cells, keep).mean())
-    return out
-
-
-def rule_scores(record: Record) -> np.ndarray:
-    """The rules' own per-box scores (the ``rule`` feature)."""
-    return record.feats[:, RULE]
 
 
 # --------------------------------------------------------------------------------------------------- training
@@ -667,105 +502,6 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         p.error(f"unknown --candidates {unknown}; known: {', '.join(CANDIDATES)}")
     args.candidates = names if args.family == "auto" else [args.family]
     return args
-
-
-def _cell(v: dict[str, float]) -> str:
-    return f"{v['recall']:.3f} / {v['full_hit']:.2f}"
-
-
-def _table(title: str, tables: dict[str, dict[str, dict[str, float]]], spread: dict | None = None) -> list[str]:
-    """A Markdown table: rows = models, columns = groups (recall / full-hit [min-max over folds])."""
-    groups: list[str] = []
-    for t in tables.values():
-        groups += [g for g in t if g not in groups]
-    groups = sorted(groups, key=lambda g: (g == "overall", g))
-    n = {g: next(t[g]["n"] for t in tables.values() if g in t) for g in groups}
-    lines = [title, "", "| model | " + " | ".join(f"{g} (n={n[g]})" for g in groups) + " |"]
-    lines.append("|---|" + "---:|" * len(groups))
-    for name, t in tables.items():
-        cells = []
-        for g in groups:
-            if g not in t:
-                cells.append("–")
-                continue
-            c = _cell(t[g])
-            if spread and name in spread and g in spread[name]:
-                sp = spread[name][g]
-                c += f" [{sp['min']:.2f}-{sp['max']:.2f}]"
-            cells.append(c)
-        lines.append(f"| {name} | " + " | ".join(cells) + " |")
-    return lines + [""]
-
-
-def decide(meta: dict[str, Any]) -> dict[str, Any]:
-    """Issue 26's rule: the learned scorer becomes the default only if, on source-grouped folds, it is better than
-    the rules overall and worse in no doc_type and no wording, and the same on docgen's test split (which must be
-    measured) and on held-out sources (when there are any). Returns
-    {"default": "learned" | "rules", "losses": [...], "gains": [...]}."""
-    losses, gains = [], []
-    nested = meta["heldout"].get("nested")
-    if meta["folds_by"] != "source":
-        losses.append("validated on document-level folds only (optimistic): no default decision")
-    if nested is not None:
-        for by in ("doc_type", "wording"):
-            for g, v in nested[by].items():
-                d = v["recall"] - meta["heldout"]["rules"][by][g]["recall"]
-                (losses if d < -1e-9 else gains).append(f"{g} {d:+.3f}")
-    test = meta.get("docgen_test") or {}
-    if not test:
-        losses.append("docgen test split not measured (--docgen-test N)")
-    for g, v in (meta.get("holdout") or {}).get(meta["family"], {}).items():
-        d = v["recall"] - meta["holdout"]["rules"][g]["recall"]
-        if d < -1e-9:
-            losses.append(f"held-out sources {g} {d:+.3f}")
-    if "rules" in test and meta["family"] in test and meta["family"] != "rules":
-        for g, v in test[meta["family"]].items():
-            d = v["recall"] - test["rules"][g]["recall"]
-            (losses if d < -1e-9 else gains).append(f"docgen test {g} {d:+.3f}")
-    overall = nested is not None and (
-        nested["doc_type"]["overall"]["recall"] > meta["heldout"]["rules"]["doc_type"]["overall"]["recall"]
-    )
-    default = "learned" if overall and not losses and meta["family"] != "rules" else "rules"
-    return {"default": default, "losses": losses, "gains": gains}
-
-
-def card(meta: dict[str, Any]) -> str:
-    """The checkpoint's README.md: data, folds, choice, held-out figures with their spread, held-out sources,
-    ablation, decision, command, time."""
-    optimistic = meta["folds_by"] == "document"
-    lines = [
-        "# ARR-COC-VIS learned box scorer (evidence objective)",
-        "",
-        f"- command: `{meta['command']}`",
-        f"- data: {meta['data']}",
-        f"- folds: {meta['folds']} outer {'DOCUMENT-level (optimistic)' if optimistic else 'source-grouped'} folds"
-        f" ({meta['n_sources']} sources), {meta['inner_folds']} inner folds for the choice, seed {meta['seed']}",
-        f"- candidates: {', '.join(meta['candidates'])}; chosen per outer fold: "
-        + ", ".join(f"{f}: {c}" for f, c in meta["choice"].items()),
-        f"- final model: **{meta['family']}** (chosen by macro recall @11.1% over all outer folds: "
-        + ", ".join(f"{n} {v:.3f}" for n, v in meta["family_recall"].items())
-        + ")",
-        f"- features: {len(FEATURES)} per box in {len(FEATURE_GROUPS)} groups ({', '.join(FEATURE_GROUPS)})",
-        f"- training time: {meta['train_s']:.0f} s wall on {meta['cpus']} CPU core(s) (OCR from cache: "
-        f"{meta['ocr_cached']}); feature extraction {meta['extract_s']:.0f} s; whole command {meta['wall_s']:.0f} s",
-        f"- default decision (issue 26): **{meta['decision']['default']}**"
-        + (f"; losses: {', '.join(meta['decision']['losses'])}" if meta["decision"]["losses"] else ""),
-        "",
-        "Figures: the text map's evidence recall / full-hit at 11.1% of the tokens on each question's held-out "
-        "fold, [min-max of the per-fold means]; `nested` is the candidate chosen inside each training part (the "
-        "honest figure), the other rows are fixed candidates.",
-        "",
-    ]
-    for by in ("doc_type", "wording"):
-        lines += _table(f"## Held-out by {by}", {n: t[by] for n, t in meta["heldout"].items()}, meta.get("spread"))
-    if meta.get("holdout"):
-        lines += _table(
-            f"## Held-out sources ({', '.join(meta['holdout_sources'])}): never trained, validated or chosen on",
-            meta["holdout"],
-        )
-    if meta.get("docgen_test"):
-        lines += _table("## docgen test split (reported only; never trained or selected on)", meta["docgen_test"])
-    return "\n".join(lines) + "\n"
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -10,6 +10,7 @@
     detection.py      ``LeanDBPostProcess``: rapidocr's DB box extraction with plain Python numbers a box, the same
                       boxes (imports rapidocr; loaded when a detector is built)
     onnx_torch.py     ``OnnxModule``: an ONNX graph of the PP-OCR op set run by torch on any device and dtype
+    onnx_ops.py       the ONNX ops of that set, one small torch function each (``OP_BUILDERS``)
     torch_backend.py  ``TorchOcrSession`` / ``TorchRapidOCR``: rapidocr with its networks run by ``OnnxModule``
                       (imports rapidocr and torch; loaded only by ``TextReader(backend="torch")``)
 

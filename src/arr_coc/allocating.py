@@ -1,0 +1,273 @@
+"""The entry points: ``allocate`` (an image and a question -> an :class:`Allocation`) and ``score_visual_tokens``
+(a Qwen-VL processor's patches -> each token's relevance), a few lines each on top of
+:meth:`arr_coc.realizing.Realizer.decide` / :meth:`~arr_coc.realizing.Realizer.score`.
+
+Example:
+    >>> from PIL import Image
+    >>> a = allocate(Image.new("RGB", (560, 280), "white"), "What is the title?", budget=10, mode="texture")
+    >>> a.grid, a.budget, a.to_json()["kept"][:2]
+    ((10, 20), 10, [[0, 0], [1, 0]])
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import torch
+
+from .attending import Budget, TokenBudget, TokenScores
+from .balancing import SCORERS
+from .checkpoint_check import check_scores
+from .config import RelevanceConfig
+from .deciding import choose
+from .grid import GridSpec
+from .io import load_image_with_size
+from .query import MAX_QUERY_CHARS, normalize_text
+from .realizing import Realizer, default_realizer
+from .text_prior import query_notes, reading_for, resolve_mode
+from .texture import frames_from_patches
+
+
+@dataclass
+class Allocation:
+    """What ``allocate`` decided for one image and one query.
+
+    ``keep`` holds indices ``r * cols + c`` into the model's visual-token sequence of this image, ascending.
+    """
+
+    family: str  # model family whose grid this is
+    grid: tuple[int, int]  # (rows, cols) of merged visual tokens
+    resized: tuple[int, int]  # (W, H) the processor resizes the image to
+    original: tuple[int, int]  # (W, H) of the image as loaded (after EXIF rotation)
+    keep: torch.Tensor  # (K,) kept token indices, ascending
+    scores: np.ndarray  # (rows, cols) relevance, higher = more relevant
+    query: str  # the query as the user typed it (normalised internally only), cut to MAX_QUERY_CHARS (4,000)
+    mode: str  # "text" or "texture": the path that ran
+    weights: dict[str, float]  # balancer weights of information / perspectival / participatory
+    components: dict[str, np.ndarray] = field(default_factory=dict)  # each scorer's (rows, cols) map
+    timings_ms: dict[str, float] = field(default_factory=dict)  # load, texture, ocr, scoring, total; model_load apart
+    text_boxes: list[Any] = field(default_factory=list)  # OCR boxes (text mode)
+    evidence: Any = None  # structural evidence kept first (text mode; ``.rule`` names the budget rule), or None
+    units: Sequence[np.ndarray] = field(default_factory=list)  # text mode: each word's cells, kept whole by ``select``
+    notes: list[str] = field(default_factory=list)  # what the user should know (question not understood, frames)
+    config: RelevanceConfig | None = None  # the realizer's config that decided (its adaptive tiers); None: default
+
+    @property
+    def budget(self) -> int:
+        return int(self.keep.numel())
+
+    @property
+    def n_tokens(self) -> int:
+        return self.grid[0] * self.grid[1]
+
+    @property
+    def mask(self) -> np.ndarray:
+        """(rows, cols) bool, True where a token is kept."""
+        m = np.zeros(self.n_tokens, dtype=bool)
+        m[self.keep.numpy()] = True
+        return m.reshape(self.grid)
+
+    @property
+    def kept_cells(self) -> list[list[int]]:
+        cols = self.grid[1]
+        return [[int(i) // cols, int(i) % cols] for i in self.keep.tolist()]
+
+    def select(self, budget: Budget) -> torch.Tensor:
+        """The tokens this allocation keeps at another ``budget`` (same scores, words kept whole): (K,) ascending.
+
+        ``"adaptive"`` uses the tiers of the realizer that made the allocation (:attr:`config`)."""
+        scores = torch.from_numpy(np.ascontiguousarray(self.scores, dtype=np.float32)).flatten()  # (rows * cols,)
+        return choose(scores, TokenBudget.parse(budget), self.config, units=self.units).keep
+
+    def to_json(self, id: Any = None) -> dict[str, Any]:
+        """The JSON contract of ``arr-coc allocate``.
+
+        Keys: ``id``; ``grid`` [rows, cols] of visual tokens; ``resized`` and ``original`` [W, H] in pixels (note
+        the order: grid is rows first, the sizes are width first); ``budget`` (tokens kept); ``kept`` [[r, c], ...]
+        in raster order (token index r * cols + c); ``scores`` rows x cols relevance; ``mode`` ("text" or
+        "texture", the path that ran); ``family`` (whose grid); ``query`` (as the user typed it); and, only when
+        there is something to say, ``notes``: sentences for the user (the question has no word the pipeline can read,
+        only the first frame of a multi-page file was used).
+        """
+        out = {
+            "id": id,
+            "grid": list(self.grid),
+            "resized": list(self.resized),
+            "original": list(self.original),
+            "budget": self.budget,
+            "kept": self.kept_cells,
+            "scores": [[round(float(v), 5) for v in row] for row in self.scores],
+            "mode": self.mode,
+            "family": self.family,
+            "query": self.query,
+        }
+        if self.notes:
+            out["notes"] = list(self.notes)
+        return out
+
+
+@torch.inference_mode()
+def allocate(
+    image: Any,
+    query: str | None,
+    budget: Budget = "adaptive",
+    family: str = "qwen2.5-vl",
+    min_pixels: int | None = None,
+    max_pixels: int | None = None,
+    mode: str = "auto",
+    text_options: dict[str, Any] | None = None,
+    realizer: Realizer | None = None,
+    device: str | torch.device | None = None,
+    reader: Any = None,
+) -> Allocation:
+    """Decide which visual tokens of ``image`` matter for ``query``.
+
+    The image is resized exactly as the model's processor resizes it (PIL bicubic to the family's grid), and the
+    same :meth:`Realizer.relevance` that ``compress`` runs inside the model scores it: for the same config,
+    ``allocate`` keeps the tokens ``compress`` keeps (without the model's token features).
+
+    Args:
+        image: a path, bytes, file object, PIL image or NumPy array (see ``arr_coc.io.load_image``).
+        query: the question; empty or None is allowed (a vague query: information and salience decide).
+        budget: tokens to keep: an int, a fraction in (0, 1], or "adaptive" (see ``arr_coc.attending``).
+        family: "qwen2-vl", "qwen2.5-vl" or "qwen3-vl": whose grid (28 or 32 px cells) to allocate on.
+        min_pixels, max_pixels: the processor's resize limits (defaults: the processor's min, 1280 tokens max).
+        mode: "text" (OCR-aware), "texture" (fast, no OCR) or "auto" (text if the [ocr] extra is installed).
+        text_options: for mode "text": the ablation switches ``{"lexical", "semantic", "layout", "structure",
+            "query_parsing", "whole_words"}`` (bools; see ``ReadingConfig.with_switches``).
+        realizer: the relevance model (default: :func:`default_realizer`, the training-free one).
+        device: where the relevance step runs (default: the CPU); OCR always runs on the CPU.
+        reader: for mode "text": the OCR reader (anything with ``read(image) -> list[TextBox]``; default the
+            process-wide ``TextReader``), e.g. one that remembers a page already read.
+
+    Returns:
+        An ``Allocation``.
+    """
+    budget = TokenBudget.parse(budget)  # fail fast, before any image work; parsed once
+    mode = resolve_mode(mode)
+    realizer = realizer or default_realizer()
+    spec = GridSpec.for_family(family, min_pixels, max_pixels)
+    notes: list[str] = []
+    t_image = time.perf_counter()
+    # the image first: a missing or unreadable file is refused before any OCR or text model loads (seconds)
+    img, (orig_w, orig_h) = load_image_with_size(image, target_pixels=spec.max_pixels, notes=notes)
+    t_models = time.perf_counter()
+    if mode == "text":
+        reading_for(text_options, realizer)  # loads the OCR / text models on first use only
+    models_ms = (time.perf_counter() - t_models) * 1e3
+    t0 = t_image + models_ms / 1e3  # "load" and "total" count the image's decode, not the models' loading
+    grid = spec.grid_for(orig_h, orig_w)
+    text = normalize_text(query or "")
+    notes.extend(query_notes(text))
+    # the page's bytes copied out of PIL once: the frames' and the default OCR reader's cache keys both hash them (a
+    # reader passed in gets the PIL image, as it always has)
+    pixels = np.asarray(img) if mode == "text" else None  # (H, W, 3) uint8
+    # (1, 3, H, W) uint8, resized as the processor does (cached per page; read here, never written: no copy)
+    frames = realizer.frames(img, grid, pixels, copy=False)
+    if device is not None:
+        frames = frames.to(device)
+    t1 = time.perf_counter()
+    # the OCR reads the loaded image at its own size (boxes are mapped to the grid)
+    picture = img if pixels is None or reader is not None else pixels
+    item = realizer.decide(
+        [frames], [(grid.rows, grid.cols)], [text], budget, mode, pictures=[[picture]], text_options=text_options,
+        reader=reader,
+    )[0]  # fmt: skip
+    t3 = time.perf_counter()
+    scoring = item.scoring
+    rel = scoring.relevance
+    assert rel is not None
+    components = {name: m[0].float().cpu().numpy() for name, m in rel.maps.items()}
+    if scoring.prior is not None:
+        components["text_prior"] = scoring.prior[0].float().cpu().numpy()
+    ocr_ms = scoring.timings_ms["ocr"]
+    scores = rel.scores[0].float().cpu().numpy()  # (rows, cols)
+    check_scores(scores)  # NaN / infinity: an error for this item, never a silent ordering
+    return Allocation(
+        family=spec.family,
+        grid=(grid.rows, grid.cols),
+        resized=grid.resized,
+        original=(orig_w, orig_h),
+        keep=item.keep.cpu(),
+        scores=scores,
+        query=("" if query is None else str(query))[:MAX_QUERY_CHARS],  # as typed; cut as the pipeline cuts it
+        mode=mode,
+        weights={name: float(w) for name, w in zip(SCORERS, rel.weights[0].tolist(), strict=True)},
+        components=components,
+        timings_ms={
+            "load": (t1 - t0) * 1e3,
+            "texture": rel.timings_ms["texture"],
+            "ocr": ocr_ms,
+            "scoring": (t3 - t1) * 1e3 - ocr_ms - rel.timings_ms["texture"],
+            "total": (t3 - t0) * 1e3,
+            "model_load": models_ms,
+        },
+        text_boxes=scoring.boxes[0] if scoring.boxes else [],
+        evidence=scoring.evidence[0] if scoring.evidence else None,
+        units=scoring.units,
+        notes=notes,
+        config=realizer.config,
+    )
+
+
+@torch.inference_mode()
+def score_visual_tokens(
+    pixel_values: torch.Tensor,
+    grid_thw: tuple[int, int, int],
+    patch_size: int,
+    merge_size: int,
+    temporal_patch_size: int,
+    token_feats: torch.Tensor | None = None,
+    query_embeds: torch.Tensor | None = None,
+    query_text: str | None = None,
+    prior: torch.Tensor | None = None,
+    text_prior: bool = False,
+    text_options: dict[str, Any] | None = None,
+    realizer: Realizer | None = None,
+    image_mean: Sequence[float] | None = None,
+    image_std: Sequence[float] | None = None,
+    return_units: bool = False,
+) -> torch.Tensor | TokenScores:
+    """Relevance of each visual token of one image or video inside a loaded Qwen-VL model (``compress``'s scorer).
+
+    The processor's patches are turned back into frames (:func:`arr_coc.texture.frames_from_patches`) and scored by
+    the same :meth:`Realizer.relevance` as ``allocate``; everything stays on the device of ``pixel_values``
+    except the OCR of ``text_prior`` (one uint8 copy per frame to the CPU, :func:`pictures_from_frames`).
+
+    Args:
+        pixel_values (torch.Tensor of shape (t*h*w, 3*temporal_patch_size*patch_size**2)): this item's patches.
+        grid_thw: (t, h, w) patch grid of this image, as in ``image_grid_thw``.
+        patch_size, merge_size, temporal_patch_size: the vision tower's, from the model config.
+        token_feats (torch.Tensor of shape (N, D) or None): merged visual tokens in the LM embedding space,
+            N = t * h * w / merge**2.
+        query_embeds (torch.Tensor of shape (Q, D) or None): LM input embeddings of the query's tokens.
+        query_text: optional query text (spatial, colour and text cues; the text prior's query).
+        prior (torch.Tensor of shape (t, h / merge, w / merge) or None): query-conditioned map in [0, 1].
+        text_prior: run OCR on the model's own resized pixels and add the text-aware prior of ``allocate``'s
+            "text" mode (images only; needs the ``[ocr]`` extra; costs the OCR time, see the speed benchmark).
+        text_options: the text prior's ablation switches (``ReadingConfig.with_switches``).
+        realizer: the relevance model (default: :func:`default_realizer`).
+        image_mean, image_std: the processor's normalisation (undone exactly when given).
+        return_units: return ``TokenScores(scores, units)`` with the text prior's word units (empty without it),
+            so that ``compress`` keeps words whole as ``allocate`` does.
+
+    Returns:
+        torch.Tensor of shape (N,), float32 on the device of ``pixel_values``: relevance of each token in raster
+        order over (t, h / merge, w / merge); or that and the units (``return_units``).
+    """
+    frames = frames_from_patches(
+        pixel_values, grid_thw, patch_size, merge_size, temporal_patch_size, image_mean, image_std
+    )  # (t, 3, H, W)
+    rows, cols = int(grid_thw[1]) // merge_size, int(grid_thw[2]) // merge_size
+    realizer = realizer or default_realizer()
+    mode = "text" if text_prior and prior is None and query_text else "texture"
+    scoring = realizer.score(
+        frames, (rows, cols), query_text, mode, token_feats=token_feats, query_embeds=query_embeds, prior=prior,
+        text_options=text_options,
+    )  # fmt: skip
+    scores = scoring.scores.flatten()  # (N,)
+    return TokenScores(scores, scoring.units) if return_units else scores
