@@ -18,7 +18,10 @@ line breaks) is kept whole, before anything else; the rule that fired is named s
     ==================  ===========================================================================================
     ``title``           the title's lines
     ``after-phrase``    the quoted phrase and the words after it (before it, for "before"); "assigned to x": the
-                        code line from ``x =`` on
+                        code line from ``x =`` on; with a named section ("in the section titled 'Soil'") the phrase
+                        is looked for inside that section only, and its heading is kept too
+    ``year-in-unit``    the years printed in the named section (a heading governs its column until the next heading,
+                        and on into the next column), and the section's heading
     ``word-of-unit``    the first/last line of the named section or paragraph, and its heading / first words
     ``ordinal-unit``    every heading (or paragraph start) of the column up to the counted one, and that unit's head
     ``compare``         every value label and every category label (chart or table): what the question asks for
@@ -44,7 +47,7 @@ from .structure import Box, Layout
 
 __all__ = ["StructuralQuery", "Evidence", "parse", "resolve", "ORDINALS", "RULES"]
 
-RULES = ("title", "after-phrase", "word-of-unit", "ordinal-unit", "compare", "implied-label")
+RULES = ("title", "after-phrase", "year-in-unit", "word-of-unit", "ordinal-unit", "compare", "implied-label")
 
 ORDINALS: dict[str, int] = {
     w: i + 1
@@ -109,12 +112,15 @@ class StructuralQuery:
     wants_value: bool = False  # a comparison asks for the value ("what is the highest value"), not the label
     implied_labels: tuple[str, ...] = ()  # labels an ordinal month/weekday stands for ("march", "mar")
     assigned: str | None = None  # "what is assigned to X": a code variable whose right-hand side is asked for
+    year: bool = False  # asks for a year ("which year ... in the section titled X")
 
     @property
     def rule(self) -> str | None:
         """The budget rule this query would fire (before resolution), or None for an ordinary key question."""
         if self.after or self.before or self.assigned:
             return "after-phrase"
+        if self.year and (self.named or self.starts_with):
+            return "year-in-unit"
         if self.word_of and (self.named or self.starts_with or self.unit):
             return "word-of-unit"
         if self.ordinal is not None and self.unit in ("section", "paragraph"):
@@ -172,7 +178,9 @@ def parse(query: str) -> StructuralQuery:
     m = re.search(r"\b(first|opening|last|final|closing)\s+(?:word|term)\b", q)
     if m:
         f["word_of"] = "first" if m.group(1) in ("first", "opening") else "last"
-    elif re.search(r"\b(?:at the end of|ends? with|how does .* end|closes with|at the close of)\b", q):
+    elif re.search(
+        r"\b(?:at the end of|ends? with|how does .* end|closes with|at the close of|does .* (?:end|close|finish))\b", q
+    ):
         f["word_of"] = "last"
     elif re.search(r"\b(?:at the (?:start|beginning) of|opens with)\b", q):
         f["word_of"] = "first"
@@ -184,6 +192,16 @@ def parse(query: str) -> StructuralQuery:
     )
     if m:
         f["named"] = (m.group(1) or m.group(2)).strip()
+    else:  # "the 'Soil' section", "in the Early History section"
+        m = re.search(rf"{_Q}([^\"'“”‘’«»]+){_Q}\s+(?:section|part|chapter)\b", q) or re.search(
+            rf"\bin the ((?:(?!{_ORD_RE}\b|left\b|right\b|middle\b|same\b|next\b|previous\b|this\b|that\b)"
+            rf"[a-z0-9][a-z0-9&-]*\s+){{1,4}}?)(?:section|part|chapter)\b",
+            q,
+        )
+        if m:
+            f["named"] = m.group(1).strip()
+    if re.search(r"\b(?:which|what) year\b|\byear (?:is|was) (?:mentioned|given|named|stated)\b", q):
+        f["year"] = True
     m = re.search(rf"\b(?:begins?|starts?|beginning|starting|opens?|opening)\s+(?:with\s+)?{_Q}(.+?){_Q}", q)
     if m:
         f["starts_with"] = m.group(1).strip()
@@ -194,7 +212,7 @@ def parse(query: str) -> StructuralQuery:
         f["unit"] = UNITS[m.group(m.lastindex)]
     else:
         m = re.search(rf"\b({_UNIT_RE})s?\b", q)
-        if m and ("word_of" in f or "named" in f or "starts_with" in f):
+        if m and ("word_of" in f or "named" in f or "starts_with" in f or "year" in f):
             f["unit"] = UNITS[m.group(1)]
     # which column: left/right/middle, or an ordinal column
     m = re.search(r"\b(left|right|middle|centre|center)(?:-hand|most)?\s+(?:\w+\s+)?column\b", q)
@@ -315,17 +333,32 @@ def _column_index(layout: Layout, col: str | int) -> int | None:
     return {"left": 0, "right": n - 1, "middle": n // 2}.get(col)
 
 
+_YEAR_RE = re.compile(r"\W*(1[5-9]\d\d|20\d\d)(?:s|'s)?\W*")
+
+
+def _named_section(layout: Layout, name: str) -> int | None:
+    """Index into ``layout.sections`` of the section whose heading reads ``name`` best (None below 0.6)."""
+    scored = [
+        (_text_score(layout.block_text(s.heading), name), k)
+        for k, s in enumerate(layout.sections)
+        if s.heading is not None
+    ]
+    if scored and (best := max(scored))[0] >= 0.6:
+        return best[1]
+    return None
+
+
+def _heading_regions(layout: Layout, sec: int) -> list[Box]:
+    """The heading line(s) of section ``sec`` (the evidence chain's name of the unit)."""
+    head = layout.sections[sec].heading
+    return [] if head is None else _line_boxes(layout, layout.blocks[head].lines)
+
+
 def _unit_blocks(layout: Layout, sq: StructuralQuery) -> tuple[list[int], str] | None:
     """Blocks of the unit the query names (section by heading, paragraph by first words, or by ordinal)."""
-    if sq.named:
-        scored = [
-            (_text_score(layout.block_text(s.heading), sq.named), k)
-            for k, s in enumerate(layout.sections)
-            if s.heading is not None
-        ]
-        if scored and (best := max(scored))[0] >= 0.6:
-            sec = layout.sections[best[1]]
-            return list(sec.blocks), f"section {layout.block_text(sec.heading)!r}"
+    if sq.named and (k := _named_section(layout, sq.named)) is not None:
+        sec = layout.sections[k]
+        return list(sec.blocks), f"section {layout.block_text(sec.heading)!r}"
     if sq.starts_with:
         n = len(_words(sq.starts_with))
         scored = [
@@ -418,11 +451,28 @@ def resolve(layout: Layout, sq: StructuralQuery) -> Evidence | None:
                 )
     if sq.after or sq.before:
         phrase = sq.after or sq.before
-        span = _match_words(layout, phrase)
+        sec = _named_section(layout, sq.named) if sq.named else None
+        span, head = None, []
+        if sec is not None:  # the phrase inside the named section only (its words are contiguous in reading order)
+            ids = layout.section_words(sec)
+            span = _match_words(layout, phrase, min(ids), max(ids) + 1) if ids else None
+            head = _heading_regions(layout, sec)
+        if span is None:
+            span, head = _match_words(layout, phrase), []
         if span is not None:
             a, b = span
             idx = range(a, b + 1 + AFTER_PHRASE_WORDS) if sq.after else range(a - AFTER_PHRASE_WORDS, b + 1)
-            return Evidence("after-phrase", _word_regions(layout, idx), detail=f"phrase {phrase!r} at word {a}")
+            return Evidence("after-phrase", _word_regions(layout, idx) + head, detail=f"phrase {phrase!r} at word {a}")
+    if sq.year and sq.named:
+        sec = _named_section(layout, sq.named)
+        if sec is not None:
+            years = [k for k in layout.section_words(sec) if _YEAR_RE.fullmatch(_norm(layout.words[k].text))]
+            if years:
+                return Evidence(
+                    "year-in-unit",
+                    _word_regions(layout, years) + _heading_regions(layout, sec),
+                    detail=f"section {layout.block_text(layout.sections[sec].heading)!r}, {len(years)} year(s)",
+                )
     if sq.word_of:
         found = _unit_blocks(layout, sq)
         if found is not None:

@@ -58,6 +58,10 @@ Box = tuple[float, float, float, float]  # (x0, y0, x1, y1) pixels, x right, y d
 _NUMBER_RE = re.compile(r"^[\s$€£¥(+-]*\d[\d,.' ]*%?[)]?\s*[a-zA-Z]{0,4}\.?$")
 _CODE_RE = re.compile(r"^\s*(?:>>>|\$ |#include|def |import |from \S+ import)|[=(\[{].*[)\]}]|\w\s?=\s?\S")
 _END_PUNCT = ".,;:!?"
+PROSE_WORDS = 5  # a column of prose: its lines hold this many words or more (median)
+HEAD_WIDTH = 0.6  # a body-size heading line is shorter than this share of its column's widest line
+# a section number before a heading's words ("3. Methods", "2.1 Data", "IV. Results", "B. Costs")
+_SECTION_NUMBER_RE = re.compile(r"^\s*(?:\d{1,2}(?:\.\d{1,2})*\.|\d{1,2}\.\d{1,2}|[IVX]{1,5}\.|[A-H]\.)\s*(?=[A-Z])")
 
 
 @dataclass(frozen=True)
@@ -458,20 +462,46 @@ def _blocks(lines: list[Line], cw: float, cfg: PageLayoutConfig) -> list[Block]:
     blocks: list[Block] = []
     for col in sorted(by_col):
         run: list[int] = []
-        for i in by_col[col]:
+        head = _run_in_headings([lines[i] for i in by_col[col]], cfg)
+        for n, i in enumerate(by_col[col]):
             if run:
                 prev, cur = lines[run[-1]], lines[i]
                 step = max(cur.box[1] - prev.box[1], cur.box[3] - prev.box[3])  # a taller heading box: bottoms
                 ratio = _line_cw(cur) / _line_cw(prev)
                 larger = cur if ratio > 1 else prev
                 resized = max(ratio, 1 / ratio) >= cfg.heading_size and _heading_like(larger.text, cfg)
-                if step > cfg.block_pitch * pitch or resized:
+                if step > cfg.block_pitch * pitch or resized or head[n] or (head[n - 1] and len(run) == 1):
                     blocks.append(Block(tuple(run), _union([lines[j].box for j in run]), col, "paragraph"))
                     run = []
             run.append(i)
         if run:
             blocks.append(Block(tuple(run), _union([lines[j].box for j in run]), col, "paragraph"))
     return blocks
+
+
+def _run_in_headings(col_lines: list[Line], cfg: PageLayoutConfig) -> list[bool]:
+    """Which lines of a column (top to bottom) are body-size headings set close above their text: in a column of
+    prose (lines of ``PROSE_WORDS`` words or more at the median), a short line (under ``HEAD_WIDTH`` of the column's
+    width) that starts with a capital (after a section number: "3. Methods"), ends without punctuation and follows a
+    line that ends a sentence. Such a line starts a block of its own even where the gap above or below it is no
+    wider than the text's line pitch (a slightly rotated scan makes long lines' boxes taller and eats the gap)."""
+    out = [False] * len(col_lines)
+    if len(col_lines) < 4 or np.median([len(ln.text.split()) for ln in col_lines]) < PROSE_WORDS:
+        return out
+    width = max(ln.box[2] - ln.box[0] for ln in col_lines)
+    for n in range(1, len(col_lines) - 1):
+        text, before = col_lines[n].text.strip(), col_lines[n - 1].text.strip()
+        out[n] = (
+            0 < len(text.split()) <= cfg.plain_heading_max_words
+            and col_lines[n].box[2] - col_lines[n].box[0] < HEAD_WIDTH * width
+            and text[-1] not in _END_PUNCT
+            and _SECTION_NUMBER_RE.sub("", text)[:1].isupper()
+            and not _NUMBER_RE.match(text)
+            and not _CODE_RE.search(text)
+            and before[-1:] in ".!?"
+            and len(col_lines[n + 1].text.split()) >= PROSE_WORDS
+        )
+    return out
 
 
 def _roles(
@@ -508,8 +538,8 @@ def _roles(
             and text[-1] not in _END_PUNCT
             and not _CODE_RE.search(text)
             and not _NUMBER_RE.match(text)
-            and text[:1].isupper()
-            and _has_block_below(blocks, k)
+            and _SECTION_NUMBER_RE.sub("", text)[:1].isupper()  # "3. Trade Routes": a numbered heading
+            and _has_block_below(blocks, k, lines)
         ):
             role = "heading"
         elif th <= cfg.footnote_size and b.box[1] - top >= 0.75 * extent:
@@ -533,14 +563,26 @@ def _heading_like(text: str, cfg: PageLayoutConfig) -> bool:
     )
 
 
-def _has_block_below(blocks: list[Block], k: int) -> bool:
+def _has_block_below(blocks: list[Block], k: int, lines: list[Line]) -> bool:
     """A body-sized line is a heading only when a paragraph of two or more lines follows it in its column."""
     b = blocks[k]
     below = [o for o in blocks if o.column == b.column and o.box[1] > b.box[1]]
     if not below:
         return False
     nxt = min(below, key=lambda o: o.box[1])
-    return len(nxt.lines) >= 2
+    if len(nxt.lines) >= 2:
+        return True
+    # a heading at a column's foot whose text goes on in the next column: one line of prose below it, the column's
+    # last, and a later column holds text
+    return (
+        nxt is max(below, key=lambda o: o.box[1])
+        and len(_block_text(lines, nxt).split()) >= PROSE_WORDS
+        and any(o.column > b.column for o in blocks)
+    )
+
+
+def _block_text(lines: list[Line], b: Block) -> str:
+    return " ".join(lines[i].text for i in b.lines)
 
 
 def _reading_order(blocks: list[Block], lines: list[Line]) -> list[Block]:
