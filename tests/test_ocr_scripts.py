@@ -83,6 +83,18 @@ def test_one_stray_cjk_letter_does_not_switch_a_latin_line() -> None:
     assert letter_mask(CHARS).tolist() == [False, True, True, True, True, True, True, False]
 
 
+def test_one_cjk_letter_without_latin_letters_is_read_in_its_script() -> None:
+    chars = ["blank", "9", "6", "3", "円", " "]  # "963円": one CJK letter, no Latin letter
+    probs = np.full((1, 8, len(chars)), 0.01, dtype=np.float32)
+    for t, c in enumerate([1, 0, 2, 0, 3, 0, 4, 0]):
+        probs[0, t, c] = 0.9
+    probs[0, 6, 1] = 0.05  # the Latin reading of the last glyph: "9"
+    mask, letters = latin_mask(chars), letter_mask(chars)
+    assert best_path(probs, mask, letters=letters)[0, :, 0].tolist() == [1, 0, 2, 0, 3, 0, 4, 0]
+    on_device = ctc_best_path(torch.from_numpy(probs), torch.from_numpy(mask), letters=torch.from_numpy(letters))
+    assert np.array_equal(on_device.numpy(), best_path(probs, mask, letters=letters))
+
+
 def test_an_empty_line_stays_empty() -> None:
     probs = np.zeros((1, 10, len(CHARS)), dtype=np.float32)
     probs[..., 0] = 1.0

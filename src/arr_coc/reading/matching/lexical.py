@@ -235,7 +235,9 @@ _FOREIGN_TYPE_PATTERNS: dict[str, re.Pattern[str]] = {
         r"pre[cç]o|totale?)\b",
         re.I,
     ),
-    "phone": re.compile(r"电话|電話|手机|\b(?:telefon\w*|t[eé]l[eé]phone|tel[eé]fono|telefono|handy)\b", re.I),
+    "phone": re.compile(
+        r"电话|電話|手机|拨打|致电|かけ|\b(?:telefon\w*|t[eé]l[eé]phone|tel[eé]fono|telefono|handy)\b", re.I
+    ),
     "email": re.compile(r"邮箱|电子邮件|メール|\b(?:e-mail|courriel|correo)\b", re.I),
     "person": re.compile(r"谁|誰|姓名|氏名|名前|担当者|\b(?:wer|wem|wessen|qui|qu[ií]en|chi|nome|nom|nombre)\b", re.I),
     "org": re.compile(

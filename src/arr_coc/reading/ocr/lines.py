@@ -267,9 +267,10 @@ def ctc_best_path(
         kept = best != 0  # (N, T) the frames that are characters: not blank, not a repeat
         kept[:, 1:] &= best[:, 1:] != best[:, :-1]
         n_kept = kept.sum(-1)  # (N,)
-        foreign_letter = ~latin[best] if letters is None else ~latin[best] & letters[best]  # (N, T)
-        n_foreign = (kept & foreign_letter).sum(-1)  # (N,)
-        foreign = (n_foreign >= script_share * n_kept) & ((n_foreign >= 2) | (n_foreign == n_kept)) & (n_kept > 0)
+        is_letter = letters[best] if letters is not None else torch.ones_like(kept)  # (N, T)
+        n_foreign = (kept & ~latin[best] & is_letter).sum(-1)  # (N,) letters outside the Latin classes
+        n_latin = (kept & latin[best] & is_letter).sum(-1)  # (N,) Latin letters
+        foreign = (n_foreign >= script_share * n_kept) & ((n_foreign >= 2) | (n_latin == 0)) & (n_foreign > 0)
         best = torch.where(foreign[:, None], best, keep[lat])
         conf = torch.where(foreign[:, None], conf, lat_conf)
     return torch.stack([best.float(), conf], -1)

@@ -308,7 +308,8 @@ def best_path(
         probs: (N, T, K) class probabilities (class 0 is the CTC blank).
         latin: (K,) bool, the Latin classes (``latin_mask``) for ``charset="auto"``: a line is read over every class
             when at least ``script_share`` of the characters of its full reading are letters outside them (Han,
-            kana), and at least two of them (or all: a one-character line); any other line is read over the Latin
+            kana), and at least two of them or no Latin letter beside them ("963円", "28日"); any other line is read
+            over the Latin
             classes alone (their argmax, each frame's confidence renormalised over them, as the sliced head's softmax
             gives it), so a stray "□" or "居" in an English line does not switch it. None: every line over every
             class.
@@ -328,10 +329,10 @@ def best_path(
         kept = best != 0  # (N, T) the frames that are characters: not blank, not a repeat
         kept[:, 1:] &= best[:, 1:] != best[:, :-1]
         n_kept = kept.sum(-1)  # (N,)
-        n_foreign = (kept & ~latin[best] & (letters[best] if letters is not None else True)).sum(
-            -1
-        )  # (N,) letters outside the Latin classes
-        foreign = (n_foreign >= script_share * n_kept) & ((n_foreign >= 2) | (n_foreign == n_kept)) & (n_kept > 0)
+        is_letter = letters[best] if letters is not None else np.ones_like(kept)  # (N, T)
+        n_foreign = (kept & ~latin[best] & is_letter).sum(-1)  # (N,) letters outside the Latin classes
+        n_latin = (kept & latin[best] & is_letter).sum(-1)  # (N,) Latin letters
+        foreign = (n_foreign >= script_share * n_kept) & ((n_foreign >= 2) | (n_latin == 0)) & (n_foreign > 0)
         best = np.where(foreign[:, None], best, keep[lat])
         conf = np.where(foreign[:, None], conf, lat_conf).astype(np.float32)
     return np.stack([best.astype(np.float32), conf], -1)
