@@ -90,7 +90,7 @@ def main(argv: list[str] | None = None) -> int:
     from arr_coc.training.evidence import DiskOcrCache
 
     langs = args.languages or ["zh", "ja", "de", "fr", "es"]  # langgen.LANGUAGES
-    folder = args.pages / f"n{args.n}-{'-'.join(langs)}"
+    folder = args.pages / f"v2-n{args.n}-{'-'.join(langs)}"  # v2: pages with fine print
     if not (folder / "questions.jsonl").is_file():  # written once (an older checkout can then score the same pages)
         from arr_coc.evaluation import langgen
 

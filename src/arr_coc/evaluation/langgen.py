@@ -289,6 +289,23 @@ class _Page:
         return int(x1 - x0)
 
 
+def _fine_print(p: _Page, y: int, size: int = 18) -> None:
+    """Fill the page below ``y`` with lines of running text (terms, notes): distractors, so the answer is a small
+    share of the page's text, as on real documents (a sparse page is kept whole at 11.1% whatever the question)."""
+    w, h = p.image.size
+    filler = list(FILLER[p.language])
+    y += 30
+    while y < h - 40:
+        line = ""
+        while True:
+            nxt = (line + " " if line and p.language not in ("zh", "ja") else line) + p.rng.choice(filler)
+            if p.width(nxt, size) > w - 100:
+                break
+            line = nxt
+        p.text((50, y), line, size)
+        y += size + 12
+
+
 def _ask(page: LangPage, concept: str, answer: str, box: Box, para: bool) -> None:
     _, literal, paraphrased = VOCAB[page.language][concept]
     page.questions.append(
@@ -352,6 +369,7 @@ def _invoice(page: LangPage, rng: random.Random, para: bool) -> None:
         p.text((480, y + 20), key)
         sums.append((c, _money(page.language, v), p.text((700, y + 20), _money(page.language, v))))
         y += 38
+    _fine_print(p, y + 20)
     page.image = p.image
     for c, v, box in rng.sample(fields, 2) + [sums[2]]:
         _ask(page, c, v, box, para)
@@ -371,6 +389,7 @@ def _receipt(page: LangPage, rng: random.Random, para: bool) -> None:
         p.text((260, y + 16), VOCAB[page.language][c][0] + sep)
         sums.append((c, _money(page.language, v), p.text((470, y + 16), _money(page.language, v))))
         y += 34
+    _fine_print(p, y + 16, 16)
     page.image = p.image
     for c, v, box in [sums[2], fields[0], sums[1]]:
         _ask(page, c, v, box, para)
@@ -383,7 +402,8 @@ def _form(page: LangPage, rng: random.Random, para: bool) -> None:
     concepts = ["customer", "phone", "address", "date", "number"]
     rng.shuffle(concepts)
     left, _ = _key_values(p, rng, concepts[:3], 60, 140, sep, 60)
-    right, _ = _key_values(p, rng, concepts[3:], 60, 340, sep, 60)
+    right, y = _key_values(p, rng, concepts[3:], 60, 340, sep, 60)
+    _fine_print(p, y)
     page.image = p.image
     for c, v, box in rng.sample(left + right, 3):
         _ask(page, c, v, box, para)
@@ -396,7 +416,8 @@ def _table(page: LangPage, rng: random.Random, para: bool) -> None:
     cols = (60, 360, 520, 700)
     for h, x in zip(header, cols, strict=True):
         p.text((x, 120), h)
-    rows, _, _ = _items(p, rng, 170, rng.randint(6, 8), cols)
+    rows, y, _ = _items(p, rng, 170, rng.randint(6, 8), cols)
+    _fine_print(p, y)
     page.image = p.image
     for r in rng.sample(rows, 3):
         j = rng.randint(1, 3)
