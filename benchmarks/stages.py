@@ -49,10 +49,16 @@ from PIL import Image
 ROOT = Path(__file__).resolve().parents[1]
 STAGES = ("load", "texture", "ocr hash", "ocr detect", "ocr recognize", "matching", "scorers", "selection")
 QUESTIONS = ("How much must be paid?", "Who is the invoice addressed to?")
+QUESTIONS_ZH = ("合计金额是多少？", "客户名称是什么？")  # --language zh: the same two questions in Chinese
 
 
-def pages() -> list[tuple[str, Image.Image, int]]:
-    """(name, image, max tokens) of the two benchmark pages."""
+def pages(language: str = "en") -> list[tuple[str, Image.Image, int]]:
+    """(name, image, max tokens) of the two benchmark pages; ``language="zh"``: a dense Chinese invoice
+    (``langgen.dense_page``) instead of the English one."""
+    if language == "zh":
+        from arr_coc.evaluation.langgen import dense_page
+
+        return [("dense zh invoice", dense_page("zh"), 1280)]
     invoice = Image.open(ROOT / "examples" / "invoice.jpg").convert("RGB")
     w, h = invoice.size
     tiled = Image.new("RGB", (2 * w, 2 * h), "white")
@@ -145,6 +151,7 @@ def measure(
     log: Callable[[str], None],
     n_pages: int = 2,
     semantic: bool = True,
+    language: str = "en",
 ) -> tuple[list[dict[str, Any]], dict[str, tuple[float, float]]]:
     """Per page and question (first / cached second): median stage times; and the networks' floor on the invoice.
     ``semantic=False`` switches MiniLM off (a machine without the model's package): the floor has no MiniLM rows."""
@@ -160,9 +167,10 @@ def measure(
     reading = realizer.reading  # the text path allocate uses with this realizer
     reading.warmup(semantic=semantic)
     out = []
+    questions = QUESTIONS_ZH if language == "zh" else QUESTIONS
     with torch.inference_mode():
-        for name, image, max_tokens in pages()[:n_pages]:
-            for q in QUESTIONS:  # warm torch / ORT, and check the stages keep what allocate keeps
+        for name, image, max_tokens in pages(language)[:n_pages]:
+            for q in questions:  # warm torch / ORT, and check the stages keep what allocate keeps
                 *_, keep = run_once(image, max_tokens, q, reading, realizer, device, dtype)
                 if device.type == "cpu" and dtype == torch.float32:  # allocate runs float32 on the CPU
                     check_against_allocate(image, max_tokens, q, keep, realizer)
@@ -171,9 +179,9 @@ def measure(
                 reading.clear()  # a new page: no OCR, embeddings, layout or texture cached yet
                 realizer.texture_cache.clear()
                 realizer.frames_cache.clear()
-                w, c, tokens, lines, _ = run_once(image, max_tokens, QUESTIONS[0], reading, realizer, device, dtype)
+                w, c, tokens, lines, _ = run_once(image, max_tokens, questions[0], reading, realizer, device, dtype)
                 first.append((w, c))
-                w, c, *_ = run_once(image, max_tokens, QUESTIONS[1], reading, realizer, device, dtype)
+                w, c, *_ = run_once(image, max_tokens, questions[1], reading, realizer, device, dtype)
                 second.append((w, c))
             for label, rows in (("first question", first), ("second question (page cached)", second)):
                 wall, cpu = _median([r[0] for r in rows]), _median([r[1] for r in rows])
@@ -332,6 +340,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="OCR networks: onnxruntime (CPU) or torch on --device")  # fmt: skip
     parser.add_argument("--no-semantic", action="store_true",
                         help="MiniLM off (where its package is missing, e.g. a GPU machine without it)")  # fmt: skip
+    parser.add_argument("--language", default="en", choices=("en", "zh"),
+                        help="zh: a dense Chinese invoice and Chinese questions (no network-floor table)")  # fmt: skip
     parser.add_argument("--out", type=Path, default=ROOT / "results" / "stages.md")
     args = parser.parse_args(argv)
     if args.repeat < 1:
@@ -346,7 +356,7 @@ def main(argv: list[str] | None = None) -> int:
         ocr.update(backend="torch", device=args.device, dtype=args.dtype)
     rows, floor = measure(args.repeat, device, getattr(torch, args.dtype), ocr,
                           lambda s: print(s, file=sys.stderr, flush=True), 1 if args.invoice_only else 2,
-                          not args.no_semantic)  # fmt: skip
+                          not args.no_semantic, args.language)  # fmt: skip
     load = os.getloadavg()
     header = (
         f"Median over {args.repeat} runs, milliseconds: wall (process CPU, all threads). Text-aware relevance, "

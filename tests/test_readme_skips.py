@@ -20,7 +20,7 @@ CAUSES: dict[str, tuple[tuple[str, ...], str]] = {
     "cuda": (("cuda",), "no CUDA device"),
     "pdfplumber": (("pdfplumber",), "no pdfplumber"),
     "lmms-eval": (("lmms",), "no lmms-eval"),
-    "font": (("dejavu",), "no DejaVu font"),
+    "font": (("dejavu", "noto cjk"), "no DejaVu font"),
     "ocr models": (("pp-ocrv6",), "rapidocr's model files missing"),
     "setuptools": (("setuptools",), "no setuptools"),
     "family floor": (("check_transformers", "str(err)"), "transformers older than a family's floor"),

@@ -116,42 +116,21 @@ def text_prior_maps(
 def query_notes(query: str) -> list[str]:
     """What to tell the user about a question the pipeline cannot read: ``[]`` when every word can be read.
 
-    The query cues, the text path's matcher (English MiniLM) and the OCR (PP-OCR's Latin recogniser) read Latin
-    letters and digits; words in other scripts (Chinese, Cyrillic, Arabic, ...) and punctuation match nothing. A
-    question with no readable word is query-blind, as an empty one is (the caller says so for an empty question).
+    The OCR and the text path read Chinese, Japanese and Latin-script words and digits
+    (``arr_coc.reading.scripts``); words in other scripts (Korean, Arabic, Devanagari, Thai, Cyrillic, ...) and
+    punctuation match nothing. A question with no readable word is query-blind, as an empty one is (the caller says
+    so for an empty question).
 
     Example:
-        >>> query_notes("How much?"), len(query_notes("需要支付多少钱？"))
-        ([], 1)
+        >>> query_notes("How much?"), query_notes("需要支付多少钱？"), len(query_notes("얼마입니까?"))
+        ([], [], 1)
     """
+    from .reading.scripts import script_notes
+
     text = str(query or "").strip()
     if not text:
         return []
-    return broken_text_notes(text) + _script_notes(text)
-
-
-def _script_notes(text: str) -> list[str]:
-    """``query_notes`` for words the pipeline cannot read (other scripts, no letters or digits)."""
-    readable = [ch for ch in text if _readable(ch)]
-    foreign = sorted({w for w in text.split() if any(ch.isalpha() and not _readable(ch) for ch in w)})
-    if not readable:
-        what = "words in a script other than Latin" if foreign else "no letters or digits"
-        return [
-            f"the question was not understood ({what}): the OCR and the text model read Latin letters and digits "
-            "only, so the allocation is query-blind, as for an empty question (information and salience decide)"
-        ]
-    if foreign:
-        return [f"words not in the Latin alphabet were ignored (not understood): {' '.join(foreign)[:80]}"]
-    return []
-
-
-def _readable(ch: str) -> bool:
-    """A Latin letter or a digit (what the OCR, the query cues and the text model read)."""
-    import unicodedata
-
-    if ch.isdigit():
-        return True
-    return ch.isalpha() and unicodedata.name(ch, "").startswith("LATIN")
+    return broken_text_notes(text) + script_notes(text)
 
 
 def digested_pictures(frames: Sequence[torch.Tensor]) -> list[list[Any]]:

@@ -10,6 +10,7 @@ where the answer should sit, and paints the result onto the model's ``rows x col
 Three rooms and what they share (imports go down this list, never up; ``tests/test_reading_imports.py`` checks it):
     errors.py        ``MissingExtraError`` (the optional OCR extra is missing) and its install hint
     text.py          the one normaliser (``clean``, ``fold``) of queries, boxes and structural questions
+    scripts.py       which scripts the text path reads (Latin, Chinese, Japanese); one note for each it cannot
     layout/          page layout from box geometry alone (plain data in and out: no image, no query, no config file)
         structure.py         ``analyse`` -> ``Layout``: lines, columns, blocks, roles, sections, reading order,
                              tables, charts; its thresholds are ``PageLayoutConfig``
@@ -20,7 +21,7 @@ Three rooms and what they share (imports go down this list, never up; ``tests/te
         reader.py          ``TextReader`` (rapidocr's PP-OCR ONNX models, bundled with the wheel, so nothing
                            downloads), ``TextBox``, ``ReadResult``, ``OcrCache`` (each page is read once); lines are
                            split after a trailing-colon word ("Invoice No: 4711" -> "Invoice No:" | "4711")
-        recognition.py     ``LineRecognizer``: the CTC line recogniser (Latin head, width-sorted batches)
+        recognition.py     ``LineRecognizer``: the CTC line recogniser (each line in its script, width-sorted batches)
         lines.py           ``PageRecognizer``: a page's lines cut (one ``grid_sample``), recognised (one call) and
                            CTC-decoded (one copy back) on a torch device (``backend="torch"``)
         detection.py       ``LeanDBPostProcess``: rapidocr's DB box extraction with less host time a box, the same

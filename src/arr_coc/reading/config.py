@@ -47,7 +47,11 @@ class OcrConfig:
     box_thresh: float = 0.5  # detector box threshold (rapidocr's Det.box_thresh)
     text_score: float = 0.5  # drop recognised lines below this confidence
     split_key_value: bool = True  # split a recognised line after each word ending in ':' or '=' (key | value)
-    charset: str = "latin"  # recogniser classes: "latin" (605 Latin-script classes of 18,710) or "all"
+    # recogniser classes (``ocr.recognition``): "auto" (every class computed, each line read in its script: Chinese,
+    # Japanese and Latin-script lines; Korean needs another model), "latin" (605 Latin-script classes of 18,710) or
+    # "all" (every class for every line)
+    charset: str = "auto"
+    script_share: float = 0.1  # "auto": a line with this share of its frames read outside Latin is read with all
     squeeze: float = 1.0  # recognise lines at 48 px height and this share of their width (0.75 breaks fine print)
     rec_batch_size: int = 8  # onnxruntime: lines per recognition call (sorted by width, padded to the batch's
     # widest); backend='torch' recognises the lines of a page in one call per width group (at most two)
@@ -71,8 +75,9 @@ class OcrConfig:
         if self.det_max_side < 32:
             raise ValueError(f"ocr.det_max_side must be at least 32 px, got {self.det_max_side}")
         _check_unit("ocr", text_score=self.text_score, box_thresh=self.box_thresh)
-        if self.charset not in ("latin", "all"):
-            raise ValueError(f"ocr.charset must be 'latin' or 'all', got {self.charset!r}")
+        if self.charset not in ("auto", "latin", "all"):
+            raise ValueError(f"ocr.charset must be 'auto', 'latin' or 'all', got {self.charset!r}")
+        _check_unit("ocr", script_share=self.script_share)
         if not 0.0 < self.squeeze <= 1.0:
             raise ValueError(f"ocr.squeeze must be in (0, 1], got {self.squeeze}")
         if self.num_threads is not None and self.num_threads < 1:
@@ -160,6 +165,8 @@ class SemanticConfig:
     digit_penalty: float = 0.15  # ... and have their cosine similarity lowered by this much
     lexical_strong: float = 0.6  # a lexical match at least this strong means the question's own words name the key
     lexical_strong_factor: float = 0.5  # ... and then semantic keys weigh this much less (factor)
+    cjk: bool = False  # embed questions holding Chinese or Japanese characters too (the English MiniLM misreads them:
+    # off, they are matched lexically alone)
 
     def __post_init__(self) -> None:
         if self.ceiling <= self.floor:

@@ -56,7 +56,7 @@ import torch
 from torch import nn
 
 from ..ocr.reader import TextBox
-from .lexical import VALUE_PATTERNS, answer_types, has_type, tokens
+from .lexical import FOREIGN_HINT, VALUE_PATTERNS, answer_types, has_type, tokens
 from .semantic import semantic_scores
 
 if TYPE_CHECKING:
@@ -137,11 +137,28 @@ class RuleQuantities(Protocol):
     def page_cached(self, name: str, boxes: Sequence[TextBox], compute: Any) -> Any: ...  # noqa: D102
 
 
+# the question words of other languages, by the English one they stand for (consulted when the question has no
+# English question word among its first three: an English question's feature is as before)
+_WH_FOREIGN: tuple[tuple[str, re.Pattern[str]], ...] = (
+    ("when", re.compile(r"哪一?天|什么时候|何时|几号|いつ|何日|\b(?:wann|quand|cu[aá]ndo|quando)\b", re.I)),
+    ("where", re.compile(r"哪里|哪儿|どこ|\b(?:wo|wohin|o[uù]|d[oó]nde|dove|onde)\b", re.I)),
+    ("who", re.compile(r"谁|誰|\b(?:wer|wem|qui|qui[eé]n|chi|quem)\b", re.I)),
+    ("how", re.compile(r"多少|几|いくら|いくつ|どう|\b(?:wie|combien|comment|cu[aá]nto|c[oó]mo|quanto)\b", re.I)),
+    ("which", re.compile(r"哪个|哪些|どの|どれ|\b(?:welche[rsnm]?|quel(?:le)?s?|cu[aá]l(?:es)?|quale|qual)\b", re.I)),
+    ("what", re.compile(r"什么|何|\b(?:was|que|qu'est|qu[eé]|cosa|o que)\b", re.I)),  # reached only with a hint
+)
+
+
 def _wh(query: str) -> str:
+    """The question word among the first three words (English), else another language's (``_WH_FOREIGN``)."""
     words = re.findall(r"[a-z]+", query.lower())
     for w in words[:3]:
         if w in WH:
             return w
+    if not query.isascii() or FOREIGN_HINT.search(query):  # not plain English (``lexical.answer_types``' test)
+        for wh, pattern in _WH_FOREIGN:
+            if pattern.search(query):
+                return wh
     return "other"
 
 
@@ -266,7 +283,7 @@ def page_features(boxes: Sequence[TextBox], layout: Layout, original_size: tuple
         col["n_words"][j] = math.log1p(len(t.split()))
         col["digit_share"][j] = sum(c.isdigit() for c in t) / max(len(t), 1)
         col["upper_share"][j] = sum(c.isupper() for c in letters) / max(len(letters), 1)
-        col["colon_end"][j] = float(t.rstrip().endswith((":", "=")))
+        col["colon_end"][j] = float(t.rstrip().endswith((":", "=", "：")))
         col["page_freq"][j] = math.log(freq[norm[j]]) if norm[j] else 0.0
         for kind in TYPES:
             col[f"is_{kind}"][j] = float(has_type(t, kind))

@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import re
 import threading
+import unicodedata
 from collections.abc import Sequence
 
 import numpy as np
@@ -63,11 +64,50 @@ ABBREVIATIONS = {
     "yr": "year",
     "hr": "hour",
 }
-_TOKEN_RE = re.compile(r"\d+(?:\.\d+)?|[a-z0-9]+|#")
+# Tokens: numbers, runs of letters and digits of any alphabet ("größe", "número", "счёт"), and runs of CJK
+# characters (Han, kana; split off first: they are written without spaces, so a run is a phrase, not a word)
+_CJK = "\u3040-\u30ff\u31f0-\u31ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
+_TOKEN_RE = re.compile(rf"\d+(?:\.\d+)?|[{_CJK}]+|[^\W_{_CJK}]+|#")
+_CJK_RUN = re.compile(rf"[{_CJK}]+")
+_HIRAGANA = re.compile(r"[\u3040-\u309f]+")
+# Chinese and Japanese function and question words: separators inside a CJK run, never tokens ("发票号码是多少" ->
+# "发票号码"; "請求書の合計はいくらですか" -> "請求書", "合計"). Every hiragana run separates too (particles and
+# endings), so a Japanese run keeps its kanji and katakana words
+CJK_STOP = (
+    "什么时候", "哪一天", "多少钱", "是多少", "是什么", "什么", "多少", "哪个", "哪些", "哪里", "哪天", "几号",
+    "何时", "请问", "是否", "为何", "多少", "何日", "何時", "何個", "何の", "何", "誰", "谁", "几", "哪", "吗", "呢",
+    "的", "是", "了", "在", "和", "与", "及", "这", "该", "那", "其", "为", "給", "给", "上", "中的",
+)  # fmt: skip
+_CJK_STOP_RE = re.compile("|".join(sorted(map(re.escape, CJK_STOP), key=len, reverse=True)))
+# European amounts, dot thousands and a decimal comma ("1.234,56" -> "1234.56"); a lone decimal comma ("12,50 €",
+# "0,99") reads as a point too, when the comma is followed by exactly two digits and no more
+_EURO_AMOUNT = re.compile(r"(?<![\d.,])(\d{1,3}(?:\.\d{3})+|\d+),(\d{2})(?![\d,]|\.\d)")
 
 
 def _normalise(text: str) -> str:
-    return fold(text)  # the text path's one normaliser (``arr_coc.reading.text``)
+    s = fold(text)  # the text path's one normaliser (``arr_coc.reading.text``)
+    if "," in s:
+        s = _EURO_AMOUNT.sub(lambda m: f"{m.group(1).replace('.', '')}.{m.group(2)}", s)
+    return s
+
+
+@functools.lru_cache(maxsize=65536)
+def _fold_accents(tok: str) -> str:
+    """``tok`` without its combining marks ("número" -> "numero", "größe" -> "große"): OCR and typists drop accents,
+    so both sides of a match are folded the same way. Pure ASCII tokens are returned as they are."""
+    if tok.isascii():
+        return tok
+    return "".join(ch for ch in unicodedata.normalize("NFKD", tok) if not unicodedata.combining(ch))
+
+
+def cjk_tokens(run: str) -> list[str]:
+    """Tokens of a CJK run: its function words and hiragana dropped (``CJK_STOP``), each remaining piece as its
+    character bigrams ("发票号码" -> "发票", "票号", "号码"), a one-character piece as itself."""
+    out: list[str] = []
+    for piece in _HIRAGANA.split(_CJK_STOP_RE.sub(" ", run)):
+        for word in piece.split():
+            out.extend([word] if len(word) == 1 else [word[i : i + 2] for i in range(len(word) - 1)])
+    return out
 
 
 def _canon_number(tok: str) -> str:
@@ -89,12 +129,18 @@ def _stem(tok: str) -> str:
 
 @functools.lru_cache(maxsize=65536)
 def tokens(text: str) -> tuple[str, ...]:
-    """Normalised tokens of ``text``: lower-case, numbers canonical (1,234.00 -> 1234), abbreviations expanded."""
-    out = []
+    """Normalised tokens of ``text``: lower-case, accents folded, numbers canonical (1,234.00 and 1.234,00 -> 1234),
+    abbreviations expanded; a CJK run as its character bigrams (``cjk_tokens``)."""
+    out: list[str] = []
     for tok in _TOKEN_RE.findall(_normalise(text)):
         if tok[0].isdigit() and all(ch.isdigit() or ch == "." for ch in tok):
-            out.append(_canon_number(tok))
+            out.append(_canon_number(tok) if tok.isascii() else tok)
             continue
+        if _CJK_RUN.fullmatch(tok):
+            out.extend(cjk_tokens(tok))
+            continue
+        if not tok.isascii():
+            tok = _fold_accents(tok)
         # stop words stay as written ("does" is not the stem "doe"), so the stop list catches them on both sides
         out.extend(t if t in STOP_WORDS else _stem(t) for t in ABBREVIATIONS.get(tok, tok).split())
     return tuple(out)
@@ -168,6 +214,38 @@ _ANSWER_TYPE_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
         ),
     ),
 )
+# The same answer types asked in Chinese, Japanese, German, French, Spanish, Italian and Portuguese (no word boundaries
+# around CJK: it has no spaces)
+_FOREIGN_TYPE_PATTERNS: dict[str, re.Pattern[str]] = {
+    "date": re.compile(
+        r"哪一?天|什么时候|何时|几号|几月|日期|哪年|いつ|何日|何年|日付|年月日|期日|期限|"
+        r"\b(?:wann|datum|bis wann|quand|cu[aá]ndo|fecha|quando|data|giorno|jour|tag|termin|f[aä]llig)\b",
+        re.I,
+    ),
+    "count": re.compile(
+        r"多少个|几个|几件|数量|いくつ|何個|何点|何枚|"
+        r"\b(?:wie viele|wieviele|anzahl|menge|combien de|nombre de|quantit[eé]|cu[aá]nt[oa]s|cantidad|quanti|"
+        r"quantidade|st[uü]ck)\b",
+        re.I,
+    ),
+    "money": re.compile(
+        r"多少钱|金额|价格|价钱|费用|合计|总计|总额|总价|应付|实付|付款|いくら|金額|料金|価格|合計|総額|代金|税|"
+        r"\b(?:wie viel|wieviel|betrag|preis|kostet|kosten|summe|gesamt\w*|zahlen|bezahlt|combien|montant|prix|"
+        r"co[uû]te?|payer|pay[eé]|cu[aá]nto|importe|precio|cuesta|pagar|pagado|quanto|valor|prezzo|importo|costo|"
+        r"pre[cç]o|totale?)\b",
+        re.I,
+    ),
+    "phone": re.compile(
+        r"电话|電話|手机|拨打|致电|かけ|\b(?:telefon\w*|t[eé]l[eé]phone|tel[eé]fono|telefono|handy)\b", re.I
+    ),
+    "email": re.compile(r"邮箱|电子邮件|メール|\b(?:e-mail|courriel|correo)\b", re.I),
+    "person": re.compile(r"谁|誰|姓名|氏名|名前|担当者|\b(?:wer|wem|wessen|qui|qu[ií]en|chi|nome|nom|nombre)\b", re.I),
+    "org": re.compile(
+        r"公司|商店|商家|销售方|会社|店舗|販売|\b(?:firma|unternehmen|gesch[aä]ft|laden|soci[eé]t[eé]|entreprise|"
+        r"magasin|empresa|tienda|azienda|negozio|loja)\b",
+        re.I,
+    ),
+}
 _MONTHS = r"jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec"
 # a date printed without separators, 8 digits that read as a calendar date: DDMMYYYY, MMDDYYYY or YYYYMMDD with a
 # 19xx / 20xx year ("27032018" on a receipt); any other 8-digit run (a phone number, an ID) is not a date
@@ -184,10 +262,19 @@ _ORG_WORDS = (
 VALUE_PATTERNS: dict[str, re.Pattern[str]] = {
     "date": re.compile(
         rf"\b\d{{1,4}}[-/.~]\d{{1,2}}[-/.~]\d{{1,4}}\b|\b\d{{1,2}}\s*(?:{_MONTHS})[a-z]*\.?\s*\d{{2,4}}\b|"
-        rf"\b(?:{_MONTHS})[a-z]*\.?\s*\d{{1,2}},?\s*\d{{2,4}}\b|{_COMPACT_DATE}",
+        rf"\b(?:{_MONTHS})[a-z]*\.?\s*\d{{1,2}},?\s*\d{{2,4}}\b|{_COMPACT_DATE}|"
+        r"\d{2,4}\s*年\s*\d{1,2}\s*月|\d{1,2}\s*月\s*\d{1,2}\s*日|"  # 2026年11月, 11月28日 (Chinese, Japanese)
+        r"(?:令和|平成|昭和)\s*\d{1,2}\s*年|"  # Japanese era years
+        r"\b\d{1,2}\.?\s*(?:de\s+)?(?:januar|februar|m[aä]rz|mai|juni|juli|oktober|dezember|janvier|f[eé]vrier|mars|avril|"
+        r"juin|juillet|ao[uû]t|septembre|octobre|novembre|d[eé]cembre|enero|febrero|marzo|abril|mayo|junio|julio|"
+        r"agosto|septiembre|octubre|noviembre|diciembre)[a-z]*\.?\s*(?:de\s+)?\d{2,4}\b",
         re.I,
     ),
-    "money": re.compile(r"[$€£¥]\s?\d|\d\s?[$€£¥]|\b\d[\d,]*[.,]\d{2}\b|\b(?:usd|eur|gbp|chf)\b", re.I),
+    "money": re.compile(
+        r"[$€£¥￥]\s?\d|\d\s?(?:[$€£¥￥元円]|圓|块)|\b\d[\d,]*[.,]\d{2}\b|\b(?:usd|eur|gbp|chf|cny|rmb|jpy)\b|"
+        r"(?:人民币|日元|税込|税抜)\s?\d",
+        re.I,
+    ),
     "count": re.compile(r"^\s*\d{1,6}\s*(?:[a-z]{1,5}\.?)?\s*$", re.I),
     "phone": re.compile(r"\+?\(?\d[\d ()./-]{5,}\d"),  # then at least 7 digits (``has_type``)
     "email": re.compile(r"[\w.+-]+@[\w-]+\.[\w.]+"),
@@ -198,8 +285,22 @@ VALUE_PATTERNS: dict[str, re.Pattern[str]] = {
 
 def answer_types(query: str) -> tuple[str, ...]:
     """Value types the question asks for ("date", "count", "money", "phone", "email", "person", "org"), possibly
-    several, possibly none."""
-    return tuple(name for name, pat in _ANSWER_TYPE_PATTERNS if pat.search(query))
+    several, possibly none; in English, and in Chinese, Japanese and the European languages (``哪一天``, ``いくら``,
+    ``Wie viel``, ``Quel montant``) when the question is not plain English."""
+    found = [name for name, pat in _ANSWER_TYPE_PATTERNS if pat.search(query)]
+    if not query.isascii() or FOREIGN_HINT.search(query):  # another language's words ("Wie viel", "いくら")
+        found += [name for name, pat in _FOREIGN_TYPE_PATTERNS.items() if name not in found and pat.search(query)]
+        found.sort(key=_TYPE_ORDER.index)
+    return tuple(found)
+
+
+_TYPE_ORDER = [name for name, _ in _ANSWER_TYPE_PATTERNS]
+# a question in ASCII that may still be German, French, Spanish, Italian or Portuguese: one of its question words
+FOREIGN_HINT = re.compile(
+    r"\b(?:wie|wann|wer|welche[rsnm]?|wo|quel(?:le)?s?|quand|combien|qui|quoi|o[uù]|cu[aá]l|cu[aá]ndo|cu[aá]nto|"
+    r"qu[eé]|qui[eé]n|d[oó]nde|quale|quando|quanto|chi|dove|qual|quem|onde)\b",
+    re.I,
+)
 
 
 @functools.lru_cache(maxsize=262144)

@@ -7,6 +7,7 @@ shares one between its matchers). There is no process-wide instance in this modu
 from __future__ import annotations
 
 import functools
+import re
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
@@ -224,6 +225,11 @@ class MiniLMEmbedder:
         return np.stack([found[t] for t in texts]).astype(np.float32)  # (N, 384)
 
 
+# Chinese and Japanese characters: the English MiniLM's word pieces mostly miss them (its similarities to a CJK
+# question are noise), so a question holding them is matched lexically alone unless ``SemanticConfig.cjk``
+_CJK = re.compile("[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
+
+
 @functools.lru_cache(maxsize=65536)
 def digit_share(text: str) -> float:
     """Share of digits among the letters and digits of ``text`` (0 when it has none). Memoised (a pure function of
@@ -239,7 +245,7 @@ def semantic_similarities(
     ``cfg.digit_penalty``. The query is truncated to ``max_query_chars`` characters."""
     n = len(texts)
     query = query[:max_query_chars].strip()
-    if n == 0 or not query:
+    if n == 0 or not query or (not cfg.cjk and _CJK.search(query)):
         return np.zeros(n, dtype=np.float32)
     vecs = embedder.embed([query, *texts])  # (1 + N, 384)
     cos = vecs[1:] @ vecs[0]  # (N,)

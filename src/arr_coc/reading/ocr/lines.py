@@ -34,7 +34,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from .recognition import REC_HEIGHT, LineText, bundled_rec_model, decode_lines, load_rec_model
+from .recognition import REC_HEIGHT, LineText, bundled_rec_model, decode_lines, latin_mask, letter_mask, load_rec_model
 
 ROTATE_RATIO = 1.5  # a crop at least this many times taller than wide is turned a quarter (as rapidocr does)
 
@@ -235,11 +235,20 @@ def group_inputs(x: torch.Tensor, own: np.ndarray, max_groups: int = 2) -> list[
     return out
 
 
-def ctc_best_path(probs: torch.Tensor) -> torch.Tensor:
-    """Greedy CTC on the device, packed for one copy back.
+def ctc_best_path(
+    probs: torch.Tensor,
+    latin: torch.Tensor | None = None,
+    script_share: float = 0.1,
+    letters: torch.Tensor | None = None,
+) -> torch.Tensor:
+    """Greedy CTC on the device, packed for one copy back (``recognition.best_path`` on a torch device).
 
     Args:
         probs: (N, T, K) class probabilities (class 0 is the CTC blank).
+        latin: (K,) bool on ``probs``' device, the Latin classes for ``charset="auto"``: each line read in its script
+            as ``recognition.best_path`` decides it.
+        script_share: see ``latin``.
+        letters: (K,) bool on the device, which classes are letters (``recognition.letter_mask``).
 
     Returns:
         (N, T, 2) float32: the most likely class of each frame (exact as float32 for K < 2**24) and its
@@ -248,6 +257,22 @@ def ctc_best_path(probs: torch.Tensor) -> torch.Tensor:
     probs = probs.float()
     best = probs.argmax(-1)  # (N, T), the first maximum, as numpy's argmax
     conf = probs.gather(-1, best.unsqueeze(-1)).squeeze(-1)  # (N, T)
+    if latin is not None:
+        keep = latin.nonzero().squeeze(-1)  # (L,)
+        sub = probs.index_select(-1, keep)  # (N, T, L)
+        lat = sub.argmax(-1)  # (N, T)
+        tiny = torch.finfo(torch.float32).tiny
+        total = sub.sum(-1, dtype=torch.float64).clamp_min(tiny)  # (N, T) float64, as ``best_path`` sums
+        lat_conf = (sub.gather(-1, lat.unsqueeze(-1)).squeeze(-1) / total).float()  # (N, T)
+        kept = best != 0  # (N, T) the frames that are characters: not blank, not a repeat
+        kept[:, 1:] &= best[:, 1:] != best[:, :-1]
+        n_kept = kept.sum(-1)  # (N,)
+        is_letter = letters[best] if letters is not None else torch.ones_like(kept)  # (N, T)
+        n_foreign = (kept & ~latin[best] & is_letter).sum(-1)  # (N,) letters outside the Latin classes
+        n_latin = (kept & latin[best] & is_letter).sum(-1)  # (N,) Latin letters
+        foreign = (n_foreign >= script_share * n_kept) & ((n_foreign >= 2) | (n_latin == 0)) & (n_foreign > 0)
+        best = torch.where(foreign[:, None], best, keep[lat])
+        conf = torch.where(foreign[:, None], conf, lat_conf)
     return torch.stack([best.float(), conf], -1)
 
 
@@ -263,6 +288,9 @@ def recognise_page(
     quads: np.ndarray,
     squeeze: float = 1.0,
     max_groups: int = 2,
+    latin: torch.Tensor | None = None,
+    script_share: float = 0.1,
+    letters: torch.Tensor | None = None,
 ) -> list[LineText]:
     """All lines of a page: cut on the device, recognised in one call per width group, decoded with one copy back.
 
@@ -273,6 +301,7 @@ def recognise_page(
         quads: (N, 4, 2) detected line corners in page pixels.
         squeeze: as ``OcrConfig.squeeze`` (1.0: the recogniser's own aspect).
         max_groups: at most this many network calls (``width_groups``); 1: every line padded to the widest.
+        latin, script_share, letters: ``charset="auto"``'s per-line script choice (``ctc_best_path``); None: none.
 
     Returns:
         N ``LineText`` in the order of ``quads``.
@@ -285,7 +314,7 @@ def recognise_page(
     best = []
     with torch.inference_mode():
         for _, _, rows in groups:
-            best.append(ctc_best_path(net(rows)))  # (n_g, T_g, 2)
+            best.append(ctc_best_path(net(rows), latin, script_share, letters))  # (n_g, T_g, 2)
         frames = max(b.shape[1] for b in best)
         packed = torch.cat([F.pad(b, (0, 0, 0, frames - b.shape[1])) for b in best]).cpu().numpy()  # one copy back
     out: list[LineText | None] = [None] * len(geometry.own)
@@ -307,21 +336,23 @@ class PageRecognizer:
 
     Args:
         model_path: PP-OCR recognition ONNX model (None: the one bundled with rapidocr).
-        charset: ``"latin"`` or ``"all"`` (see ``recognition``).
+        charset: ``"auto"``, ``"latin"`` or ``"all"`` (see ``recognition``).
         squeeze: horizontal scale of the lines, in (0, 1].
         device: torch device of the network and the crops.
         dtype: compute dtype (float32, bfloat16, float16).
         max_groups: at most this many network calls a page, lines grouped by width (``width_groups``).
+        script_share: ``charset="auto"``: see ``recognition.best_path``.
     """
 
     def __init__(
         self,
         model_path: str | Path | None = None,
-        charset: str = "latin",
+        charset: str = "auto",
         squeeze: float = 1.0,
         device: str | torch.device = "cpu",
         dtype: torch.dtype = torch.float32,
         max_groups: int = 2,
+        script_share: float = 0.1,
     ) -> None:
         if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
             raise ValueError(f"dtype must be a floating-point torch dtype (float32, bfloat16, float16), got {dtype}")
@@ -336,6 +367,9 @@ class PageRecognizer:
         width_groups(np.zeros(0, dtype=np.int64), self.max_groups)  # checks max_groups now, not on the first page
         self.net: torch.nn.Module | None = None
         self.characters: list[str] = []
+        self.script_share = float(script_share)
+        self.latin: torch.Tensor | None = None  # (K,) bool on the device for charset="auto"
+        self.letters: torch.Tensor | None = None  # (K,) bool on the device: which classes are letters
         self._lock = threading.Lock()
 
     def load(self) -> None:
@@ -350,6 +384,9 @@ class PageRecognizer:
             from .onnx_torch import OnnxModule
 
             blob, characters, _ = load_rec_model(self.model_path or bundled_rec_model(), self.charset)
+            if self.charset == "auto":
+                self.latin = torch.from_numpy(latin_mask(characters)).to(self.device)
+                self.letters = torch.from_numpy(letter_mask(characters)).to(self.device)
             self.characters = characters
             self.net = OnnxModule(onnx.load_from_string(blob)).to(self.device, self.dtype).eval()
 
@@ -358,4 +395,14 @@ class PageRecognizer:
         self.load()
         assert self.net is not None
         page = page_tensor(bgr, self.device, self.dtype)  # one upload of the page's pixels
-        return recognise_page(self.net, self.characters, page, quads, self.squeeze, self.max_groups)
+        return recognise_page(
+            self.net,
+            self.characters,
+            page,
+            quads,
+            self.squeeze,
+            self.max_groups,
+            self.latin,
+            self.script_share,
+            self.letters,
+        )

@@ -212,12 +212,15 @@ class TextReader:
                         detector = detect_only(TorchRapidOCR)(
                             params=self._det_params(), device=device, dtype=dtype, det_graphs=c.det_graphs
                         )
-                        recognizer = PageRecognizer(c.rec_model_path, c.charset, c.squeeze, device, dtype)
+                        recognizer = PageRecognizer(
+                            c.rec_model_path, c.charset, c.squeeze, device, dtype, script_share=c.script_share
+                        )
                     else:
                         detector = detect_only(RapidOCR)(params=self._det_params())
                         recognizer = LineRecognizer(
-                            c.rec_model_path, c.charset, c.squeeze, c.rec_batch_size, c.num_threads
-                        )
+                            c.rec_model_path, c.charset, c.squeeze, c.rec_batch_size, c.num_threads,
+                            script_share=c.script_share,
+                        )  # fmt: skip
                     recognizer.load()
                     self._engine = (detector, recognizer)
         return self._engine
@@ -318,7 +321,7 @@ class TextReader:
             if not text or line.score < self.config.text_score:
                 continue
             box = TextBox(text, _quad_to_box(quad), line.score)
-            if self.config.split_key_value and (":" in text or "=" in text):
+            if self.config.split_key_value and (":" in text or "=" in text or "：" in text):
                 out.extend(split_after_colons(box, line.text, line.char_x))
             else:
                 out.append(box)
@@ -400,8 +403,13 @@ def to_rgb_pil(image: Image.Image | np.ndarray) -> Image.Image:
     raise TypeError(f"image array must be (H, W) or (H, W, 3|4), got shape {arr.shape}")
 
 
+# a full-width colon, or a colon right after a CJK character: where a CJK key ends, with or without a space after it
+_CJK_KEY_END = re.compile(r"：|(?<=[\u3040-\u30ff\u3400-\u9fff\uf900-\ufaff]):")
+
+
 def split_after_colons(line: TextBox, text: str, char_x: Sequence[float]) -> list[TextBox]:
-    """Split a line into segments ending at words that end with ':' or '='.
+    """Split a line into segments ending at words that end with ':' or '=' (or a CJK key's colon: "金额：¥492.50",
+    where no space follows it).
 
     "Total: $99.00" and "markers = np.zeros(3)" both become a key box and a value box, so the layout rule can put
     the value right of its key. Segments partition the line's box: each boundary lies halfway between the last
@@ -415,11 +423,18 @@ def split_after_colons(line: TextBox, text: str, char_x: Sequence[float]) -> lis
     """
     if len(char_x) != len(text):
         return [line]
-    words = [(m.start(), m.end()) for m in re.finditer(r"\S+", text)]  # character spans of the words
+    words = []  # character spans of the words; a CJK key's colon ends a word ("日期：2026年" has no space)
+    for m in re.finditer(r"\S+", text):
+        start = m.start()
+        for c in _CJK_KEY_END.finditer(text, m.start(), m.end()):
+            if c.end() < m.end():
+                words.append((start, c.end()))
+                start = c.end()
+        words.append((start, m.end()))
     segments: list[list[tuple[int, int]]] = [[]]
     for start, end in words:
         segments[-1].append((start, end))
-        if text[end - 1] in ":=":
+        if text[end - 1] in ":=：":
             segments.append([])
     segments = [seg for seg in segments if seg]
     if len(segments) < 2:

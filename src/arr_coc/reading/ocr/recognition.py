@@ -4,9 +4,16 @@ rapidocr's own recognition stage is most of the OCR time on a dense page. This m
 three changes that cut its work, each a field of ``OcrConfig`` and each measured (``benchmarks/stages.py``,
 ``benchmarks/evidence_recall.py``):
 
-* ``charset="latin"``: the classifier head keeps only the classes a Latin-script document needs (ASCII, Latin-1 and
-  Latin Extended-A/B letters, general punctuation, currency symbols, the CTC blank and space: 605 of 18,710). The
-  head's weights are sliced once when the model loads; the backbone is untouched. ``"all"`` keeps every class.
+* ``charset``: which of the model's 18,710 classes (Simplified and Traditional Chinese, Japanese kana and kanji,
+  Latin-script letters, digits, punctuation) a line may be read as. ``"auto"`` (the default) computes every class and
+  reads each line in its own script: a line whose full reading holds at least ``script_share`` of its characters
+  outside the Latin classes is read with every class, any other line with the Latin classes alone (the argmax over
+  the Latin classes of the same probabilities), so a Latin line reads as with ``"latin"`` and a Chinese or Japanese
+  line, or a mixed one ("合计：¥492.50"), as with ``"all"``. ``"latin"`` slices the head to the classes a
+  Latin-script document needs (ASCII, Latin-1 and Latin Extended-A/B letters, general punctuation, currency
+  symbols, the CTC blank and space: 605 of 18,710) once when the model loads; ``"all"`` keeps every class for every
+  line. Korean (Hangul) is not among the shipped model's classes: it needs PP-OCR's separate Korean model
+  (``rec_model_path``).
 * ``squeeze``: lines are resized to the model's 48 px height and ``squeeze`` times their proportional width (the
   convolutions' cost is proportional to width; text stays legible to the model down to about 0.75).
 * batching: lines are sorted by width and padded only to the widest line of their batch (rapidocr pads every batch
@@ -33,7 +40,7 @@ import numpy as np
 from ..errors import INSTALL_HINT, MissingExtraError
 
 REC_HEIGHT = 48  # input height of the PP-OCR recogniser (fixed in the ONNX graph)
-CHARSETS = ("latin", "all")
+CHARSETS = ("auto", "latin", "all")
 # Latin-script documents: everything below U+0250 (ASCII, Latin-1, Latin Extended-A/B), general punctuation, super/
 # subscripts and currency symbols (U+2000-U+20CF), and the trade mark sign.
 _LATIN_RANGES = ((0x0000, 0x0250), (0x2000, 0x20D0), (0x2122, 0x2123))
@@ -74,6 +81,13 @@ def latin_classes(characters: Sequence[str]) -> np.ndarray:
     return np.asarray(keep, dtype=np.int64)
 
 
+def latin_mask(characters: Sequence[str]) -> np.ndarray:
+    """(K,) bool: which of ``characters`` are ``charset="latin"``'s classes (blank and space included)."""
+    mask = np.zeros(len(characters), dtype=bool)
+    mask[latin_classes(characters)] = True
+    return mask
+
+
 def _renormalise(probs: np.ndarray) -> np.ndarray:
     """(B, T, K) probabilities of a subset of classes, scaled to sum to 1 over the subset."""
     return probs / np.maximum(probs.sum(-1, keepdims=True), np.finfo(np.float32).tiny)
@@ -107,7 +121,7 @@ def load_rec_model(path: Path, charset: str) -> tuple[bytes, list[str], np.ndarr
     if "character" not in meta:
         raise ValueError(f"{path} has no 'character' metadata: not a PP-OCR recognition model")
     characters = ["blank", *meta["character"].value.splitlines(), " "]  # as rapidocr's CTCLabelDecode builds it
-    if charset == "all":
+    if charset in ("all", "auto"):
         return model.SerializeToString(), characters, None
     keep = latin_classes(characters)
     # the classifier head: the last MatMul of the graph (hidden -> classes) and the Add of its bias
@@ -135,7 +149,7 @@ class LineRecognizer:
 
     Args:
         model_path: PP-OCR recognition ONNX model (None: the one bundled with rapidocr).
-        charset: ``"latin"`` (sliced head, see the module docstring) or ``"all"``.
+        charset: ``"auto"`` (each line in its script), ``"latin"`` (sliced head) or ``"all"`` (module docstring).
         squeeze: Horizontal scale applied to each line after resizing it to 48 px height, in (0, 1].
         batch_size: Lines per onnxruntime call (lines are sorted by width first).
         workers: Batches recognised at once, each on one thread (the session runs single-threaded per call; on
@@ -143,16 +157,19 @@ class LineRecognizer:
         run: Optional replacement for the network, ``run(x) -> probs`` with ``x`` (B, 3, 48, W) float32 in [-1, 1]
             and ``probs`` (B, T, classes) (e.g. the same graph in another runtime); the class list still comes from
             ``model_path``.
+        script_share: ``charset="auto"``: a line with at least this share of its non-blank frames read outside the
+            Latin classes is read with every class.
     """
 
     def __init__(
         self,
         model_path: str | Path | None = None,
-        charset: str = "latin",
+        charset: str = "auto",
         squeeze: float = 1.0,
         batch_size: int = 8,
         workers: int | None = None,
         run: Callable[[np.ndarray], np.ndarray] | None = None,
+        script_share: float = 0.1,
     ) -> None:
         if charset not in CHARSETS:
             raise ValueError(f"charset must be one of {CHARSETS}, got {charset!r}")
@@ -170,6 +187,9 @@ class LineRecognizer:
         self._run = run
         self._session: Any = None
         self.characters: list[str] = []
+        self.script_share = float(script_share)
+        self.latin: np.ndarray | None = None  # (K,) bool for charset="auto" (``latin_mask``), None otherwise
+        self.letters: np.ndarray | None = None  # (K,) bool for charset="auto" (``letter_mask``)
         self._lock = threading.Lock()
 
     @property
@@ -204,6 +224,8 @@ class LineRecognizer:
                 name = session.get_inputs()[0].name
                 self._run = lambda x: session.run(None, {name: x})[0]
                 self._session = session
+            if self.charset == "auto":
+                self.latin, self.letters = latin_mask(characters), letter_mask(characters)
             self.characters = characters
 
     def _prepare(self, crop: np.ndarray, width: int) -> tuple[np.ndarray, int]:
@@ -258,7 +280,8 @@ class LineRecognizer:
         def work(batch: tuple[np.ndarray, np.ndarray, list[int]]) -> None:
             idx, x, owns = batch
             probs = np.asarray(self._run(x))  # (B, T, classes)
-            for i, line in zip(idx, decode_lines(best_path(probs), self.characters, x.shape[3], owns), strict=True):
+            best = best_path(probs, self.latin, self.script_share, self.letters)
+            for i, line in zip(idx, decode_lines(best, self.characters, x.shape[3], owns), strict=True):
                 out[i] = line
 
         batches = self.batches(crops)
@@ -271,18 +294,57 @@ class LineRecognizer:
         return out  # type: ignore[return-value]
 
 
-def best_path(probs: np.ndarray) -> np.ndarray:
+def best_path(
+    probs: np.ndarray,
+    latin: np.ndarray | None = None,
+    script_share: float = 0.1,
+    letters: np.ndarray | None = None,
+) -> np.ndarray:
     """Greedy CTC's per-frame choice: (N, T, 2) float32, the most likely class of each frame (the first maximum;
     exact as float32 for fewer than 2**24 classes) and its probability. ``lines.ctc_best_path`` is the same on a
     torch device.
 
     Args:
         probs: (N, T, K) class probabilities (class 0 is the CTC blank).
+        latin: (K,) bool, the Latin classes (``latin_mask``) for ``charset="auto"``: a line is read over every class
+            when at least ``script_share`` of the characters of its full reading are letters outside them (Han,
+            kana), and at least two of them or no Latin letter beside them ("963円", "28日"); any other line is read
+            over the Latin
+            classes alone (their argmax, each frame's confidence renormalised over them, as the sliced head's softmax
+            gives it), so a stray "□" or "居" in an English line does not switch it. None: every line over every
+            class.
+        script_share: see ``latin``.
+        letters: (K,) bool, which classes are letters (``letter_mask``); None: every class outside ``latin``.
     """
     probs = np.asarray(probs, dtype=np.float32)
     best = probs.argmax(-1)  # (N, T)
     conf = np.take_along_axis(probs, best[..., None], -1)[..., 0]  # (N, T)
+    if latin is not None:
+        keep = np.flatnonzero(latin)  # (L,)
+        sub = probs[..., keep]  # (N, T, L)
+        lat = sub.argmax(-1)  # (N, T)
+        # the sum in float64, so numpy's and torch's summation orders round to the same float32 (``ctc_best_path``)
+        total = np.maximum(sub.sum(-1, dtype=np.float64), _TINY)  # (N, T)
+        lat_conf = (np.take_along_axis(sub, lat[..., None], -1)[..., 0] / total).astype(np.float32)  # (N, T)
+        kept = best != 0  # (N, T) the frames that are characters: not blank, not a repeat
+        kept[:, 1:] &= best[:, 1:] != best[:, :-1]
+        n_kept = kept.sum(-1)  # (N,)
+        is_letter = letters[best] if letters is not None else np.ones_like(kept)  # (N, T)
+        n_foreign = (kept & ~latin[best] & is_letter).sum(-1)  # (N,) letters outside the Latin classes
+        n_latin = (kept & latin[best] & is_letter).sum(-1)  # (N,) Latin letters
+        foreign = (n_foreign >= script_share * n_kept) & ((n_foreign >= 2) | (n_latin == 0)) & (n_foreign > 0)
+        best = np.where(foreign[:, None], best, keep[lat])
+        conf = np.where(foreign[:, None], conf, lat_conf).astype(np.float32)
     return np.stack([best.astype(np.float32), conf], -1)
+
+
+_TINY = np.finfo(np.float32).tiny
+
+
+def letter_mask(characters: Sequence[str]) -> np.ndarray:
+    """(K,) bool: which classes are letters (``str.isalpha``: Han, kana and Latin letters; not digits, punctuation
+    or symbols such as "□" and "："), blank and space excluded."""
+    return np.array([i not in (0, len(characters) - 1) and ch.isalpha() for i, ch in enumerate(characters)])
 
 
 def decode_lines(best: np.ndarray, characters: Sequence[str], width: int, own: Sequence[int]) -> list[LineText]:
