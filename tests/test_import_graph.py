@@ -26,7 +26,6 @@ KNOWN_LARGE = {
     "evaluation/runner.py",  # checkpoint validation and batch output edit it this round
     "reading/layout/structure.py",  # layout relations edit it this round
     "vllm/common.py",  # the family-neutral adapter contract edits it this round
-    "integrations/compress.py",  # compress as steps: the steps still in one file (758 lines); split by step next
 }
 UPPER = ("integrations", "vllm")
 # entry points that wire the core to a model library
