@@ -24,7 +24,6 @@ LARGE_OK = {"evaluation/docgen.py"}  # a generator of synthetic documents: one c
 # the module is split.
 KNOWN_LARGE = {
     "reading/layout/structure.py",  # layout relations edit it this round
-    "vllm/common.py",  # the family-neutral adapter contract edits it this round
 }
 UPPER = ("integrations", "vllm")
 # entry points that wire the core to a model library
