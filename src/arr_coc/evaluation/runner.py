@@ -40,163 +40,38 @@ Example (a tiny random checkpoint, the built-in docgen documents):
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 import time
 from collections.abc import Iterable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from ..attending import Budget, parse_budget
 from .allocators import DETAIL_ALLOCATORS, check_allocators, compress_options, downscale_max_pixels
+from .arguments import add_eval_arguments, eval_main  # noqa: F401  (re-exported: moved from this module)
 from .datasets import BadSample, LocalDataset, Sample, open_dataset
 from .metrics import METRICS
+from .report import (  # noqa: F401  (re-exported: moved from this module)
+    _budget_text,
+    _config_json,
+    _header,
+    _mean,
+    markdown_table,
+    summarize,
+)
 from .tasks import SYSTEM_PROMPT, TaskSpec, get_task
-
-UNPRUNED = "unpruned"
-DEFAULT_BUDGETS = "1.0,0.333,0.222,0.111"
-DEFAULT_ALLOCATORS = ("model", "texture", "random", "uniform")
-
-
-@dataclass(frozen=True)
-class Variant:
-    """One column of the comparison: the unpruned model, or one allocator at one budget.
-
-    Attributes:
-        name: ``"unpruned"`` or ``"<allocator>@<budget label>"``.
-        allocator: the allocator, ``None`` for the unpruned model.
-        budget: the budget as ``compress`` takes it (``None`` for the unpruned model).
-        label: the budget as the user wrote it (``"0.222"``, ``"256"``).
-        detail: level-of-detail mode (``compress(..., detail=...)``), ``None`` for drop-only.
-    """
-
-    name: str
-    allocator: str | None = None
-    budget: Budget | None = None
-    label: str = "1.0"
-    detail: str | None = None
-
-    @property
-    def shown(self) -> str:
-        """The allocator column: ``"unpruned"``, ``"<allocator>"`` or ``"<allocator>+<detail>"``."""
-        if self.allocator is None:
-            return UNPRUNED
-        return f"{self.allocator}+{self.detail}" if self.detail else self.allocator
-
-
-@dataclass
-class EvalConfig:
-    """Everything one ``arr-coc eval`` run needs (the command-line options).
-
-    Attributes:
-        model: local folder or cached hub id of a Qwen2/2.5/3-VL checkpoint.
-        task: a task name (:data:`arr_coc.evaluation.tasks.TASKS`).
-        out: output folder (predictions.jsonl, results.md, results.json).
-        data: the data file or folder (``None`` only for ``docgen``).
-        budgets: budget strings; ``1.0`` (or ``100%``) stands for the unpruned model, which always runs.
-        allocators: allocator names (:data:`arr_coc.evaluation.allocators.ALLOCATORS`).
-        limit: evaluate the first ``limit`` samples only.
-        batch_size: samples per generate call.
-        split: split to read (default the task's).
-        metric: override the task's metric (a key of ``METRICS``).
-        max_new_tokens: override the task's generation limit.
-        min_pixels / max_pixels: image resolution bounds (default lmms-eval's for the model family).
-        device: torch device (default cuda if available, else cpu).
-        dtype: weights dtype (``auto`` = the checkpoint's).
-        seed: seed of the random allocator.
-        progress: show a progress bar on stderr.
-        details: level-of-detail modes (``"thumbnail"``, ``"mixed"``) added to every allocator that scores tokens.
-        relevance: a relevance checkpoint folder (``arr-coc train``) or a built-in name (``"learned"``,
-            ``Realizer.from_pretrained``): its ``Realizer`` goes to
-            ``compress(..., realizer=...)`` of the allocators that score with it (model, text, texture, foveate): it
-            scores and its config resolves their budgets (an ``"adaptive"`` one with its tiers); ``None``: the
-            default rules. The query-blind baselines (random, uniform) never see it.
-        overwrite: start ``out`` afresh (its predictions, table and manifest removed) instead of resuming it; needed
-            when the options that shape the rows changed (``manifest.json``, :func:`row_options`).
-    """
-
-    model: str
-    task: str
-    out: Path
-    data: Path | None = None
-    budgets: Sequence[str] = tuple(DEFAULT_BUDGETS.split(","))
-    allocators: Sequence[str] = DEFAULT_ALLOCATORS
-    limit: int | None = None
-    batch_size: int = 1
-    split: str | None = None
-    metric: str | None = None
-    max_new_tokens: int | None = None
-    min_pixels: int | None = None
-    max_pixels: int | None = None
-    device: str | None = None
-    dtype: str = "auto"
-    seed: int = 0
-    progress: bool = True
-    details: Sequence[str] = ()
-    relevance: Path | None = None
-    overwrite: bool = False
-
-
-@dataclass
-class Row:
-    """One line of the results table (means over the samples scored by both this variant and the unpruned one)."""
-
-    variant: str
-    allocator: str
-    budget: str
-    samples: int
-    score: float
-    retention: float | None
-    tokens_kept: float
-    tokens_total: float
-    ttft_ms: float
-    peak_mib: float
-
-
-@dataclass
-class EvalResult:
-    """What a run produced: the table rows, the number of bad samples, and where the files are."""
-
-    rows: list[Row]
-    bad: int
-    samples: int
-    metric: str
-    files: dict[str, str] = field(default_factory=dict)
-
-
-# ----- variants ----------------------------------------------------------------------------------------------------
-def is_full(budget: Budget) -> bool:
-    """Whether ``budget`` keeps every token (1.0 / 100%): that column is the unpruned model itself."""
-    return isinstance(budget, float) and budget >= 1.0
-
-
-def plan_variants(budgets: Sequence[str], allocators: Sequence[str], details: Sequence[str] = ()) -> list[Variant]:
-    """The unpruned model, then every allocator at every budget below the full one, budgets in the given order; with
-    ``details``, each allocator that scores tokens also once per level-of-detail mode (``<allocator>+<mode>``).
-
-    Raises:
-        ValueError: for a budget ``parse_budget`` refuses, or repeated allocators / budgets.
-    """
-    if len(set(allocators)) != len(allocators):
-        raise ValueError(f"--allocator lists an allocator twice: {' '.join(allocators)}")
-    parsed = []
-    for text in budgets:
-        budget = parse_budget(text.strip())
-        if parsed and budget in [b for _, b in parsed]:
-            raise ValueError(f"--budgets lists {text!r} twice")
-        parsed.append((text.strip(), budget))
-    variants = [Variant(UNPRUNED)]
-    for label, budget in parsed:
-        if is_full(budget):
-            continue
-        for allocator in allocators:
-            variants.append(Variant(f"{allocator}@{label}", allocator, budget, label))
-            if allocator in DETAIL_ALLOCATORS:
-                for mode in details:
-                    variants.append(Variant(f"{allocator}+{mode}@{label}", allocator, budget, label, mode))
-    return variants
+from .variants import (  # noqa: F401  (re-exported: moved from this module)
+    DEFAULT_ALLOCATORS,
+    DEFAULT_BUDGETS,
+    UNPRUNED,
+    EvalConfig,
+    EvalResult,
+    Row,
+    Variant,
+    is_full,
+    plan_variants,
+)
 
 
 # ----- prompts and generation --------------------------------------------------------------------------------------
@@ -726,221 +601,7 @@ def _jsonable(value: Any) -> bool:
     return True
 
 
-# ----- the table ---------------------------------------------------------------------------------------------------
-def summarize(records: list[dict[str, Any]], variants: list[Variant], ids: Sequence[str]) -> list[Row]:
-    """Table rows from prediction records: per variant, means over the samples of ``ids`` it scored.
-
-    ``retention`` compares with the unpruned model on the samples both scored (``None`` when there are none or the
-    unpruned score is 0).
-    """
-    wanted = set(ids)
-    by_variant: dict[str, dict[str, dict[str, Any]]] = {v.name: {} for v in variants}
-    for r in records:
-        if r.get("variant") in by_variant and str(r.get("id")) in wanted:
-            by_variant[r["variant"]][str(r["id"])] = r  # the last line of an id wins
-    base = by_variant[UNPRUNED]
-    rows = []
-    for v in variants:
-        got = by_variant[v.name]
-        if not got:
-            continue
-        scored = list(got.values())
-        common = [i for i in got if i in base]
-        base_score = _mean(base[i]["score"] for i in common)
-        retention = _mean(got[i]["score"] for i in common) / base_score if common and base_score > 0 else None
-        rows.append(
-            Row(
-                v.name,
-                v.shown,
-                v.label if v.allocator else "1.0",
-                len(scored),
-                _mean(r["score"] for r in scored),
-                retention,
-                _mean(r["tokens_kept"] for r in scored),
-                _mean(r["tokens_total"] for r in scored),
-                _mean(r["ttft_ms"] for r in scored),
-                max(r["peak_bytes"] for r in scored) / 2**20,
-            )
-        )
-    return rows
-
-
-def _mean(values: Iterable[float]) -> float:
-    values = list(values)
-    return sum(values) / len(values) if values else float("nan")
-
-
-def _budget_text(label: str) -> str:
-    budget = parse_budget(label)
-    if isinstance(budget, float):
-        return f"{100 * budget:.1f}%"
-    return str(budget) if budget == "adaptive" else f"{budget} tokens"
-
-
-def markdown_table(rows: list[Row], metric: str) -> str:
-    """The results table (see the module docstring) as markdown."""
-    lines = [
-        f"| allocator | budget | samples | {metric} | retention | visual tokens kept | TTFT ms | peak MiB |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|",
-    ]
-    for r in rows:
-        share = 100 * r.tokens_kept / r.tokens_total if r.tokens_total else float("nan")
-        retention = "—" if r.retention is None else f"{r.retention:.3f}"
-        lines.append(
-            f"| {r.allocator} | {_budget_text(r.budget)} | {r.samples} | {r.score:.4f} | {retention} | "
-            f"{r.tokens_kept:,.1f} ({share:.1f}%) | {r.ttft_ms:,.1f} | {r.peak_mib:,.0f} |"
-        )
-    return "\n".join(lines)
-
-
-def _header(cfg, task, metric, dataset, device, model_type, bounds, n, bad) -> str:
-    dtype = cfg.dtype
-    peak = "CUDA max_memory_allocated per call" if str(device).startswith("cuda") else "process peak RSS so far"
-    return (
-        f"# arr-coc eval: {task.name} ({metric})\n\n"
-        f"model `{cfg.model}` ({model_type}, dtype {dtype}, {device}); data: {dataset.describe()}; "
-        f"{n} samples ({bad} unreadable, see predictions.jsonl); batch size {cfg.batch_size}; "
-        f"pixels {bounds[0]:,}..{bounds[1]:,}; greedy, max {cfg.max_new_tokens or task.max_new_tokens} new tokens; "
-        f"peak memory: {peak}."
-    )
-
-
-def _config_json(cfg: EvalConfig) -> dict[str, Any]:
-    return {
-        k: (str(v) if isinstance(v, Path) else list(v) if isinstance(v, tuple) else v) for k, v in asdict(cfg).items()
-    }
-
-
 def _progress(total: int, enabled: bool, name: str) -> Any:
     from tqdm import tqdm
 
     return tqdm(total=total, desc=f"eval {name}", unit="sample", file=sys.stderr, disable=not enabled)
-
-
-# ----- command line ------------------------------------------------------------------------------------------------
-def add_eval_arguments(p: argparse.ArgumentParser) -> None:
-    """The ``arr-coc eval`` options (used by ``arr_coc.cli``)."""
-    from .allocators import ALLOCATORS
-    from .multipage import PAGE_TASKS
-    from .tasks import TASKS
-
-    p.add_argument("--model", help="local folder or cached hub id of a Qwen2/2.5/3-VL checkpoint (single-page tasks)")
-    p.add_argument(
-        "--task",
-        required=True,
-        choices=[*TASKS, *PAGE_TASKS],
-        help="benchmark (prompt, settings, metric); mpdocvqa, slidevqa, pages, docgen-pages: multi-page documents "
-        "through the document decision, no model (arr_coc.evaluation.multipage)",
-    )
-    p.add_argument("--data", type=Path, help="saved dataset folder, parquet file(s) or JSONL (not for docgen)")
-    p.add_argument(
-        "--out",
-        type=Path,
-        required=True,
-        help="output folder; rerunning with it resumes (the options that shape the rows must be the same: "
-        "manifest.json)",
-    )
-    p.add_argument(
-        "--overwrite",
-        action="store_true",
-        help="start --out afresh (its predictions, table and manifest removed) instead of resuming it",
-    )
-    p.add_argument(
-        "--budgets",
-        default=DEFAULT_BUDGETS,
-        help="comma-separated budgets per image: fractions, counts or 'adaptive'; 1.0 = the unpruned model, "
-        "which always runs (default %(default)s)",
-    )
-    p.add_argument(
-        "--allocator",
-        nargs="+",
-        default=list(DEFAULT_ALLOCATORS),
-        choices=ALLOCATORS,
-        metavar="NAME",
-        help=f"allocators to compare ({', '.join(ALLOCATORS)}; default: {' '.join(DEFAULT_ALLOCATORS)})",
-    )
-    p.add_argument("--limit", type=int, help="only the first N samples")
-    p.add_argument("--batch-size", type=int, default=1, help="samples per generate call (default 1)")
-    p.add_argument("--split", help="split to read (default the task's: validation or test; docgen: dev or test)")
-    p.add_argument("--metric", choices=list(METRICS), help="override the task's metric")
-    p.add_argument("--max-new-tokens", type=int, help="override the task's generation limit")
-    p.add_argument("--min-pixels", type=int, help="smallest resized image area (default lmms-eval's)")
-    p.add_argument("--max-pixels", type=int, help="largest resized image area in pixels (default lmms-eval's)")
-    p.add_argument("--device", help="torch device (default cuda if available, else cpu)")
-    p.add_argument("--dtype", default="auto", help="weights dtype: auto (the checkpoint's), bfloat16, float32...")
-    p.add_argument("--seed", type=int, default=0, help="seed of the random allocator")
-    p.add_argument("--no-progress", action="store_true", help="no progress bar")
-    p.add_argument(
-        "--detail",
-        nargs="+",
-        default=[],
-        choices=["thumbnail", "mixed"],
-        metavar="MODE",
-        help="also run every allocator that scores tokens (model, text, texture, foveate) with these level-of-detail "
-        "modes (thumbnail, mixed): rows <allocator>+<mode>, at the same budgets",
-    )
-    p.add_argument(
-        "--relevance",
-        type=Path,
-        default=None,
-        help="a relevance checkpoint folder (arr-coc train) or a built-in name (learned) for the allocators that "
-        "score with it (model, text, texture, foveate: it scores and resolves their budgets); default: the rules",
-    )
-
-
-def eval_main(args: argparse.Namespace) -> int:
-    """Run ``arr-coc eval`` from parsed arguments; print the table.
-
-    Returns 0 (bad samples are in the files), or 1 when no sample could be read (an empty table is no result).
-    """
-    from .multipage import PAGE_TASKS, pages_eval_main
-
-    if args.task in PAGE_TASKS:
-        return pages_eval_main(args)
-    if not args.model:
-        print(f"arr-coc: error: --task {args.task} needs --model (see arr-coc eval --help)", file=sys.stderr)
-        return 2
-    cfg = EvalConfig(
-        model=args.model,
-        task=args.task,
-        out=args.out,
-        data=args.data,
-        budgets=tuple(args.budgets.split(",")),
-        allocators=tuple(args.allocator),
-        limit=args.limit,
-        batch_size=args.batch_size,
-        split=args.split,
-        metric=args.metric,
-        max_new_tokens=args.max_new_tokens,
-        min_pixels=args.min_pixels,
-        max_pixels=args.max_pixels,
-        device=args.device,
-        dtype=args.dtype,
-        seed=args.seed,
-        progress=not args.no_progress,
-        details=tuple(getattr(args, "detail", None) or ()),
-        relevance=getattr(args, "relevance", None),
-        overwrite=bool(getattr(args, "overwrite", False)),
-    )
-    from ..loading import ModelNotFoundError
-
-    try:
-        result = run_eval(cfg)
-    except ModelNotFoundError as err:
-        print(f"arr-coc: error: {err}", file=sys.stderr)
-        return 2
-    if result.samples and result.bad == result.samples:
-        print(
-            f"arr-coc: error: none of the {result.samples} samples could be read, so there is no result; their errors "
-            f"are in {result.files['predictions']}",
-            file=sys.stderr,
-        )
-        return 1
-    print(markdown_table(result.rows, result.metric))
-    if result.bad:
-        print(
-            f"{result.bad} of {result.samples} samples could not be read; their errors are in "
-            f"{result.files['predictions']}"
-        )
-    print(f"wrote {result.files['predictions']}, {result.files['table']}, {result.files['json']}")
-    return 0

@@ -14,6 +14,9 @@ Three rooms and what they share (imports go down this list, never up; ``tests/te
     layout/          page layout from box geometry alone (plain data in and out: no image, no query, no config file)
         structure.py         ``analyse`` -> ``Layout``: lines, columns, blocks, roles, sections, reading order,
                              tables, charts; its thresholds are ``PageLayoutConfig``
+        page.py              the layout's data (``Layout``, ``Line``, ``Block``, ``Table``, ...,
+                             ``PageLayoutConfig``) and the box helpers ``analyse`` and the tables share
+        tables.py            tables: aligned baseline rows, their columns, header row and row-label column
         structural_query.py  ``parse`` / ``resolve``: a question about the page's structure -> ``Evidence``
     config.py        ``ReadingConfig``: every weight and threshold of the text path in one serialisable object
                      (sections ocr, lexical, semantic, keys, layout, structure, and page = ``PageLayoutConfig``)
