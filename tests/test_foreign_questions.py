@@ -32,8 +32,8 @@ CUSTOMER, PHONE, NUMBER = 2, 4, 6
     [
         ("¿Quién es el cliente?", ["cliente"]),
         ("¿Cuál es la dirección?", ["direccion"]),
-        ("Wie lautet die Rechnungsnummer?", ["rechnungsnummer"]),
-        ("Quel est le montant de la TVA ?", ["montant", "tva"]),
+        ("Wie lautet die Rechnungsnummer?", ["die", "rechnungsnummer"]),  # "die", "de": part of keys, English words
+        ("Quel est le montant de la TVA ?", ["montant", "de", "tva"]),
         ("Qual è il totale?", ["totale"]),
     ],
 )

@@ -130,12 +130,13 @@ def _stem(tok: str) -> str:
 # Function words of German, French, Spanish, Italian and Portuguese questions (articles, prepositions, pronouns,
 # copulas, question words): dropped from a question worded in another language (``foreign_words``), as
 # ``STOP_WORDS`` are from every question, so "¿Quién es el cliente?" asks for "cliente", not for every line holding
-# "el" or "es". Kept as its tokens come out (accents folded, stemmed)
+# "el" or "es". Kept as its tokens come out (accents folded, stemmed). "de" and "die" stay terms: they are part of
+# printed keys ("N° de facture") and English words
 FOREIGN_STOP_WORDS = frozenset(
     _stem(_fold_accents(w))
-    for w in """der die das des dem den ein eine einer eines einem einen ist sind wird werden wurde wurden hat haben
+    for w in """der das des dem den ein eine einer eines einem einen ist sind wird werden wurde wurden hat haben
     hatte wie wer wen wem wessen wann welche welcher welches welchen welchem und oder vom zum zur im am auf aus bei
-    mit nach für über bis muss soll kann lautet gibt sie er es de le la les un une du des au aux et ou est sont ont
+    mit nach für über bis muss soll kann lautet gibt sie er es le la les un une du des au aux et ou est sont ont
     été était quel quelle quels quelles qui que quoi quand où comment combien ce cet cette ces il elle on en dans
     pour avec faut el los las lo una unos unas del al y es son fue ha han hay qué cuál cuáles quién quiénes cuándo
     dónde cómo cuánto cuántos cuánta cuántas con por para su sus este esta esto il lo gli di della dei delle da dal
