@@ -132,3 +132,72 @@ def test_allocate_grid_is_the_processors_canvas(w, h) -> None:
     proc = ft._minicpm_image_processor(14, 0, 0)
     a = allocate(img, "x", 4, family="minicpm-v-4.7", mode="texture")
     assert a.grid == ft.CanvasLayout.token_grid(proc, img, 4)
+
+
+# ----- a prompt as MiniCPMV4_7Processor writes it -------------------------------------------------------------------
+SPECIAL = {
+    ft.IMAGE: "<unk>", ft.VIDEO: "<video>", ft.V_START: "<image>", ft.V_END: "</image>", ft.IM_START: "<|im_start|>",
+    ft.IM_END: "<|im_end|>", ft.SLICE_START: "<slice>", ft.SLICE_END: "</slice>", 311: "<image_id>", 312: "</image_id>",
+    ft.USER: "user", ft.ASSISTANT: "assistant",
+}  # fmt: skip
+
+
+def char_tokenizer():
+    """A character-level tokenizer with MiniCPM-V's markers and the roles at the tiny model's ids ("\\n": NEWLINE)."""
+    import string
+
+    from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, pre_tokenizers
+
+    vocab = {"<pad>": ft.PAD}
+    for c in string.printable:
+        if c.isprintable():
+            vocab.setdefault(c, len(vocab) + 2)
+    vocab["\n"] = ft.NEWLINE
+    vocab.update({t: i for i, t in SPECIAL.items()})
+    tk = Tokenizer(models.WordLevel(vocab, unk_token="<pad>"))
+    tk.pre_tokenizer = pre_tokenizers.Split(Regex("[\\s\\S]"), behavior="isolated")
+    tk.decoder = decoders.Fuse()
+    tk.add_special_tokens([AddedToken(t, special=True, normalized=False) for t in SPECIAL.values()])
+    return transformers.PreTrainedTokenizerFast(tokenizer_object=tk, pad_token="<pad>")
+
+
+def test_a_prompt_as_the_processor_writes_it(model) -> None:
+    """The processor's own placeholder text (``MiniCPMV4_7Processor.replace_image_token``: ``<image_id>0</image_id>``,
+    the thumbnail, rows of slices joined by "\\n") and image processor; the question read around each crop is the
+    turn's text. (The processor itself is not built: without torchvision its video processor cannot be.)"""
+    import types
+
+    from PIL import Image
+
+    from arr_coc.integrations.sequence import questions, read_prompt
+
+    tok = char_tokenizer()
+    pix = ft._minicpm_image_processor(14, 0, 0)(images=Image.new("RGB", (1000, 700), "white"), return_tensors="pt")
+    names = ("image_start", "image_end", "image", "slice_start", "slice_end")
+    texts = ("<image>", "</image>", "<unk>", "<slice>", "</slice>")
+    holder = types.SimpleNamespace(slice_mode=True, **{f"{n}_token": t for n, t in zip(names, texts, strict=True)})
+    placeholder = transformers.MiniCPMV4_7Processor.replace_image_token(
+        holder, pix, image_idx=0, image_token_divisor=16
+    )
+    text = f"<|im_start|>user\n<image_id>0</image_id>{placeholder}What is the total?<|im_end|>\n<|im_start|>assistant\n"
+    ids = tok([text], return_tensors="pt")["input_ids"]
+    inputs = {"input_ids": ids, "attention_mask": torch.ones_like(ids), "mm_token_type_ids": (ids == ft.IMAGE).int(),
+              "pixel_values": pix["pixel_values"], "target_sizes": pix["target_sizes"]}  # fmt: skip
+    assert pix["grids"][0] == [2, 2] and "\n<slice>" in placeholder
+    with torch.no_grad():
+        ref = model(**inputs).logits
+        assert torch.equal(compress(model, budget=1.0)(**inputs).logits, ref)
+        cm = compress(model, budget=0.25, tokenizer=tok)
+        out = cm(**inputs).logits
+        allocs = cm.last_allocation[0]
+        n = int((ids == ft.IMAGE).sum())
+        kept = sum(int(a.keep.numel()) for a in allocs)
+        assert len(allocs) == 5 and 0.15 <= kept / n <= 0.40 and out.shape[1] == ref.shape[1] - (n - kept)
+        ref_cm = ft.reference_logits(model, inputs, cm, ft.kept_features(model, inputs, cm))
+        torch.testing.assert_close(out, ref_cm, rtol=1e-5, atol=1e-5)
+    adapter = cm.adapter
+    special = adapter.special_ids(model, tok)
+    visual = adapter.split_inputs(dict(inputs)).visual
+    items = adapter.locate(read_prompt(ids, None, None, {"image": visual["image"][1]}), visual, special, model)
+    asked = questions(items, ids.numpy(), None, None, special, tok, adapter.question_ids)
+    assert len(asked) == 5 and {text for _, text in asked} == {"What is the total?"}

@@ -159,7 +159,8 @@ def _minicpmv4_7() -> Any:
         image_token_id=IMAGE, video_token_id=VIDEO, image_start_id=V_START, image_end_id=V_END,
         slice_start_id=SLICE_START, slice_end_id=SLICE_END, newline_id=NEWLINE,
     )  # fmt: skip
-    config = tf.MiniCPMV4_7Config(text_config=qwen3_5_text(), vision_config=vision, insert_layer_id=0, **ids)
+    text = dict(qwen3_5_text(), model_type="qwen3_5_text")  # 5.19 reads the text config's type from the dict
+    config = tf.MiniCPMV4_7Config(text_config=text, vision_config=vision, insert_layer_id=0, **ids)
     return tf.MiniCPMV4_7ForConditionalGeneration, config
 
 

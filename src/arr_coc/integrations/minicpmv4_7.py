@@ -41,7 +41,7 @@ import numpy as np
 import torch
 
 from .base import EncodedVisual, Kind, take_rows
-from .contract import Adapter, PositionLayout, Positions, TurnMarkers, Visual, VisualInputs
+from .contract import Adapter, PositionLayout, Positions, TurnMarkers, Visual, VisualInputs, turn_question_ids
 from .qwen_common import MROPE
 
 if TYPE_CHECKING:
@@ -102,11 +102,12 @@ class MiniCPMV4_7Adapter(Adapter):
         defaults = get_family(self.name).token_ids
         ids = {**self.token_ids(model), **{k: defaults[k] for k in ("im_start", "im_end", "newline")}}
         ids.update({m: -1 if getattr(cfg, m, None) is None else int(getattr(cfg, m)) for m in MARKERS})
-        if getattr(cfg, "newline_id", None) is not None:
+        tokens = [("im_start", "<|im_start|>"), ("im_end", "<|im_end|>"), ("newline", "Ċ"),
+                  ("image_id_start", "<image_id>"), ("image_id_end", "</image_id>")]  # fmt: skip
+        if getattr(cfg, "newline_id", None) is not None:  # the config's "\n" wins over a vocabulary look-up
             ids["newline"] = int(cfg.newline_id)
+            tokens.pop(2)
         if tokenizer is not None and hasattr(tokenizer, "convert_tokens_to_ids"):
-            tokens = (("im_start", "<|im_start|>"), ("im_end", "<|im_end|>"), ("newline", "Ċ"),
-                      ("image_id_start", "<image_id>"), ("image_id_end", "</image_id>"))  # fmt: skip
             for key, text in tokens:
                 value = tokenizer.convert_tokens_to_ids(text)
                 if isinstance(value, int) and value >= 0 and value != getattr(tokenizer, "unk_token_id", None):
@@ -117,6 +118,21 @@ class MiniCPMV4_7Adapter(Adapter):
         """ChatML: ``<|im_start|>`` role ``\\n`` ... ``<|im_end|>``; placeholders and crop markers skipped."""
         skip = frozenset(v for k, v in ids.items() if k != "newline")
         return TurnMarkers(ids["im_start"], ids["im_end"], ids["newline"], skip)
+
+    def question_ids(
+        self, row: Sequence[int], mask: Sequence[int], first: int, last: int, ids: dict[str, int]
+    ) -> list[int]:
+        """The text of the turn that holds the crop, without the markers, the other crops' placeholders, the "\\n"
+        between rows of slices and the processor's ``<image_id>N</image_id>`` tags."""
+        start, end = ids.get("image_id_start", -1), ids.get("image_id_end", -1)
+        mask, inside = list(mask), False
+        for j, token in enumerate(row):
+            inside = inside or (token == start and start >= 0)
+            between = 0 < j < len(row) - 1 and row[j - 1] == ids["slice_end_id"] and row[j + 1] == ids["slice_start_id"]
+            if inside or (token == ids["newline"] and between):
+                mask[j] = 0
+            inside = inside and token != end
+        return turn_question_ids(row, mask, first, last, self.turn_markers(ids))
 
     def token_types(self, input_ids: Any, ids: dict[str, int]) -> Any:
         """``mm_token_type_ids`` (0 text, 1 image placeholder, 2 video placeholder), as the processor returns it."""
