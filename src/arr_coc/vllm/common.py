@@ -1,4 +1,4 @@
-"""What every Qwen-VL family shares in the vLLM plugin: options, the question, the decision, positions, packing.
+"""What every family shares in the vLLM plugin: options, the question, the decision, positions, packing.
 
 The plugin touches vLLM at four seams (vLLM 0.32), all in this package:
 
@@ -16,7 +16,10 @@ A request without ``arr_coc`` options (and no server default) goes through vLLM'
 added, so its items are batched apart from pruned ones and take the unmodified path.
 
 Everything here is data in, data out; the classes that glue it to vLLM are :class:`ProcessorMixin` and
-:class:`ModelMixin`, subclassed once per family (``qwen2_vl.py``, ``qwen2_5_vl.py``, ``qwen3_vl.py``).
+:class:`ModelMixin`, subclassed once per family (one file a family in this package). This module names no family:
+what differs between families is asked of the family's ``compress`` adapter (its registry row's, found by the HF
+config's ``model_type``): the tokens of its turn and image markers (``vllm_markers``), how a turn is read
+(``turn_markers``) and how its processor lays an image's patches out (``patch_frames``).
 """
 
 from __future__ import annotations
@@ -184,7 +187,8 @@ class PlacedItem:
     Attributes:
         offset: index of its first placeholder token in the (pruned) prompt.
         grid: (t, h/m, w/m) merged grid.
-        t_factor: temporal position step (Qwen2.5-VL videos: seconds per grid step * tokens per second; else 1).
+        t_factor: temporal position step (videos whose time axis is scaled: seconds per grid step * tokens per
+            second; else 1).
         keep (torch.LongTensor of shape (k,) or None): kept indices (None: all tokens, vLLM's own layout).
     """
 
@@ -197,7 +201,7 @@ class PlacedItem:
 def pruned_mrope_positions(n_tokens: int, items: Iterable[PlacedItem]) -> tuple[torch.Tensor, int]:
     """M-RoPE positions of a prompt whose images keep only some tokens, each at its ORIGINAL position.
 
-    The positions of the full sequence, computed as vLLM's Qwen2-VL ``get_mrope_input_positions`` does (text runs
+    The positions of the full sequence, computed as vLLM's M-RoPE models' ``get_mrope_input_positions`` do (text runs
     count on from the previous maximum + 1; an item's tokens sit at (t * t_factor, h, w) + start), then gathered at
     the kept tokens; text after an image continues from the FULL grid's maximum + 1, as in the unpruned sequence.
     With every ``keep`` None this is vLLM's layout exactly.
@@ -358,7 +362,7 @@ def _with_kept_count(update: Any, out_mm_kwargs: Any) -> Any:
 
 
 def _shrink(full: Any, k: int) -> Any:
-    """The family's image replacement (a run of image tokens; Qwen-VL's are plain token lists) cut to ``k``."""
+    """The family's image replacement (a run of image tokens: a plain token list) cut to ``k``."""
     if not isinstance(full, list) or len(set(full)) != 1:
         raise TypeError(f"arr_coc expected a run of image placeholder tokens as the replacement, got {type(full)}")
     return full[:1] * k
@@ -431,7 +435,7 @@ def unshard_outputs(
 class ModelMixin:
     """Mixed in before a family's vLLM ``...ForConditionalGeneration``: the foveated encoder and pruned positions.
 
-    Each family class (``qwen2_vl.py``, ``qwen2_5_vl.py``, ``qwen3_vl.py``) defines
+    Each family class (one file a family in this package) defines
     ``encode_kept(pixel_values, grids, keeps)``: its tower run on the kept patches only, with that tower's metadata
     (rotary positions, windows, position embeddings) for the full grid.
 
@@ -593,7 +597,7 @@ def encode_kept_sharded(
     Args:
         encode: the family's ``encode_kept(pixel_values, grids, keeps) -> list of (k_i, D)``.
         pixel_values (torch.Tensor of shape (sum t*h*w, C*tps*p*p)): every image's full patches, in item order.
-        out_dim, dtype: the encoder's output width (Qwen3-VL: with its DeepStack levels) and dtype (a rank with no
+        out_dim, dtype: the encoder's output width (with any DeepStack levels) and dtype (a rank with no
             item sends an empty (0, D) block).
         all_gather: ``(rows, D) -> (world_size * rows, D)``, the ranks' tensors concatenated in rank order.
     """
