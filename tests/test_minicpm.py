@@ -201,3 +201,30 @@ def test_a_prompt_as_the_processor_writes_it(model) -> None:
     items = adapter.locate(read_prompt(ids, None, None, {"image": visual["image"][1]}), visual, special, model)
     asked = questions(items, ids.numpy(), None, None, special, tok, adapter.question_ids)
     assert len(asked) == 5 and {text for _, text in asked} == {"What is the total?"}
+
+
+def test_the_4x_mode_keeps_2x2_patches_a_token() -> None:
+    """``downsample_mode="4x"`` (no window merger: 2x2 patches a token): exact at full budget, the hand reference
+    pruned, and foveated on the kept 2x2 blocks."""
+    try:
+        check_transformers(get_family("minicpm-v-4.7"))
+    except RuntimeError as err:
+        pytest.skip(str(err).split(". ")[0])
+    cls, config = ft.TINY["minicpmv4_7"].build()
+    config.downsample_mode = "4x"
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(0)
+        model = cls(config).eval()
+    assert compress(model, budget=1.0).adapter.geometry(model)[1] == 2
+    inputs = ft.batch(model, [SLICED])
+    assert inputs["target_sizes"][0].tolist() == [8, 8]  # 4x4 tokens of 2x2 patches
+    with torch.no_grad():
+        assert torch.equal(compress(model, budget=1.0)(**inputs).logits, model(**inputs).logits)
+        cm = compress(model, budget=0.25, scorer=ft.position_scorer)
+        out = cm(**inputs).logits
+        ref = ft.reference_logits(model, inputs, cm, ft.kept_features(model, inputs, cm))
+        torch.testing.assert_close(out, ref, rtol=1e-5, atol=1e-5)
+        fov = compress(model, budget=0.25, scorer=ft.position_scorer, foveate=True)
+        out = fov(**inputs).logits
+        feats = list(fov.last_inputs.mm_encoder_outputs["image"].pooler_output)
+        torch.testing.assert_close(out, ft.reference_logits(model, inputs, fov, feats), rtol=1e-5, atol=1e-5)
