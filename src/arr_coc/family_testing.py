@@ -43,10 +43,12 @@ from arr_coc.family_layouts import (  # noqa: F401  (the tester's ids, re-export
     ASSISTANT,
     BOS,
     EOS,
+    GEMMA3,
     IM_END,
     IM_START,
     IMAGE,
     LINEAR,
+    MISTRAL3,
     NEWLINE,
     PAD,
     QWEN,
@@ -57,7 +59,11 @@ from arr_coc.family_layouts import (  # noqa: F401  (the tester's ids, re-export
     VOCAB,
     LinearPrompt,
     PromptLayout,
+    gemma3,
+    gemma3_image_processor,
+    mistral3,
     patch_dim,
+    pixtral_image_processor,
 )
 
 _TEXT = dict(
@@ -208,6 +214,8 @@ TINY: dict[str, TinyFamily] = {
         TinyFamily("glm4v", _glm4v, _glm_image_processor, videos=False),
         TinyFamily("glm46v", _glm46v, _glm_image_processor, videos=False),
         TinyFamily("glm_ocr", _glm_ocr, _glm_image_processor, videos=False),
+        TinyFamily("mistral3", mistral3, pixtral_image_processor, videos=False, layout=MISTRAL3),
+        TinyFamily("gemma3", gemma3, gemma3_image_processor, videos=False, layout=GEMMA3),
     )
 }
 
