@@ -189,3 +189,43 @@ def test_allocate_cli_takes_the_new_families(tmp_path) -> None:
                      "texture", "--json", str(out)]) == 0  # fmt: skip
         data = json.loads(out.read_text())
         assert data["grid"] == grid and data["family"] == family, (family, data["grid"])
+
+
+def test_original_ids_with_gaps_are_not_read_as_packed_sequences() -> None:
+    """Without an attention mask and without a cache, transformers reads a jump in 1-D ``position_ids`` as a new packed
+    sequence (``find_packed_sequence_indices``) and hides the text before it; the 1-D adapters always pass a mask, so
+    the same call with and without the caller's mask gives the same logits, and they differ from the model run with
+    the gaps and no mask (the hazard is real)."""
+    model = ft.tiny("mistral3")
+    inputs = ft.batch(model, [ONE])
+    no_mask = {k: v for k, v in inputs.items() if k != "attention_mask"}
+    cm = compress(model, budget=0.25, scorer=ft.position_scorer)
+    with torch.no_grad():
+        with_mask = cm(**inputs, use_cache=False).logits
+        without = cm(**no_mask, use_cache=False).logits
+        torch.testing.assert_close(without, with_mask, rtol=0, atol=0)
+        kwargs = cm.adapter.model_inputs({}, _packed(cm), cm.last_inputs.mm_encoder_outputs, False)
+        del kwargs["attention_mask"]
+        packed_read = model(**kwargs, use_cache=False).logits
+    assert not torch.allclose(packed_read, with_mask, atol=1e-4)
+
+
+def _packed(cm):
+    from types import SimpleNamespace
+
+    last = cm.last_inputs
+    return SimpleNamespace(input_ids=last.input_ids, attention_mask=None, labels=None, position_ids=last.position_ids)
+
+
+def test_the_demo_allocates_on_the_new_families(tmp_path) -> None:
+    """The demo's family list is the registry's: its allocate endpoint takes both families' grids."""
+    pytest.importorskip("gradio")
+    from PIL import Image
+
+    from arr_coc import demo
+
+    path = tmp_path / "page.png"
+    Image.new("RGB", (800, 600), "white").save(path)
+    for family, grid in (("mistral3", [22, 29]), ("gemma-3", [16, 16])):
+        _, data, _ = demo.DemoApp().allocate(str(path), "Total?", "0.25", family, "texture")
+        assert data["family"] == family and data["grid"] == grid
