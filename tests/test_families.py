@@ -95,7 +95,7 @@ def test_row_adapter_and_vllm_class_exist(family: Family, entry: ModelClass) -> 
     from arr_coc.integrations.contract import Adapter
 
     adapter = load_object(entry.adapter)
-    assert isinstance(adapter, Adapter)  # the family contract (the Qwen line's FamilyAdapter is one)
+    assert isinstance(adapter, Adapter)  # the family contract (the Qwen line: its FamilyAdapter; 1-D: LinearAdapter)
     assert get_family(adapter.name) is family  # the adapter's name is a spelling of its own family
     assert adapter.image_mean == family.image_mean and adapter.image_std == family.image_std
     # vLLM itself is not needed: the plugin module exists and defines the class it is registered under

@@ -4,21 +4,28 @@
 A family is testable once it has a :class:`TinyFamily` here: a builder of a tiny model (hidden 32, 2 layers, 2 vision
 blocks, a 320-id vocabulary whose ids 300-308 are the image / video placeholders, the vision start / end markers and
 the chat turn markers) and the image processor its checkpoints use. Prompts are laid out as the family's processor
-lays them out: ``<start>`` + one placeholder a merged visual token + ``<end>`` inside a user turn.
+lays them out, inside a user turn: the Qwen line's ``<start>`` + one placeholder a merged visual token + ``<end>``, a
+1-D family's placeholders with its own structure tokens (its :class:`~arr_coc.family_layouts.PromptLayout`, which
+also builds the hand references: positions, features, the language model).
 
 The checks (``tests/test_family_tester.py`` runs each on every class of every family):
 
 * :func:`check_full_budget`: ``compress`` at budget 1.0 is bit-identical to the unwrapped model (forward, generate);
 * :func:`check_pruned_forward`: a pruned forward equals a reference built by hand from the model's own position
-  function (``get_rope_index`` of the FULL prompt, gathered at the kept columns), its own vision features at the kept
-  indices, and the language model;
+  function (``get_rope_index`` of the FULL prompt, gathered at the kept columns; 1-D: 0, 1, ... over the full
+  prompt's real tokens, gathered), its own vision features at the kept indices, and the language model;
 * :func:`check_generate_stepwise`: ``generate`` with cache over the pruned prompt equals step-by-step uncached
   forwards (the recurrent state of hybrid models included);
 * :func:`check_batch`: a left-padded batch equals its items one by one;
+* :func:`check_positions`: ``positions="renumber"`` (1-D families: pruned forward and stepwise generate with the pruned
+  sequence numbered 0, 1, ...; M-RoPE families: refused in one line);
 * :func:`check_allocate_grid`: ``allocate``'s grid equals the model's visual token count for the processor's resize;
 * :func:`check_foveation`: a foveated forward keeps the same sequence and positions as the pruned one, equals the
   hand reference with the features of the tower run on the kept patches, and at budget 1.0 equals the model;
 * :func:`check_detail`: level of detail (thumbnail, mixed) bit-identical at budget 1.0, and pruned within budget.
+
+A family without foveation or level of detail passes those two checks when ``compress`` refuses the option at wrap
+time in one line naming the family.
 
 Everything is CPU, float32, a second or two a check.
 """
@@ -32,10 +39,38 @@ from typing import Any
 
 import torch
 
-VOCAB = 320
-PAD, BOS, EOS = 0, 1, 2
-IMAGE, VIDEO, V_START, V_END = 300, 301, 302, 303
-IM_START, IM_END, NEWLINE, USER, ASSISTANT = 304, 305, 306, 307, 308
+from arr_coc.family_layouts import (  # noqa: F401  (the tester's ids, re-exported)
+    ASSISTANT,
+    BOS,
+    EOS,
+    GEMMA3,
+    IM_END,
+    IM_START,
+    IMAGE,
+    LINEAR,
+    MINICPM,
+    MISTRAL3,
+    NEWLINE,
+    PAD,
+    QWEN,
+    SLICE_END,
+    SLICE_START,
+    USER,
+    V_END,
+    V_START,
+    VIDEO,
+    VOCAB,
+    CanvasLayout,
+    LinearPrompt,
+    PromptLayout,
+    gemma3,
+    gemma3_image_processor,
+    minicpm_image_processor,
+    minicpmv4_7,
+    mistral3,
+    patch_dim,
+    pixtral_image_processor,
+)
 
 _TEXT = dict(
     vocab_size=VOCAB, hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4,
@@ -144,92 +179,6 @@ def _glm_ocr() -> Any:
     return tf.GlmOcrForConditionalGeneration, tf.GlmOcrConfig(text_config=text, vision_config=vision, **ids)
 
 
-SLICE_START, SLICE_END = 309, 310  # MiniCPM-V's <slice> / </slice>
-
-
-def _minicpmv4_7() -> Any:
-    """A tiny MiniCPM-V 4.7: a 2-layer SigLIP tower with the window merger after layer 0 ("16x": 4x4 patches a
-    token), Qwen3.5's hybrid language model; ``<image>`` / ``</image>`` are V_START / V_END, "\n" is NEWLINE."""
-    import transformers as tf
-
-    vision = dict(
-        hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4, patch_size=14, image_size=112,
-    )  # fmt: skip
-    ids = dict(
-        image_token_id=IMAGE, video_token_id=VIDEO, image_start_id=V_START, image_end_id=V_END,
-        slice_start_id=SLICE_START, slice_end_id=SLICE_END, newline_id=NEWLINE,
-    )  # fmt: skip
-    text = dict(qwen3_5_text(), model_type="qwen3_5_text")  # 5.19 reads the text config's type from the dict
-    config = tf.MiniCPMV4_7Config(text_config=text, vision_config=vision, insert_layer_id=0, **ids)
-    return tf.MiniCPMV4_7ForConditionalGeneration, config
-
-
-class CanvasLayout:
-    """Prompts, references and grids as MiniCPM-V lays them out (a thumbnail and its slices, NaViT-packed).
-
-    An ``("image", (t, h, w))`` part is a thumbnail of the tokens a merge-2 family would give it (h/2 x w/2 tokens:
-    h/2*m x w/2*m patches, m the model's merge size), so every check's token counts hold unchanged; an optional
-    third element ``(rows, cols)`` adds that many slices of the same size after it (``<slice>`` ... ``</slice>``,
-    rows joined by ``"\n"``)."""
-
-    @staticmethod
-    def prompt(model: Any, parts: list, seed: int = 0) -> tuple[list[int], list[tuple[tuple[int, int], torch.Tensor]]]:
-        from arr_coc.families import load_object, match_model
-
-        found = match_model(model)
-        assert found is not None
-        _, merge, _ = load_object(found[1].adapter).geometry(model)
-        p = int(model.config.vision_config.patch_size)
-        gen = torch.Generator().manual_seed(seed)
-        ids, crops = [IM_START, USER, NEWLINE], []
-        for part in parts:
-            if isinstance(part, list):
-                ids += part
-                continue
-            _, (_, h, w), *rest = part
-            hw = (h // 2 * merge, w // 2 * merge)
-            n = (h // 2) * (w // 2)
-            rows, cols = rest[0] if rest else (0, 0)
-            ids += [V_START] + [IMAGE] * n + [V_END]
-            for r in range(rows):
-                ids += ([NEWLINE] if r else []) + ([SLICE_START] + [IMAGE] * n + [SLICE_END]) * cols
-            for _ in range(1 + rows * cols):
-                crops.append((hw, torch.randn(3, p, hw[0] * hw[1] * p, generator=gen)))
-        return ids + [IM_END, IM_START, ASSISTANT, NEWLINE], crops
-
-    @staticmethod
-    def visual(crops: list[tuple[tuple[int, int], torch.Tensor]]) -> dict[str, torch.Tensor]:
-        return {"pixel_values": torch.cat([px for _, px in crops], dim=-1).unsqueeze(0),
-                "target_sizes": torch.tensor([hw for hw, _ in crops], dtype=torch.int32)}  # fmt: skip
-
-    @staticmethod
-    def rope_index(model: Any, inputs: dict[str, torch.Tensor]) -> torch.Tensor:
-        return model.model.get_rope_index(
-            inputs["input_ids"], mm_token_type_ids=inputs["mm_token_type_ids"], target_sizes=inputs["target_sizes"],
-            attention_mask=inputs["attention_mask"],
-        )[0]  # fmt: skip
-
-    @staticmethod
-    def image_features(model: Any, inputs: dict[str, torch.Tensor]) -> Any:
-        return model.model.get_image_features(inputs["pixel_values"], inputs["target_sizes"], return_dict=True)
-
-    @staticmethod
-    def token_grid(proc: Any, img: Any, merge: int) -> tuple[int, int]:
-        """The processor's tokens of a page as one grid: its slices' canvas, or the thumbnail without slices."""
-        out = proc(images=img, return_tensors="pt")
-        sizes, (rows, cols) = out["target_sizes"], out["grids"][0]
-        if rows == 0:
-            return int(sizes[0][0]) // merge, int(sizes[0][1]) // merge
-        return rows * int(sizes[1][0]) // merge, cols * int(sizes[1][1]) // merge
-
-
-def _minicpm_image_processor(patch: int, min_pixels: int, max_pixels: int) -> Any:
-    """MiniCPM-V's image processor (its resize has no pixel bounds: a thumbnail of about 448 x 448, and slices)."""
-    from transformers import MiniCPMV4_6ImageProcessorPil
-
-    return MiniCPMV4_6ImageProcessorPil(patch_size=patch)
-
-
 def _qwen_image_processor(patch: int, min_pixels: int, max_pixels: int) -> Any:
     from transformers import Qwen2VLImageProcessorPil
 
@@ -245,16 +194,22 @@ def _glm_image_processor(patch: int, min_pixels: int, max_pixels: int) -> Any:
     return Glm4vImageProcessorPil(size=size, patch_size=patch, merge_size=2, temporal_patch_size=2)
 
 
+def _minicpmv4_7() -> Any:
+    return minicpmv4_7(qwen3_5_text())
+
+
 @dataclass(frozen=True)
 class TinyFamily:
     """How the tester builds one model class: ``build() -> (class, config)`` and its image processor
-    ``image_processor(patch_size, min_pixels, max_pixels)`` (one frame's area bounds, as ``allocate`` takes them)."""
+    ``image_processor(patch_size, min_pixels, max_pixels)`` (one frame's area bounds, as ``allocate`` takes them);
+    ``layout``: how its prompts and hand references look (:mod:`arr_coc.family_layouts`: the Qwen line's M-RoPE
+    by default; :class:`~arr_coc.family_layouts.LinearPrompt` for a 1-D family, with its structure tokens)."""
 
     model_type: str
     build: Callable[[], Any]
     image_processor: Callable[[int, int, int], Any] = _qwen_image_processor
     videos: bool = True  # whether compress takes this family's videos
-    layout: Any = None  # prompts not laid out as Qwen's (CanvasLayout): how to build them and the references
+    layout: PromptLayout = QWEN
 
 
 TINY: dict[str, TinyFamily] = {
@@ -269,7 +224,9 @@ TINY: dict[str, TinyFamily] = {
         TinyFamily("glm4v", _glm4v, _glm_image_processor, videos=False),
         TinyFamily("glm46v", _glm46v, _glm_image_processor, videos=False),
         TinyFamily("glm_ocr", _glm_ocr, _glm_image_processor, videos=False),
-        TinyFamily("minicpmv4_7", _minicpmv4_7, _minicpm_image_processor, videos=False, layout=CanvasLayout),
+        TinyFamily("minicpmv4_7", _minicpmv4_7, minicpm_image_processor, videos=False, layout=MINICPM),
+        TinyFamily("mistral3", mistral3, pixtral_image_processor, videos=False, layout=MISTRAL3),
+        TinyFamily("gemma3", gemma3, gemma3_image_processor, videos=False, layout=GEMMA3),
     )
 }
 
@@ -289,37 +246,31 @@ def tiny(model_type: str, attn: str = "sdpa") -> Any:
     return model
 
 
-def patch_dim(model: Any) -> int:
-    vc = model.config.vision_config
-    tps = vc.temporal_patch_size if isinstance(vc.temporal_patch_size, int) else vc.temporal_patch_size[0]
-    return 3 * int(tps) * int(vc.patch_size) ** 2
+def layout_of(model: Any) -> PromptLayout:
+    """The :class:`~arr_coc.family_layouts.PromptLayout` of a tiny model's family."""
+    return TINY[model.config.model_type].layout
 
 
 def prompt(model: Any, parts: list, seed: int = 0) -> tuple[list[int], list[tuple[tuple[int, int, int], torch.Tensor]]]:
-    """One user turn of text id lists and ``("image", (t, h, w))`` items: its ids and images (grid, pixels)."""
+    """One user turn of text id lists and ``("image", (t, h, w))`` items: its ids and images (grid, pixels), laid
+    out as the family's processor lays them out (its :class:`~arr_coc.family_layouts.PromptLayout`)."""
+    layout = layout_of(model)
     gen = torch.Generator().manual_seed(seed)
     ids, images = [IM_START, USER, NEWLINE], []
     for part in parts:
         if isinstance(part, list):
             ids += part
             continue
-        _, (t, h, w) = part
-        images.append(((t, h, w), torch.randn(t * h * w, patch_dim(model), generator=gen)))
-        ids += [V_START] + [IMAGE] * (t * h * w // 4) + [V_END]
+        part_ids, part_images = layout.part(model, part, gen)
+        images += part_images
+        ids += part_ids
     return ids + [IM_END, IM_START, ASSISTANT, NEWLINE], images
-
-
-def _layout(model: Any) -> Any:
-    """The family's :attr:`TinyFamily.layout` (None: Qwen's)."""
-    found = TINY.get(getattr(model.config, "model_type", ""))
-    return found.layout if found is not None else None
 
 
 def batch(model: Any, samples: list[list], side: str = "left", seed: int = 0) -> dict[str, torch.Tensor]:
     """Processor-style inputs for prompts ``samples`` (each a ``parts`` list of :func:`prompt`), padded on ``side``;
     sample ``i``'s pixels from seed ``seed + i``."""
-    lay = _layout(model)
-    made = [(lay.prompt if lay else prompt)(model, parts, seed=seed + i) for i, parts in enumerate(samples)]
+    made = [prompt(model, parts, seed=seed + i) for i, parts in enumerate(samples)]
     length = max(len(ids) for ids, _ in made)
     input_ids = torch.full((len(made), length), PAD, dtype=torch.long)
     mask = torch.zeros(len(made), length, dtype=torch.long)
@@ -327,58 +278,45 @@ def batch(model: Any, samples: list[list], side: str = "left", seed: int = 0) ->
         cols = slice(length - len(ids), length) if side == "left" else slice(0, len(ids))
         input_ids[b, cols] = torch.tensor(ids)
         mask[b, cols] = 1
-    out = {"input_ids": input_ids, "attention_mask": mask, "mm_token_type_ids": (input_ids == IMAGE).int()}
-    images = [im for _, ims in made for im in ims]
-    if images and lay:
-        out.update(lay.visual(images))
-    elif images:
-        out["pixel_values"] = torch.cat([p for _, p in images])
-        out["image_grid_thw"] = torch.tensor([g for g, _ in images])
+    out = {"input_ids": input_ids, "attention_mask": mask}
+    out.update(layout_of(model).visual_inputs(model, input_ids, [im for _, ims in made for im in ims]))
     return out
 
 
 def position_scorer(ctx: Any) -> torch.Tensor:
-    """Deterministic scores from the tokens' relative (t, h, w) place: the same alone, in a batch, foveated or not."""
-    rel = ctx.positions - ctx.positions.min(dim=1, keepdim=True).values  # (3, N)
+    """Deterministic scores from the tokens' relative (t, h, w) place: the same alone, in a batch, foveated or not
+    (M-RoPE: read from the positions; 1-D positions: from the token grid)."""
+    if ctx.positions.shape[0] >= 3:
+        rel = ctx.positions - ctx.positions.min(dim=1, keepdim=True).values  # (3, N)
+    else:
+        t, h, w = ctx.merged_grid
+        i = torch.arange(t * h * w)
+        rel = torch.stack([i // (h * w), i // w % h, i % w])  # (3, N)
     return torch.sin(rel[0] * 2.1 + rel[1] * 1.3 + rel[2] * 0.7)
 
 
 def reference_logits(model: Any, inputs: dict[str, torch.Tensor], cm: Any, features: list[torch.Tensor]) -> Any:
-    """Logits of ``cm``'s last pruned call built by hand: the model's own ``get_rope_index`` of the FULL prompt gathered
-    at the kept columns, the input embeddings of the kept ids with ``features`` (per image, its kept tokens) in the
-    kept placeholders, and the language model (Qwen3-VL: the kept DeepStack rows where their tokens are)."""
+    """Logits of ``cm``'s last pruned call built by hand: the positions the family's layout says (Qwen: the model's
+    own ``get_rope_index`` of the FULL prompt gathered at the kept columns; 1-D: the original ids or renumbered, as
+    ``cm.options.positions`` says), the input embeddings of the kept ids with ``features`` (per image, its kept
+    tokens) in the kept placeholders, and the language model (the layout's :meth:`PromptLayout.logits`)."""
+    layout = layout_of(model)
     pruned = cm.last_inputs
-    lay = _layout(model)
-    full_pos = lay.rope_index(model, inputs) if lay else model.model.get_rope_index(
-        inputs["input_ids"], mm_token_type_ids=inputs["mm_token_type_ids"], image_grid_thw=inputs.get("image_grid_thw"),
-        attention_mask=inputs["attention_mask"],
-    )[0]  # fmt: skip
-    cols = pruned.index_map.clamp_min(0)  # (B, L'): original column of each kept column
-    pos = torch.stack([full_pos[r].gather(1, cols) for r in range(full_pos.shape[0])])  # (3, B, L')
-    real = pruned.attention_mask.bool()
+    pos = layout.positions(model, inputs, cm)  # (P, B, L')
+    mask = pruned.attention_mask
+    real = mask.bool() if mask is not None else torch.ones_like(pruned.input_ids, dtype=torch.bool)  # (B, L')
     assert torch.equal(pos[:, real], pruned.position_ids[:, real]), "positions differ from the model's own"
     ids = pruned.input_ids
     embeds = model.get_input_embeddings()(ids).clone()
-    placeholder = ids == IMAGE
-    embeds[placeholder] = torch.cat(features).to(embeds.dtype)
-    extra = {}
-    out = pruned.mm_encoder_outputs.get("image")
-    deep = getattr(out, "deepstack_features", None)
-    if deep:
-        extra = {"visual_pos_masks": placeholder, "deepstack_visual_embeds": [torch.cat(level) for level in deep]}
-    hidden = model.model.language_model(inputs_embeds=embeds, attention_mask=pruned.attention_mask, position_ids=pos,
-                                        **extra).last_hidden_state  # fmt: skip
-    return model.lm_head(hidden)
+    embeds[ids == IMAGE] = torch.cat(features).to(embeds.dtype)
+    return layout.logits(model, embeds, pos, cm)
 
 
 def kept_features(model: Any, inputs: dict[str, torch.Tensor], cm: Any) -> list[torch.Tensor]:
-    """Per image, the model's own full-tower features (``get_image_features``) at the kept indices."""
-    lay = _layout(model)
-    enc = lay.image_features(model, inputs) if lay else model.model.get_image_features(
-        inputs["pixel_values"], inputs["image_grid_thw"], return_dict=True
-    )  # fmt: skip
+    """Per image, the model's own full-tower features at the kept indices."""
+    feats = layout_of(model).features(model, inputs)
     allocs = sorted((a for per in cm.last_allocation for a in per), key=lambda a: a.index)
-    return [enc.pooler_output[a.index][a.keep] for a in allocs]
+    return [feats[a.index][a.keep] for a in allocs]
 
 
 # ----- the checks ---------------------------------------------------------------------------------------------------
@@ -398,11 +336,11 @@ def check_full_budget(model: Any) -> None:
     assert torch.equal(ours, theirs)
 
 
-def check_pruned_forward(model: Any) -> None:
+def check_pruned_forward(model: Any, positions: str = "original") -> None:
     from arr_coc.integrations import compress
 
     inputs = batch(model, [ONE])
-    cm = compress(model, budget=0.25, scorer=position_scorer)
+    cm = compress(model, budget=0.25, scorer=position_scorer, positions=positions)
     with torch.no_grad():
         out = cm(**inputs).logits
         (alloc,) = cm.last_allocation[0]
@@ -412,22 +350,41 @@ def check_pruned_forward(model: Any) -> None:
     torch.testing.assert_close(out, ref, rtol=1e-5, atol=1e-5)
 
 
-def check_generate_stepwise(model: Any, n: int = 3) -> None:
+def check_generate_stepwise(model: Any, n: int = 3, positions: str = "original") -> None:
     """Cached ``generate`` over the pruned prompt = uncached forwards of the prompt plus the tokens so far."""
     from arr_coc.integrations import compress
 
     inputs = batch(model, [ONE])
-    cm = compress(model, budget=0.25, scorer=position_scorer)
+    per_token = [k for k in dict.fromkeys(("mm_token_type_ids", *layout_of(model).per_token)) if k in inputs]
+    cm = compress(model, budget=0.25, scorer=position_scorer, positions=positions)
     with torch.no_grad():
         seq = cm.generate(**inputs, max_new_tokens=n, do_sample=False)
-        ids, mask, types = inputs["input_ids"], inputs["attention_mask"], inputs["mm_token_type_ids"]
+        grown = dict(inputs)
         for step in range(n):
-            grown = dict(inputs, input_ids=ids, attention_mask=mask, mm_token_type_ids=types)
+            ids = grown["input_ids"]
             nxt = cm(**grown).logits[:, -1].argmax(-1, keepdim=True)  # (B, 1)
             assert torch.equal(nxt, seq[:, ids.shape[1] : ids.shape[1] + 1]), f"token {step} differs"
-            ids, mask = torch.cat([ids, nxt], 1), torch.cat([mask, torch.ones_like(nxt)], 1)
-            types = torch.cat([types, torch.zeros_like(nxt, dtype=types.dtype)], 1)
-    assert torch.equal(seq, ids)
+            grown["input_ids"] = torch.cat([ids, nxt], 1)
+            grown["attention_mask"] = torch.cat([grown["attention_mask"], torch.ones_like(nxt)], 1)
+            for key in per_token:  # decoded tokens are text
+                grown[key] = torch.cat([grown[key], torch.zeros_like(nxt, dtype=grown[key].dtype)], 1)
+    assert torch.equal(seq, grown["input_ids"])
+
+
+def check_positions(model: Any) -> None:
+    """``positions="renumber"``: a 1-D family's pruned forward equals the hand reference with the pruned sequence
+    numbered 0, 1, ... and cached ``generate`` equals stepwise forwards; an M-RoPE family refuses it in one line."""
+    from arr_coc.integrations import compress
+
+    if layout_of(model).rows != 1:
+        try:
+            compress(model, budget=0.25, positions="renumber")
+        except ValueError as err:
+            assert "positions='renumber' applies to 1-D positions only" in str(err) and "\n" not in str(err)
+            return
+        raise AssertionError("an M-RoPE family took positions='renumber'")
+    check_pruned_forward(model, positions="renumber")
+    check_generate_stepwise(model, positions="renumber")
 
 
 def check_batch(model: Any) -> None:
@@ -454,20 +411,35 @@ def check_allocate_grid(model_type: str, family: Any) -> None:
     cell = family.cell
     lo, hi = family.min_pixels, 300 * cell * cell
     proc = tiny_family.image_processor(family.patch_size, lo, hi)
-    shapes = ((1000, 1300), (640, 480), (1600, 400)) + (((300, 200),) if tiny_family.layout is not None else ())
-    for w, h in shapes:
+    for w, h in ((1000, 1300), (640, 480), (1600, 400)) + tiny_family.layout.extra_shapes:
         img = Image.new("RGB", (w, h), "white")
+        gh, gw = tiny_family.layout.token_grid(proc, img, family.merge_size)
         a = allocate(img, "x", 4, family=family.name, mode="texture", min_pixels=lo, max_pixels=hi)
-        if tiny_family.layout is not None:
-            assert a.grid == tiny_family.layout.token_grid(proc, img, family.merge_size), (w, h, a.grid)
-            continue
-        _, gh, gw = (int(v) for v in proc(images=img, return_tensors="pt")["image_grid_thw"][0])
-        assert a.grid == (gh // family.merge_size, gw // family.merge_size), (w, h, a.grid, gh, gw)
+        assert a.grid == (gh, gw), (w, h, a.grid, gh, gw)
+
+
+def _refused(model: Any, option: dict[str, Any], what: str) -> bool:
+    """True when the model's family lacks ``what`` (its adapter says so) and ``compress(**option)`` refuses it at
+    wrap time in one line naming the family (then there is nothing else to check)."""
+    from arr_coc.integrations import compress
+    from arr_coc.integrations.compress import find_adapter
+
+    adapter = find_adapter(model)
+    if getattr(adapter, f"supports_{what}")():
+        return False
+    try:
+        compress(model, budget=0.25, **option)
+    except ValueError as err:
+        assert f"is not supported for {adapter.name}" in str(err) and "\n" not in str(err), str(err)
+        return True
+    raise AssertionError(f"{adapter.name} lacks {what} but compress took {option}")
 
 
 def check_foveation(model: Any) -> None:
     from arr_coc.integrations import compress
 
+    if _refused(model, {"foveate": True, "scorer": position_scorer}, "foveation"):
+        return
     inputs = batch(model, [ONE])
     with torch.no_grad():
         full = compress(model, budget=1.0, scorer=position_scorer, foveate=True)
@@ -488,6 +460,8 @@ def check_detail(model: Any) -> None:
     coarse tokens) and the prompt shrinks to match; ``generate`` runs."""
     from arr_coc.integrations import compress
 
+    if _refused(model, {"detail": "thumbnail"}, "detail"):
+        return
     inputs = batch(model, [[[10, 11], ("image", (1, 16, 16)), [12, 13]]])
     with torch.no_grad():
         ref = model(**inputs).logits
@@ -507,8 +481,11 @@ CHECKS: dict[str, Callable[[Any], None]] = {
     "pruned_forward": check_pruned_forward,
     "generate_stepwise": check_generate_stepwise,
     "batch": check_batch,
+    "positions": check_positions,
     "foveation": check_foveation,
     "detail": check_detail,
 }
+
+_minicpm_image_processor = minicpm_image_processor  # as tests/test_minicpm.py reads it
 
 __all__ = ["CHECKS", "TINY", "TinyFamily", "batch", "check_allocate_grid", "position_scorer", "prompt", "tiny"]
