@@ -65,6 +65,7 @@ def split_prompt(
     scorings: Sequence[Any] | None = None,
     realizer: Any = None,
     config: Any = None,
+    min_tokens: int = 0,
 ) -> list[torch.Tensor]:
     """One row's images: each image's kept indices for ONE ``budget`` over them all.
 
@@ -75,6 +76,9 @@ def split_prompt(
         scorings: per image, the realizer's ``Scoring`` (its word units, text prior and OCR boxes), or None (a
             custom scorer: no text read, an even split, no word units).
         realizer: resolves an adaptive budget (its config's tiers); config: a :class:`arr_coc.pages.PagesConfig`.
+        min_tokens: when some page stands out, every page still keeps its own best ``min_tokens`` (the floor of
+            ``allocate_pages(floor=...)``; the vLLM plugin's 1: vLLM needs a placeholder per image); 0: none. When
+            no page stands out the even split already gives every page its share.
 
     Returns:
         Per image, (k_i,) kept indices ascending, on the device of its scores; sum k_i = the row's budget resolved
@@ -97,7 +101,8 @@ def split_prompt(
     best = max(relevance, key=relevance.get) if relevance else None  # type: ignore[arg-type]
     best_scores = flat[best] if best is not None else max(flat, key=lambda s: float(s.max()) if s.numel() else 0.0)
     k = document_budget(budget, sum(int(s.numel()) for s in flat), best_scores, realizer or default_realizer())
-    keeps = split_pages(flat, units, relevance, specific, k, "auto", config.temperature)
+    floor: int | str = min_tokens if specific and min_tokens > 0 else "auto"
+    keeps = split_pages(flat, units, relevance, specific, k, floor, config.temperature)
     return [keep.to(s.device) for keep, s in zip(keeps, scores, strict=True)]
 
 
