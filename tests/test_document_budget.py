@@ -110,6 +110,10 @@ def test_a_count_is_for_the_whole_prompt_and_one_image_rows_are_unchanged():
     assert _budgets(per_prompt)[0] == [2, 1, 1] and sum(_budgets(per_prompt)[0]) == 4
     a, b = per_item.last_allocation[1][0], per_prompt.last_allocation[1][0]  # the one-image row: as before
     assert torch.equal(a.keep, b.keep)
+    adaptive = compress(model, "adaptive", budget_scope="prompt")
+    with torch.no_grad():
+        adaptive(**batch(model, [DOC]))
+    assert 1 <= sum(_budgets(adaptive)[0]) <= 32  # the most relevant page's adaptive count, over the document
 
 
 def test_the_default_scope_is_per_item():
