@@ -1,8 +1,8 @@
 """One table of model families: every fact about a family that the rest of ARR-COC-VIS needs, in one row.
 
-Built in: Qwen2-VL, Qwen2.5-VL, Qwen3-VL (+MoE), Qwen3.5 (+MoE), GLM-4.1V (+GLM-4.6V) and GLM-OCR (the last three
-rows: ``arr_coc.integrations.qwen3_5`` / ``glm4v``; :data:`QWEN_VL` are the first three, whose tiny checkpoints use
-Qwen2's vocabulary).
+Built in: Qwen2-VL, Qwen2.5-VL, Qwen3-VL (+MoE), Qwen3.5 (+MoE), GLM-4.1V (+GLM-4.6V), GLM-OCR and MiniCPM-V 4.7
+(``arr_coc.integrations.qwen3_5`` / ``glm4v`` / ``minicpmv4_7``; :data:`QWEN_VL` are the first three, whose tiny
+checkpoints use Qwen2's vocabulary).
 
 A :class:`Family` row holds the family's grid (patch and merge size), its processor's pixel bounds and
 normalisation, its special token ids and chat template, the ``transformers`` release it needs, and one
@@ -44,6 +44,9 @@ TRANSFORMERS_FLOOR = "5.18.0"
 QWEN3_5_FLOOR = "5.18.0"
 # GLM-4.1V: the same (tests/test_family_tester.py passes with 5.18.0 shadowing).
 GLM4V_FLOOR = "5.18.0"
+# MiniCPM-V 4.7: 5.19.0 has its module with forward(mm_encoder_outputs=...) and the same canvas get_rope_index as 5.24
+# (read in both installed sources); older releases are not known to.
+MINICPMV4_7_FLOOR = "5.19.0"
 
 # Qwen2 BPE ids shared by every Qwen-VL checkpoint (tokenizer_config.json's added tokens; "\n" is BPE rank 198).
 QWEN2_TOKEN_IDS: dict[str, int] = {
@@ -171,6 +174,8 @@ class Family:
         chat_template: the Jinja template of the published checkpoints (text, images, videos).
         spellings: extra names a user may type besides ``name`` and the model types.
         min_transformers: the oldest ``transformers`` release ``compress`` gives exact answers with for this family.
+        grid_rule: ``"module:function"`` of ``f(height, width, GridSpec) -> Grid`` for a family whose processor does
+            not resize with ``smart_resize`` (MiniCPM-V's thumbnail and slices); None: ``smart_resize``.
     """
 
     name: str
@@ -187,6 +192,7 @@ class Family:
     chat_template: str = QWEN2_VL_TEMPLATE
     spellings: tuple[str, ...] = ()
     min_transformers: str = TRANSFORMERS_FLOOR
+    grid_rule: str | None = None
 
     @property
     def cell(self) -> int:
@@ -377,6 +383,33 @@ BUILTIN: tuple[Family, ...] = (
         added_tokens=0,
         chat_template=GLM4V_TEMPLATE,
         min_transformers=GLM4V_FLOOR,
+    ),
+    Family(
+        name="minicpm-v-4.7",
+        patch_size=14,  # the published processor's and checkpoints' (MiniCPMV4_7VisionConfig defaults to 16)
+        merge_size=4,  # "16x": the window merger's 2x2, then the merger's 2x2
+        # the thumbnail: resized to about 448 x 448 (scale_resolution), sides multiples of 56; larger pages add slices
+        min_pixels=56 * 56,
+        eval_pixels=(56 * 56, 448 * 448),
+        image_mean=(0.5, 0.5, 0.5),
+        image_std=(0.5, 0.5, 0.5),
+        processor="MiniCPMV4_7Processor",
+        classes=(
+            ModelClass(
+                "minicpmv4_7",
+                "MiniCPMV4_7ForConditionalGeneration",
+                "transformers.models.minicpmv4_7.modeling_minicpmv4_7",
+                f"{_MOD}.minicpmv4_7:ADAPTER",
+            ),
+        ),
+        # ChatML on Qwen3.5's tokenizer; the placeholder and crop marker ids are the checkpoint's config's (-1: none
+        # in MiniCPMV4_7Config's defaults)
+        token_ids={**QWEN3_5_TOKEN_IDS, "image": -1, "video": -1, "vision_start": -1, "vision_end": -1},
+        added_tokens=26,
+        chat_template=QWEN3_VL_TEMPLATE,
+        spellings=("minicpm-v4.7", "minicpmv-4.7", "minicpm-v"),
+        min_transformers=MINICPMV4_7_FLOOR,
+        grid_rule=f"{_MOD}.minicpmv4_7:canvas_grid",
     ),
 )
 QWEN_VL: tuple[Family, ...] = BUILTIN[:3]  # the Qwen2-VL-tokenizer families (Qwen2-VL, Qwen2.5-VL, Qwen3-VL)

@@ -144,6 +144,92 @@ def _glm_ocr() -> Any:
     return tf.GlmOcrForConditionalGeneration, tf.GlmOcrConfig(text_config=text, vision_config=vision, **ids)
 
 
+SLICE_START, SLICE_END = 309, 310  # MiniCPM-V's <slice> / </slice>
+
+
+def _minicpmv4_7() -> Any:
+    """A tiny MiniCPM-V 4.7: a 2-layer SigLIP tower with the window merger after layer 0 ("16x": 4x4 patches a
+    token), Qwen3.5's hybrid language model; ``<image>`` / ``</image>`` are V_START / V_END, "\n" is NEWLINE."""
+    import transformers as tf
+
+    vision = dict(
+        hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4, patch_size=14, image_size=112,
+    )  # fmt: skip
+    ids = dict(
+        image_token_id=IMAGE, video_token_id=VIDEO, image_start_id=V_START, image_end_id=V_END,
+        slice_start_id=SLICE_START, slice_end_id=SLICE_END, newline_id=NEWLINE,
+    )  # fmt: skip
+    text = dict(qwen3_5_text(), model_type="qwen3_5_text")  # 5.19 reads the text config's type from the dict
+    config = tf.MiniCPMV4_7Config(text_config=text, vision_config=vision, insert_layer_id=0, **ids)
+    return tf.MiniCPMV4_7ForConditionalGeneration, config
+
+
+class CanvasLayout:
+    """Prompts, references and grids as MiniCPM-V lays them out (a thumbnail and its slices, NaViT-packed).
+
+    An ``("image", (t, h, w))`` part is a thumbnail of the tokens a merge-2 family would give it (h/2 x w/2 tokens:
+    h/2*m x w/2*m patches, m the model's merge size), so every check's token counts hold unchanged; an optional
+    third element ``(rows, cols)`` adds that many slices of the same size after it (``<slice>`` ... ``</slice>``,
+    rows joined by ``"\n"``)."""
+
+    @staticmethod
+    def prompt(model: Any, parts: list, seed: int = 0) -> tuple[list[int], list[tuple[tuple[int, int], torch.Tensor]]]:
+        from arr_coc.families import load_object, match_model
+
+        found = match_model(model)
+        assert found is not None
+        _, merge, _ = load_object(found[1].adapter).geometry(model)
+        p = int(model.config.vision_config.patch_size)
+        gen = torch.Generator().manual_seed(seed)
+        ids, crops = [IM_START, USER, NEWLINE], []
+        for part in parts:
+            if isinstance(part, list):
+                ids += part
+                continue
+            _, (_, h, w), *rest = part
+            hw = (h // 2 * merge, w // 2 * merge)
+            n = (h // 2) * (w // 2)
+            rows, cols = rest[0] if rest else (0, 0)
+            ids += [V_START] + [IMAGE] * n + [V_END]
+            for r in range(rows):
+                ids += ([NEWLINE] if r else []) + ([SLICE_START] + [IMAGE] * n + [SLICE_END]) * cols
+            for _ in range(1 + rows * cols):
+                crops.append((hw, torch.randn(3, p, hw[0] * hw[1] * p, generator=gen)))
+        return ids + [IM_END, IM_START, ASSISTANT, NEWLINE], crops
+
+    @staticmethod
+    def visual(crops: list[tuple[tuple[int, int], torch.Tensor]]) -> dict[str, torch.Tensor]:
+        return {"pixel_values": torch.cat([px for _, px in crops], dim=-1).unsqueeze(0),
+                "target_sizes": torch.tensor([hw for hw, _ in crops], dtype=torch.int32)}  # fmt: skip
+
+    @staticmethod
+    def rope_index(model: Any, inputs: dict[str, torch.Tensor]) -> torch.Tensor:
+        return model.model.get_rope_index(
+            inputs["input_ids"], mm_token_type_ids=inputs["mm_token_type_ids"], target_sizes=inputs["target_sizes"],
+            attention_mask=inputs["attention_mask"],
+        )[0]  # fmt: skip
+
+    @staticmethod
+    def image_features(model: Any, inputs: dict[str, torch.Tensor]) -> Any:
+        return model.model.get_image_features(inputs["pixel_values"], inputs["target_sizes"], return_dict=True)
+
+    @staticmethod
+    def token_grid(proc: Any, img: Any, merge: int) -> tuple[int, int]:
+        """The processor's tokens of a page as one grid: its slices' canvas, or the thumbnail without slices."""
+        out = proc(images=img, return_tensors="pt")
+        sizes, (rows, cols) = out["target_sizes"], out["grids"][0]
+        if rows == 0:
+            return int(sizes[0][0]) // merge, int(sizes[0][1]) // merge
+        return rows * int(sizes[1][0]) // merge, cols * int(sizes[1][1]) // merge
+
+
+def _minicpm_image_processor(patch: int, min_pixels: int, max_pixels: int) -> Any:
+    """MiniCPM-V's image processor (its resize has no pixel bounds: a thumbnail of about 448 x 448, and slices)."""
+    from transformers import MiniCPMV4_6ImageProcessorPil
+
+    return MiniCPMV4_6ImageProcessorPil(patch_size=patch)
+
+
 def _qwen_image_processor(patch: int, min_pixels: int, max_pixels: int) -> Any:
     from transformers import Qwen2VLImageProcessorPil
 
@@ -168,6 +254,7 @@ class TinyFamily:
     build: Callable[[], Any]
     image_processor: Callable[[int, int, int], Any] = _qwen_image_processor
     videos: bool = True  # whether compress takes this family's videos
+    layout: Any = None  # prompts not laid out as Qwen's (CanvasLayout): how to build them and the references
 
 
 TINY: dict[str, TinyFamily] = {
@@ -182,6 +269,7 @@ TINY: dict[str, TinyFamily] = {
         TinyFamily("glm4v", _glm4v, _glm_image_processor, videos=False),
         TinyFamily("glm46v", _glm46v, _glm_image_processor, videos=False),
         TinyFamily("glm_ocr", _glm_ocr, _glm_image_processor, videos=False),
+        TinyFamily("minicpmv4_7", _minicpmv4_7, _minicpm_image_processor, videos=False, layout=CanvasLayout),
     )
 }
 
@@ -221,9 +309,17 @@ def prompt(model: Any, parts: list, seed: int = 0) -> tuple[list[int], list[tupl
     return ids + [IM_END, IM_START, ASSISTANT, NEWLINE], images
 
 
-def batch(model: Any, samples: list[list], side: str = "left") -> dict[str, torch.Tensor]:
-    """Processor-style inputs for prompts ``samples`` (each a ``parts`` list of :func:`prompt`), padded on ``side``."""
-    made = [prompt(model, parts, seed=i) for i, parts in enumerate(samples)]
+def _layout(model: Any) -> Any:
+    """The family's :attr:`TinyFamily.layout` (None: Qwen's)."""
+    found = TINY.get(getattr(model.config, "model_type", ""))
+    return found.layout if found is not None else None
+
+
+def batch(model: Any, samples: list[list], side: str = "left", seed: int = 0) -> dict[str, torch.Tensor]:
+    """Processor-style inputs for prompts ``samples`` (each a ``parts`` list of :func:`prompt`), padded on ``side``;
+    sample ``i``'s pixels from seed ``seed + i``."""
+    lay = _layout(model)
+    made = [(lay.prompt if lay else prompt)(model, parts, seed=seed + i) for i, parts in enumerate(samples)]
     length = max(len(ids) for ids, _ in made)
     input_ids = torch.full((len(made), length), PAD, dtype=torch.long)
     mask = torch.zeros(len(made), length, dtype=torch.long)
@@ -233,7 +329,9 @@ def batch(model: Any, samples: list[list], side: str = "left") -> dict[str, torc
         mask[b, cols] = 1
     out = {"input_ids": input_ids, "attention_mask": mask, "mm_token_type_ids": (input_ids == IMAGE).int()}
     images = [im for _, ims in made for im in ims]
-    if images:
+    if images and lay:
+        out.update(lay.visual(images))
+    elif images:
         out["pixel_values"] = torch.cat([p for _, p in images])
         out["image_grid_thw"] = torch.tensor([g for g, _ in images])
     return out
@@ -250,10 +348,11 @@ def reference_logits(model: Any, inputs: dict[str, torch.Tensor], cm: Any, featu
     at the kept columns, the input embeddings of the kept ids with ``features`` (per image, its kept tokens) in the
     kept placeholders, and the language model (Qwen3-VL: the kept DeepStack rows where their tokens are)."""
     pruned = cm.last_inputs
-    full_pos, _ = model.model.get_rope_index(
+    lay = _layout(model)
+    full_pos = lay.rope_index(model, inputs) if lay else model.model.get_rope_index(
         inputs["input_ids"], mm_token_type_ids=inputs["mm_token_type_ids"], image_grid_thw=inputs.get("image_grid_thw"),
         attention_mask=inputs["attention_mask"],
-    )  # fmt: skip
+    )[0]  # fmt: skip
     cols = pruned.index_map.clamp_min(0)  # (B, L'): original column of each kept column
     pos = torch.stack([full_pos[r].gather(1, cols) for r in range(full_pos.shape[0])])  # (3, B, L')
     real = pruned.attention_mask.bool()
@@ -274,7 +373,10 @@ def reference_logits(model: Any, inputs: dict[str, torch.Tensor], cm: Any, featu
 
 def kept_features(model: Any, inputs: dict[str, torch.Tensor], cm: Any) -> list[torch.Tensor]:
     """Per image, the model's own full-tower features (``get_image_features``) at the kept indices."""
-    enc = model.model.get_image_features(inputs["pixel_values"], inputs["image_grid_thw"], return_dict=True)
+    lay = _layout(model)
+    enc = lay.image_features(model, inputs) if lay else model.model.get_image_features(
+        inputs["pixel_values"], inputs["image_grid_thw"], return_dict=True
+    )  # fmt: skip
     allocs = sorted((a for per in cm.last_allocation for a in per), key=lambda a: a.index)
     return [enc.pooler_output[a.index][a.keep] for a in allocs]
 
@@ -337,8 +439,7 @@ def check_batch(model: Any) -> None:
         out = cm(**both).logits
         kept_b = cm.last_inputs.attention_mask.bool()
         for b, parts in enumerate((ONE, TWO)):
-            alone = batch(model, [parts])
-            alone["pixel_values"] = torch.cat([p for _, p in prompt(model, parts, seed=b)[1]])
+            alone = batch(model, [parts], seed=b)
             single = cm(**alone).logits[0]
             torch.testing.assert_close(out[b, kept_b[b]], single, rtol=1e-5, atol=1e-5)
 
@@ -353,10 +454,14 @@ def check_allocate_grid(model_type: str, family: Any) -> None:
     cell = family.cell
     lo, hi = family.min_pixels, 300 * cell * cell
     proc = tiny_family.image_processor(family.patch_size, lo, hi)
-    for w, h in ((1000, 1300), (640, 480), (1600, 400)):
+    shapes = ((1000, 1300), (640, 480), (1600, 400)) + (((300, 200),) if tiny_family.layout is not None else ())
+    for w, h in shapes:
         img = Image.new("RGB", (w, h), "white")
-        _, gh, gw = (int(v) for v in proc(images=img, return_tensors="pt")["image_grid_thw"][0])
         a = allocate(img, "x", 4, family=family.name, mode="texture", min_pixels=lo, max_pixels=hi)
+        if tiny_family.layout is not None:
+            assert a.grid == tiny_family.layout.token_grid(proc, img, family.merge_size), (w, h, a.grid)
+            continue
+        _, gh, gw = (int(v) for v in proc(images=img, return_tensors="pt")["image_grid_thw"][0])
         assert a.grid == (gh // family.merge_size, gw // family.merge_size), (w, h, a.grid, gh, gw)
 
 

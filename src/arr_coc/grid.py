@@ -115,6 +115,7 @@ class GridSpec:
     merge_size: int  # patches merged per token side (2)
     min_pixels: int  # smallest resized area the processor allows
     max_pixels: int  # largest resized area the processor allows
+    rule: str | None = None  # the family's own resize ("module:function"; Family.grid_rule), else smart_resize
 
     @property
     def factor(self) -> int:
@@ -145,9 +146,13 @@ class GridSpec:
                 f"need 1 <= min_pixels <= max_pixels and max_pixels >= {factor * factor} (one {factor}px cell); "
                 f"got min_pixels={lo}, max_pixels={hi}"
             )
-        return cls(family, patch, merge, lo, hi)
+        return cls(family, patch, merge, lo, hi, row.grid_rule)
 
     def grid_for(self, height: int, width: int) -> Grid:
         """The grid of an image of ``height x width`` original pixels."""
+        if self.rule is not None:  # a family whose processor does not resize with smart_resize
+            from .families import load_object
+
+            return load_object(self.rule)(height, width, self)
         h, w = smart_resize(height, width, self.factor, self.min_pixels, self.max_pixels)
         return Grid(rows=h // self.factor, cols=w // self.factor, cell=self.factor)
