@@ -50,6 +50,7 @@ from arr_coc.tensors import joined
 
 from .base import EncodedVisual, ImageContext, Scorer, VisualAllocation
 from .contract import Adapter, Visual, VisualInputs, pruned_positions
+from .document_budget import spend_per_prompt
 from .options import CompressOptions, normalisation
 from .sequence import (
     HostPrompt,
@@ -371,8 +372,15 @@ class CompressedModel:
         ]  # near-duplicates by the tower's features, or (foveated) by the tokens' pixels
         per_item = PerItem(asks, pixels, feats, n, redund)
         if by_realizer:
-            return self._decide_by_realizer(batch, per_item, plan, sent)
-        return self._decide_per_item(batch, per_item)
+            decided = self._decide_by_realizer(batch, per_item, plan, sent)
+        else:
+            decided = self._decide_per_item(batch, per_item)
+        if o.budget_scope == "prompt":  # one budget over each row's images (document_budget.py)
+            decided = spend_per_prompt(
+                decided, [it.sample for it in items], [it.kind for it in items], batch.budgets,
+                [a.text for a in asks], batch.scorings, self.realizer,
+            )  # fmt: skip
+        return decided
 
     def _decide_by_realizer(
         self,
@@ -388,6 +396,7 @@ class CompressedModel:
         frames = self.adapter.frames(self.model, batch.visual, items, plan, sent, self.image_mean, self.image_std)
         grids = [it.merged_grid(merge)[1:] for it in items]
         out: list[Any] = [None] * len(items)
+        batch.scorings = [None] * len(items)
         for kind in ("image", "video"):
             at = [i for i, it in enumerate(items) if it.kind == kind]
             if not at:
@@ -403,6 +412,7 @@ class CompressedModel:
             )  # fmt: skip
             for i, d in zip(at, decision.items, strict=True):
                 out[i] = (d.choice, _counted(d.scores.detach().float().flatten(), per.n[i]))
+                batch.scorings[i] = d.scoring
         return out
 
     def _decide_per_item(self, batch: Batch, per: PerItem) -> list[tuple[Choice, torch.Tensor]]:
@@ -584,6 +594,7 @@ def compress(
     text_options: dict[str, Any] | None = None,
     positions: str = "original",
     options: CompressOptions | None = None,
+    budget_scope: str = "item",
 ) -> CompressedModel:
     """Wrap a vision-language model so that only the visual tokens relevant to the question reach the language model.
 
@@ -620,6 +631,9 @@ def compress(
             full sequence, with gaps, and decoding continues after the full sequence) or ``"renumber"`` (the pruned
             sequence numbered 0, 1, ...; decoding continues right after it). M-RoPE families refuse ``"renumber"``
             (:data:`~arr_coc.integrations.contract.POSITION_CHOICES`; the default is argued in docs/families.md).
+        budget_scope: ``"item"`` (each image / video its own ``budget``) or ``"prompt"``: a row with several images
+            (a document's pages) spends ONE ``budget`` over them by relevance, as ``allocate_pages`` does; a page may
+            keep zero tokens (its vision markers stay; :mod:`arr_coc.integrations.document_budget`).
 
     Returns:
         A :class:`CompressedModel`.
@@ -634,6 +648,7 @@ def compress(
             budget, scorer=scorer, query=query, redundancy=redundancy, deepstack_tiers=deepstack_tiers,
             padding_side=padding_side, text_prior=text_prior, scorer_config=scorer_config, realizer=realizer,
             foveate=foveate, detail=detail, text_options=text_options, adapter=adapter, positions=positions,
+            budget_scope=budget_scope,
         )  # fmt: skip
     if processor is not None:
         adapter.check_processor(model, processor)  # a setting the family's grid cannot map: one line naming it

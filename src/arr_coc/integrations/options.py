@@ -54,6 +54,9 @@ class CompressOptions:
             :meth:`Realizer.choose`). A wrapped default scorer (a timer around ``resolve_scorer("auto")``) is a
             callable, so it takes ``"per_item"`` (the same tokens, item by item); ``path="decide"`` with any scorer
             but the default one is refused.
+        budget_scope: ``"item"`` (the default: each image / video gets ``budget``) or ``"prompt"`` (a row with
+            several images spends ONE ``budget`` over them, by their relevance to the question, as
+            ``arr_coc.allocate_pages`` splits a document's: :mod:`.document_budget`).
     """
 
     budget: TokenBudget | tuple[TokenBudget, ...] = TokenBudget("adaptive")
@@ -70,8 +73,12 @@ class CompressOptions:
     scorer_config: Any = None
     path: str = "decide"
     positions: str = "original"
+    budget_scope: str = "item"
 
     def __post_init__(self) -> None:
+        from .document_budget import check_scope
+
+        check_scope(self.budget_scope, self.detail, self.redundancy)
         if self.path not in PATHS:
             raise ValueError(f"path must be one of {', '.join(map(repr, PATHS))}, got {self.path!r}")
         if self.path == "decide" and self.scorer is not default_scorer:
@@ -116,6 +123,7 @@ class CompressOptions:
         adapter: Adapter | None = None,
         path: str | None = None,
         positions: str = "original",
+        budget_scope: str = "item",
     ) -> CompressOptions:
         """The options of ``compress``'s keywords (documented there), each checked once.
 
@@ -203,6 +211,7 @@ class CompressOptions:
             scorer_config=scorer_config,
             path=path if path is not None else declared_path(scorer),
             positions=positions,
+            budget_scope=budget_scope,
         )
 
 

@@ -39,6 +39,8 @@ class Batch:
         positions: the model's own positions of the full sequence (:meth:`Adapter.positions`).
         origin (torch.LongTensor of shape (batch_size, sequence_length) or None): with thumbnails, the caller's column
             of each column of the longer prompt (-1 on a thumbnail).
+        scorings: per item, the realizer's ``Scoring`` (the ``"decide"`` path: scores, word units, text prior, OCR
+            boxes), or None; what ``budget_scope="prompt"`` reads (:mod:`.document_budget`).
     """
 
     input_ids: torch.Tensor
@@ -54,6 +56,7 @@ class Batch:
     budgets: list[TokenBudget]
     positions: Positions | None = None
     origin: torch.Tensor | None = None
+    scorings: list[Any] | None = None
 
     @property
     def visual(self) -> Visual:

@@ -173,9 +173,14 @@ def decide_all(
     frames = [_frames(pixel_values[a:b], g, geometry) for a, b, g in zip(starts, starts[1:], grids, strict=False)]
     modes = ["text" if options.mode == "text" and q else "texture" for q in questions]
     text_options = dict(options.text_options) if options.text_options is not None else None
-    decision = realizer_for(options.relevance, device).decide(
+    realizer = realizer_for(options.relevance, device)
+    decision = realizer.decide(
         frames, [(h // m, w // m) for _, h, w in grids], questions, options.budget, modes, text_options=text_options
     )
+    if options.budget_scope == "prompt" and len(grids) > 1:  # one budget over the request's images (document.py)
+        from .document import split_request
+
+        return split_request(decision, questions, options.budget, realizer)
     return [decision[i].keep.long().cpu() for i in range(len(decision))]  # each (k_i,)
 
 
@@ -309,6 +314,10 @@ class ProcessorMixin:
         if options.query is None:
             request[QUERIES] = questions  # the question becomes part of the item's cache key
         kwargs = {**own, KEY: request}
+        if options.budget_scope == "prompt":  # one budget over the images: keyed and cached as one document
+            from .document import whole_document
+
+            inputs, kwargs = whole_document(self, inputs, kwargs)
         return super().apply(replace(inputs, hf_processor_mm_kwargs=kwargs), timing_ctx)  # type: ignore[misc]
 
     def _get_cache_missing_processor_kwargs(self, inputs: Any, mm_is_cached: Any) -> Mapping[str, object]:
