@@ -187,6 +187,7 @@ class Family:
     chat_template: str = QWEN2_VL_TEMPLATE
     spellings: tuple[str, ...] = ()
     min_transformers: str = TRANSFORMERS_FLOOR
+    tiles: str | None = None  # a tiled family's tiling scheme (arr_coc.tiling: "internvl", "llava-onevision")
 
     @property
     def cell(self) -> int:
@@ -378,6 +379,45 @@ BUILTIN: tuple[Family, ...] = (
         min_transformers=GLM4V_FLOOR,
     ),
 )
+INTERNVL_FLOOR = TRANSFORMERS_FLOOR  # forward(mm_encoder_outputs=...) as the Qwen line's; only 5.24 is tested here
+# InternVL3 "-hf" tokenizer (Qwen2.5's ranks): ChatML turn markers, <img> / </img> around an image's <IMG_CONTEXT> run
+INTERNVL_TOKEN_IDS: dict[str, int] = {
+    "endoftext": 151643,  # <|endoftext|>
+    "im_start": 151644,  # <|im_start|>
+    "im_end": 151645,  # <|im_end|>
+    "vision_start": 151665,  # <img>
+    "vision_end": 151666,  # </img>
+    "image": 151667,  # <IMG_CONTEXT> (InternVLConfig.image_token_id)
+    "newline": 198,  # "\n"
+}
+IMAGENET_MEAN = (0.485, 0.456, 0.406)  # InternVL's image processor
+IMAGENET_STD = (0.229, 0.224, 0.225)
+TILED: tuple[Family, ...] = (
+    Family(
+        name="internvl",
+        patch_size=14,
+        merge_size=2,  # the pixel shuffle (downsample_ratio 0.5): 2 x 2 patches a token, 256 tokens a 448-px tile
+        min_pixels=448 * 448,  # one tile
+        eval_pixels=(448 * 448, 12 * 448 * 448),  # 1 to 12 tiles (max_patches 12), plus the thumbnail
+        image_mean=IMAGENET_MEAN,
+        image_std=IMAGENET_STD,
+        processor="InternVLProcessor",
+        classes=(
+            ModelClass(
+                "internvl",
+                "InternVLForConditionalGeneration",
+                "transformers.models.internvl.modeling_internvl",
+                f"{_MOD}.internvl:ADAPTER",
+            ),
+        ),
+        token_ids=dict(INTERNVL_TOKEN_IDS),
+        added_tokens=0,
+        spellings=("internvl3", "internvl2.5", "internvl-3"),
+        min_transformers=INTERNVL_FLOOR,
+        tiles="internvl",
+    ),
+)
+BUILTIN = BUILTIN + TILED
 QWEN_VL: tuple[Family, ...] = BUILTIN[:3]  # the Qwen2-VL-tokenizer families (Qwen2-VL, Qwen2.5-VL, Qwen3-VL)
 
 _REGISTRY: dict[str, Family] = {f.name: f for f in BUILTIN}
