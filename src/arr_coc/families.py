@@ -416,6 +416,33 @@ TILED: tuple[Family, ...] = (
         min_transformers=INTERNVL_FLOOR,
         tiles="internvl",
     ),
+    Family(
+        name="llava-onevision",
+        patch_size=14,
+        merge_size=1,  # a token is one SigLIP patch of a 384-px tile (27 x 27 a tile)
+        min_pixels=384 * 384,  # the base view
+        eval_pixels=(384 * 384, 2304 * 2304),  # image_grid_pinpoints' smallest and largest
+        image_mean=(0.5, 0.5, 0.5),
+        image_std=(0.5, 0.5, 0.5),
+        processor="LlavaOnevisionProcessor",
+        classes=(
+            ModelClass(
+                "llava_onevision",
+                "LlavaOnevisionForConditionalGeneration",
+                "transformers.models.llava_onevision.modeling_llava_onevision",
+                f"{_MOD}.llava_onevision:ADAPTER",
+            ),
+        ),
+        token_ids={
+            **{k: INTERNVL_TOKEN_IDS[k] for k in ("endoftext", "im_start", "im_end", "newline")},
+            "image": 151646,
+            "video": 151647,
+        },  # fmt: skip  (LlavaOnevisionConfig's <image> / <video>)
+        added_tokens=0,
+        spellings=("llava-ov", "llava-onevision-qwen2", "llavaonevision"),
+        min_transformers=TRANSFORMERS_FLOOR,
+        tiles="llava-onevision",
+    ),
 )
 BUILTIN = BUILTIN + TILED
 QWEN_VL: tuple[Family, ...] = BUILTIN[:3]  # the Qwen2-VL-tokenizer families (Qwen2-VL, Qwen2.5-VL, Qwen3-VL)

@@ -386,23 +386,28 @@ class CompressedModel:
         o, items = self.options, batch.items
         patch, merge, _ = self.adapter.geometry(self.model)
         frames = self.adapter.frames(self.model, batch.visual, items, plan, sent, self.image_mean, self.image_std)
-        grids = [it.merged_grid(merge)[1:] for it in items]
-        out: list[Any] = [None] * len(items)
+        views = self.adapter.views(self.model, items, frames, merge)  # the rasters scored (one an item but tiled)
+        parts: list[list[Any]] = [[] for _ in items]
         for kind in ("image", "video"):
-            at = [i for i, it in enumerate(items) if it.kind == kind]
+            at = [v for v in views if items[v.item].kind == kind]
             if not at:
                 continue
-            texts = [per.asks[i].text for i in at]
+            texts = [per.asks[v.item].text for v in at]
             modes = ["text" if o.text_prior and t else "texture" for t in texts]
             decision = self.realizer.decide(
-                [frames[i] for i in at], [grids[i] for i in at], texts,  # type: ignore[misc]
-                [batch.budgets[items[i].sample] for i in at], modes, token_feats=[per.feats[i] for i in at],
-                query_embeds=[per.asks[i].embeds for i in at], features=[per.redund[i] for i in at],
-                redundancy=o.redundancy, detail=o.detail if kind == "image" else None, patch=patch, merge=merge,
-                text_options=o.text_options,
+                [v.frames for v in at], [v.grid for v in at], texts, [_view_budget(v, views, items, batch) for v in at],
+                modes, token_feats=[_rows(per.feats[v.item], v.tokens) for v in at],
+                query_embeds=[per.asks[v.item].embeds for v in at],
+                features=[_rows(per.redund[v.item], v.tokens) for v in at], redundancy=o.redundancy,
+                detail=o.detail if kind == "image" else None, patch=patch, merge=merge, text_options=o.text_options,
             )  # fmt: skip
-            for i, d in zip(at, decision.items, strict=True):
-                out[i] = (d.choice, _counted(d.scores.detach().float().flatten(), per.n[i]))
+            for v, d in zip(at, decision.items, strict=True):
+                cells = v.frames.shape[0] * v.grid[0] * v.grid[1]
+                parts[v.item].append((v, d.choice, _counted(d.scores.detach().float().flatten(), cells)))
+        out: list[Any] = []
+        for i, it in enumerate(items):
+            choice, scores = self.adapter.join_views(it, parts[i], per.n[i])
+            out.append((choice, _counted(scores, per.n[i])))
         return out
 
     def _decide_per_item(self, batch: Batch, per: PerItem) -> list[tuple[Choice, torch.Tensor]]:
@@ -433,6 +438,9 @@ class CompressedModel:
                 detail=o.detail if it.kind == "image" else None, grid=it.merged_grid(merge)[1:], patch=patch,
                 merge=merge,
             )  # fmt: skip
+            keep = self.adapter.structure_keep(it, choice.keep)  # the family's structure tokens follow their cells
+            if keep is not choice.keep:
+                choice = Choice(keep, int(keep.numel()), choice.requested, choice.plan)
             out.append((choice, scores))
         return out
 
@@ -560,6 +568,25 @@ class CompressedModel:
             packed.input_ids, packed.attention_mask, packed.position_ids, index_map, packed.rope_deltas, mm_outputs
         )
         return self.adapter.model_inputs(batch.kwargs, packed, mm_outputs, generation)
+
+
+def _view_budget(view: Any, views: Sequence[Any], items: Sequence[Any], batch: Batch) -> Any:
+    """A view's budget: its item's; a count is shared by an item's views in proportion to their cells."""
+    budget = batch.budgets[items[view.item].sample]
+    value = getattr(budget, "value", budget)
+    mine = [v for v in views if v.item == view.item]
+    if len(mine) == 1 or not isinstance(value, int) or isinstance(value, bool):
+        return budget
+    cells = [v.frames.shape[0] * v.grid[0] * v.grid[1] for v in mine]
+    at = next(j for j, v in enumerate(mine) if v is view)
+    return max(1, round(value * cells[at] / sum(cells)))
+
+
+def _rows(x: torch.Tensor | None, tokens: np.ndarray | None) -> torch.Tensor | None:
+    """``x``'s rows at a view's ``tokens`` (None: all rows, as they are)."""
+    if x is None or tokens is None:
+        return x
+    return x[torch.from_numpy(tokens).to(x.device)]
 
 
 def compress(
