@@ -269,8 +269,163 @@ def onevision_tiles_for(
     return OneVisionTiles(height, width, side, tile, rows, cols, crop, final)
 
 
+def newlines_follow_rows(keep: np.ndarray, scores: np.ndarray, lay: OneVisionTiles) -> tuple[np.ndarray, np.ndarray]:
+    """``keep`` (n_tokens,) bool with each newline kept iff its row keeps a cell (the base view's one newline, without
+    an anyres part: iff the image keeps a token), and each newline's score (its row's best)."""
+    keep = keep.copy()
+    lines = lay.newline_tokens()
+    keep[lines] = False
+    if not lay.rows:
+        keep[lines] = keep.any()
+        return keep, np.asarray([scores[: lay.n_base].max()])
+    h, w = lay.final
+    cells = lay.anyres_tokens().reshape(h, w)
+    keep[lines] = keep[cells].any(1)
+    return keep, scores[cells].max(1)
+
+
+def anyres_frame(frames: Any, lay: OneVisionTiles, patch: int) -> Any:
+    """The anyres raster's pixels from an image's tiles ``frames`` (torch, (1 + tiles, 3, S, S), base first): the
+    tiles' cells stitched row-major, the model's crop, resized to ``final`` cells when the model shrinks its
+    features: (1, 3, final_h * patch, final_w * patch)."""
+    import torch
+
+    s = lay.side * patch
+    tiles = frames[1 : 1 + lay.rows * lay.cols, :, :s, :s]  # (R*C, 3, s, s)
+    mosaic = tiles.reshape(lay.rows, lay.cols, 3, s, s).permute(2, 0, 3, 1, 4).reshape(3, lay.rows * s, lay.cols * s)
+    t, b, left, right = lay.crop
+    crop = mosaic[:, t * patch : mosaic.shape[1] - b * patch, left * patch : mosaic.shape[2] - right * patch]
+    h, w = lay.final
+    if crop.shape[1:] != (h * patch, w * patch):
+        crop = torch.nn.functional.interpolate(crop[None].float(), (h * patch, w * patch), mode="bilinear")[0]
+    return crop[None]
+
+
+# ----- allocate for a tiled family ------------------------------------------------------------------------------------
+# LLaVA-OneVision's published configs (llava-onevision-qwen2-{0.5b,7b,72b}-ov-hf): 384-px tiles, 1x1 to 6x6 tiles
+ONEVISION_PINPOINTS = [[384 * r, 384 * c] for r in range(1, 7) for c in range(1, 7)]
+
+
+def tile_images(image: Any, scheme: str, settings: dict[str, Any] | None = None) -> tuple[Any, Any, list[Any]]:
+    """A page as the family's processor tiles it: (layout, frames uint8 (tiles, 3, S, S) in the model's tile order,
+    the views [(frames, (rows, cols), tokens or None)] relevance scores).
+
+    PIL bicubic resizes, as the processors' PIL backends; LLaVA-OneVision pads the fitted page with black."""
+    import torch
+    from PIL import Image
+
+    w, h = image.size
+    rgb = image.convert("RGB")
+
+    def tensor(img: Any) -> Any:
+        return torch.from_numpy(np.asarray(img, dtype=np.uint8).copy()).permute(2, 0, 1)  # (3, H, W)
+
+    if scheme == "internvl":
+        lay = internvl_tiles_for(h, w, settings)
+        t = lay.tile
+        canvas = rgb.resize((lay.cols * t, lay.rows * t), Image.Resampling.BICUBIC)
+        tiles = [
+            canvas.crop((c * t, r * t, (c + 1) * t, (r + 1) * t)) for r in range(lay.rows) for c in range(lay.cols)
+        ]
+        if lay.thumbnail:
+            tiles.append(rgb.resize((t, t), Image.Resampling.BICUBIC))
+        frames = torch.stack([tensor(x) for x in tiles])
+        return lay, frames, [(frames, (lay.side, lay.side), None)]
+    if scheme != "llava-onevision":
+        raise ValueError(f"unknown tiling scheme {scheme!r}; known: internvl, llava-onevision")
+    s = dict(settings or {})
+    tile, patch = int(s.get("tile", 384)), int(s.get("patch", 14))
+    side = tile // patch
+    lay = onevision_tiles_for(h, w, s.get("pinpoints", ONEVISION_PINPOINTS), tile, side,
+                              s.get("aspect_ratio", "anyres_max_9"))  # fmt: skip
+    tiles = [rgb.resize((tile, tile), Image.Resampling.BICUBIC)]
+    best_h, best_w = lay.rows * tile, lay.cols * tile
+    f = min(best_w / w, best_h / h)
+    nw, nh = min(math.ceil(w * f), best_w), min(math.ceil(h * f), best_h)
+    canvas = Image.new("RGB", (best_w, best_h), (0, 0, 0))
+    canvas.paste(rgb.resize((nw, nh), Image.Resampling.BICUBIC), ((best_w - nw) // 2, (best_h - nh) // 2))
+    tiles += [canvas.crop((c * tile, r * tile, (c + 1) * tile, (r + 1) * tile))
+              for r in range(lay.rows) for c in range(lay.cols)]  # fmt: skip
+    frames = torch.stack([tensor(x) for x in tiles])
+    cut = side * patch
+    views = [(frames[:1, :, :cut, :cut], (side, side), np.arange(lay.n_base, dtype=np.int64))]
+    if lay.rows:
+        any_frame = anyres_frame(frames.float(), lay, patch).round().clamp(0, 255).to(torch.uint8)
+        views.append((any_frame, lay.final, lay.anyres_tokens()))
+    return lay, frames, views
+
+
+def allocate_tiled(image: Any, query: str | None, budget: Any, family: Any, mode: str, text_options: Any,
+                   realizer: Any, device: Any, reader: Any, settings: dict[str, Any] | None = None) -> Any:  # fmt: skip
+    """``allocate`` for a tiled family (``family.tiles``): the page tiled as the processor tiles it, each view
+    scored, the kept tokens in the model's token order (newlines following their rows). ``Allocation.grid`` is
+    (tiles * 16, 16) for InternVL (tile after tile) and (1, n_tokens) for LLaVA-OneVision; ``Allocation.tiles``
+    holds the layout and :meth:`Allocation.token_boxes` each token's page box."""
+    import time
+
+    import torch
+
+    from .allocating import Allocation
+    from .attending import TokenBudget
+    from .balancing import SCORERS
+    from .io import load_image_with_size
+    from .query import MAX_QUERY_CHARS, normalize_text
+    from .text_prior import query_notes, reading_for
+
+    parsed = TokenBudget.parse(budget)
+    notes: list[str] = []
+    t0 = time.perf_counter()
+    img, (orig_w, orig_h) = load_image_with_size(image, notes=notes)
+    if img.size != (orig_w, orig_h):
+        img = img.resize((orig_w, orig_h))
+    if mode == "text":
+        reading_for(text_options, realizer)
+    lay, _, views = tile_images(img, family.tiles, settings)
+    text = normalize_text(query or "")
+    notes.extend(query_notes(text))
+    cells = [f.shape[0] * g[0] * g[1] for f, g, _ in views]
+    value = parsed.value
+    budgets = [
+        max(1, round(value * c / sum(cells))) if isinstance(value, int) and len(views) > 1 else parsed for c in cells
+    ]  # a count shared by the views in proportion to their cells
+    frames = [f if device is None else f.to(device) for f, _, _ in views]
+    t1 = time.perf_counter()
+    decision = realizer.decide(frames, [g for _, g, _ in views], [text] * len(views), budgets, mode,
+                               text_options=text_options, reader=reader, patch=family.patch_size,
+                               merge=family.merge_size)  # fmt: skip
+    n = lay.n_tokens
+    keep = np.zeros(n, dtype=bool)
+    scores = np.full(n, -np.inf, dtype=np.float32)
+    for (_, _, tokens), item in zip(views, decision.items, strict=True):
+        idx = np.arange(n) if tokens is None else tokens
+        scores[idx] = item.scoring.relevance.scores.float().cpu().numpy().reshape(-1)
+        keep[idx[item.keep.cpu().numpy()]] = True
+    if isinstance(lay, OneVisionTiles):
+        keep, line_scores = newlines_follow_rows(keep, scores, lay)
+        scores[lay.newline_tokens()] = line_scores
+        grid = (1, n)
+    else:
+        grid = (lay.n_tiles * lay.side, lay.side)
+    t2 = time.perf_counter()
+    rel = decision.items[0].scoring.relevance
+    resized = (lay.cols * lay.tile, lay.rows * lay.tile) if lay.rows else (lay.tile, lay.tile)
+    return Allocation(
+        family=family.name, grid=grid, resized=resized, original=(orig_w, orig_h),
+        keep=torch.from_numpy(np.flatnonzero(keep)), scores=scores.reshape(grid),
+        query=("" if query is None else str(query))[:MAX_QUERY_CHARS], mode=mode,
+        weights={name: float(w) for name, w in zip(SCORERS, rel.weights[0].tolist(), strict=True)},
+        timings_ms={"load": (t1 - t0) * 1e3, "texture": 0.0, "ocr": 0.0, "scoring": (t2 - t1) * 1e3,
+                    "total": (t2 - t0) * 1e3, "model_load": 0.0},
+        notes=notes, config=realizer.config, tiles=lay,
+    )  # fmt: skip
+
+
 __all__ = [
     "InternVLTiles",
+    "allocate_tiled",
+    "anyres_frame",
+    "newlines_follow_rows",
+    "tile_images",
     "OneVisionTiles",
     "internvl_settings",
     "internvl_tiles_for",

@@ -32,7 +32,7 @@ import numpy as np
 import torch
 
 from arr_coc.deciding import Choice
-from arr_coc.tiling import OneVisionTiles, onevision_tiles_for
+from arr_coc.tiling import OneVisionTiles, anyres_frame, newlines_follow_rows, onevision_tiles_for
 
 from .base import EncodedVisual, Kind, take_rows
 from .contract import Adapter, LinearLayout, TurnMarkers, View, Visual, VisualInputs
@@ -172,7 +172,7 @@ class OneVisionAdapter(Adapter):
             s = lay.side * patch
             out.append(View(i, f[:1, :, :s, :s], (lay.side, lay.side), np.arange(lay.n_base, dtype=np.int64)))
             if lay.rows:
-                out.append(View(i, anyres_frame(f, lay, patch), lay.final, lay.anyres_tokens()))
+                out.append(View(i, anyres_frame(f, lay, patch).clamp(0, 1), lay.final, lay.anyres_tokens()))
         return out
 
     def join_views(self, item: VisualItem, parts: Sequence[tuple[View, Any, torch.Tensor]], n: int) -> tuple[Any, Any]:
@@ -222,13 +222,14 @@ class OneVisionAdapter(Adapter):
         for i, (lay, keep) in enumerate(zip(layouts, keeps, strict=True)):
             wanted += [(i, t) for t in tiles_read(lay, np.asarray(keep, dtype=np.int64))]
         px = pixel_values if pixel_values.dim() == 5 else pixel_values.unsqueeze(1)
-        batch = torch.stack([px[i, t] for i, t in wanted])  # (S, 3, H, W)
+        runs = wanted if len(wanted) > 1 else wanted * 2  # the model's unpatched path needs two images or more
+        batch = torch.stack([px[i, t] for i, t in runs])  # (S, 3, H, W)
         sizes = torch.tensor([[lay.height, lay.width] for lay in layouts])  # image_sizes (h, w)
         # each tile alone, as the model encodes an image of a multi-image prompt: its base tokens + one newline
         raw = model.model.get_image_features(
-            batch, sizes.new_ones(len(wanted), 2), batch_num_images=torch.tensor([len(wanted)]), return_dict=True
+            batch, sizes.new_ones(len(runs), 2), batch_num_images=torch.tensor([len(runs)]), return_dict=True
         )
-        per_tile = {key: f[:-1] for key, f in zip(wanted, raw.pooler_output, strict=True)}  # (side**2, D) each
+        per_tile = {key: f[:-1] for key, f in zip(wanted, raw.pooler_output, strict=False)}  # (side**2, D) each
         feats, dim = [], raw.pooler_output[0].shape[-1]
         for i, (lay, keep) in enumerate(zip(layouts, keeps, strict=True)):
             n_tiles = 1 + lay.rows * lay.cols
@@ -262,21 +263,6 @@ class OneVisionAdapter(Adapter):
         return out
 
 
-def newlines_follow_rows(keep: np.ndarray, scores: np.ndarray, lay: OneVisionTiles) -> tuple[np.ndarray, np.ndarray]:
-    """``keep`` (n_tokens,) bool with each newline kept iff its row keeps a cell (the base view's one newline: iff
-    the image keeps a token), and each newline's score (its row's best)."""
-    keep = keep.copy()
-    lines = lay.newline_tokens()
-    keep[lines] = False
-    if not lay.rows:
-        keep[lines] = keep.any()
-        return keep, np.asarray([scores[: lay.n_base].max()])
-    h, w = lay.final
-    cells = lay.anyres_tokens().reshape(h, w)
-    keep[lines] = keep[cells].any(1)
-    return keep, scores[cells].max(1)
-
-
 def tiles_read(lay: OneVisionTiles, keep: np.ndarray) -> list[int]:
     """The tiles (0 = the base view, always; 1 + r * cols + c: an anyres tile) whose cells feed a kept token."""
     tiles = {0}
@@ -300,20 +286,6 @@ def tiles_read(lay: OneVisionTiles, keep: np.ndarray) -> list[int]:
             mr, mc = sr + t, sc + left  # mosaic cell
             tiles.update((1 + (mr // lay.side) * lay.cols + mc // lay.side).tolist())
     return sorted(tiles)
-
-
-def anyres_frame(frames: torch.Tensor, lay: OneVisionTiles, patch: int) -> torch.Tensor:
-    """The anyres raster's pixels: the tiles' cells stitched (``frames[1:]``, row-major), the model's crop, resized to
-    ``final`` cells when the model shrinks: (1, 3, final_h * patch, final_w * patch)."""
-    s = lay.side * patch
-    tiles = frames[1 : 1 + lay.rows * lay.cols, :, :s, :s]  # (R*C, 3, s, s)
-    mosaic = tiles.reshape(lay.rows, lay.cols, 3, s, s).permute(2, 0, 3, 1, 4).reshape(3, lay.rows * s, lay.cols * s)
-    t, b, left, right = lay.crop
-    crop = mosaic[:, t * patch : mosaic.shape[1] - b * patch, left * patch : mosaic.shape[2] - right * patch]
-    h, w = lay.final
-    if crop.shape[1:] != (h * patch, w * patch):
-        crop = torch.nn.functional.interpolate(crop[None], (h * patch, w * patch), mode="bilinear")[0]
-    return crop[None].clamp(0, 1)
 
 
 ADAPTER = OneVisionAdapter()
