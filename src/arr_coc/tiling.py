@@ -269,18 +269,19 @@ def onevision_tiles_for(
     return OneVisionTiles(height, width, side, tile, rows, cols, crop, final)
 
 
-def newlines_follow_rows(keep: np.ndarray, scores: np.ndarray, lay: OneVisionTiles) -> tuple[np.ndarray, np.ndarray]:
-    """``keep`` (n_tokens,) bool with each newline kept iff its row keeps a cell (the base view's one newline, without
-    an anyres part: iff the image keeps a token), and each newline's score (its row's best)."""
+def newlines_stay(keep: np.ndarray, scores: np.ndarray, lay: OneVisionTiles) -> tuple[np.ndarray, np.ndarray]:
+    """``keep`` (n_tokens,) bool with every newline token kept, and each newline's score (its row's best).
+
+    The contract's rule for row structure, as Mistral3's ``[IMG_BREAK]``: a row with no kept cell keeps its newline
+    (the newlines are the only row structure the language model reads; an empty row shows as a newline after a
+    newline, the rows below stay on their rows). They cost one token a row, not counted in the budget."""
     keep = keep.copy()
     lines = lay.newline_tokens()
-    keep[lines] = False
+    keep[lines] = True
     if not lay.rows:
-        keep[lines] = keep.any()
         return keep, np.asarray([scores[: lay.n_base].max()])
     h, w = lay.final
     cells = lay.anyres_tokens().reshape(h, w)
-    keep[lines] = keep[cells].any(1)
     return keep, scores[cells].max(1)
 
 
@@ -358,7 +359,7 @@ def tile_images(image: Any, scheme: str, settings: dict[str, Any] | None = None)
 def allocate_tiled(image: Any, query: str | None, budget: Any, family: Any, mode: str, text_options: Any,
                    realizer: Any, device: Any, reader: Any, settings: dict[str, Any] | None = None) -> Any:  # fmt: skip
     """``allocate`` for a tiled family (``family.tiles``): the page tiled as the processor tiles it, each view
-    scored, the kept tokens in the model's token order (newlines following their rows). ``Allocation.grid`` is
+    scored, the kept tokens in the model's token order (every newline kept). ``Allocation.grid`` is
     (tiles * 16, 16) for InternVL (tile after tile) and (1, n_tokens) for LLaVA-OneVision; ``Allocation.tiles``
     holds the layout and :meth:`Allocation.token_boxes` each token's page box."""
     import time
@@ -401,7 +402,7 @@ def allocate_tiled(image: Any, query: str | None, budget: Any, family: Any, mode
         scores[idx] = item.scoring.relevance.scores.float().cpu().numpy().reshape(-1)
         keep[idx[item.keep.cpu().numpy()]] = True
     if isinstance(lay, OneVisionTiles):
-        keep, line_scores = newlines_follow_rows(keep, scores, lay)
+        keep, line_scores = newlines_stay(keep, scores, lay)
         scores[lay.newline_tokens()] = line_scores
         grid = (1, n)
     else:
@@ -424,7 +425,7 @@ __all__ = [
     "InternVLTiles",
     "allocate_tiled",
     "anyres_frame",
-    "newlines_follow_rows",
+    "newlines_stay",
     "tile_images",
     "OneVisionTiles",
     "internvl_settings",

@@ -11,10 +11,10 @@ placeholders are not its layout's count is named with both counts).
 
 The decision scores two rasters an image (:meth:`views`): the base view's tile, and the anyres raster rebuilt from
 the tiles' pixels (stitched, cropped, resized to the raster exactly as the model shrinks its features), each cell
-one token; a count budget is shared between them by their cells. **Newlines follow their row**: a row's newline is
-kept when the row keeps a cell (a row with nothing kept vanishes, newline included; at full budget every newline
-stays). The base view's newline (multi-image) stays whenever the image keeps a token. The language model takes 1-D
-positions.
+one token; a count budget is shared between them by their cells. **Newlines stay**, as Mistral3's ``[IMG_BREAK]``:
+every row keeps its newline, a row with no kept cell too (the newlines are the only row structure the language model
+reads), one token a row not counted in the budget; so does the base view's one newline (multi-image). The language
+model takes 1-D positions.
 
 Foveation (tiles chosen before the tower): the tower runs on the base view always and on the tiles whose cells feed
 a kept anyres token (the bilinear shrink's two source rows and columns included), each tile alone through the
@@ -32,7 +32,7 @@ import numpy as np
 import torch
 
 from arr_coc.deciding import Choice
-from arr_coc.tiling import OneVisionTiles, anyres_frame, newlines_follow_rows, onevision_tiles_for
+from arr_coc.tiling import OneVisionTiles, anyres_frame, newlines_stay, onevision_tiles_for
 
 from .base import EncodedVisual, Kind, take_rows
 from .contract import Adapter, LinearLayout, TurnMarkers, View, Visual, VisualInputs
@@ -187,7 +187,7 @@ class OneVisionAdapter(Adapter):
             keep[view.tokens[choice.keep.cpu().numpy()]] = True
             requested += int(choice.requested)
         lines = lay.newline_tokens()
-        keep, line_scores = newlines_follow_rows(keep, scores.cpu().numpy(), lay)
+        keep, line_scores = newlines_stay(keep, scores.cpu().numpy(), lay)
         scores[torch.from_numpy(lines).to(scores.device)] = torch.from_numpy(line_scores).to(scores)
         kept = torch.from_numpy(np.flatnonzero(keep)).to(parts[0][1].keep.device)
         return Choice(kept, int(kept.numel()), requested), scores
@@ -196,7 +196,7 @@ class OneVisionAdapter(Adapter):
         lay = item.layout  # type: ignore[attr-defined]
         mask = np.zeros(lay.n_tokens, dtype=bool)
         mask[keep.cpu().numpy()] = True
-        mask, _ = newlines_follow_rows(mask, np.zeros(lay.n_tokens), lay)
+        mask, _ = newlines_stay(mask, np.zeros(lay.n_tokens), lay)
         return torch.from_numpy(np.flatnonzero(mask)).to(keep.device)
 
     # ----- the encoder --------------------------------------------------------------------------------------------
