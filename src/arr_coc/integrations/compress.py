@@ -49,7 +49,7 @@ from arr_coc.families import supported_classes
 from arr_coc.tensors import joined
 
 from .base import EncodedVisual, ImageContext, Scorer, VisualAllocation
-from .contract import Adapter, Visual, VisualInputs
+from .contract import Adapter, Visual, VisualInputs, pruned_positions
 from .options import CompressOptions, normalisation
 from .sequence import (
     HostPrompt,
@@ -554,6 +554,9 @@ class CompressedModel:
             0 if pad_id is None else int(pad_id), mm_token_type_ids=prompt.mm_token_type_ids, labels=batch.labels,
             always_mask=generation, extra=[feats.flat[k] for k in to_send],  # type: ignore[misc]
         )  # fmt: skip
+        packed.position_ids, packed.rope_deltas = pruned_positions(
+            self.options.positions, packed.position_ids, packed.rope_deltas, packed.attention_mask
+        )  # 1-D families: the original ids with gaps, or renumbered
         sent = dict(zip(to_send, packed.extra, strict=True))
         mm_outputs = {
             k: self.adapter.pruned_output(feats.encoded[k], feats.per_kind[k], feats.per_levels[k], flat=sent.get(k))
@@ -606,6 +609,7 @@ def compress(
     foveate: bool = False,
     detail: str | None = None,
     text_options: dict[str, Any] | None = None,
+    positions: str = "original",
     options: CompressOptions | None = None,
 ) -> CompressedModel:
     """Wrap a vision-language model so that only the visual tokens relevant to the question reach the language model.
@@ -639,6 +643,10 @@ def compress(
         detail: ``None`` drops what is not kept; ``"thumbnail"`` / ``"mixed"`` spend part of each image's budget on
             a coarse view (:mod:`arr_coc.integrations.detail`; always foveated; images only; coarse + fine = the
             budget; a too-small image is pruned drop-only and its ``VisualAllocation.detail.note`` says why).
+        positions: families with 1-D positions only: ``"original"`` (default: kept tokens keep their ids in the
+            full sequence, with gaps, and decoding continues after the full sequence) or ``"renumber"`` (the pruned
+            sequence numbered 0, 1, ...; decoding continues right after it). M-RoPE families refuse ``"renumber"``
+            (:data:`~arr_coc.integrations.contract.POSITION_CHOICES`; the default is argued in docs/families.md).
 
     Returns:
         A :class:`CompressedModel`.
@@ -651,7 +659,7 @@ def compress(
         options = CompressOptions.build(
             budget, scorer=scorer, query=query, redundancy=redundancy, deepstack_tiers=deepstack_tiers,
             padding_side=padding_side, text_prior=text_prior, scorer_config=scorer_config, realizer=realizer,
-            foveate=foveate, detail=detail, text_options=text_options, adapter=adapter,
+            foveate=foveate, detail=detail, text_options=text_options, adapter=adapter, positions=positions,
         )  # fmt: skip
     if tokenizer is None and processor is not None:
         tokenizer = getattr(processor, "tokenizer", processor)

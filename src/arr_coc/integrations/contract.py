@@ -140,6 +140,48 @@ def linear_positions(attention_mask: torch.Tensor | None, input_ids: torch.Tenso
     return Positions(ids.unsqueeze(0), deltas, LinearLayout())  # (1, B, L)
 
 
+POSITION_CHOICES = ("original", "renumber")
+"""What 1-D position ids the kept tokens get (``compress(positions=...)``, :func:`pruned_positions`):
+
+* ``"original"`` (the default): every kept token keeps the id it has in the FULL sequence, with gaps where tokens
+  were dropped, and decoding continues after the full sequence, as if nothing had been dropped;
+* ``"renumber"``: the pruned sequence is numbered 0, 1, ... over its real tokens, as if the dropped tokens had never
+  been in the prompt, and decoding continues right after it.
+
+The choice exists only for 1-D positions (:class:`LinearLayout`): M-RoPE ids carry an image's (t, h, w) layout, so
+the Qwen line always keeps the original ids (``compress`` refuses ``"renumber"`` there). The default is argued in
+``docs/families.md`` ("Positions of kept tokens")."""
+
+
+def pruned_positions(
+    choice: str, position_ids: torch.Tensor, deltas: torch.Tensor, attention_mask: torch.Tensor | None
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """The positions of a pruned (repacked) sequence for a :data:`POSITION_CHOICES` ``choice``.
+
+    Args:
+        choice: ``"original"`` (returned as given) or ``"renumber"``.
+        position_ids (torch.LongTensor of shape (P, batch_size, pruned_length)): the full sequence's ids gathered at
+            the kept columns (0 on padding).
+        deltas (torch.LongTensor of shape (batch_size, 1)): next position minus the real pruned length.
+        attention_mask (torch.LongTensor of shape (batch_size, pruned_length) or None): 0 on padding.
+
+    Returns:
+        (position_ids, deltas) of the same shapes: renumbered, every row is 0, 1, ... over the real tokens (0 on
+        padding) and the deltas are 0 (decoding continues at the pruned real length).
+    """
+    if choice == "original":
+        return position_ids, deltas
+    if choice != "renumber":
+        raise ValueError(f"positions must be one of {', '.join(map(repr, POSITION_CHOICES))}, got {choice!r}")
+    if attention_mask is None:
+        ids = torch.arange(position_ids.shape[-1], device=position_ids.device).expand(position_ids.shape[1], -1)
+    else:
+        mask = attention_mask.to(position_ids.device)
+        ids = (mask.long().cumsum(-1) - 1).masked_fill(mask == 0, 0)  # (B, L')
+    ids = ids.to(position_ids.dtype).unsqueeze(0).expand(position_ids.shape[0], -1, -1).contiguous()  # (P, B, L')
+    return ids, torch.zeros_like(deltas)
+
+
 @dataclass(frozen=True)
 class TurnMarkers:
     """The token ids that delimit a chat turn, for :func:`turn_question_ids`.

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from arr_coc.attending import Budget, TokenBudget
 
 from .base import Scorer, cosine_scorer, default_scorer, resolve_scorer
-from .contract import Adapter
+from .contract import POSITION_CHOICES, Adapter
 from .detail import MIN_THUMBNAIL_TOKENS, parse_detail
 
 if TYPE_CHECKING:
@@ -46,6 +46,8 @@ class CompressOptions:
         foveate: decide before the vision tower and encode only the kept tokens' patches.
         detail: None (drop), ``"thumbnail"`` or ``"mixed"`` (level of detail; always foveated; images only).
         scorer_config: anything, for a custom scorer (``ImageContext.scorer_config``); the default scorer ignores it.
+        positions: ``"original"`` (kept tokens keep their ids in the full sequence, with gaps) or ``"renumber"``
+            (consecutive ids over the pruned sequence); 1-D families only (:data:`~.contract.POSITION_CHOICES`).
         path: how the tokens are chosen, declared when the options are built, never guessed from the scorer's
             identity: ``"decide"`` (``scorer="auto"``: :meth:`Realizer.decide` over each modality's items at once)
             or ``"per_item"`` (a callable scorer, ``"cosine"`` too: the scorer on each item's ``ImageContext``, then
@@ -67,6 +69,7 @@ class CompressOptions:
     detail: str | None = None
     scorer_config: Any = None
     path: str = "decide"
+    positions: str = "original"
 
     def __post_init__(self) -> None:
         if self.path not in PATHS:
@@ -112,6 +115,7 @@ class CompressOptions:
         text_options: dict[str, Any] | None = None,
         adapter: Adapter | None = None,
         path: str | None = None,
+        positions: str = "original",
     ) -> CompressOptions:
         """The options of ``compress``'s keywords (documented there), each checked once.
 
@@ -165,6 +169,13 @@ class CompressOptions:
                 "scorer='cosine' needs the vision tower's features, but detail=... scores before the tower runs (it "
                 "is always foveated); use scorer='auto' or a callable that reads pixel_values"
             )
+        if positions not in POSITION_CHOICES:
+            raise ValueError(f"positions must be one of {', '.join(map(repr, POSITION_CHOICES))}, got {positions!r}")
+        if positions == "renumber" and adapter is not None and adapter.layout.rows != 1:
+            raise ValueError(
+                f"positions='renumber' applies to 1-D positions only; {adapter.name}'s M-RoPE ids carry each image's "
+                "(t, h, w) layout, so its kept tokens always keep their original ids (positions='original')"
+            )
         if padding_side not in (None, "left", "right"):
             raise ValueError(f"padding_side must be None, 'left' or 'right', got {padding_side!r}")
         if text_prior and scorer_config is not None and not isinstance(scorer_config, dict):
@@ -191,6 +202,7 @@ class CompressOptions:
             detail=detail,
             scorer_config=scorer_config,
             path=path if path is not None else declared_path(scorer),
+            positions=positions,
         )
 
 

@@ -1,0 +1,157 @@
+"""How the family tester (:mod:`arr_coc.family_testing`) lays out a family's prompts and builds its hand references.
+
+One :class:`PromptLayout` a family, named by its :class:`~arr_coc.family_testing.TinyFamily`: the ids an image takes
+in the prompt (placeholders and the family's structure tokens), the pixels and the other inputs its processor returns,
+the model's own features of every image, the positions a pruned forward must have, and the language model run by hand
+on the kept tokens. The default is the Qwen line's (M-RoPE from ``get_rope_index``, ``<|vision_start|>`` placeholders
+``<|vision_end|>``, patch rows and ``image_grid_thw``); :class:`LinearPrompt` is a 1-D family's (LLaVA's layout: one
+placeholder a visual token, ``pixel_values`` of shape (n, 3, H, W), positions 0, 1, ... over the real tokens, kept
+tokens at their original ids or renumbered, :data:`~arr_coc.integrations.contract.POSITION_CHOICES`).
+
+Images are described to a layout as the Qwen rows describe them, a (t, h, w) grid of PATCHES merged 2 x 2 into visual
+tokens; a family whose token count is fixed (Gemma 3) maps every grid to its own.
+
+Nothing here imports ``arr_coc.integrations``: a compressed model (``cm``) is passed in and only its recorded
+``last_inputs`` / ``last_allocation`` are read.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+VOCAB = 320
+PAD, BOS, EOS = 0, 1, 2
+IMAGE, VIDEO, V_START, V_END = 300, 301, 302, 303
+IM_START, IM_END, NEWLINE, USER, ASSISTANT = 304, 305, 306, 307, 308
+IMG_BREAK, IMG_END = 309, 310  # Pixtral's row break and image end
+
+Grid = tuple[int, int, int]
+Image = tuple[Grid, torch.Tensor]  # (grid, pixels) of one image, as a layout made it
+
+
+def patch_dim(model: Any) -> int:
+    vc = model.config.vision_config
+    tps = vc.temporal_patch_size if isinstance(vc.temporal_patch_size, int) else vc.temporal_patch_size[0]
+    return 3 * int(tps) * int(vc.patch_size) ** 2
+
+
+class PromptLayout:
+    """The Qwen line's prompts and references (what the family tester did before it knew other families)."""
+
+    per_token: tuple[str, ...] = ("mm_token_type_ids",)  # per-token inputs; decoded tokens get 0
+    rows: int = 3  # position rows
+
+    def image(self, model: Any, grid: Grid, gen: torch.Generator) -> tuple[list[int], Image]:
+        """The ids of one image in the prompt, and its (grid, pixels)."""
+        t, h, w = grid
+        pixels = torch.randn(t * h * w, patch_dim(model), generator=gen)
+        return [V_START] + [IMAGE] * (t * h * w // 4) + [V_END], (grid, pixels)
+
+    def visual_inputs(self, model: Any, input_ids: torch.Tensor, images: list[Image]) -> dict[str, torch.Tensor]:
+        """The processor's other inputs for a batch of ``input_ids`` holding ``images`` (in order)."""
+        out = {"mm_token_type_ids": (input_ids == IMAGE).int()}
+        if images:
+            out["pixel_values"] = torch.cat([p for _, p in images])
+            out["image_grid_thw"] = torch.tensor([g for g, _ in images])
+        return out
+
+    def features(self, model: Any, inputs: dict[str, torch.Tensor]) -> list[torch.Tensor]:
+        """Per image, the model's own full-tower features (N, D)."""
+        enc = model.model.get_image_features(inputs["pixel_values"], inputs["image_grid_thw"], return_dict=True)
+        return list(enc.pooler_output)
+
+    def positions(self, model: Any, inputs: dict[str, torch.Tensor], cm: Any) -> torch.Tensor:
+        """(P, B, L') the positions of ``cm``'s last pruned call: the model's ``get_rope_index`` of the FULL prompt
+        gathered at the kept columns."""
+        full_pos, _ = model.model.get_rope_index(
+            inputs["input_ids"], mm_token_type_ids=inputs["mm_token_type_ids"],
+            image_grid_thw=inputs.get("image_grid_thw"), attention_mask=inputs["attention_mask"],
+        )  # fmt: skip
+        cols = cm.last_inputs.index_map.clamp_min(0)  # (B, L'): original column of each kept column
+        return torch.stack([full_pos[r].gather(1, cols) for r in range(full_pos.shape[0])])  # (3, B, L')
+
+    def logits(self, model: Any, embeds: torch.Tensor, pos: torch.Tensor, cm: Any) -> torch.Tensor:
+        """The language model on the kept tokens' embeddings (the kept features in place), by hand (Qwen3-VL: the
+        kept DeepStack rows where their tokens are)."""
+        pruned = cm.last_inputs
+        extra = {}
+        deep = getattr(pruned.mm_encoder_outputs.get("image"), "deepstack_features", None)
+        if deep:
+            extra = {
+                "visual_pos_masks": pruned.input_ids == IMAGE,
+                "deepstack_visual_embeds": [torch.cat(level) for level in deep],
+            }
+        lm = model.model.language_model
+        hidden = lm(inputs_embeds=embeds, attention_mask=pruned.attention_mask, position_ids=pos, **extra)
+        return model.lm_head(hidden.last_hidden_state)
+
+    def token_grid(self, processor: Any, image: Any, merge: int) -> tuple[int, int]:
+        """(rows, columns) of visual tokens the family's processor makes of a PIL ``image``."""
+        _, gh, gw = (int(v) for v in processor(images=image, return_tensors="pt")["image_grid_thw"][0])
+        return gh // merge, gw // merge
+
+
+QWEN = PromptLayout()
+
+
+def linear_reference_positions(inputs: dict[str, torch.Tensor], cm: Any) -> torch.Tensor:
+    """(1, B, L') 1-D positions a pruned call must have: ``cm.options.positions`` ``"original"``: the full prompt's
+    0, 1, ... over its real tokens (what ``generate`` gives a left-padded prompt) gathered at the kept columns;
+    ``"renumber"``: 0, 1, ... over the real tokens of the pruned prompt."""
+    pruned = cm.last_inputs
+    if cm.options.positions == "renumber":
+        mask = pruned.attention_mask
+        return ((mask.long().cumsum(-1) - 1).masked_fill(mask == 0, 0)).unsqueeze(0)
+    mask = inputs["attention_mask"]
+    full = (mask.long().cumsum(-1) - 1).masked_fill(mask == 0, 0)  # (B, L)
+    pos = full.gather(1, pruned.index_map.clamp_min(0))  # (B, L')
+    return pos.masked_fill(pruned.index_map < 0, 0).unsqueeze(0)
+
+
+class LinearPrompt(PromptLayout):
+    """A 1-D family's prompts (LLaVA's layout): ``(h/2) * (w/2)`` placeholders an image and nothing else,
+    ``pixel_values`` (n, 3, 14 h, 14 w) with the tower's patch side, ``get_image_features(pixel_values)`` split per
+    image, 1-D positions, the whole model run on ``inputs_embeds`` for the reference."""
+
+    per_token: tuple[str, ...] = ()
+    rows = 1
+    merge = 2  # patches a token side in the tester's grids
+
+    def side(self, model: Any) -> int:
+        return int(model.config.vision_config.patch_size)
+
+    def tokens(self, grid: Grid) -> list[int]:
+        """The ids of an image of (t, h, w) patches (raster placeholders)."""
+        _, h, w = grid
+        return [IMAGE] * ((h // self.merge) * (w // self.merge))
+
+    def image(self, model: Any, grid: Grid, gen: torch.Generator) -> tuple[list[int], Image]:
+        _, h, w = grid
+        s = self.side(model)
+        pixels = torch.rand(1, 3, h * s, w * s, generator=gen) * 2 - 1
+        return self.tokens(grid), (grid, pixels)
+
+    def visual_inputs(self, model: Any, input_ids: torch.Tensor, images: list[Image]) -> dict[str, torch.Tensor]:
+        return {"pixel_values": torch.cat([p for _, p in images])} if images else {}
+
+    def features(self, model: Any, inputs: dict[str, torch.Tensor]) -> list[torch.Tensor]:
+        return list(model.model.get_image_features(inputs["pixel_values"], return_dict=True).pooler_output)
+
+    def positions(self, model: Any, inputs: dict[str, torch.Tensor], cm: Any) -> torch.Tensor:
+        return linear_reference_positions(inputs, cm)
+
+    def extra(self, model: Any, cm: Any) -> dict[str, Any]:
+        """The family's other inputs to the reference forward (none)."""
+        return {}
+
+    def logits(self, model: Any, embeds: torch.Tensor, pos: torch.Tensor, cm: Any) -> torch.Tensor:
+        pruned = cm.last_inputs
+        mask = pruned.attention_mask
+        if mask is None:
+            mask = torch.ones(pruned.input_ids.shape, dtype=torch.long)
+        return model(inputs_embeds=embeds, attention_mask=mask, position_ids=pos[0], **self.extra(model, cm)).logits
+
+
+LINEAR = LinearPrompt()
