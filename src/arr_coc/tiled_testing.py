@@ -14,11 +14,26 @@ from typing import Any
 
 import torch
 
+from arr_coc.family_layouts import (
+    ASSISTANT,
+    BOS,
+    EOS,
+    IM_END,
+    IM_START,
+    IMAGE,
+    NEWLINE,
+    PAD,
+    USER,
+    V_END,
+    V_START,
+    VIDEO,
+    VOCAB,
+    Grid,
+    Image,
+    LinearPrompt,
+)
 from arr_coc.tiling import OneVisionTiles, onevision_tiles_for
 
-VOCAB, PAD, BOS, EOS = 320, 0, 1, 2
-IMAGE, VIDEO, V_START, V_END = 300, 301, 302, 303
-IM_START, IM_END, NEWLINE, USER, ASSISTANT = 304, 305, 306, 307, 308
 TEXT = dict(
     model_type="qwen2", vocab_size=VOCAB, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
     num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=1024, pad_token_id=PAD, bos_token_id=BOS,
@@ -127,4 +142,109 @@ def onevision_inputs(
             "batch_num_images": torch.tensor(per_sample)}  # fmt: skip
 
 
-__all__ = ["build", "internvl", "internvl_inputs", "onevision", "onevision_inputs", "onevision_layout", "pad_batch"]
+# ----- the family tester's prompt layouts (arr_coc.family_layouts) ----------------------------------------------------
+def _runs(input_ids: torch.Tensor) -> list[int]:
+    """Lengths of the runs of image placeholders, row-major (one run an InternVL image)."""
+    out = []
+    for row in input_ids.tolist():
+        n = 0
+        for i in [*row, -1]:
+            if i == IMAGE:
+                n += 1
+            elif n:
+                out.append(n)
+                n = 0
+    return out
+
+
+class InternVLPrompt(LinearPrompt):
+    """InternVL's prompts for the tester: an image of (t, h, w) patches is ``max(1, h * w / 64)`` tiles of 16 tokens
+    (one tile for the tester's 8 x 8 image: a 4 x 4 grid), ``<img>`` + 16 placeholders a tile + ``</img>``."""
+
+    @staticmethod
+    def tiles(grid: Grid) -> int:
+        return max(1, grid[1] * grid[2] // 64)
+
+    def image(self, model: Any, grid: Grid, gen: torch.Generator) -> tuple[list[int], Image]:
+        n = self.tiles(grid)
+        pixels = torch.rand(n, 3, INTERNVL_TILE, INTERNVL_TILE, generator=gen) * 2 - 1
+        return [V_START] + [IMAGE] * (INTERNVL_TOKENS * n) + [V_END], (grid, pixels)
+
+    def features(self, model: Any, inputs: dict[str, torch.Tensor]) -> list[torch.Tensor]:
+        flat = model.model.get_image_features(inputs["pixel_values"], return_dict=True).pooler_output.flatten(0, 1)
+        return list(flat.split(_runs(inputs["input_ids"])))
+
+    def pruned(self, model: Any, grid: Grid, fraction: float) -> tuple[Grid, int]:
+        n = self.tiles(grid)
+        return (n, 4, 4), round(fraction * n * INTERNVL_TOKENS)
+
+    def token_grid(self, processor: Any, image: Any, merge: int) -> tuple[int, int]:
+        """The published processor's tiles (GotOcr2ImageProcessor, 448 px, 1 to 12): (tiles * 16, 16)."""
+        from transformers import GotOcr2ImageProcessor
+
+        proc = GotOcr2ImageProcessor(crop_to_patches=True, size={"height": 448, "width": 448})
+        n = proc.get_number_of_image_patches(image.height, image.width, {"crop_to_patches": True, "max_patches": 12})
+        return n * 16, 16
+
+
+class OneVisionPrompt(LinearPrompt):
+    """LLaVA-OneVision's prompts for the tester: an image of (t, h, w) patches is a page of (14 h, 14 w) px (the
+    tester's 8 x 8 image: 112 px, 2 x 2 tiles: 16 base tokens + 8 rows of 8 cells and a newline), as many
+    placeholders as its layout, ``pixel_values`` (n, tiles, 3, 56, 56) zero-padded, ``image_sizes``."""
+
+    @staticmethod
+    def layout(grid: Grid) -> OneVisionTiles:
+        return onevision_layout(grid[1] * 14, grid[2] * 14)
+
+    def image(self, model: Any, grid: Grid, gen: torch.Generator) -> tuple[list[int], Image]:
+        lay = self.layout(grid)
+        pixels = torch.rand(1 + lay.rows * lay.cols, 3, OV_TILE, OV_TILE, generator=gen) * 2 - 1
+        return [IMAGE] * lay.n_tokens, (grid, pixels)
+
+    def visual_inputs(self, model: Any, input_ids: torch.Tensor, images: list[Image]) -> dict[str, torch.Tensor]:
+        if not images:
+            return {}
+        most = max(p.shape[0] for _, p in images)
+        px = torch.stack([torch.cat([p, p.new_zeros(most - p.shape[0], *p.shape[1:])]) for _, p in images])
+        return {"pixel_values": px, "image_sizes": torch.tensor([[g[1] * 14, g[2] * 14] for g, _ in images])}
+
+    def features(self, model: Any, inputs: dict[str, torch.Tensor]) -> list[torch.Tensor]:
+        enc = model.model.get_image_features(inputs["pixel_values"], inputs["image_sizes"], return_dict=True)
+        return list(enc.pooler_output)
+
+    def pruned(self, model: Any, grid: Grid, fraction: float) -> tuple[Grid, int]:
+        from arr_coc.attending import TokenBudget
+
+        lay = self.layout(grid)
+        budget = TokenBudget.parse(fraction)
+        h, w = lay.final
+        kept = budget.resolve(lay.n_base) + budget.resolve(h * w) + len(lay.newline_tokens())  # newlines stay
+        return (1, 1, lay.n_tokens), kept
+
+    def token_grid(self, processor: Any, image: Any, merge: int) -> tuple[int, int]:
+        """The published processor's count (``_get_number_of_features``, 729-token tiles): (1, n)."""
+        from transformers.models.llava_onevision.processing_llava_onevision import LlavaOnevisionProcessor
+
+        from arr_coc.tiling import ONEVISION_PINPOINTS
+
+        proc = LlavaOnevisionProcessor.__new__(LlavaOnevisionProcessor)  # its counting arithmetic, no tokenizer
+        proc.num_image_tokens, proc.vision_aspect_ratio = 729, "anyres_max_9"
+        proc.image_processor = type("P", (), {"image_grid_pinpoints": ONEVISION_PINPOINTS})()
+        return 1, proc._get_number_of_features(image.height, image.width, 384, 384)
+
+
+INTERNVL = InternVLPrompt()
+ONEVISION = OneVisionPrompt()
+
+
+__all__ = [
+    "INTERNVL",
+    "ONEVISION",
+    "build",
+    "internvl",
+    "internvl_inputs",
+    "onevision",
+    "onevision_inputs",
+    "onevision_layout",
+    "pad_batch",
+]

@@ -49,7 +49,7 @@ from arr_coc.families import supported_classes
 from arr_coc.tensors import joined
 
 from .base import EncodedVisual, ImageContext, Scorer, VisualAllocation
-from .contract import Adapter, Visual, VisualInputs, pruned_positions
+from .contract import Adapter, View, Visual, VisualInputs, pruned_positions
 from .options import CompressOptions, normalisation
 from .sequence import (
     HostPrompt,
@@ -433,14 +433,24 @@ class CompressedModel:
             units = answer.units if isinstance(answer, TokenScores) else ()
             raw = answer.scores if isinstance(answer, TokenScores) else answer
             scores = _counted(torch.as_tensor(raw).detach().float().flatten(), per.n[i])  # (N,)
-            choice = self.realizer.choose(
-                scores, batch.budgets[it.sample], units=units, features=per.redund[i], redundancy=o.redundancy,
-                detail=o.detail if it.kind == "image" else None, grid=it.merged_grid(merge)[1:], patch=patch,
-                merge=merge,
-            )  # fmt: skip
-            keep = self.adapter.structure_keep(it, choice.keep)  # the family's structure tokens follow their cells
-            if keep is not choice.keep:
-                choice = Choice(keep, int(keep.numel()), choice.requested, choice.plan)
+            views = self.adapter.token_views(it)  # a tiled family's rasters (None: the item is one)
+            if views is None:
+                choice = self.realizer.choose(
+                    scores, batch.budgets[it.sample], units=units, features=per.redund[i], redundancy=o.redundancy,
+                    detail=o.detail if it.kind == "image" else None, grid=it.merged_grid(merge)[1:], patch=patch,
+                    merge=merge,
+                )  # fmt: skip
+            else:  # each raster chosen on its own share of the budget, as the decide path does, then joined
+                parts = []
+                cells = [int(tokens.size) for _, tokens in views]
+                for (grid, tokens), n_cells in zip(views, cells, strict=True):
+                    at = torch.from_numpy(tokens).to(scores.device)
+                    part = self.realizer.choose(
+                        scores[at], _share(batch.budgets[it.sample], n_cells, cells), features=_rows(per.redund[i],
+                        tokens), redundancy=o.redundancy, grid=grid, patch=patch, merge=merge,
+                    )  # fmt: skip
+                    parts.append((View(i, scores, grid, tokens), part, scores[at]))
+                choice, scores = self.adapter.join_views(it, parts, per.n[i])
             out.append((choice, scores))
         return out
 
@@ -575,14 +585,19 @@ class CompressedModel:
 
 def _view_budget(view: Any, views: Sequence[Any], items: Sequence[Any], batch: Batch) -> Any:
     """A view's budget: its item's; a count is shared by an item's views in proportion to their cells."""
-    budget = batch.budgets[items[view.item].sample]
-    value = getattr(budget, "value", budget)
     mine = [v for v in views if v.item == view.item]
-    if len(mine) == 1 or not isinstance(value, int) or isinstance(value, bool):
-        return budget
     cells = [v.frames.shape[0] * v.grid[0] * v.grid[1] for v in mine]
     at = next(j for j, v in enumerate(mine) if v is view)
-    return max(1, round(value * cells[at] / sum(cells)))
+    return _share(batch.budgets[items[view.item].sample], cells[at], cells)
+
+
+def _share(budget: Any, n_cells: int, cells: Sequence[int]) -> Any:
+    """One raster's share of an item's budget: a fraction or ``"adaptive"`` as it is; a count in proportion to the
+    raster's cells (the item's one raster: all of it)."""
+    value = getattr(budget, "value", budget)
+    if len(cells) == 1 or not isinstance(value, int) or isinstance(value, bool):
+        return budget
+    return max(1, round(value * n_cells / sum(cells)))
 
 
 def _rows(x: torch.Tensor | None, tokens: np.ndarray | None) -> torch.Tensor | None:

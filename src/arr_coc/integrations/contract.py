@@ -336,10 +336,11 @@ class Adapter:
         assert not rest, f"{self.name}: an item of several views needs the family's join_views"
         return choice, scores
 
-    def structure_keep(self, item: VisualItem, keep: torch.Tensor) -> torch.Tensor:
-        """The kept tokens of an item once the family's structure tokens (a newline a row) follow its cells; by
-        default ``keep`` (a family without structure tokens among its placeholders)."""
-        return keep
+    def token_views(self, item: VisualItem) -> list[tuple[tuple[int, int], np.ndarray]] | None:
+        """The rasters of an item for a scorer's per-token scores (the ``per_item`` path): (grid, the item's token
+        index of each cell) each, chosen each on its share of the budget and joined by :meth:`join_views`, as the
+        decide path's :meth:`views`; None (the default): the item is one raster."""
+        return None
 
     # ----- positions ----------------------------------------------------------------------------------------------
     def positions(

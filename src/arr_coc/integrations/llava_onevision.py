@@ -192,12 +192,10 @@ class OneVisionAdapter(Adapter):
         kept = torch.from_numpy(np.flatnonzero(keep)).to(parts[0][1].keep.device)
         return Choice(kept, int(kept.numel()), requested), scores
 
-    def structure_keep(self, item: VisualItem, keep: torch.Tensor) -> torch.Tensor:
+    def token_views(self, item: VisualItem) -> list[tuple[tuple[int, int], np.ndarray]] | None:
         lay = item.layout  # type: ignore[attr-defined]
-        mask = np.zeros(lay.n_tokens, dtype=bool)
-        mask[keep.cpu().numpy()] = True
-        mask, _ = newlines_stay(mask, np.zeros(lay.n_tokens), lay)
-        return torch.from_numpy(np.flatnonzero(mask)).to(keep.device)
+        views = [((lay.side, lay.side), np.arange(lay.n_base, dtype=np.int64))]
+        return views + [(lay.final, lay.anyres_tokens())] if lay.rows else views
 
     # ----- the encoder --------------------------------------------------------------------------------------------
     def encode(self, model: Any, kind: Kind, pixel_values: torch.Tensor, grid: Any) -> EncodedVisual:
