@@ -92,10 +92,10 @@ def test_row_matches_transformers(family: Family, entry: ModelClass) -> None:
 
 @pytest.mark.parametrize(("family", "entry"), ROWS, ids=ROW_IDS)
 def test_row_adapter_and_vllm_class_exist(family: Family, entry: ModelClass) -> None:
-    from arr_coc.integrations.base import FamilyAdapter
+    from arr_coc.integrations.contract import Adapter
 
     adapter = load_object(entry.adapter)
-    assert isinstance(adapter, FamilyAdapter)
+    assert isinstance(adapter, Adapter)  # the family contract (the Qwen line: its FamilyAdapter; 1-D: LinearAdapter)
     assert get_family(adapter.name) is family  # the adapter's name is a spelling of its own family
     assert adapter.image_mean == family.image_mean and adapter.image_std == family.image_std
     # vLLM itself is not needed: the plugin module exists and defines the class it is registered under

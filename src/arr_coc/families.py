@@ -89,6 +89,54 @@ GLM4V_TEMPLATE = (
     "{%- elif 'text' in item %}{{- item.text }}{%- endif %}{%- endfor %}{%- endif %}"
     "{%- endfor %}{%- if add_generation_prompt %}<|assistant|>\n{% endif %}"
 )
+# Mistral3 (Pixtral vision): the tekken tokenizer's special ids (mistral_common's tekken_240911.json: <s> 1, [INST] 3,
+# [/INST] 4, [IMG] 10, [IMG_BREAK] 12, [IMG_END] 13; Mistral3Config's image_token_id 10). A Mistral turn has no role
+# header ("newline" -1).
+MISTRAL3_TOKEN_IDS: dict[str, int] = {
+    "endoftext": 2,  # </s>
+    "im_start": 3,  # [INST]
+    "im_end": 4,  # [/INST]
+    "image": 10,  # [IMG]
+    "img_break": 12,  # [IMG_BREAK]
+    "img_end": 13,  # [IMG_END]
+    "newline": -1,
+}
+MISTRAL3_TEMPLATE = (
+    "{{- bos_token }}{%- for message in messages %}"
+    "{%- if message.role == 'user' %}[INST]"
+    "{%- if message.content is string %}{{- message.content }}"
+    "{%- else %}{%- for item in message.content %}"
+    "{%- if item.type == 'image' or 'image' in item %}[IMG]{%- elif 'text' in item %}{{- item.text }}{%- endif %}"
+    "{%- endfor %}{%- endif %}[/INST]"
+    "{%- elif message.role == 'assistant' %}{{- message.content }}{{- eos_token }}{%- endif %}"
+    "{%- endfor %}"
+)
+# Mistral3: forward(mm_encoder_outputs=...) as the Qwen line's (tests/test_mistral3_gemma3.py passes on 5.24; older
+# releases not tried here).
+MISTRAL3_FLOOR = "5.18.0"
+# Gemma 3: Gemma3Config's image ids (<start_of_image> 255999, <end_of_image> 256000, <image_soft_token> 262144); the
+# turn markers (<start_of_turn>, <end_of_turn>, "\n") are read from the tokenizer (-1: not known without one; no Gemma
+# tokenizer is installed here to read their ids from).
+GEMMA3_TOKEN_IDS: dict[str, int] = {
+    "endoftext": -1,
+    "im_start": -1,
+    "im_end": -1,
+    "boi": 255999,
+    "eoi": 256000,
+    "image": 262144,
+    "newline": -1,
+}
+GEMMA3_TEMPLATE = (
+    "{{- bos_token }}{%- for message in messages %}"
+    "<start_of_turn>{{ 'model' if message.role == 'assistant' else message.role }}\n"
+    "{%- if message.content is string %}{{- message.content }}"
+    "{%- else %}{%- for item in message.content %}"
+    "{%- if item.type == 'image' or 'image' in item %}<start_of_image>"
+    "{%- elif 'text' in item %}{{- item.text }}{%- endif %}"
+    "{%- endfor %}{%- endif %}<end_of_turn>\n{%- endfor %}"
+    "{%- if add_generation_prompt %}<start_of_turn>model\n{% endif %}"
+)
+GEMMA3_FLOOR = "5.18.0"  # as Mistral3: tested on 5.24 only
 OPENAI_CLIP_MEAN = (0.48145466, 0.4578275, 0.40821073)  # Qwen2-VL / Qwen2.5-VL image processor defaults
 OPENAI_CLIP_STD = (0.26862954, 0.26130258, 0.27577711)
 
@@ -171,6 +219,11 @@ class Family:
         chat_template: the Jinja template of the published checkpoints (text, images, videos).
         spellings: extra names a user may type besides ``name`` and the model types.
         min_transformers: the oldest ``transformers`` release ``compress`` gives exact answers with for this family.
+        resize: ``"module:function"`` ``(height, width, factor, min_pixels, max_pixels) -> (h, w)``, the size the
+            family's processor resizes an image to (both sides multiples of :attr:`cell`); None: Qwen's
+            ``smart_resize`` (:mod:`arr_coc.grid`).
+        tiles: a tiled family's scheme (:mod:`arr_coc.tiling`: ``"internvl"``, ``"llava-onevision"``): its pages are
+            cut into tiles, not resized to one raster; ``allocate`` then ignores ``resize`` and the pixel bounds.
     """
 
     name: str
@@ -187,7 +240,8 @@ class Family:
     chat_template: str = QWEN2_VL_TEMPLATE
     spellings: tuple[str, ...] = ()
     min_transformers: str = TRANSFORMERS_FLOOR
-    tiles: str | None = None  # a tiled family's tiling scheme (arr_coc.tiling: "internvl", "llava-onevision")
+    resize: str | None = None
+    tiles: str | None = None
 
     @property
     def cell(self) -> int:
@@ -377,6 +431,54 @@ BUILTIN: tuple[Family, ...] = (
         added_tokens=0,
         chat_template=GLM4V_TEMPLATE,
         min_transformers=GLM4V_FLOOR,
+    ),
+    Family(
+        name="mistral3",
+        patch_size=14,
+        merge_size=2,
+        min_pixels=28 * 28,  # no lower bound in the processor: one cell
+        eval_pixels=(28 * 28, 1540 * 1540),  # max_pixels = longest_edge ** 2 (Mistral-Small-3.1's 1540)
+        image_mean=OPENAI_CLIP_MEAN,
+        image_std=OPENAI_CLIP_STD,
+        processor="PixtralProcessor",
+        classes=(
+            ModelClass(
+                "mistral3",
+                "Mistral3ForConditionalGeneration",
+                "transformers.models.mistral3.modeling_mistral3",
+                f"{_MOD}.mistral3:ADAPTER",
+            ),
+        ),
+        token_ids=dict(MISTRAL3_TOKEN_IDS),
+        added_tokens=0,
+        chat_template=MISTRAL3_TEMPLATE,
+        spellings=("pixtral", "mistral-small-3.1", "mistral-small-3.2"),
+        min_transformers=MISTRAL3_FLOOR,
+        resize="arr_coc.grid:longest_edge_resize",
+    ),
+    Family(
+        name="gemma-3",
+        patch_size=14,
+        merge_size=4,  # 64 x 64 patches average-pooled 4 x 4 to 16 x 16 = 256 tokens (mm_tokens_per_image)
+        min_pixels=896 * 896,  # every image is resized to the tower's 896 x 896 square
+        eval_pixels=(896 * 896, 896 * 896),
+        image_mean=(0.5, 0.5, 0.5),
+        image_std=(0.5, 0.5, 0.5),
+        processor="Gemma3Processor",
+        classes=(
+            ModelClass(
+                "gemma3",
+                "Gemma3ForConditionalGeneration",
+                "transformers.models.gemma3.modeling_gemma3",
+                f"{_MOD}.gemma3:ADAPTER",
+            ),
+        ),
+        token_ids=dict(GEMMA3_TOKEN_IDS),
+        added_tokens=0,
+        chat_template=GEMMA3_TEMPLATE,
+        spellings=("gemma3", "gemma-3-it"),
+        min_transformers=GEMMA3_FLOOR,
+        resize="arr_coc.grid:fixed_resize",
     ),
 )
 INTERNVL_FLOOR = TRANSFORMERS_FLOOR  # forward(mm_encoder_outputs=...) as the Qwen line's; only 5.24 is tested here

@@ -162,3 +162,137 @@ class LinearPrompt(PromptLayout):
 
 
 LINEAR = LinearPrompt()
+
+
+# ----- Mistral3 (Pixtral vision) ------------------------------------------------------------------------------------
+MISTRAL_BREAK, MISTRAL_END = 12, 13  # [IMG_BREAK], [IMG_END]: the family row's ids (the tiny vocabulary holds them)
+
+
+def mistral3() -> Any:
+    """A tiny ``Mistral3ForConditionalGeneration``: a 2-layer Pixtral tower (14-pixel patches, 2 x 2 merge) and a
+    2-layer Mistral language model; the image placeholder is the tester's :data:`IMAGE`."""
+    import transformers as tf
+
+    text = dict(
+        vocab_size=VOCAB, hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4,
+        num_key_value_heads=2, head_dim=8, max_position_embeddings=512, pad_token_id=PAD, bos_token_id=BOS,
+        eos_token_id=EOS, initializer_range=0.1, sliding_window=None, model_type="mistral",
+    )  # fmt: skip
+    vision = dict(
+        hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4, head_dim=8, image_size=448,
+        patch_size=14, model_type="pixtral",
+    )  # fmt: skip
+    config = tf.Mistral3Config(
+        text_config=text, vision_config=vision, image_token_id=IMAGE, spatial_merge_size=2, vision_feature_layer=-1
+    )
+    return tf.Mistral3ForConditionalGeneration, config
+
+
+class Mistral3Prompt(LinearPrompt):
+    """Pixtral's layout: a row of ``w/2`` ``[IMG]`` then ``[IMG_BREAK]``, ``[IMG_END]`` for the last row's break;
+    ``pixel_values`` padded to the batch's largest image, ``image_sizes`` each one's real size."""
+
+    def tokens(self, grid: Grid) -> list[int]:
+        _, h, w = grid
+        rows, cols = h // self.merge, w // self.merge
+        ids = ([IMAGE] * cols + [MISTRAL_BREAK]) * rows
+        ids[-1] = MISTRAL_END
+        return ids
+
+    def visual_inputs(self, model: Any, input_ids: torch.Tensor, images: list[Image]) -> dict[str, torch.Tensor]:
+        if not images:
+            return {}
+        height = max(p.shape[2] for _, p in images)
+        width = max(p.shape[3] for _, p in images)
+        px = torch.zeros(len(images), 3, height, width)
+        for i, (_, p) in enumerate(images):
+            px[i, :, : p.shape[2], : p.shape[3]] = p[0]
+        return {"pixel_values": px, "image_sizes": torch.tensor([[p.shape[2], p.shape[3]] for _, p in images])}
+
+    def features(self, model: Any, inputs: dict[str, torch.Tensor]) -> list[torch.Tensor]:
+        layer = model.config.vision_feature_layer
+        enc = model.model.get_image_features(inputs["pixel_values"], inputs["image_sizes"], vision_feature_layer=layer)
+        return list(enc.pooler_output)
+
+    def token_grid(self, processor: Any, image: Any, merge: int) -> tuple[int, int]:
+        h, w = (int(v) for v in processor(images=image, return_tensors="pt")["image_sizes"][0])
+        ps = processor.patch_size
+        cell = int(ps if isinstance(ps, int) else getattr(ps, "height", None) or ps["height"])
+        return h // cell, w // cell
+
+
+def pixtral_image_processor(patch: int, min_pixels: int, max_pixels: int) -> Any:
+    """Pixtral's image processor as ``PixtralProcessor`` calls it (``patch_size * spatial_merge_size``-pixel cells),
+    its ``longest_edge`` the side of ``max_pixels``."""
+    import math
+
+    from transformers import PixtralImageProcessorPil
+
+    edge = math.isqrt(max_pixels)
+    return PixtralImageProcessorPil(size={"longest_edge": edge}, patch_size={"height": 2 * patch, "width": 2 * patch})
+
+
+MISTRAL3 = Mistral3Prompt()
+
+
+# ----- Gemma 3 ------------------------------------------------------------------------------------------------------
+def gemma3() -> Any:
+    """A tiny ``Gemma3ForConditionalGeneration``: a 2-layer SigLIP tower on 56 x 56 images (7-pixel patches, 8 x 8
+    of them pooled 2 x 2 to 16 tokens: ``mm_tokens_per_image`` 16), a 2-layer Gemma 3 language model (one sliding,
+    one full attention layer); the image markers are the tester's :data:`V_START` / :data:`V_END`."""
+    import transformers as tf
+
+    text = dict(
+        vocab_size=VOCAB, hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4,
+        num_key_value_heads=2, head_dim=8, max_position_embeddings=512, pad_token_id=PAD, bos_token_id=BOS,
+        eos_token_id=EOS, initializer_range=0.1, sliding_window=512, model_type="gemma3_text",
+        layer_types=["sliding_attention", "full_attention"],
+    )  # fmt: skip
+    vision = dict(
+        hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4, image_size=56, patch_size=7,
+        model_type="siglip_vision_model",
+    )  # fmt: skip
+    config = tf.Gemma3Config(
+        text_config=text, vision_config=vision, mm_tokens_per_image=16, image_token_index=IMAGE,
+        boi_token_index=V_START, eoi_token_index=V_END,
+    )  # fmt: skip
+    return tf.Gemma3ForConditionalGeneration, config
+
+
+class Gemma3Prompt(LinearPrompt):
+    """Gemma 3's layout: ``<start_of_image>`` + a fixed 16 placeholders (4 x 4) + ``<end_of_image>`` whatever the
+    tester's grid (every image is resized to the tower's square), ``token_type_ids`` 1 on the placeholders; the
+    reference forward gets the pruned ``token_type_ids`` (the model's own bidirectional mask over them)."""
+
+    per_token: tuple[str, ...] = ("token_type_ids",)
+
+    def tokens(self, grid: Grid) -> list[int]:
+        return [V_START] + [IMAGE] * 16 + [V_END]
+
+    def image(self, model: Any, grid: Grid, gen: torch.Generator) -> tuple[list[int], Image]:
+        side = int(model.config.vision_config.image_size)
+        return self.tokens(grid), ((1, 8, 8), torch.rand(1, 3, side, side, generator=gen) * 2 - 1)
+
+    def visual_inputs(self, model: Any, input_ids: torch.Tensor, images: list[Image]) -> dict[str, torch.Tensor]:
+        out = {"token_type_ids": (input_ids == IMAGE).long()}
+        if images:
+            out["pixel_values"] = torch.cat([p for _, p in images])
+        return out
+
+    def extra(self, model: Any, cm: Any) -> dict[str, Any]:
+        return {"token_type_ids": (cm.last_inputs.input_ids == IMAGE).long()}
+
+    def token_grid(self, processor: Any, image: Any, merge: int) -> tuple[int, int]:
+        _, _, h, w = processor(images=image, return_tensors="pt")["pixel_values"].shape
+        cell = 14 * merge  # the published tower's 14-pixel patches, pooled merge x merge
+        return h // cell, w // cell
+
+
+def gemma3_image_processor(patch: int, min_pixels: int, max_pixels: int) -> Any:
+    """Gemma 3's image processor with its published settings (896 x 896, no pan and scan); the bounds are not used."""
+    from transformers import Gemma3ImageProcessorPil
+
+    return Gemma3ImageProcessorPil(size={"height": 896, "width": 896}, do_pan_and_scan=False)
+
+
+GEMMA3 = Gemma3Prompt()

@@ -45,10 +45,12 @@ from arr_coc.family_layouts import (  # noqa: F401  (the tester's ids, re-export
     ASSISTANT,
     BOS,
     EOS,
+    GEMMA3,
     IM_END,
     IM_START,
     IMAGE,
     LINEAR,
+    MISTRAL3,
     NEWLINE,
     PAD,
     QWEN,
@@ -59,7 +61,11 @@ from arr_coc.family_layouts import (  # noqa: F401  (the tester's ids, re-export
     VOCAB,
     LinearPrompt,
     PromptLayout,
+    gemma3,
+    gemma3_image_processor,
+    mistral3,
     patch_dim,
+    pixtral_image_processor,
 )
 
 _TEXT = dict(
@@ -210,6 +216,8 @@ TINY: dict[str, TinyFamily] = {
         TinyFamily("glm4v", _glm4v, _glm_image_processor, videos=False),
         TinyFamily("glm46v", _glm46v, _glm_image_processor, videos=False),
         TinyFamily("glm_ocr", _glm_ocr, _glm_image_processor, videos=False),
+        TinyFamily("mistral3", mistral3, pixtral_image_processor, videos=False, layout=MISTRAL3),
+        TinyFamily("gemma3", gemma3, gemma3_image_processor, videos=False, layout=GEMMA3),
         TinyFamily("internvl", tiled_testing.internvl, videos=False, layout=tiled_testing.INTERNVL),
         TinyFamily("llava_onevision", tiled_testing.onevision, videos=False, layout=tiled_testing.ONEVISION),
     )

@@ -667,7 +667,8 @@ def compress(
         A :class:`CompressedModel`.
 
     Raises:
-        ValueError: unsupported model class, bad budget, bad ``redundancy`` / ``deepstack_tiers`` / ``padding_side``.
+        ValueError: unsupported model class, bad budget, bad ``redundancy`` / ``deepstack_tiers`` / ``padding_side`` /
+            ``positions``, a processor setting the family cannot map.
     """
     adapter = find_adapter(model)
     if options is None:
@@ -676,6 +677,8 @@ def compress(
             padding_side=padding_side, text_prior=text_prior, scorer_config=scorer_config, realizer=realizer,
             foveate=foveate, detail=detail, text_options=text_options, adapter=adapter, positions=positions,
         )  # fmt: skip
+    if processor is not None:
+        adapter.check_processor(model, processor)  # a setting the family's grid cannot map: one line naming it
     if tokenizer is None and processor is not None:
         tokenizer = getattr(processor, "tokenizer", processor)
     q = options.query

@@ -262,6 +262,10 @@ class Adapter:
         visual = {kind: (kwargs.pop(px, None), kwargs.pop(grid, None)) for kind, (px, grid) in self.input_names.items()}
         return VisualInputs(visual)  # type: ignore[arg-type]
 
+    def check_processor(self, model: Any, processor: Any) -> None:
+        """Refuse, in one line naming it, a processor setting the family's token grid cannot map (``compress`` calls
+        this when given ``processor=``; default: every setting is mapped)."""
+
     def token_ids(self, model: Any) -> dict[str, int]:
         """The placeholder id of each modality the family has (``{"image": id, ...}``)."""
         raise NotImplementedError(f"{self.name}: token_ids")
