@@ -182,7 +182,8 @@ def bench(name: str, repeat: int, log: Any) -> list[dict[str, Any]]:
         decision_ms = (time.perf_counter() - t0) * 1e3
         keep = a.keep
         enc: dict[str, Any] = {}
-        for how, kept in (("", keep), (", tiles by relevance", concentrated(a.scores, int(keep.numel()), lay))):
+        cells = int(keep.numel()) - (len(lay.newline_tokens()) if hasattr(lay, "newline_tokens") else 0)
+        for how, kept in (("", keep), (", tiles by relevance", concentrated(a.scores, cells, lay))):
 
             def fovea(kept: torch.Tensor = kept, enc: dict[str, Any] = enc) -> None:
                 enc["out"] = adapter.encode_kept(model, "image", px, grid, [kept], grid.numpy())

@@ -265,7 +265,9 @@ def test_onevision_newlines_stay_even_on_empty_rows(onevision) -> None:
         keep = set(cm.last_allocation[0][0].keep.tolist())
     lines = lay.newline_tokens().tolist()
     assert set(lines) <= keep  # every row keeps its newline, the rows with no kept cell too
-    assert keep == set(top.tolist()) | set(lines)  # and the budget's cells are the top row's
+    cells = keep - set(lines)
+    assert len(cells) == len(top)  # a count budget is shared by the base view and the anyres raster by their cells
+    assert cells & set(lay.anyres_tokens().tolist()) <= set(top.tolist())  # the anyres cells kept are the top row's
 
 
 # ----- bad input ------------------------------------------------------------------------------------------------------
@@ -293,3 +295,16 @@ def test_positions_are_one_row_and_original_ids(internvl) -> None:
         cm(**inputs)
     pos = cm.last_inputs.position_ids
     assert pos.shape[0] == 1 and torch.equal(pos[0], cm.last_inputs.index_map)
+
+
+@pytest.mark.parametrize("family", list(CASES))
+def test_no_attention_mask_is_the_same_pruned_forward(family, request) -> None:
+    """Without an attention mask, transformers would read the gap in the original ids as a new packed sequence; the
+    adapters always hand the model a mask, so the pruned forward is the same with or without one."""
+    fixture, make = CASES[family]
+    model = request.getfixturevalue(fixture)
+    inputs = make()
+    bare = {k: v for k, v in inputs.items() if k != "attention_mask"}
+    with torch.no_grad():
+        cm = compress(model, budget=0.25, scorer=sine_scorer)
+        torch.testing.assert_close(cm(**bare).logits, cm(**inputs).logits, rtol=1e-5, atol=1e-5)

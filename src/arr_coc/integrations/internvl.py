@@ -24,14 +24,15 @@ thumbnail always; each tile is encoded alone by the model, so a kept token's fea
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import torch
 
 from .base import EncodedVisual, Kind, take_rows
-from .contract import Adapter, LinearLayout, TurnMarkers, Visual, VisualInputs
+from .contract import Visual, VisualInputs
+from .linear import LinearAdapter
 from .sequence import HostPrompt, VisualItem
 
 
@@ -40,40 +41,21 @@ def _pair(value: Any) -> tuple[int, int]:
 
 
 @dataclass
-class InternVLAdapter(Adapter):
-    """Adapter for ``InternVLForConditionalGeneration`` (see the module docstring)."""
+class InternVLAdapter(LinearAdapter):
+    """Adapter for ``InternVLForConditionalGeneration`` (see the module docstring): the 1-D base
+    (:class:`~.linear.LinearAdapter`: placeholder and turn markers, 1-D positions, the model's inputs with an attention
+    mask always) with InternVL's tiles."""
 
     name: str = "internvl"
-    layout: Any = LinearLayout()
-
-    def __post_init__(self) -> None:
-        self.input_names = {"image": ("pixel_values", "")}  # no grid input: tiles are counted from the prompt
+    marker_tokens: Any = field(default_factory=lambda: {
+        "im_start": "<|im_start|>", "im_end": "<|im_end|>", "vision_start": "<img>", "vision_end": "</img>",
+    })  # fmt: skip
 
     # ----- where the visual tokens are ----------------------------------------------------------------------------
     def split_inputs(self, kwargs: dict[str, Any]) -> VisualInputs:
         px = kwargs.pop("pixel_values", None)
         kwargs.pop("image_sizes", None)  # InternVL's forward takes and ignores it
         return VisualInputs({"image": (px, None)})
-
-    def token_ids(self, model: Any) -> dict[str, int]:
-        return {"image": int(model.config.image_token_id)}
-
-    def special_ids(self, model: Any, tokenizer: Any = None) -> dict[str, int]:
-        """The placeholder, ``<img>`` / ``</img>`` and ChatML's turn markers (the tokenizer's when it knows them)."""
-        from arr_coc.families import get_family
-
-        ids = {**get_family(self.name).token_ids, **self.token_ids(model)}
-        if tokenizer is not None and hasattr(tokenizer, "convert_tokens_to_ids"):
-            for key, text in (("vision_start", "<img>"), ("vision_end", "</img>"), ("im_start", "<|im_start|>"),
-                              ("im_end", "<|im_end|>")):  # fmt: skip
-                value = tokenizer.convert_tokens_to_ids(text)
-                if isinstance(value, int) and value >= 0 and value != getattr(tokenizer, "unk_token_id", None):
-                    ids[key] = value
-        return ids
-
-    def turn_markers(self, ids: dict[str, int]) -> TurnMarkers:
-        skip = frozenset(ids[k] for k in ("image", "vision_start", "vision_end", "im_start", "im_end") if k in ids)
-        return TurnMarkers(ids.get("im_start"), ids.get("im_end"), ids.get("newline"), skip)
 
     def tokens_per_tile(self, model: Any) -> tuple[int, int]:
         """(cells a tile side, tokens a tile): ``image_size / patch_size * downsample_ratio``, squared."""
@@ -198,14 +180,6 @@ class InternVLAdapter(Adapter):
 
         kept = take_rows(encoded.features, keeps, flat)
         return BaseModelOutputWithPooling(pooler_output=torch.cat(kept).unsqueeze(0))  # (1, sum k, D)
-
-    # ----- the model's inputs -------------------------------------------------------------------------------------
-    def model_inputs(self, kwargs: dict[str, Any], packed: Any, mm_outputs: Any, generation: bool) -> dict[str, Any]:
-        out = dict(kwargs, input_ids=packed.input_ids, mm_encoder_outputs=mm_outputs)
-        if packed.attention_mask is not None:
-            out["attention_mask"] = packed.attention_mask
-        out["position_ids"] = self.layout.for_model(packed.position_ids, packed.attention_mask, generation)  # (B, L)
-        return out
 
 
 def selected_tiles(keep: np.ndarray, n_tiles: int, per_tile: int) -> list[int]:

@@ -25,7 +25,7 @@ zero (no kept token reads them), and the kept rows are taken.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -34,8 +34,9 @@ import torch
 from arr_coc.deciding import Choice
 from arr_coc.tiling import OneVisionTiles, anyres_frame, newlines_stay, onevision_tiles_for
 
-from .base import EncodedVisual, Kind, take_rows
-from .contract import Adapter, LinearLayout, TurnMarkers, View, Visual, VisualInputs
+from .base import EncodedVisual, Kind
+from .contract import View, Visual, VisualInputs
+from .linear import LinearAdapter
 from .sequence import HostPrompt, VisualItem, locate_items
 
 
@@ -63,14 +64,14 @@ def per_sample_runs(patched: Sequence[int]) -> torch.Tensor:
 
 
 @dataclass
-class OneVisionAdapter(Adapter):
-    """Adapter for ``LlavaOnevisionForConditionalGeneration`` (see the module docstring)."""
+class OneVisionAdapter(LinearAdapter):
+    """Adapter for ``LlavaOnevisionForConditionalGeneration`` (see the module docstring): the 1-D base
+    (:class:`~.linear.LinearAdapter`: placeholder and turn markers, 1-D positions, the model's inputs with an attention
+    mask always) with OneVision's base view, anyres raster and newlines."""
 
     name: str = "llava-onevision"
-    layout: Any = LinearLayout()
-
-    def __post_init__(self) -> None:
-        self.input_names = {"image": ("pixel_values", "image_sizes")}
+    marker_tokens: Any = field(default_factory=lambda: {"im_start": "<|im_start|>", "im_end": "<|im_end|>"})
+    input_names: Any = field(default_factory=lambda: {"image": ("pixel_values", "image_sizes")})
 
     # ----- where the visual tokens are ----------------------------------------------------------------------------
     def split_inputs(self, kwargs: dict[str, Any]) -> VisualInputs:
@@ -86,24 +87,6 @@ class OneVisionAdapter(Adapter):
             n = torch.as_tensor(per_sample, device=sizes.device).reshape(-1)
             patched = (n == 1).to(sizes.dtype).repeat_interleave(n)
         return VisualInputs({"image": (px, torch.cat([sizes, patched[:, None]], 1))})  # (n, 3): h, w, patched
-
-    def token_ids(self, model: Any) -> dict[str, int]:
-        return {"image": int(model.config.image_token_id)}
-
-    def special_ids(self, model: Any, tokenizer: Any = None) -> dict[str, int]:
-        from arr_coc.families import get_family
-
-        ids = {**get_family(self.name).token_ids, **self.token_ids(model)}
-        if tokenizer is not None and hasattr(tokenizer, "convert_tokens_to_ids"):
-            for key, text in (("im_start", "<|im_start|>"), ("im_end", "<|im_end|>")):
-                value = tokenizer.convert_tokens_to_ids(text)
-                if isinstance(value, int) and value >= 0 and value != getattr(tokenizer, "unk_token_id", None):
-                    ids[key] = value
-        return ids
-
-    def turn_markers(self, ids: dict[str, int]) -> TurnMarkers:
-        skip = frozenset(ids[k] for k in ("image", "im_start", "im_end") if k in ids)
-        return TurnMarkers(ids.get("im_start"), ids.get("im_end"), ids.get("newline"), skip)
 
     def geometry(self, model: Any) -> tuple[int, int, int]:
         """(patch, 1, 1): a token is one patch of a tile (no merge)."""
@@ -246,19 +229,6 @@ class OneVisionAdapter(Adapter):
 
     def supports_foveation(self) -> bool:
         return True
-
-    def pruned_output(self, encoded, keeps, levels, flat=None) -> Any:
-        from transformers.modeling_outputs import BaseModelOutputWithPooling
-
-        return BaseModelOutputWithPooling(pooler_output=take_rows(encoded.features, keeps, flat))
-
-    # ----- the model's inputs -------------------------------------------------------------------------------------
-    def model_inputs(self, kwargs: dict[str, Any], packed: Any, mm_outputs: Any, generation: bool) -> dict[str, Any]:
-        out = dict(kwargs, input_ids=packed.input_ids, mm_encoder_outputs=mm_outputs)
-        if packed.attention_mask is not None:
-            out["attention_mask"] = packed.attention_mask
-        out["position_ids"] = self.layout.for_model(packed.position_ids, packed.attention_mask, generation)  # (B, L)
-        return out
 
 
 def tiles_read(lay: OneVisionTiles, keep: np.ndarray) -> list[int]:
