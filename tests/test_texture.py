@@ -10,12 +10,12 @@ from PIL import Image, ImageDraw
 from arr_coc.config import RelevanceConfig
 from arr_coc.families import family_names, get_family
 from arr_coc.grid import GridSpec
+from arr_coc.integrations.qwen_patches import texture_from_patches  # the Qwen line's patch layout
 from arr_coc.texture import (
     CHANNELS,
     N_CHANNELS,
     texture_array,
     texture_from_frames,
-    texture_from_patches,
     texture_from_pixels,
 )
 

@@ -1,6 +1,6 @@
-"""The entry points: ``allocate`` (an image and a question -> an :class:`Allocation`) and ``score_visual_tokens``
-(a Qwen-VL processor's patches -> each token's relevance), a few lines each on top of
-:meth:`arr_coc.realizing.Realizer.decide` / :meth:`~arr_coc.realizing.Realizer.score`.
+"""The entry point ``allocate`` (an image and a question -> an :class:`Allocation`), a few lines on top of
+:meth:`arr_coc.realizing.Realizer.decide` / :meth:`~arr_coc.realizing.Realizer.score` (a processor's patches -> each
+token's relevance, ``score_visual_tokens``, is the family's: :mod:`arr_coc.integrations.qwen_patches`).
 
 Example:
     >>> from PIL import Image
@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from .attending import Budget, TokenBudget, TokenScores
+from .attending import Budget, TokenBudget
 from .balancing import SCORERS
 from .checkpoint_check import check_scores
 from .config import RelevanceConfig
@@ -30,7 +30,6 @@ from .io import load_image_with_size
 from .query import MAX_QUERY_CHARS, normalize_text
 from .realizing import Realizer, default_realizer
 from .text_prior import query_notes, reading_for, resolve_mode
-from .texture import frames_from_patches
 
 
 @dataclass
@@ -236,62 +235,3 @@ def allocate(
         notes=notes,
         config=realizer.config,
     )
-
-
-@torch.inference_mode()
-def score_visual_tokens(
-    pixel_values: torch.Tensor,
-    grid_thw: tuple[int, int, int],
-    patch_size: int,
-    merge_size: int,
-    temporal_patch_size: int,
-    token_feats: torch.Tensor | None = None,
-    query_embeds: torch.Tensor | None = None,
-    query_text: str | None = None,
-    prior: torch.Tensor | None = None,
-    text_prior: bool = False,
-    text_options: dict[str, Any] | None = None,
-    realizer: Realizer | None = None,
-    image_mean: Sequence[float] | None = None,
-    image_std: Sequence[float] | None = None,
-    return_units: bool = False,
-) -> torch.Tensor | TokenScores:
-    """Relevance of each visual token of one image or video inside a loaded Qwen-VL model (``compress``'s scorer).
-
-    The processor's patches are turned back into frames (:func:`arr_coc.texture.frames_from_patches`) and scored by
-    the same :meth:`Realizer.relevance` as ``allocate``; everything stays on the device of ``pixel_values``
-    except the OCR of ``text_prior`` (one uint8 copy per frame to the CPU, :func:`pictures_from_frames`).
-
-    Args:
-        pixel_values (torch.Tensor of shape (t*h*w, 3*temporal_patch_size*patch_size**2)): this item's patches.
-        grid_thw: (t, h, w) patch grid of this image, as in ``image_grid_thw``.
-        patch_size, merge_size, temporal_patch_size: the vision tower's, from the model config.
-        token_feats (torch.Tensor of shape (N, D) or None): merged visual tokens in the LM embedding space,
-            N = t * h * w / merge**2.
-        query_embeds (torch.Tensor of shape (Q, D) or None): LM input embeddings of the query's tokens.
-        query_text: optional query text (spatial, colour and text cues; the text prior's query).
-        prior (torch.Tensor of shape (t, h / merge, w / merge) or None): query-conditioned map in [0, 1].
-        text_prior: run OCR on the model's own resized pixels and add the text-aware prior of ``allocate``'s
-            "text" mode (images only; needs the ``[ocr]`` extra; costs the OCR time, see the speed benchmark).
-        text_options: the text prior's ablation switches (``ReadingConfig.with_switches``).
-        realizer: the relevance model (default: :func:`default_realizer`).
-        image_mean, image_std: the processor's normalisation (undone exactly when given).
-        return_units: return ``TokenScores(scores, units)`` with the text prior's word units (empty without it),
-            so that ``compress`` keeps words whole as ``allocate`` does.
-
-    Returns:
-        torch.Tensor of shape (N,), float32 on the device of ``pixel_values``: relevance of each token in raster
-        order over (t, h / merge, w / merge); or that and the units (``return_units``).
-    """
-    frames = frames_from_patches(
-        pixel_values, grid_thw, patch_size, merge_size, temporal_patch_size, image_mean, image_std
-    )  # (t, 3, H, W)
-    rows, cols = int(grid_thw[1]) // merge_size, int(grid_thw[2]) // merge_size
-    realizer = realizer or default_realizer()
-    mode = "text" if text_prior and prior is None and query_text else "texture"
-    scoring = realizer.score(
-        frames, (rows, cols), query_text, mode, token_feats=token_feats, query_embeds=query_embeds, prior=prior,
-        text_options=text_options,
-    )  # fmt: skip
-    scores = scoring.scores.flatten()  # (N,)
-    return TokenScores(scores, scoring.units) if return_units else scores

@@ -385,6 +385,7 @@ BUILTIN: tuple[Family, ...] = (
                 "Glm4vForConditionalGeneration",
                 "transformers.models.glm4v.modeling_glm4v",
                 f"{_MOD}.glm4v:ADAPTER",
+                f"{_VLLM}.glm4v:ArrCocGlm4vForConditionalGeneration",
             ),
             ModelClass(
                 "glm46v",
