@@ -482,33 +482,24 @@ BUILTIN: tuple[Family, ...] = (
         resize="arr_coc.grid:fixed_resize",
     ),
 )
-INTERNVL_FLOOR = TRANSFORMERS_FLOOR  # forward(mm_encoder_outputs=...) as the Qwen line's; only 5.24 is tested here
-# InternVL3 "-hf" tokenizer (Qwen2.5's ranks): ChatML turn markers, <img> / </img> around an image's <IMG_CONTEXT> run
-INTERNVL_TOKEN_IDS: dict[str, int] = {
-    "endoftext": 151643,  # <|endoftext|>
-    "im_start": 151644,  # <|im_start|>
-    "im_end": 151645,  # <|im_end|>
-    "vision_start": 151665,  # <img>
-    "vision_end": 151666,  # </img>
-    "image": 151667,  # <IMG_CONTEXT> (InternVLConfig.image_token_id)
-    "newline": 198,  # "\n"
-}
-IMAGENET_MEAN = (0.485, 0.456, 0.406)  # InternVL's image processor
-IMAGENET_STD = (0.229, 0.224, 0.225)
-TILED: tuple[Family, ...] = (
+# InternVL3 "-hf" tokenizer (Qwen2.5's ranks): ChatML markers; <img> 151665, </img> 151666 around the <IMG_CONTEXT>
+# (InternVLConfig.image_token_id) run. LLaVA-OneVision-qwen2: the same markers, <image> 151646, <video> 151647.
+INTERNVL_TOKEN_IDS: dict[str, int] = {"endoftext": 151643, "im_start": 151644, "im_end": 151645, "vision_start": 151665,
+                                      "vision_end": 151666, "image": 151667, "newline": 198}  # fmt: skip
+TILED: tuple[Family, ...] = (  # transformers floor as the Qwen line's (forward(mm_encoder_outputs=...)); 5.24 tested
     Family(
         name="internvl",
         patch_size=14,
         merge_size=2,  # the pixel shuffle (downsample_ratio 0.5): 2 x 2 patches a token, 256 tokens a 448-px tile
         min_pixels=448 * 448,  # one tile
         eval_pixels=(448 * 448, 12 * 448 * 448),  # 1 to 12 tiles (max_patches 12), plus the thumbnail
-        image_mean=IMAGENET_MEAN,
-        image_std=IMAGENET_STD,
+        image_mean=(0.485, 0.456, 0.406),  # ImageNet's, InternVL's image processor
+        image_std=(0.229, 0.224, 0.225),
         processor="InternVLProcessor",
         classes=(
             ModelClass(
                 "internvl",
-                "InternVLForConditionalGeneration",
+                "InternVLForConditionalGeneration",  # fmt: skip
                 "transformers.models.internvl.modeling_internvl",
                 f"{_MOD}.internvl:ADAPTER",
             ),
@@ -516,7 +507,6 @@ TILED: tuple[Family, ...] = (
         token_ids=dict(INTERNVL_TOKEN_IDS),
         added_tokens=0,
         spellings=("internvl3", "internvl2.5", "internvl-3"),
-        min_transformers=INTERNVL_FLOOR,
         tiles="internvl",
     ),
     Family(
@@ -535,15 +525,14 @@ TILED: tuple[Family, ...] = (
                 "transformers.models.llava_onevision.modeling_llava_onevision",
                 f"{_MOD}.llava_onevision:ADAPTER",
             ),
-        ),
+        ),  # fmt: skip
         token_ids={
             **{k: INTERNVL_TOKEN_IDS[k] for k in ("endoftext", "im_start", "im_end", "newline")},
             "image": 151646,
             "video": 151647,
-        },  # fmt: skip  (LlavaOnevisionConfig's <image> / <video>)
+        },  # fmt: skip
         added_tokens=0,
         spellings=("llava-ov", "llava-onevision-qwen2", "llavaonevision"),
-        min_transformers=TRANSFORMERS_FLOOR,
         tiles="llava-onevision",
     ),
 )
