@@ -218,6 +218,11 @@ def render(rows: list[dict[str, Any]], command: str, repeat: int, layers: int | 
             else ""
         ),
         "",
+        "Rows that encode every tile do the unpruned tower's work (OneVision: plus its packing), so their time differs "
+        "from unpruned by the machine's load alone; the tower's work is in proportion to the tiles encoded (each tile "
+        "is encoded alone, the same size), the exact measure here. The first decision of a process includes loading "
+        "the relevance model.",
+        "",
         "| model | tiles (rows x cols) | row | visual tokens | tiles encoded | tower ms | tower speed-up "
         "| decision ms |",
         "|---|---|---|---:|---:|---:|---:|---:|",
