@@ -308,3 +308,25 @@ def test_no_attention_mask_is_the_same_pruned_forward(family, request) -> None:
     with torch.no_grad():
         cm = compress(model, budget=0.25, scorer=sine_scorer)
         torch.testing.assert_close(cm(**bare).logits, cm(**inputs).logits, rtol=1e-5, atol=1e-5)
+
+
+def test_cli_allocate_for_a_tiled_family(tmp_path, capsys) -> None:
+    """``arr-coc allocate --family internvl``: the model's token count, each token's page box; a heatmap (one raster
+    over the page) is refused in one line."""
+    import json
+
+    from PIL import Image
+
+    from arr_coc.cli import main
+
+    page = tmp_path / "page.png"
+    Image.new("RGB", (1000, 700), "white").save(page)
+    out = tmp_path / "a.json"
+    args = ["allocate", str(page), "--query", "total", "--budget", "0.25", "--family", "internvl", "--mode", "texture"]
+    assert main([*args, "--json", str(out)]) == 0
+    got = json.loads(out.read_text())
+    n = internvl_tiles_for(700, 1000).n_tokens
+    assert got["grid"][0] * got["grid"][1] == n == len(got["boxes"]) and got["tiles"]["scheme"] == "internvl"
+    assert main([*args, "--heatmap", str(tmp_path / "h.png")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--heatmap draws one raster over the page; internvl's tokens are cells of tiles" in err[0]
