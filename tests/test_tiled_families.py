@@ -310,23 +310,28 @@ def test_no_attention_mask_is_the_same_pruned_forward(family, request) -> None:
         torch.testing.assert_close(cm(**bare).logits, cm(**inputs).logits, rtol=1e-5, atol=1e-5)
 
 
-def test_cli_allocate_for_a_tiled_family(tmp_path, capsys) -> None:
-    """``arr-coc allocate --family internvl``: the model's token count, each token's page box; a heatmap (one raster
-    over the page) is refused in one line."""
+def test_cli_allocate_for_a_tiled_family(tmp_path) -> None:
+    """``arr-coc allocate --family internvl``: the model's token count, each token's page box; the heatmap draws the
+    tiles' mosaic over the page (the page view: kept cells are kept tokens)."""
     import json
 
     from PIL import Image
 
+    from arr_coc import allocate
     from arr_coc.cli import main
 
     page = tmp_path / "page.png"
     Image.new("RGB", (1000, 700), "white").save(page)
-    out = tmp_path / "a.json"
+    out, heat = tmp_path / "a.json", tmp_path / "h.png"
     args = ["allocate", str(page), "--query", "total", "--budget", "0.25", "--family", "internvl", "--mode", "texture"]
-    assert main([*args, "--json", str(out)]) == 0
+    assert main([*args, "--json", str(out), "--heatmap", str(heat)]) == 0
     got = json.loads(out.read_text())
     n = internvl_tiles_for(700, 1000).n_tokens
     assert got["grid"][0] * got["grid"][1] == n == len(got["boxes"]) and got["tiles"]["scheme"] == "internvl"
-    assert main([*args, "--heatmap", str(tmp_path / "h.png")]) == 2
-    err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and "--heatmap draws one raster over the page; internvl's tokens are cells of tiles" in err[0]
+    assert heat.stat().st_size > 0
+    for family in ("internvl", "llava-onevision"):
+        a = allocate(Image.open(page), "total", 0.25, family=family, mode="texture")
+        scores, kept = a.page_view()
+        cells = a.tiles.page_tokens()
+        assert scores.shape == cells.shape
+        assert set(cells.reshape(-1)[kept.numpy()].tolist()) == set(a.keep.tolist()) & set(cells.reshape(-1).tolist())

@@ -57,6 +57,17 @@ class Allocation:
     config: RelevanceConfig | None = None  # the realizer's config that decided (its adaptive tiers); None: default
     tiles: Any = None  # a tiled family's layout (arr_coc.tiling: InternVLTiles / OneVisionTiles); None: a raster
 
+    def page_view(self, keep: Any = None) -> tuple[np.ndarray, torch.Tensor]:
+        """(scores (rows, cols) over the page, kept cells of that raster) for a heatmap: the allocation's own grid, or
+        a tiled family's page raster (InternVL's tile mosaic, OneVision's anyres raster; :meth:`page_tokens`).
+        ``keep``: token indices to show (default: the kept ones)."""
+        keep = self.keep if keep is None else torch.as_tensor(keep)
+        if self.tiles is None:
+            return self.scores, keep
+        cells = self.tiles.page_tokens()  # (r, c) token indices
+        shown = np.isin(cells.reshape(-1), np.asarray(keep))
+        return self.scores.reshape(-1)[cells], torch.from_numpy(np.flatnonzero(shown))
+
     def token_boxes(self) -> np.ndarray:
         """(n_tokens, 4) page boxes [x0, y0, x1, y1] of every visual token, in the model's order (NaN: a newline)."""
         if self.tiles is not None:

@@ -421,14 +421,8 @@ def _allocate(args: argparse.Namespace) -> int:
             'give the question with --query TEXT (--query "" is allowed: the allocation is then query-blind)'
         )
     if args.heatmap:
-        from .families import get_family
         from .heatmap import check_image_path
 
-        if get_family(args.family).tiles is not None:  # InternVL, LLaVA-OneVision: tokens are tile cells
-            raise ValueError(
-                f"--heatmap draws one raster over the page; {args.family}'s tokens are cells of tiles: use --json "
-                "(each token's page box)"
-            )
         check_image_path(args.heatmap)  # before the work: a path that names no picture format is refused now
     if not args.query.strip():
         print(QUERY_BLIND_NOTE, file=sys.stderr)
@@ -454,7 +448,7 @@ def _allocate(args: argparse.Namespace) -> int:
     if args.heatmap:
         from .heatmap import save_heatmap
 
-        save_heatmap(args.heatmap, args.image, alloc.scores, alloc.keep, alloc.query)
+        save_heatmap(args.heatmap, args.image, *alloc.page_view(), alloc.query)  # a tiled family: its page raster
         print(f"wrote {args.heatmap}")
     return 0
 

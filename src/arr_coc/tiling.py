@@ -84,6 +84,13 @@ class InternVLTiles:
             out.append(np.stack([cell_x * tx, cell_y * ty, (cell_x + 1) * tx, (cell_y + 1) * ty], 1))
         return np.concatenate(out).astype(np.float64)
 
+    def page_tokens(self) -> np.ndarray:
+        """(rows * 16, cols * 16) the token index of each cell of the tiles' mosaic over the page (the thumbnail's
+        tokens, a second view of the page, are in none): what a heatmap over the page draws."""
+        s = self.side
+        r, c = np.meshgrid(np.arange(self.rows * s), np.arange(self.cols * s), indexing="ij")
+        return ((r // s) * self.cols + c // s) * s * s + (r % s) * s + c % s
+
     def to_json(self) -> dict[str, Any]:
         return {"scheme": "internvl", "tiles": [self.rows, self.cols], "thumbnail": self.thumbnail,
                 "tile_px": self.tile, "tokens_per_tile": self.side * self.side}  # fmt: skip
@@ -216,6 +223,13 @@ class OneVisionTiles:
             boxes[..., [1, 3]] = boxes[..., [1, 3]].clip(0, self.height)
             out[self.anyres_tokens()] = boxes.reshape(-1, 4)
         return out
+
+    def page_tokens(self) -> np.ndarray:
+        """(h, w) the token index of each cell of the anyres raster (the page, padding cropped; without an anyres
+        part, the base view's 27 x 27): what a heatmap over the page draws (the base view and the newlines: none)."""
+        if not self.rows:
+            return np.arange(self.n_base).reshape(self.side, self.side)
+        return self.anyres_tokens().reshape(self.final)
 
     def to_json(self) -> dict[str, Any]:
         return {"scheme": "llava-onevision", "tiles": [self.rows, self.cols], "base": [self.side, self.side],
