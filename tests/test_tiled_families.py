@@ -335,3 +335,20 @@ def test_cli_allocate_for_a_tiled_family(tmp_path) -> None:
         cells = a.tiles.page_tokens()
         assert scores.shape == cells.shape
         assert set(cells.reshape(-1)[kept.numpy()].tolist()) == set(a.keep.tolist()) & set(cells.reshape(-1).tolist())
+
+
+@pytest.mark.parametrize("family", ["internvl", "llava-onevision"])
+def test_demo_allocates_and_draws_a_tiled_family(family, tmp_path) -> None:
+    pytest.importorskip("gradio")
+    from PIL import Image
+
+    from arr_coc import demo
+
+    page = tmp_path / "page.png"
+    Image.new("RGB", (700, 500), "white").save(page)
+    app = demo.DemoApp()
+    heat, record, state = app.allocate(page, "What is the amount due?", "0.11", family, "texture")
+    assert isinstance(heat, Image.Image) and record["family"] == family and len(record["boxes"]) == record["grid"][
+        0] * record["grid"][1]  # fmt: skip
+    baseline, summary = app.details(state)
+    assert isinstance(baseline, Image.Image) and f"{state['allocation'].n_tokens} → " in summary
