@@ -57,7 +57,7 @@ def test_cell_is_token_in_processor_output(family: str) -> None:
     np.testing.assert_allclose(token_colour, colours.reshape(-1, 3), atol=1.0)
 
 
-@pytest.mark.parametrize("family", [f.name for f in families() if f.resize is None])  # smart_resize families
+@pytest.mark.parametrize("family", [f.name for f in families() if f.resize is None and f.tiles is None])  # smart_resize
 def test_grid_for_uses_processor_resize(family: str) -> None:
     """Qwen's ``smart_resize`` = the Qwen2-VL processor's (a family with its own ``resize``, Mistral3 and Gemma 3, is
     checked against its own processor: ``tests/test_mistral3_gemma3.py``, the family tester's allocate grid)."""

@@ -24,6 +24,7 @@ from .balancing import SCORERS
 from .checkpoint_check import check_scores
 from .config import RelevanceConfig
 from .deciding import choose
+from .families import get_family
 from .grid import GridSpec
 from .io import load_image_with_size
 from .query import MAX_QUERY_CHARS, normalize_text
@@ -54,6 +55,27 @@ class Allocation:
     units: Sequence[np.ndarray] = field(default_factory=list)  # text mode: each word's cells, kept whole by ``select``
     notes: list[str] = field(default_factory=list)  # what the user should know (question not understood, frames)
     config: RelevanceConfig | None = None  # the realizer's config that decided (its adaptive tiers); None: default
+    tiles: Any = None  # a tiled family's layout (arr_coc.tiling: InternVLTiles / OneVisionTiles); None: a raster
+
+    def page_view(self, keep: Any = None) -> tuple[np.ndarray, torch.Tensor]:
+        """(scores (rows, cols) over the page, kept cells of that raster) for a heatmap: the allocation's own grid, or
+        a tiled family's page raster (InternVL's tile mosaic, OneVision's anyres raster; :meth:`page_tokens`).
+        ``keep``: token indices to show (default: the kept ones)."""
+        keep = self.keep if keep is None else torch.as_tensor(keep)
+        if self.tiles is None:
+            return self.scores, keep
+        cells = self.tiles.page_tokens()  # (r, c) token indices
+        shown = np.isin(cells.reshape(-1), np.asarray(keep))
+        return self.scores.reshape(-1)[cells], torch.from_numpy(np.flatnonzero(shown))
+
+    def token_boxes(self) -> np.ndarray:
+        """(n_tokens, 4) page boxes [x0, y0, x1, y1] of every visual token, in the model's order (NaN: a newline)."""
+        if self.tiles is not None:
+            return self.tiles.token_boxes()
+        rows, cols = self.grid
+        sx, sy = self.original[0] / cols, self.original[1] / rows
+        r, c = np.divmod(np.arange(rows * cols), cols)
+        return np.stack([c * sx, r * sy, (c + 1) * sx, (r + 1) * sy], 1)
 
     @property
     def budget(self) -> int:
@@ -106,6 +128,10 @@ class Allocation:
         }
         if self.notes:
             out["notes"] = list(self.notes)
+        if self.tiles is not None:  # a tiled family: the layout, and each token's page box (null: a newline token)
+            boxes = np.round(self.token_boxes(), 1)
+            out["tiles"] = self.tiles.to_json()
+            out["boxes"] = [None if np.isnan(b).any() else b.tolist() for b in boxes]
         return out
 
 
@@ -149,6 +175,15 @@ def allocate(
     budget = TokenBudget.parse(budget)  # fail fast, before any image work; parsed once
     mode = resolve_mode(mode)
     realizer = realizer or default_realizer()
+    tiled = get_family(family)
+    if tiled.tiles is not None:  # InternVL, LLaVA-OneVision: tiles, not one raster (arr_coc.tiling)
+        from .tiling import allocate_tiled
+
+        if min_pixels is not None or max_pixels is not None:
+            raise ValueError(
+                f"min_pixels / max_pixels do not apply to {tiled.name}: its processor cuts pages into fixed tiles"
+            )
+        return allocate_tiled(image, query, budget, tiled, mode, text_options, realizer, device, reader)
     spec = GridSpec.for_family(family, min_pixels, max_pixels)
     notes: list[str] = []
     t_image = time.perf_counter()

@@ -93,6 +93,13 @@ class PromptLayout:
         hidden = lm(inputs_embeds=embeds, attention_mask=pruned.attention_mask, position_ids=pos, **extra)
         return model.lm_head(hidden.last_hidden_state)
 
+    def pruned(self, model: Any, grid: Grid, fraction: float) -> tuple[Grid, int]:
+        """(the allocation's grid, tokens kept) of an image of ``grid`` patches at a ``fraction`` budget: the merged
+        grid, ``fraction`` of its tokens (a tiled family's: its own tiles and structure tokens)."""
+        t, h, w = grid
+        merged = (t, h // 2, w // 2)
+        return merged, round(fraction * t * (h // 2) * (w // 2))
+
     def token_grid(self, processor: Any, image: Any, merge: int) -> tuple[int, int]:
         """(rows, columns) of visual tokens the family's processor makes of a PIL ``image``."""
         _, gh, gw = (int(v) for v in processor(images=image, return_tensors="pt")["image_grid_thw"][0])

@@ -33,12 +33,14 @@ Everything is CPU, float32, a second or two a check.
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import torch
 
+from arr_coc import tiled_testing
 from arr_coc.family_layouts import (  # noqa: F401  (the tester's ids, re-exported)
     ASSISTANT,
     BOS,
@@ -227,6 +229,8 @@ TINY: dict[str, TinyFamily] = {
         TinyFamily("minicpmv4_7", _minicpmv4_7, minicpm_image_processor, videos=False, layout=MINICPM),
         TinyFamily("mistral3", mistral3, pixtral_image_processor, videos=False, layout=MISTRAL3),
         TinyFamily("gemma3", gemma3, gemma3_image_processor, videos=False, layout=GEMMA3),
+        TinyFamily("internvl", tiled_testing.internvl, videos=False, layout=tiled_testing.INTERNVL),
+        TinyFamily("llava_onevision", tiled_testing.onevision, videos=False, layout=tiled_testing.ONEVISION),
     )
 }
 
@@ -344,8 +348,9 @@ def check_pruned_forward(model: Any, positions: str = "original") -> None:
     with torch.no_grad():
         out = cm(**inputs).logits
         (alloc,) = cm.last_allocation[0]
-        assert alloc.grid == (1, 4, 4) and alloc.budget == 4
-        assert out.shape[1] == inputs["input_ids"].shape[1] - 12
+        grid, kept = layout_of(model).pruned(model, ONE[1][1], 0.25)  # Qwen: (1, 4, 4), 4 of 16
+        assert alloc.grid == grid and alloc.budget == kept, (alloc.grid, alloc.budget, grid, kept)
+        assert out.shape[1] == inputs["input_ids"].shape[1] - (math.prod(grid) - kept)
         ref = reference_logits(model, inputs, cm, kept_features(model, inputs, cm))
     torch.testing.assert_close(out, ref, rtol=1e-5, atol=1e-5)
 
@@ -408,6 +413,12 @@ def check_allocate_grid(model_type: str, family: Any) -> None:
     from arr_coc import allocate
 
     tiny_family = TINY[model_type]
+    if family.tiles is not None:  # a tiled family: its published processor's tiles (arr_coc.tiling), no pixel bounds
+        for w, h in ((1000, 1300), (640, 480), (1600, 400)):
+            img = Image.new("RGB", (w, h), "white")
+            a = allocate(img, "x", 4, family=family.name, mode="texture")
+            assert a.grid == tiny_family.layout.token_grid(None, img, family.merge_size), (w, h, a.grid)
+        return
     cell = family.cell
     lo, hi = family.min_pixels, 300 * cell * cell
     proc = tiny_family.image_processor(family.patch_size, lo, hi)

@@ -53,6 +53,25 @@ class VisualInputs:
     extras: dict[str, Any] = field(default_factory=dict)
 
 
+@dataclass
+class View:
+    """One raster the decision scores (:meth:`Adapter.views`): frames, their grid, and which of the item's tokens
+    its cells are.
+
+    Attributes:
+        item: index of the item (in ``compress``'s list) the view belongs to.
+        frames (torch.Tensor of shape (T, 3, rows * cell, cols * cell)): what relevance sees, in [0, 1].
+        grid: (rows, cols) of cells a frame.
+        tokens (numpy.ndarray of shape (T * rows * cols,) or None): the item's token index of each cell (raster over
+            T x rows x cols); None: the view IS the item (cell i = token i).
+    """
+
+    item: int
+    frames: torch.Tensor
+    grid: tuple[int, int]
+    tokens: np.ndarray | None = None
+
+
 class PositionLayout(Protocol):
     """How a family's positions look to its model: P rows of ids per token, what a forward and ``generate`` take,
     and the positions of decoded tokens."""
@@ -308,6 +327,24 @@ class Adapter:
         """Each item's frames as the processor resized them, (t, 3, H, W) floats in [0, 1] (the normalisation
         ``mean`` / ``std`` undone); ``sent`` yields the uploaded indices of :meth:`frame_plan`, in its order."""
         raise NotImplementedError(f"{self.name}: frames")
+
+    def views(self, model: Any, items: Sequence[VisualItem], frames: Sequence[torch.Tensor], merge: int) -> list[View]:
+        """The rasters the decision scores: by default each item is one (its frames over its merged grid, cell i =
+        token i). A tiled family whose tokens are several rasters (a base view and a mosaic) or hold structure tokens
+        (a newline a row) returns several views an item, each naming its tokens; :meth:`join_views` joins them."""
+        return [View(i, f, it.merged_grid(merge)[1:]) for i, (it, f) in enumerate(zip(items, frames, strict=True))]
+
+    def join_views(self, item: VisualItem, parts: Sequence[tuple[View, Any, torch.Tensor]], n: int) -> tuple[Any, Any]:
+        """One item's (choice, scores (n,)) from its views' (view, choice, scores); by default its one view's."""
+        (_, choice, scores), *rest = parts
+        assert not rest, f"{self.name}: an item of several views needs the family's join_views"
+        return choice, scores
+
+    def token_views(self, item: VisualItem) -> list[tuple[tuple[int, int], np.ndarray]] | None:
+        """The rasters of an item for a scorer's per-token scores (the ``per_item`` path): (grid, the item's token
+        index of each cell) each, chosen each on its share of the budget and joined by :meth:`join_views`, as the
+        decide path's :meth:`views`; None (the default): the item is one raster."""
+        return None
 
     # ----- positions ----------------------------------------------------------------------------------------------
     def positions(
