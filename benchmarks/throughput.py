@@ -653,6 +653,13 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                    "library's), and rows with the texture run eagerly beside them")  # fmt: skip
     p.add_argument("--texture-graphs", type=int, default=None, help=graphs_help)
     p.add_argument("--out", type=Path, default=Path("results/throughput.md"), help="markdown output (JSON alongside)")
+    p.add_argument(
+        "--tiled",
+        nargs="+",
+        default=None,
+        metavar="MODEL",
+        help="tiled families instead: tiles chosen before the tower (benchmarks/tile_foveation.py's models)",
+    )
     args = p.parse_args(argv)
     on_gpu = str(args.device).startswith("cuda")
     args.models = args.models or (["qwen2.5-vl-7b", "qwen3-vl-8b"] if on_gpu else ["tiny-qwen2.5-vl"])
@@ -670,6 +677,14 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the benchmark; print the markdown report and write it (and JSON) to ``--out``. Returns 0."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if "--tiled" in argv:  # InternVL / LLaVA-OneVision: the tower on the chosen tiles (benchmarks/tile_foveation.py)
+        try:
+            from tile_foveation import main as tiled_main
+        except ImportError:  # pragma: no cover - depends on how the file is loaded
+            from benchmarks.tile_foveation import main as tiled_main
+        rest = [a if a != "--tiled" else "--models" for a in argv]
+        return tiled_main(rest, command="python benchmarks/throughput.py " + shlex.join(argv))
     import transformers
 
     args = parse_args(argv)

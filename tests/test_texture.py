@@ -8,14 +8,14 @@ import torch
 from PIL import Image, ImageDraw
 
 from arr_coc.config import RelevanceConfig
-from arr_coc.families import family_names, get_family
+from arr_coc.families import families, get_family
 from arr_coc.grid import GridSpec
+from arr_coc.integrations.qwen_patches import texture_from_patches  # the Qwen line's patch layout
 from arr_coc.texture import (
     CHANNELS,
     N_CHANNELS,
     texture_array,
     texture_from_frames,
-    texture_from_patches,
     texture_from_pixels,
 )
 
@@ -45,7 +45,10 @@ def test_edges_and_entropy_sit_where_the_ink_is() -> None:
         assert 0 <= float(x[C[name]].min()) and float(x[C[name]].max()) <= 1
 
 
-@pytest.mark.parametrize("family", family_names())  # every registered family (arr_coc.families)
+QWEN_RESIZE = [f.name for f in families() if f.resize is None and f.grid_rule is None]  # Qwen's patches, smart_resize
+
+
+@pytest.mark.parametrize("family", QWEN_RESIZE)
 def test_patches_give_the_same_texture(family: str) -> None:
     """texture_from_patches on the processor's pixel_values ~ texture_array on the image (same cells)."""
     proc_mod = pytest.importorskip("transformers.models.qwen2_vl.image_processing_pil_qwen2_vl")

@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 import torch
 
+from arr_coc import score_visual_tokens
 from arr_coc.grid import GridSpec
-from arr_coc.realizing import ocr_available, score_visual_tokens
+from arr_coc.realizing import ocr_available
 
 proc_mod = pytest.importorskip("transformers.models.qwen2_vl.image_processing_pil_qwen2_vl")
 

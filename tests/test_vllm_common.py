@@ -9,6 +9,7 @@ from dataclasses import replace
 import pytest
 import torch
 
+from arr_coc.integrations.qwen_common import QwenAdapter
 from arr_coc.vllm.common import (
     OPTIONS,
     ArrCocOptionError,
@@ -67,7 +68,9 @@ def test_the_question_is_the_text_of_the_images_user_turn():
     text = tok.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
     ids = tok.encode(text, add_special_tokens=False)
     vocab = tok.get_vocab()
-    got = turn_questions(ids, special_ids(tok, vocab["<|image_pad|>"], vocab["<|video_pad|>"]), tok)
+    from arr_coc.integrations.qwen_common import VLLM_MARKERS
+
+    got = turn_questions(ids, special_ids(tok, vocab["<|image_pad|>"], vocab["<|video_pad|>"], VLLM_MARKERS), tok)
     assert got == ["What is the total?", "And the date ofthis one?"]  # compress's rule: the turn's text, joined
 
 
@@ -139,7 +142,7 @@ def test_decide_all_is_each_images_own_decision_in_one_call(monkeypatch):
     from arr_coc.realizing import Realizer
     from arr_coc.vllm.common import Geometry, _frames, decide, decide_all, realizer_for
 
-    geometry = Geometry(14, 2, 2, (0.48, 0.46, 0.41), (0.27, 0.26, 0.28))
+    geometry = Geometry(14, 2, 2, (0.48, 0.46, 0.41), (0.27, 0.26, 0.28), QwenAdapter.patch_frames)
     grids = [(1, 8, 12), (1, 6, 6), (1, 10, 4)]
     gen = torch.Generator().manual_seed(0)
     pixels = torch.randn(sum(t * h * w for t, h, w in grids), 3 * 2 * 14 * 14, generator=gen)
@@ -171,7 +174,7 @@ def test_decision_device_setting(monkeypatch):
 
     monkeypatch.delenv(DEVICE_ENV, raising=False)
     assert decision_device() is None and realizer_for(None) is default_realizer()
-    geometry = Geometry(14, 2, 2, (0.48, 0.46, 0.41), (0.27, 0.26, 0.28))
+    geometry = Geometry(14, 2, 2, (0.48, 0.46, 0.41), (0.27, 0.26, 0.28), QwenAdapter.patch_frames)
     pixels = torch.randn(96, 3 * 2 * 14 * 14, generator=torch.Generator().manual_seed(1))
     options = Options(budget=6, mode="texture", query="total?")
     on_cpu = decide_all(pixels, torch.tensor([[1, 8, 12]]), geometry, options)

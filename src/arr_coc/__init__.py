@@ -6,7 +6,7 @@
 >>> cm = arr_coc.compress(model, budget=0.22, processor=processor)       # prune inside the model
 """
 
-from .allocating import Allocation, allocate, score_visual_tokens
+from .allocating import Allocation, allocate
 from .attending import TIERS, TokenScores, resolve_budget, select
 from .grid import Grid, GridSpec
 from .processing import PilQwenVLProcessor, load_processor
@@ -36,4 +36,8 @@ def __getattr__(name: str):
         from .integrations import compress
 
         return compress
+    if name == "score_visual_tokens":  # a Qwen-VL processor's patches -> each token's relevance (the Qwen line's)
+        from .integrations.qwen_patches import score_visual_tokens
+
+        return score_visual_tokens
     raise AttributeError(f"module 'arr_coc' has no attribute {name!r}")

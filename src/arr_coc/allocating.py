@@ -1,6 +1,6 @@
-"""The entry points: ``allocate`` (an image and a question -> an :class:`Allocation`) and ``score_visual_tokens``
-(a Qwen-VL processor's patches -> each token's relevance), a few lines each on top of
-:meth:`arr_coc.realizing.Realizer.decide` / :meth:`~arr_coc.realizing.Realizer.score`.
+"""The entry point ``allocate`` (an image and a question -> an :class:`Allocation`), a few lines on top of
+:meth:`arr_coc.realizing.Realizer.decide` / :meth:`~arr_coc.realizing.Realizer.score` (a processor's patches -> each
+token's relevance, ``score_visual_tokens``, is the family's: :mod:`arr_coc.integrations.qwen_patches`).
 
 Example:
     >>> from PIL import Image
@@ -19,17 +19,17 @@ from typing import Any
 import numpy as np
 import torch
 
-from .attending import Budget, TokenBudget, TokenScores
+from .attending import Budget, TokenBudget
 from .balancing import SCORERS
 from .checkpoint_check import check_scores
 from .config import RelevanceConfig
 from .deciding import choose
+from .families import get_family
 from .grid import GridSpec
 from .io import load_image_with_size
 from .query import MAX_QUERY_CHARS, normalize_text
 from .realizing import Realizer, default_realizer
 from .text_prior import query_notes, reading_for, resolve_mode
-from .texture import frames_from_patches
 
 
 @dataclass
@@ -55,6 +55,27 @@ class Allocation:
     units: Sequence[np.ndarray] = field(default_factory=list)  # text mode: each word's cells, kept whole by ``select``
     notes: list[str] = field(default_factory=list)  # what the user should know (question not understood, frames)
     config: RelevanceConfig | None = None  # the realizer's config that decided (its adaptive tiers); None: default
+    tiles: Any = None  # a tiled family's layout (arr_coc.tiling: InternVLTiles / OneVisionTiles); None: a raster
+
+    def page_view(self, keep: Any = None) -> tuple[np.ndarray, torch.Tensor]:
+        """(scores (rows, cols) over the page, kept cells of that raster) for a heatmap: the allocation's own grid, or
+        a tiled family's page raster (InternVL's tile mosaic, OneVision's anyres raster; :meth:`page_tokens`).
+        ``keep``: token indices to show (default: the kept ones)."""
+        keep = self.keep if keep is None else torch.as_tensor(keep)
+        if self.tiles is None:
+            return self.scores, keep
+        cells = self.tiles.page_tokens()  # (r, c) token indices
+        shown = np.isin(cells.reshape(-1), np.asarray(keep))
+        return self.scores.reshape(-1)[cells], torch.from_numpy(np.flatnonzero(shown))
+
+    def token_boxes(self) -> np.ndarray:
+        """(n_tokens, 4) page boxes [x0, y0, x1, y1] of every visual token, in the model's order (NaN: a newline)."""
+        if self.tiles is not None:
+            return self.tiles.token_boxes()
+        rows, cols = self.grid
+        sx, sy = self.original[0] / cols, self.original[1] / rows
+        r, c = np.divmod(np.arange(rows * cols), cols)
+        return np.stack([c * sx, r * sy, (c + 1) * sx, (r + 1) * sy], 1)
 
     @property
     def budget(self) -> int:
@@ -107,6 +128,10 @@ class Allocation:
         }
         if self.notes:
             out["notes"] = list(self.notes)
+        if self.tiles is not None:  # a tiled family: the layout, and each token's page box (null: a newline token)
+            boxes = np.round(self.token_boxes(), 1)
+            out["tiles"] = self.tiles.to_json()
+            out["boxes"] = [None if np.isnan(b).any() else b.tolist() for b in boxes]
         return out
 
 
@@ -150,6 +175,15 @@ def allocate(
     budget = TokenBudget.parse(budget)  # fail fast, before any image work; parsed once
     mode = resolve_mode(mode)
     realizer = realizer or default_realizer()
+    tiled = get_family(family)
+    if tiled.tiles is not None:  # InternVL, LLaVA-OneVision: tiles, not one raster (arr_coc.tiling)
+        from .tiling import allocate_tiled
+
+        if min_pixels is not None or max_pixels is not None:
+            raise ValueError(
+                f"min_pixels / max_pixels do not apply to {tiled.name}: its processor cuts pages into fixed tiles"
+            )
+        return allocate_tiled(image, query, budget, tiled, mode, text_options, realizer, device, reader)
     spec = GridSpec.for_family(family, min_pixels, max_pixels)
     notes: list[str] = []
     t_image = time.perf_counter()
@@ -212,62 +246,3 @@ def allocate(
         notes=notes,
         config=realizer.config,
     )
-
-
-@torch.inference_mode()
-def score_visual_tokens(
-    pixel_values: torch.Tensor,
-    grid_thw: tuple[int, int, int],
-    patch_size: int,
-    merge_size: int,
-    temporal_patch_size: int,
-    token_feats: torch.Tensor | None = None,
-    query_embeds: torch.Tensor | None = None,
-    query_text: str | None = None,
-    prior: torch.Tensor | None = None,
-    text_prior: bool = False,
-    text_options: dict[str, Any] | None = None,
-    realizer: Realizer | None = None,
-    image_mean: Sequence[float] | None = None,
-    image_std: Sequence[float] | None = None,
-    return_units: bool = False,
-) -> torch.Tensor | TokenScores:
-    """Relevance of each visual token of one image or video inside a loaded Qwen-VL model (``compress``'s scorer).
-
-    The processor's patches are turned back into frames (:func:`arr_coc.texture.frames_from_patches`) and scored by
-    the same :meth:`Realizer.relevance` as ``allocate``; everything stays on the device of ``pixel_values``
-    except the OCR of ``text_prior`` (one uint8 copy per frame to the CPU, :func:`pictures_from_frames`).
-
-    Args:
-        pixel_values (torch.Tensor of shape (t*h*w, 3*temporal_patch_size*patch_size**2)): this item's patches.
-        grid_thw: (t, h, w) patch grid of this image, as in ``image_grid_thw``.
-        patch_size, merge_size, temporal_patch_size: the vision tower's, from the model config.
-        token_feats (torch.Tensor of shape (N, D) or None): merged visual tokens in the LM embedding space,
-            N = t * h * w / merge**2.
-        query_embeds (torch.Tensor of shape (Q, D) or None): LM input embeddings of the query's tokens.
-        query_text: optional query text (spatial, colour and text cues; the text prior's query).
-        prior (torch.Tensor of shape (t, h / merge, w / merge) or None): query-conditioned map in [0, 1].
-        text_prior: run OCR on the model's own resized pixels and add the text-aware prior of ``allocate``'s
-            "text" mode (images only; needs the ``[ocr]`` extra; costs the OCR time, see the speed benchmark).
-        text_options: the text prior's ablation switches (``ReadingConfig.with_switches``).
-        realizer: the relevance model (default: :func:`default_realizer`).
-        image_mean, image_std: the processor's normalisation (undone exactly when given).
-        return_units: return ``TokenScores(scores, units)`` with the text prior's word units (empty without it),
-            so that ``compress`` keeps words whole as ``allocate`` does.
-
-    Returns:
-        torch.Tensor of shape (N,), float32 on the device of ``pixel_values``: relevance of each token in raster
-        order over (t, h / merge, w / merge); or that and the units (``return_units``).
-    """
-    frames = frames_from_patches(
-        pixel_values, grid_thw, patch_size, merge_size, temporal_patch_size, image_mean, image_std
-    )  # (t, 3, H, W)
-    rows, cols = int(grid_thw[1]) // merge_size, int(grid_thw[2]) // merge_size
-    realizer = realizer or default_realizer()
-    mode = "text" if text_prior and prior is None and query_text else "texture"
-    scoring = realizer.score(
-        frames, (rows, cols), query_text, mode, token_feats=token_feats, query_embeds=query_embeds, prior=prior,
-        text_options=text_options,
-    )  # fmt: skip
-    scores = scoring.scores.flatten()  # (N,)
-    return TokenScores(scores, scoring.units) if return_units else scores

@@ -448,7 +448,7 @@ def _allocate(args: argparse.Namespace) -> int:
     if args.heatmap:
         from .heatmap import save_heatmap
 
-        save_heatmap(args.heatmap, args.image, alloc.scores, alloc.keep, alloc.query)
+        save_heatmap(args.heatmap, args.image, *alloc.page_view(), alloc.query)  # a tiled family: its page raster
         print(f"wrote {args.heatmap}")
     return 0
 

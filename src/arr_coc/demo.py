@@ -328,7 +328,7 @@ class DemoApp:
             raise _error(_hide_path(_user_message(err), source, name)) from None
         alloc.notes[:] = [_hide_path(note, source, name) for note in alloc.notes]  # the upload's name, not its path
         progress(0.9, desc="drawing the heatmap")
-        heat = render_heatmap(img, alloc.scores, alloc.keep, f"{alloc.query}  [ARR-COC, mode {alloc.mode}]")
+        heat = render_heatmap(img, *alloc.page_view(), f"{alloc.query}  [ARR-COC, mode {alloc.mode}]")
         record = alloc.to_json(id=Path(name).stem if name else None)
         return heat, record, {"allocation": alloc, "image": img, "question": question, "budget": parsed}
 
@@ -340,7 +340,7 @@ class DemoApp:
         alloc: Allocation = state["allocation"]
         base_keep = stride_keep(alloc.n_tokens, alloc.budget)  # (K,)
         baseline = render_heatmap(
-            state["image"], alloc.scores, base_keep, f"{alloc.query}  [uniform stride, query-blind]"
+            state["image"], *alloc.page_view(base_keep), f"{alloc.query}  [uniform stride, query-blind]"
         )
         return baseline, summary_markdown(alloc, base_keep)
 

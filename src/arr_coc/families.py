@@ -1,8 +1,8 @@
 """One table of model families: every fact about a family that the rest of ARR-COC-VIS needs, in one row.
 
-Built in: Qwen2-VL, Qwen2.5-VL, Qwen3-VL (+MoE), Qwen3.5 (+MoE), GLM-4.1V (+GLM-4.6V) and GLM-OCR (the last three
-rows: ``arr_coc.integrations.qwen3_5`` / ``glm4v``; :data:`QWEN_VL` are the first three, whose tiny checkpoints use
-Qwen2's vocabulary).
+Built in: Qwen2-VL, Qwen2.5-VL, Qwen3-VL (+MoE), Qwen3.5 (+MoE), GLM-4.1V (+GLM-4.6V), GLM-OCR and MiniCPM-V 4.7
+(``arr_coc.integrations.qwen3_5`` / ``glm4v`` / ``minicpmv4_7``; :data:`QWEN_VL` are the first three, whose tiny
+checkpoints use Qwen2's vocabulary).
 
 A :class:`Family` row holds the family's grid (patch and merge size), its processor's pixel bounds and
 normalisation, its special token ids and chat template, the ``transformers`` release it needs, and one
@@ -44,91 +44,26 @@ TRANSFORMERS_FLOOR = "5.18.0"
 QWEN3_5_FLOOR = "5.18.0"
 # GLM-4.1V: the same (tests/test_family_tester.py passes with 5.18.0 shadowing).
 GLM4V_FLOOR = "5.18.0"
+# MiniCPM-V 4.7: 5.19.0 has its module with forward(mm_encoder_outputs=...) and the same canvas get_rope_index as 5.24
+# (read in both installed sources); older releases are not known to.
+MINICPMV4_7_FLOOR = "5.19.0"
 
-# Qwen2 BPE ids shared by every Qwen-VL checkpoint (tokenizer_config.json's added tokens; "\n" is BPE rank 198).
-QWEN2_TOKEN_IDS: dict[str, int] = {
-    "endoftext": 151643,  # <|endoftext|>
-    "im_start": 151644,  # <|im_start|>
-    "im_end": 151645,  # <|im_end|>
-    "vision_start": 151652,  # <|vision_start|>
-    "vision_end": 151653,  # <|vision_end|>
-    "image": 151655,  # <|image_pad|>
-    "video": 151656,  # <|video_pad|>
-    "newline": 198,  # "\n" (the byte-level BPE's "Ċ")
-}
-# Qwen3.5's tokenizer: a new 248,044-rank BPE, the same added tokens in the same order from 248044 (its
-# tokenizer_config.json); the vision ids are Qwen3_5Config's defaults.
-QWEN3_5_TOKEN_IDS: dict[str, int] = {
-    "endoftext": 248044,  # <|endoftext|>
-    "im_start": 248045,  # <|im_start|>
-    "im_end": 248046,  # <|im_end|>
-    "vision_start": 248053,  # <|vision_start|>
-    "vision_end": 248054,  # <|vision_end|>
-    "image": 248056,  # <|image_pad|>
-    "video": 248057,  # <|video_pad|>
-    "newline": 198,  # "\n"
-}
-# GLM-4.1V / GLM-4.6V (a GLM-4 tokenizer): Glm4vConfig's image ids and the chat turn markers of the published
-# tokenizer_config.json ("<|user|>" opens the turn the question is read from, "<|assistant|>" closes it).
-GLM4V_TOKEN_IDS: dict[str, int] = {
-    "endoftext": 151329,  # <|endoftext|>
-    "im_start": 151336,  # <|user|>
-    "im_end": 151337,  # <|assistant|>
-    "vision_start": 151339,  # <|begin_of_image|>
-    "vision_end": 151340,  # <|end_of_image|>
-    "image": 151343,  # <|image|>
-    "video": 151344,  # <|video|>
-    "newline": 198,  # "\n"
-}
-GLM4V_TEMPLATE = (
-    "[gMASK]<sop>{%- for message in messages %}<|{{ message.role }}|>\n"
-    "{%- if message.content is string %}{{- message.content }}"
-    "{%- else %}{%- for item in message.content %}"
-    "{%- if item.type == 'image' or 'image' in item %}<|begin_of_image|><|image|><|end_of_image|>"
-    "{%- elif item.type == 'video' or 'video' in item %}<|begin_of_video|><|video|><|end_of_video|>"
-    "{%- elif 'text' in item %}{{- item.text }}{%- endif %}{%- endfor %}{%- endif %}"
-    "{%- endfor %}{%- if add_generation_prompt %}<|assistant|>\n{% endif %}"
-)
-OPENAI_CLIP_MEAN = (0.48145466, 0.4578275, 0.40821073)  # Qwen2-VL / Qwen2.5-VL image processor defaults
-OPENAI_CLIP_STD = (0.26862954, 0.26130258, 0.27577711)
-
-# Chat templates: the published ones' output for system / user / assistant turns (string or list content with
-# {"type": "text" | "image" | "video"} items, ``add_vision_id``), written compactly (the tiny checkpoints ship them).
-_CONTENT = (
-    "{%- if content is string %}{{- content }}"
-    "{%- else %}{%- for item in content %}"
-    "{%- if item.type == 'image' or 'image' in item or 'image_url' in item %}"
-    "{%- set image_count.value = image_count.value + 1 %}"
-    "{%- if add_vision_id %}Picture {{ image_count.value }}: {% endif -%}"
-    "<|vision_start|><|image_pad|><|vision_end|>"
-    "{%- elif item.type == 'video' or 'video' in item %}"
-    "{%- set video_count.value = video_count.value + 1 %}"
-    "{%- if add_vision_id %}Video {{ video_count.value }}: {% endif -%}"
-    "<|vision_start|><|video_pad|><|vision_end|>"
-    "{%- elif 'text' in item %}{{- item.text }}{%- endif %}"
-    "{%- endfor %}{%- endif %}"
-)
-QWEN2_VL_TEMPLATE = (
-    "{%- set image_count = namespace(value=0) %}{%- set video_count = namespace(value=0) %}"
-    "{%- for message in messages %}"
-    "{%- if loop.first and message.role != 'system' %}<|im_start|>system\nYou are a helpful assistant.<|im_end|>\n"
-    "{% endif %}"
-    "{{- '<|im_start|>' + message.role + '\n' }}{%- set content = message.content %}" + _CONTENT + "<|im_end|>\n"
-    "{% endfor %}"
-    "{%- if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
-)
-QWEN3_VL_TEMPLATE = (
-    "{%- set image_count = namespace(value=0) %}{%- set video_count = namespace(value=0) %}"
-    "{%- for message in messages %}"
-    "{%- if message.role == 'system' and loop.first %}{{- '<|im_start|>system\n' }}"
-    "{%- if message.content is string %}{{- message.content }}"
-    "{%- else %}{%- for item in message.content %}{%- if 'text' in item %}{{- item.text }}{%- endif %}{%- endfor %}"
-    "{%- endif %}<|im_end|>\n"
-    "{% elif message.role in ('user', 'assistant') %}"
-    "{{- '<|im_start|>' + message.role + '\n' }}{%- set content = message.content %}" + _CONTENT + "<|im_end|>\n"
-    "{% endif %}"
-    "{%- endfor %}"
-    "{%- if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+MISTRAL3_FLOOR = "5.18.0"
+GEMMA3_FLOOR = "5.18.0"  # as Mistral3: tested on 5.24 only
+from .family_tokens import (  # noqa: E402, F401  (re-exported: the ids and templates moved there)
+    _CONTENT,
+    GEMMA3_TEMPLATE,
+    GEMMA3_TOKEN_IDS,
+    GLM4V_TEMPLATE,
+    GLM4V_TOKEN_IDS,
+    MISTRAL3_TEMPLATE,
+    MISTRAL3_TOKEN_IDS,
+    OPENAI_CLIP_MEAN,
+    OPENAI_CLIP_STD,
+    QWEN2_TOKEN_IDS,
+    QWEN2_VL_TEMPLATE,
+    QWEN3_5_TOKEN_IDS,
+    QWEN3_VL_TEMPLATE,
 )
 
 
@@ -171,6 +106,13 @@ class Family:
         chat_template: the Jinja template of the published checkpoints (text, images, videos).
         spellings: extra names a user may type besides ``name`` and the model types.
         min_transformers: the oldest ``transformers`` release ``compress`` gives exact answers with for this family.
+        grid_rule: ``"module:function"`` of ``f(height, width, GridSpec) -> Grid`` for a family whose grid is not one
+            resized raster (MiniCPM-V's thumbnail and slices); None: one raster of the size :attr:`resize` gives.
+        resize: ``"module:function"`` ``(height, width, factor, min_pixels, max_pixels) -> (h, w)``, the size the
+            family's processor resizes an image to (both sides multiples of :attr:`cell`); None: Qwen's
+            ``smart_resize`` (:mod:`arr_coc.grid`).
+        tiles: a tiled family's scheme (:mod:`arr_coc.tiling`: ``"internvl"``, ``"llava-onevision"``): its pages are
+            cut into tiles, not resized to one raster; ``allocate`` then ignores ``resize`` and the pixel bounds.
     """
 
     name: str
@@ -187,6 +129,9 @@ class Family:
     chat_template: str = QWEN2_VL_TEMPLATE
     spellings: tuple[str, ...] = ()
     min_transformers: str = TRANSFORMERS_FLOOR
+    grid_rule: str | None = None
+    resize: str | None = None
+    tiles: str | None = None
 
     @property
     def cell(self) -> int:
@@ -330,6 +275,7 @@ BUILTIN: tuple[Family, ...] = (
                 "Glm4vForConditionalGeneration",
                 "transformers.models.glm4v.modeling_glm4v",
                 f"{_MOD}.glm4v:ADAPTER",
+                f"{_VLLM}.glm4v:ArrCocGlm4vForConditionalGeneration",
             ),
             ModelClass(
                 "glm46v",
@@ -377,7 +323,137 @@ BUILTIN: tuple[Family, ...] = (
         chat_template=GLM4V_TEMPLATE,
         min_transformers=GLM4V_FLOOR,
     ),
+    Family(
+        name="minicpm-v-4.7",
+        patch_size=14,  # the published processor's and checkpoints' (MiniCPMV4_7VisionConfig defaults to 16)
+        merge_size=4,  # "16x": the window merger's 2x2, then the merger's 2x2
+        # the thumbnail: resized to about 448 x 448 (scale_resolution), sides multiples of 56; larger pages add slices
+        min_pixels=56 * 56,
+        eval_pixels=(56 * 56, 448 * 448),
+        image_mean=(0.5, 0.5, 0.5),
+        image_std=(0.5, 0.5, 0.5),
+        processor="MiniCPMV4_7Processor",
+        classes=(
+            ModelClass(
+                "minicpmv4_7",
+                "MiniCPMV4_7ForConditionalGeneration",
+                "transformers.models.minicpmv4_7.modeling_minicpmv4_7",
+                f"{_MOD}.minicpmv4_7:ADAPTER",
+            ),
+        ),
+        # ChatML on Qwen3.5's tokenizer; the placeholder and crop marker ids are the checkpoint's config's (-1: none
+        # in MiniCPMV4_7Config's defaults)
+        token_ids={**QWEN3_5_TOKEN_IDS, "image": -1, "video": -1, "vision_start": -1, "vision_end": -1},
+        added_tokens=26,
+        chat_template=QWEN3_VL_TEMPLATE,
+        spellings=("minicpm-v4.7", "minicpmv-4.7", "minicpm-v"),
+        min_transformers=MINICPMV4_7_FLOOR,
+        grid_rule=f"{_MOD}.minicpmv4_7:canvas_grid",
+    ),
+    Family(
+        name="mistral3",
+        patch_size=14,
+        merge_size=2,
+        min_pixels=28 * 28,  # no lower bound in the processor: one cell
+        eval_pixels=(28 * 28, 1540 * 1540),  # max_pixels = longest_edge ** 2 (Mistral-Small-3.1's 1540)
+        image_mean=OPENAI_CLIP_MEAN,
+        image_std=OPENAI_CLIP_STD,
+        processor="PixtralProcessor",
+        classes=(
+            ModelClass(
+                "mistral3",
+                "Mistral3ForConditionalGeneration",
+                "transformers.models.mistral3.modeling_mistral3",
+                f"{_MOD}.mistral3:ADAPTER",
+            ),
+        ),
+        token_ids=dict(MISTRAL3_TOKEN_IDS),
+        added_tokens=0,
+        chat_template=MISTRAL3_TEMPLATE,
+        spellings=("pixtral", "mistral-small-3.1", "mistral-small-3.2"),
+        min_transformers=MISTRAL3_FLOOR,
+        resize="arr_coc.grid:longest_edge_resize",
+    ),
+    Family(
+        name="gemma-3",
+        patch_size=14,
+        merge_size=4,  # 64 x 64 patches average-pooled 4 x 4 to 16 x 16 = 256 tokens (mm_tokens_per_image)
+        min_pixels=896 * 896,  # every image is resized to the tower's 896 x 896 square
+        eval_pixels=(896 * 896, 896 * 896),
+        image_mean=(0.5, 0.5, 0.5),
+        image_std=(0.5, 0.5, 0.5),
+        processor="Gemma3Processor",
+        classes=(
+            ModelClass(
+                "gemma3",
+                "Gemma3ForConditionalGeneration",
+                "transformers.models.gemma3.modeling_gemma3",
+                f"{_MOD}.gemma3:ADAPTER",
+            ),
+        ),
+        token_ids=dict(GEMMA3_TOKEN_IDS),
+        added_tokens=0,
+        chat_template=GEMMA3_TEMPLATE,
+        spellings=("gemma3", "gemma-3-it"),
+        min_transformers=GEMMA3_FLOOR,
+        resize="arr_coc.grid:fixed_resize",
+    ),
 )
+# InternVL3 "-hf" tokenizer (Qwen2.5's ranks): ChatML markers; <img> 151665, </img> 151666 around the <IMG_CONTEXT>
+# (InternVLConfig.image_token_id) run. LLaVA-OneVision-qwen2: the same markers, <image> 151646, <video> 151647.
+INTERNVL_TOKEN_IDS: dict[str, int] = {"endoftext": 151643, "im_start": 151644, "im_end": 151645, "vision_start": 151665,
+                                      "vision_end": 151666, "image": 151667, "newline": 198}  # fmt: skip
+TILED: tuple[Family, ...] = (  # transformers floor as the Qwen line's (forward(mm_encoder_outputs=...)); 5.24 tested
+    Family(
+        name="internvl",
+        patch_size=14,
+        merge_size=2,  # the pixel shuffle (downsample_ratio 0.5): 2 x 2 patches a token, 256 tokens a 448-px tile
+        min_pixels=448 * 448,  # one tile
+        eval_pixels=(448 * 448, 12 * 448 * 448),  # 1 to 12 tiles (max_patches 12), plus the thumbnail
+        image_mean=(0.485, 0.456, 0.406),  # ImageNet's, InternVL's image processor
+        image_std=(0.229, 0.224, 0.225),
+        processor="InternVLProcessor",
+        classes=(
+            ModelClass(
+                "internvl",
+                "InternVLForConditionalGeneration",  # fmt: skip
+                "transformers.models.internvl.modeling_internvl",
+                f"{_MOD}.internvl:ADAPTER",
+            ),
+        ),
+        token_ids=dict(INTERNVL_TOKEN_IDS),
+        added_tokens=0,
+        spellings=("internvl3", "internvl2.5", "internvl-3"),
+        tiles="internvl",
+    ),
+    Family(
+        name="llava-onevision",
+        patch_size=14,
+        merge_size=1,  # a token is one SigLIP patch of a 384-px tile (27 x 27 a tile)
+        min_pixels=384 * 384,  # the base view
+        eval_pixels=(384 * 384, 2304 * 2304),  # image_grid_pinpoints' smallest and largest
+        image_mean=(0.5, 0.5, 0.5),
+        image_std=(0.5, 0.5, 0.5),
+        processor="LlavaOnevisionProcessor",
+        classes=(
+            ModelClass(
+                "llava_onevision",
+                "LlavaOnevisionForConditionalGeneration",
+                "transformers.models.llava_onevision.modeling_llava_onevision",
+                f"{_MOD}.llava_onevision:ADAPTER",
+            ),
+        ),  # fmt: skip
+        token_ids={
+            **{k: INTERNVL_TOKEN_IDS[k] for k in ("endoftext", "im_start", "im_end", "newline")},
+            "image": 151646,
+            "video": 151647,
+        },  # fmt: skip
+        added_tokens=0,
+        spellings=("llava-ov", "llava-onevision-qwen2", "llavaonevision"),
+        tiles="llava-onevision",
+    ),
+)
+BUILTIN = BUILTIN + TILED
 QWEN_VL: tuple[Family, ...] = BUILTIN[:3]  # the Qwen2-VL-tokenizer families (Qwen2-VL, Qwen2.5-VL, Qwen3-VL)
 
 _REGISTRY: dict[str, Family] = {f.name: f for f in BUILTIN}

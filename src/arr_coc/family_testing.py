@@ -4,21 +4,28 @@
 A family is testable once it has a :class:`TinyFamily` here: a builder of a tiny model (hidden 32, 2 layers, 2 vision
 blocks, a 320-id vocabulary whose ids 300-308 are the image / video placeholders, the vision start / end markers and
 the chat turn markers) and the image processor its checkpoints use. Prompts are laid out as the family's processor
-lays them out: ``<start>`` + one placeholder a merged visual token + ``<end>`` inside a user turn.
+lays them out, inside a user turn: the Qwen line's ``<start>`` + one placeholder a merged visual token + ``<end>``, a
+1-D family's placeholders with its own structure tokens (its :class:`~arr_coc.family_layouts.PromptLayout`, which
+also builds the hand references: positions, features, the language model).
 
 The checks (``tests/test_family_tester.py`` runs each on every class of every family):
 
 * :func:`check_full_budget`: ``compress`` at budget 1.0 is bit-identical to the unwrapped model (forward, generate);
 * :func:`check_pruned_forward`: a pruned forward equals a reference built by hand from the model's own position
-  function (``get_rope_index`` of the FULL prompt, gathered at the kept columns), its own vision features at the kept
-  indices, and the language model;
+  function (``get_rope_index`` of the FULL prompt, gathered at the kept columns; 1-D: 0, 1, ... over the full
+  prompt's real tokens, gathered), its own vision features at the kept indices, and the language model;
 * :func:`check_generate_stepwise`: ``generate`` with cache over the pruned prompt equals step-by-step uncached
   forwards (the recurrent state of hybrid models included);
 * :func:`check_batch`: a left-padded batch equals its items one by one;
+* :func:`check_positions`: ``positions="renumber"`` (1-D families: pruned forward and stepwise generate with the pruned
+  sequence numbered 0, 1, ...; M-RoPE families: refused in one line);
 * :func:`check_allocate_grid`: ``allocate``'s grid equals the model's visual token count for the processor's resize;
 * :func:`check_foveation`: a foveated forward keeps the same sequence and positions as the pruned one, equals the
   hand reference with the features of the tower run on the kept patches, and at budget 1.0 equals the model;
 * :func:`check_detail`: level of detail (thumbnail, mixed) bit-identical at budget 1.0, and pruned within budget.
+
+A family without foveation or level of detail passes those two checks when ``compress`` refuses the option at wrap
+time in one line naming the family.
 
 Everything is CPU, float32, a second or two a check.
 """
@@ -26,16 +33,46 @@ Everything is CPU, float32, a second or two a check.
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import torch
 
-VOCAB = 320
-PAD, BOS, EOS = 0, 1, 2
-IMAGE, VIDEO, V_START, V_END = 300, 301, 302, 303
-IM_START, IM_END, NEWLINE, USER, ASSISTANT = 304, 305, 306, 307, 308
+from arr_coc import tiled_testing
+from arr_coc.family_layouts import (  # noqa: F401  (the tester's ids, re-exported)
+    ASSISTANT,
+    BOS,
+    EOS,
+    GEMMA3,
+    IM_END,
+    IM_START,
+    IMAGE,
+    LINEAR,
+    MINICPM,
+    MISTRAL3,
+    NEWLINE,
+    PAD,
+    QWEN,
+    SLICE_END,
+    SLICE_START,
+    USER,
+    V_END,
+    V_START,
+    VIDEO,
+    VOCAB,
+    CanvasLayout,
+    LinearPrompt,
+    PromptLayout,
+    gemma3,
+    gemma3_image_processor,
+    minicpm_image_processor,
+    minicpmv4_7,
+    mistral3,
+    patch_dim,
+    pixtral_image_processor,
+)
 
 _TEXT = dict(
     vocab_size=VOCAB, hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4,
@@ -159,15 +196,22 @@ def _glm_image_processor(patch: int, min_pixels: int, max_pixels: int) -> Any:
     return Glm4vImageProcessorPil(size=size, patch_size=patch, merge_size=2, temporal_patch_size=2)
 
 
+def _minicpmv4_7() -> Any:
+    return minicpmv4_7(qwen3_5_text())
+
+
 @dataclass(frozen=True)
 class TinyFamily:
     """How the tester builds one model class: ``build() -> (class, config)`` and its image processor
-    ``image_processor(patch_size, min_pixels, max_pixels)`` (one frame's area bounds, as ``allocate`` takes them)."""
+    ``image_processor(patch_size, min_pixels, max_pixels)`` (one frame's area bounds, as ``allocate`` takes them);
+    ``layout``: how its prompts and hand references look (:mod:`arr_coc.family_layouts`: the Qwen line's M-RoPE
+    by default; :class:`~arr_coc.family_layouts.LinearPrompt` for a 1-D family, with its structure tokens)."""
 
     model_type: str
     build: Callable[[], Any]
     image_processor: Callable[[int, int, int], Any] = _qwen_image_processor
     videos: bool = True  # whether compress takes this family's videos
+    layout: PromptLayout = QWEN
 
 
 TINY: dict[str, TinyFamily] = {
@@ -182,6 +226,11 @@ TINY: dict[str, TinyFamily] = {
         TinyFamily("glm4v", _glm4v, _glm_image_processor, videos=False),
         TinyFamily("glm46v", _glm46v, _glm_image_processor, videos=False),
         TinyFamily("glm_ocr", _glm_ocr, _glm_image_processor, videos=False),
+        TinyFamily("minicpmv4_7", _minicpmv4_7, minicpm_image_processor, videos=False, layout=MINICPM),
+        TinyFamily("mistral3", mistral3, pixtral_image_processor, videos=False, layout=MISTRAL3),
+        TinyFamily("gemma3", gemma3, gemma3_image_processor, videos=False, layout=GEMMA3),
+        TinyFamily("internvl", tiled_testing.internvl, videos=False, layout=tiled_testing.INTERNVL),
+        TinyFamily("llava_onevision", tiled_testing.onevision, videos=False, layout=tiled_testing.ONEVISION),
     )
 }
 
@@ -201,29 +250,31 @@ def tiny(model_type: str, attn: str = "sdpa") -> Any:
     return model
 
 
-def patch_dim(model: Any) -> int:
-    vc = model.config.vision_config
-    tps = vc.temporal_patch_size if isinstance(vc.temporal_patch_size, int) else vc.temporal_patch_size[0]
-    return 3 * int(tps) * int(vc.patch_size) ** 2
+def layout_of(model: Any) -> PromptLayout:
+    """The :class:`~arr_coc.family_layouts.PromptLayout` of a tiny model's family."""
+    return TINY[model.config.model_type].layout
 
 
 def prompt(model: Any, parts: list, seed: int = 0) -> tuple[list[int], list[tuple[tuple[int, int, int], torch.Tensor]]]:
-    """One user turn of text id lists and ``("image", (t, h, w))`` items: its ids and images (grid, pixels)."""
+    """One user turn of text id lists and ``("image", (t, h, w))`` items: its ids and images (grid, pixels), laid
+    out as the family's processor lays them out (its :class:`~arr_coc.family_layouts.PromptLayout`)."""
+    layout = layout_of(model)
     gen = torch.Generator().manual_seed(seed)
     ids, images = [IM_START, USER, NEWLINE], []
     for part in parts:
         if isinstance(part, list):
             ids += part
             continue
-        _, (t, h, w) = part
-        images.append(((t, h, w), torch.randn(t * h * w, patch_dim(model), generator=gen)))
-        ids += [V_START] + [IMAGE] * (t * h * w // 4) + [V_END]
+        part_ids, part_images = layout.part(model, part, gen)
+        images += part_images
+        ids += part_ids
     return ids + [IM_END, IM_START, ASSISTANT, NEWLINE], images
 
 
-def batch(model: Any, samples: list[list], side: str = "left") -> dict[str, torch.Tensor]:
-    """Processor-style inputs for prompts ``samples`` (each a ``parts`` list of :func:`prompt`), padded on ``side``."""
-    made = [prompt(model, parts, seed=i) for i, parts in enumerate(samples)]
+def batch(model: Any, samples: list[list], side: str = "left", seed: int = 0) -> dict[str, torch.Tensor]:
+    """Processor-style inputs for prompts ``samples`` (each a ``parts`` list of :func:`prompt`), padded on ``side``;
+    sample ``i``'s pixels from seed ``seed + i``."""
+    made = [prompt(model, parts, seed=seed + i) for i, parts in enumerate(samples)]
     length = max(len(ids) for ids, _ in made)
     input_ids = torch.full((len(made), length), PAD, dtype=torch.long)
     mask = torch.zeros(len(made), length, dtype=torch.long)
@@ -231,52 +282,45 @@ def batch(model: Any, samples: list[list], side: str = "left") -> dict[str, torc
         cols = slice(length - len(ids), length) if side == "left" else slice(0, len(ids))
         input_ids[b, cols] = torch.tensor(ids)
         mask[b, cols] = 1
-    out = {"input_ids": input_ids, "attention_mask": mask, "mm_token_type_ids": (input_ids == IMAGE).int()}
-    images = [im for _, ims in made for im in ims]
-    if images:
-        out["pixel_values"] = torch.cat([p for _, p in images])
-        out["image_grid_thw"] = torch.tensor([g for g, _ in images])
+    out = {"input_ids": input_ids, "attention_mask": mask}
+    out.update(layout_of(model).visual_inputs(model, input_ids, [im for _, ims in made for im in ims]))
     return out
 
 
 def position_scorer(ctx: Any) -> torch.Tensor:
-    """Deterministic scores from the tokens' relative (t, h, w) place: the same alone, in a batch, foveated or not."""
-    rel = ctx.positions - ctx.positions.min(dim=1, keepdim=True).values  # (3, N)
+    """Deterministic scores from the tokens' relative (t, h, w) place: the same alone, in a batch, foveated or not
+    (M-RoPE: read from the positions; 1-D positions: from the token grid)."""
+    if ctx.positions.shape[0] >= 3:
+        rel = ctx.positions - ctx.positions.min(dim=1, keepdim=True).values  # (3, N)
+    else:
+        t, h, w = ctx.merged_grid
+        i = torch.arange(t * h * w)
+        rel = torch.stack([i // (h * w), i // w % h, i % w])  # (3, N)
     return torch.sin(rel[0] * 2.1 + rel[1] * 1.3 + rel[2] * 0.7)
 
 
 def reference_logits(model: Any, inputs: dict[str, torch.Tensor], cm: Any, features: list[torch.Tensor]) -> Any:
-    """Logits of ``cm``'s last pruned call built by hand: the model's own ``get_rope_index`` of the FULL prompt gathered
-    at the kept columns, the input embeddings of the kept ids with ``features`` (per image, its kept tokens) in the
-    kept placeholders, and the language model (Qwen3-VL: the kept DeepStack rows where their tokens are)."""
+    """Logits of ``cm``'s last pruned call built by hand: the positions the family's layout says (Qwen: the model's
+    own ``get_rope_index`` of the FULL prompt gathered at the kept columns; 1-D: the original ids or renumbered, as
+    ``cm.options.positions`` says), the input embeddings of the kept ids with ``features`` (per image, its kept
+    tokens) in the kept placeholders, and the language model (the layout's :meth:`PromptLayout.logits`)."""
+    layout = layout_of(model)
     pruned = cm.last_inputs
-    full_pos, _ = model.model.get_rope_index(
-        inputs["input_ids"], mm_token_type_ids=inputs["mm_token_type_ids"], image_grid_thw=inputs.get("image_grid_thw"),
-        attention_mask=inputs["attention_mask"],
-    )  # fmt: skip
-    cols = pruned.index_map.clamp_min(0)  # (B, L'): original column of each kept column
-    pos = torch.stack([full_pos[r].gather(1, cols) for r in range(full_pos.shape[0])])  # (3, B, L')
-    real = pruned.attention_mask.bool()
+    pos = layout.positions(model, inputs, cm)  # (P, B, L')
+    mask = pruned.attention_mask
+    real = mask.bool() if mask is not None else torch.ones_like(pruned.input_ids, dtype=torch.bool)  # (B, L')
     assert torch.equal(pos[:, real], pruned.position_ids[:, real]), "positions differ from the model's own"
     ids = pruned.input_ids
     embeds = model.get_input_embeddings()(ids).clone()
-    placeholder = ids == IMAGE
-    embeds[placeholder] = torch.cat(features).to(embeds.dtype)
-    extra = {}
-    out = pruned.mm_encoder_outputs.get("image")
-    deep = getattr(out, "deepstack_features", None)
-    if deep:
-        extra = {"visual_pos_masks": placeholder, "deepstack_visual_embeds": [torch.cat(level) for level in deep]}
-    hidden = model.model.language_model(inputs_embeds=embeds, attention_mask=pruned.attention_mask, position_ids=pos,
-                                        **extra).last_hidden_state  # fmt: skip
-    return model.lm_head(hidden)
+    embeds[ids == IMAGE] = torch.cat(features).to(embeds.dtype)
+    return layout.logits(model, embeds, pos, cm)
 
 
 def kept_features(model: Any, inputs: dict[str, torch.Tensor], cm: Any) -> list[torch.Tensor]:
-    """Per image, the model's own full-tower features (``get_image_features``) at the kept indices."""
-    enc = model.model.get_image_features(inputs["pixel_values"], inputs["image_grid_thw"], return_dict=True)
+    """Per image, the model's own full-tower features at the kept indices."""
+    feats = layout_of(model).features(model, inputs)
     allocs = sorted((a for per in cm.last_allocation for a in per), key=lambda a: a.index)
-    return [enc.pooler_output[a.index][a.keep] for a in allocs]
+    return [feats[a.index][a.keep] for a in allocs]
 
 
 # ----- the checks ---------------------------------------------------------------------------------------------------
@@ -296,36 +340,56 @@ def check_full_budget(model: Any) -> None:
     assert torch.equal(ours, theirs)
 
 
-def check_pruned_forward(model: Any) -> None:
+def check_pruned_forward(model: Any, positions: str = "original") -> None:
     from arr_coc.integrations import compress
 
     inputs = batch(model, [ONE])
-    cm = compress(model, budget=0.25, scorer=position_scorer)
+    cm = compress(model, budget=0.25, scorer=position_scorer, positions=positions)
     with torch.no_grad():
         out = cm(**inputs).logits
         (alloc,) = cm.last_allocation[0]
-        assert alloc.grid == (1, 4, 4) and alloc.budget == 4
-        assert out.shape[1] == inputs["input_ids"].shape[1] - 12
+        grid, kept = layout_of(model).pruned(model, ONE[1][1], 0.25)  # Qwen: (1, 4, 4), 4 of 16
+        assert alloc.grid == grid and alloc.budget == kept, (alloc.grid, alloc.budget, grid, kept)
+        assert out.shape[1] == inputs["input_ids"].shape[1] - (math.prod(grid) - kept)
         ref = reference_logits(model, inputs, cm, kept_features(model, inputs, cm))
     torch.testing.assert_close(out, ref, rtol=1e-5, atol=1e-5)
 
 
-def check_generate_stepwise(model: Any, n: int = 3) -> None:
+def check_generate_stepwise(model: Any, n: int = 3, positions: str = "original") -> None:
     """Cached ``generate`` over the pruned prompt = uncached forwards of the prompt plus the tokens so far."""
     from arr_coc.integrations import compress
 
     inputs = batch(model, [ONE])
-    cm = compress(model, budget=0.25, scorer=position_scorer)
+    per_token = [k for k in dict.fromkeys(("mm_token_type_ids", *layout_of(model).per_token)) if k in inputs]
+    cm = compress(model, budget=0.25, scorer=position_scorer, positions=positions)
     with torch.no_grad():
         seq = cm.generate(**inputs, max_new_tokens=n, do_sample=False)
-        ids, mask, types = inputs["input_ids"], inputs["attention_mask"], inputs["mm_token_type_ids"]
+        grown = dict(inputs)
         for step in range(n):
-            grown = dict(inputs, input_ids=ids, attention_mask=mask, mm_token_type_ids=types)
+            ids = grown["input_ids"]
             nxt = cm(**grown).logits[:, -1].argmax(-1, keepdim=True)  # (B, 1)
             assert torch.equal(nxt, seq[:, ids.shape[1] : ids.shape[1] + 1]), f"token {step} differs"
-            ids, mask = torch.cat([ids, nxt], 1), torch.cat([mask, torch.ones_like(nxt)], 1)
-            types = torch.cat([types, torch.zeros_like(nxt, dtype=types.dtype)], 1)
-    assert torch.equal(seq, ids)
+            grown["input_ids"] = torch.cat([ids, nxt], 1)
+            grown["attention_mask"] = torch.cat([grown["attention_mask"], torch.ones_like(nxt)], 1)
+            for key in per_token:  # decoded tokens are text
+                grown[key] = torch.cat([grown[key], torch.zeros_like(nxt, dtype=grown[key].dtype)], 1)
+    assert torch.equal(seq, grown["input_ids"])
+
+
+def check_positions(model: Any) -> None:
+    """``positions="renumber"``: a 1-D family's pruned forward equals the hand reference with the pruned sequence
+    numbered 0, 1, ... and cached ``generate`` equals stepwise forwards; an M-RoPE family refuses it in one line."""
+    from arr_coc.integrations import compress
+
+    if layout_of(model).rows != 1:
+        try:
+            compress(model, budget=0.25, positions="renumber")
+        except ValueError as err:
+            assert "positions='renumber' applies to 1-D positions only" in str(err) and "\n" not in str(err)
+            return
+        raise AssertionError("an M-RoPE family took positions='renumber'")
+    check_pruned_forward(model, positions="renumber")
+    check_generate_stepwise(model, positions="renumber")
 
 
 def check_batch(model: Any) -> None:
@@ -337,8 +401,7 @@ def check_batch(model: Any) -> None:
         out = cm(**both).logits
         kept_b = cm.last_inputs.attention_mask.bool()
         for b, parts in enumerate((ONE, TWO)):
-            alone = batch(model, [parts])
-            alone["pixel_values"] = torch.cat([p for _, p in prompt(model, parts, seed=b)[1]])
+            alone = batch(model, [parts], seed=b)
             single = cm(**alone).logits[0]
             torch.testing.assert_close(out[b, kept_b[b]], single, rtol=1e-5, atol=1e-5)
 
@@ -350,19 +413,44 @@ def check_allocate_grid(model_type: str, family: Any) -> None:
     from arr_coc import allocate
 
     tiny_family = TINY[model_type]
+    if family.tiles is not None:  # a tiled family: its published processor's tiles (arr_coc.tiling), no pixel bounds
+        for w, h in ((1000, 1300), (640, 480), (1600, 400)):
+            img = Image.new("RGB", (w, h), "white")
+            a = allocate(img, "x", 4, family=family.name, mode="texture")
+            assert a.grid == tiny_family.layout.token_grid(None, img, family.merge_size), (w, h, a.grid)
+        return
     cell = family.cell
     lo, hi = family.min_pixels, 300 * cell * cell
     proc = tiny_family.image_processor(family.patch_size, lo, hi)
-    for w, h in ((1000, 1300), (640, 480), (1600, 400)):
+    for w, h in ((1000, 1300), (640, 480), (1600, 400)) + tiny_family.layout.extra_shapes:
         img = Image.new("RGB", (w, h), "white")
-        _, gh, gw = (int(v) for v in proc(images=img, return_tensors="pt")["image_grid_thw"][0])
+        gh, gw = tiny_family.layout.token_grid(proc, img, family.merge_size)
         a = allocate(img, "x", 4, family=family.name, mode="texture", min_pixels=lo, max_pixels=hi)
-        assert a.grid == (gh // family.merge_size, gw // family.merge_size), (w, h, a.grid, gh, gw)
+        assert a.grid == (gh, gw), (w, h, a.grid, gh, gw)
+
+
+def _refused(model: Any, option: dict[str, Any], what: str) -> bool:
+    """True when the model's family lacks ``what`` (its adapter says so) and ``compress(**option)`` refuses it at
+    wrap time in one line naming the family (then there is nothing else to check)."""
+    from arr_coc.integrations import compress
+    from arr_coc.integrations.compress import find_adapter
+
+    adapter = find_adapter(model)
+    if getattr(adapter, f"supports_{what}")():
+        return False
+    try:
+        compress(model, budget=0.25, **option)
+    except ValueError as err:
+        assert f"is not supported for {adapter.name}" in str(err) and "\n" not in str(err), str(err)
+        return True
+    raise AssertionError(f"{adapter.name} lacks {what} but compress took {option}")
 
 
 def check_foveation(model: Any) -> None:
     from arr_coc.integrations import compress
 
+    if _refused(model, {"foveate": True, "scorer": position_scorer}, "foveation"):
+        return
     inputs = batch(model, [ONE])
     with torch.no_grad():
         full = compress(model, budget=1.0, scorer=position_scorer, foveate=True)
@@ -383,6 +471,8 @@ def check_detail(model: Any) -> None:
     coarse tokens) and the prompt shrinks to match; ``generate`` runs."""
     from arr_coc.integrations import compress
 
+    if _refused(model, {"detail": "thumbnail"}, "detail"):
+        return
     inputs = batch(model, [[[10, 11], ("image", (1, 16, 16)), [12, 13]]])
     with torch.no_grad():
         ref = model(**inputs).logits
@@ -402,8 +492,11 @@ CHECKS: dict[str, Callable[[Any], None]] = {
     "pruned_forward": check_pruned_forward,
     "generate_stepwise": check_generate_stepwise,
     "batch": check_batch,
+    "positions": check_positions,
     "foveation": check_foveation,
     "detail": check_detail,
 }
+
+_minicpm_image_processor = minicpm_image_processor  # as tests/test_minicpm.py reads it
 
 __all__ = ["CHECKS", "TINY", "TinyFamily", "batch", "check_allocate_grid", "position_scorer", "prompt", "tiny"]

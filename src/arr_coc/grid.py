@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from .families import get_family
+from .families import get_family, load_object
 
 MAX_ASPECT_RATIO = 200  # the processors refuse anything more elongated than this
 DEFAULT_MAX_TOKENS = 1280  # default max_pixels = 1280 merged cells, the setting Qwen's model cards recommend
@@ -69,6 +69,31 @@ def smart_resize(height: int, width: int, factor: int, min_pixels: int, max_pixe
     return h_bar, w_bar
 
 
+def longest_edge_resize(height: int, width: int, factor: int, min_pixels: int, max_pixels: int) -> tuple[int, int]:
+    """Size (h, w) Pixtral's processor (Mistral3) resizes an image to: scaled down (never up) so that its longest edge
+    fits ``longest_edge = isqrt(max_pixels)``, then each side rounded UP to a whole number of ``factor`` pixels
+    (``transformers``' ``pixtral`` ``get_resize_output_image_size`` with ``patch_size * spatial_merge_size``;
+    ``min_pixels`` is not used: the processor has no lower bound)."""
+    if height < 1 or width < 1:
+        raise ValueError(f"image size must be positive, got {width}x{height} (WxH)")
+    edge = math.isqrt(max_pixels)
+    ratio = max(height / edge, width / edge)
+    if ratio > 1:
+        height, width = int(math.floor(height / ratio)), int(math.floor(width / ratio))
+    return ((height - 1) // factor + 1) * factor, ((width - 1) // factor + 1) * factor
+
+
+GEMMA3_TOKENS_PER_SIDE = 16  # Gemma 3: 256 tokens an image (mm_tokens_per_image), pooled from 64 x 64 patches
+
+
+def fixed_resize(height: int, width: int, factor: int, min_pixels: int, max_pixels: int) -> tuple[int, int]:
+    """Size (h, w) Gemma 3's processor resizes every image to, whatever its shape: 896 x 896 (16 x 16 cells of
+    ``factor`` = 56 pixels: 14-pixel patches pooled 4 x 4); ``min_pixels`` / ``max_pixels`` are not used."""
+    if height < 1 or width < 1:
+        raise ValueError(f"image size must be positive, got {width}x{height} (WxH)")
+    return GEMMA3_TOKENS_PER_SIDE * factor, GEMMA3_TOKENS_PER_SIDE * factor
+
+
 def pixel_count(value: object, name: str) -> int:
     """``value`` as a whole number of pixels (an ``int``, or a float or string that holds a whole number).
 
@@ -115,6 +140,7 @@ class GridSpec:
     merge_size: int  # patches merged per token side (2)
     min_pixels: int  # smallest resized area the processor allows
     max_pixels: int  # largest resized area the processor allows
+    rule: str | None = None  # the family's own resize ("module:function"; Family.grid_rule), else smart_resize
 
     @property
     def factor(self) -> int:
@@ -145,9 +171,13 @@ class GridSpec:
                 f"need 1 <= min_pixels <= max_pixels and max_pixels >= {factor * factor} (one {factor}px cell); "
                 f"got min_pixels={lo}, max_pixels={hi}"
             )
-        return cls(family, patch, merge, lo, hi)
+        return cls(family, patch, merge, lo, hi, row.grid_rule)
 
     def grid_for(self, height: int, width: int) -> Grid:
         """The grid of an image of ``height x width`` original pixels."""
-        h, w = smart_resize(height, width, self.factor, self.min_pixels, self.max_pixels)
+        if self.rule is not None:  # a family whose grid is not one resized raster (Family.grid_rule: MiniCPM-V)
+            return load_object(self.rule)(height, width, self)
+        row = get_family(self.family)
+        resize = smart_resize if row.resize is None else load_object(row.resize)  # the family's processor's rule
+        h, w = resize(height, width, self.factor, self.min_pixels, self.max_pixels)
         return Grid(rows=h // self.factor, cols=w // self.factor, cell=self.factor)

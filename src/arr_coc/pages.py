@@ -261,8 +261,28 @@ def page_relevances(
     breaks the ties of the text prior (a key word that several pages print)."""
     at = sorted(allocations)
     texts = [" ".join(str(getattr(b, "text", "")) for b in allocations[i].text_boxes) for i in at]
-    words = word_scores(texts, query) if config.lexical else [0.0] * len(at)
-    return {i: page_relevance(allocations[i]) + config.lexical * w for i, w in zip(at, words, strict=True)}
+    priors = [allocations[i].components.get("text_prior") for i in at]
+    return dict(zip(at, match_pages(priors, texts, query, config), strict=True))
+
+
+def match_pages(
+    priors: Sequence[Any], texts: Sequence[str], query: str, config: PagesConfig = PagesConfig()
+) -> list[float]:
+    """Each page's match to the question from what its text path read (:func:`page_relevances`, given the pieces):
+    its best text-prior cell (``priors[i]``: array or tensor, or None: 0) plus ``lexical`` times its share of the
+    question's rarer words in its OCR text ``texts[i]``. ``compress(budget_scope="prompt")`` calls it on the
+    realizer's scorings of a prompt's images."""
+    words = word_scores(texts, query) if config.lexical else [0.0] * len(texts)
+    best = [_best_prior(p) for p in priors]
+    return [b + config.lexical * w for b, w in zip(best, words, strict=True)]
+
+
+def _best_prior(prior: Any) -> float:
+    """The best cell of a text prior (array or tensor; None or empty: 0)."""
+    if prior is None:
+        return 0.0
+    values = prior.detach().float().cpu().numpy() if isinstance(prior, torch.Tensor) else np.asarray(prior)
+    return float(np.max(values)) if values.size else 0.0
 
 
 def page_relevance(allocation: Allocation) -> float:
@@ -348,33 +368,52 @@ def decide_pages(
 
     ``floor="auto"``: no floor when some page stands out (``specific``), else an even split of ``k`` (each page its
     own best cells; the remainder one more token to the first pages). Pages without an allocation keep nothing."""
-    n = len(allocations)
-    per_page = (0 if specific else k // n) if floor == "auto" else min(int(floor), k // n)
-    floors = [per_page] * n
-    if not specific and floor == "auto":
-        for i in range(k - per_page * n):
-            floors[i % n] += 1
     scores = [
         torch.from_numpy(np.ascontiguousarray(a.scores, dtype=np.float32)).flatten()
         if a is not None
         else torch.zeros(0)
         for a in allocations
     ]
-    weights = [relevance.get(i, 0.0) if specific else 1.0 for i in range(n)]
     units = [list(a.units) if a is not None else [] for a in allocations]
+    return split_pages(scores, units, relevance, specific, k, floor, temperature)
+
+
+def split_pages(
+    scores: Sequence[torch.Tensor],
+    units: Sequence[Sequence[np.ndarray]],
+    relevance: dict[int, float],
+    specific: bool,
+    k: int,
+    floor: int | str = "auto",
+    temperature: float = 0.05,
+) -> list[torch.Tensor]:
+    """:func:`decide_pages` on the pages' scores (N_i,) and word units directly (an empty tensor: a page not
+    scored): the floors (``floor="auto"``: none when ``specific``, else an even split of ``k``, the remainder one
+    more token to the first pages), the page weights, then :func:`share`. ``compress(budget_scope="prompt")``
+    calls it on a prompt's images."""
+    n = len(scores)
+    per_page = (0 if specific else k // n) if floor == "auto" else min(int(floor), k // n)
+    floors = [per_page] * n
+    if not specific and floor == "auto":
+        for i in range(k - per_page * n):
+            floors[i % n] += 1
+    weights = [relevance.get(i, 0.0) if specific else 1.0 for i in range(n)]
     return share(scores, weights, k, floors, units, temperature)
 
 
 def document_budget(
-    budget: Budget | TokenBudget, n_tokens: int, best_page: Allocation | None, realizer: Realizer
+    budget: Budget | TokenBudget, n_tokens: int, best_page: Allocation | Any, realizer: Realizer
 ) -> int:
     """The document's token count: a count (clamped), a fraction of all its pages' tokens, or ``"adaptive"`` (the
-    most relevant page's adaptive count, as ``allocate`` would give that page alone)."""
+    most relevant page's adaptive count, as ``allocate`` would give that page alone). ``best_page``: that page's
+    ``Allocation``, or its scores (array or tensor), or None."""
     parsed = TokenBudget.parse(budget)
     if parsed.adaptive:
         if best_page is None:
             return min(n_tokens, 64)
-        scores = torch.from_numpy(np.ascontiguousarray(best_page.scores, dtype=np.float32)).flatten()
+        raw = getattr(best_page, "scores", best_page)
+        raw = raw.detach().float().cpu().numpy() if isinstance(raw, torch.Tensor) else raw
+        scores = torch.from_numpy(np.ascontiguousarray(raw, dtype=np.float32)).flatten()
         return parsed.resolve(scores.numel(), scores, realizer.config)
     return parsed.resolve(n_tokens)
 
@@ -525,7 +564,10 @@ __all__ = [
     "PagesConfig",
     "allocate_pages",
     "decide_pages",
+    "document_budget",
     "first_look",
+    "match_pages",
     "page_relevance",
     "share",
+    "split_pages",
 ]

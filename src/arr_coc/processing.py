@@ -43,6 +43,8 @@ class PilQwenVLProcessor:
         image_processor: a ``Qwen2VLImageProcessorPil`` (or any image processor returning ``pixel_values`` and
             ``image_grid_thw``).
         chat_template: Jinja chat template; default the tokenizer's.
+        image_token: the image placeholder's text; default the tokenizer's ``image_token``, else ``<|image_pad|>``
+            (:func:`load_processor` passes the one the checkpoint's ``config.image_token_id`` names).
 
     Attributes:
         arr_coc_kind: ``"pil"``.
@@ -51,11 +53,13 @@ class PilQwenVLProcessor:
 
     arr_coc_kind = "pil"
 
-    def __init__(self, tokenizer: Any, image_processor: Any, chat_template: str | None = None) -> None:
+    def __init__(
+        self, tokenizer: Any, image_processor: Any, chat_template: str | None = None, image_token: str | None = None
+    ) -> None:
         self.tokenizer = tokenizer
         self.image_processor = image_processor
         self.chat_template = chat_template or getattr(tokenizer, "chat_template", None)
-        self.image_token = getattr(tokenizer, "image_token", None) or IMAGE_PAD
+        self.image_token = image_token or getattr(tokenizer, "image_token", None) or IMAGE_PAD
         self.image_token_id = tokenizer.convert_tokens_to_ids(self.image_token)
         self.arr_coc_reason: str | None = None
         if not isinstance(self.image_token_id, int) or self.image_token_id == getattr(tokenizer, "unk_token_id", None):
@@ -158,6 +162,20 @@ def _chat_template_file(model_id: str) -> str | None:
     return None
 
 
+def _config_image_token(model_id: str, tokenizer: Any) -> str | None:
+    """The image placeholder the checkpoint's ``config.json`` names (``image_token_id``), as the tokenizer spells it;
+    None when the config has none or the tokenizer does not know it."""
+    from transformers.utils import cached_file
+
+    try:
+        path = cached_file(model_id, "config.json", _raise_exceptions_for_missing_entries=False)
+        token_id = json.loads(Path(path).read_text(encoding="utf-8")).get("image_token_id") if path else None
+    except (OSError, ValueError):
+        return None
+    token = tokenizer.convert_ids_to_tokens(token_id) if isinstance(token_id, int) else None
+    return token if isinstance(token, str) else None
+
+
 def load_processor(model_id_or_path: str | os.PathLike) -> Any:
     """A working processor for a Qwen-VL checkpoint: the real ``AutoProcessor`` if it can be built, else the stand-in.
 
@@ -194,7 +212,9 @@ def load_processor(model_id_or_path: str | os.PathLike) -> Any:
             return processor
     tokenizer = AutoTokenizer.from_pretrained(model_id)
     image_processor = AutoImageProcessor.from_pretrained(model_id)
-    processor = PilQwenVLProcessor(tokenizer, image_processor, _chat_template_file(model_id))
+    processor = PilQwenVLProcessor(
+        tokenizer, image_processor, _chat_template_file(model_id), _config_image_token(model_id, tokenizer)
+    )
     processor.arr_coc_reason = reason
     logger.info("processor for %s: PilQwenVLProcessor (images only); %s", model_id, processor.arr_coc_reason)
     return processor

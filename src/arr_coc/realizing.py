@@ -325,7 +325,8 @@ def default_realizer() -> Realizer:
 
 def __getattr__(name: str) -> Any:
     # the entry points moved to arr_coc.allocating (which imports this module): importable from here as before
-    if name in ("Allocation", "allocate", "score_visual_tokens"):
+    # (score_visual_tokens, a Qwen-VL processor's patches -> relevance, is the Qwen line's: arr_coc.score_visual_tokens)
+    if name in ("Allocation", "allocate"):
         from . import allocating
 
         return getattr(allocating, name)

@@ -85,7 +85,9 @@ QWEN3_5_RANKS = 248044
 QWEN3_5_VOCAB = 248320
 CHAT_TEMPLATES[QWEN3_5] = get_family(QWEN3_5).chat_template
 N_ADDED[QWEN3_5] = get_family(QWEN3_5).added_tokens
-CHECKPOINT_FAMILIES: tuple[str, ...] = (*FAMILIES, QWEN3_5)  # the families tiny_checkpoint builds
+# GLM-4.1V: a tokenizer built in code (no GLM tokenizer installs offline), written by arr_coc.tiny_glm
+GLM = "glm-4.1v"
+CHECKPOINT_FAMILIES: tuple[str, ...] = (*FAMILIES, QWEN3_5, GLM)  # the families tiny_checkpoint builds
 
 
 def _check_family(family: str) -> str:
@@ -180,7 +182,11 @@ def tiny_tokenizer(family: str) -> Any:
     from tokenizers import AddedToken
     from transformers import Qwen2Tokenizer
 
-    n_added = N_ADDED[_check_family(family)]
+    if _check_family(family) == GLM:
+        from .tiny_glm import glm_tokenizer
+
+        return glm_tokenizer()
+    n_added = N_ADDED[family]
     vocab, merges = qwen3_5_bpe() if family == QWEN3_5 else qwen2_bpe()
     first = _first_id(family)
     if family == QWEN3_5:
@@ -215,7 +221,10 @@ def tiny_config(family: str, vllm: bool = False) -> Any:
     """
     import transformers as tf
 
-    _check_family(family)
+    if _check_family(family) == GLM:
+        from .tiny_glm import glm_config
+
+        return glm_config(vllm)
     ids = family_token_ids(family)
     text: dict[str, Any] = dict(
         vocab_size=QWEN3_5_VOCAB if family == QWEN3_5 else VOCAB_SIZE,
@@ -294,7 +303,11 @@ def tiny_image_processor(family: str, max_pixels: int | None = None) -> Any:
     """
     from transformers import Qwen2VLImageProcessorPil
 
-    row = get_family(_check_family(family))  # the published preprocessor configs' min_pixels, mean and std
+    if _check_family(family) == GLM:
+        from .tiny_glm import glm_image_processor
+
+        return glm_image_processor(max_pixels)
+    row = get_family(family)  # the published preprocessor configs' min_pixels, mean and std
     cell, min_pixels, mean, std = row.cell, row.min_pixels, list(row.image_mean), list(row.image_std)
     max_pixels = 256 * cell * cell if max_pixels is None else int(max_pixels)
     if max_pixels < 4 * cell * cell:
@@ -331,7 +344,10 @@ def tiny_checkpoint(
     """
     import torch
 
-    _check_family(family)
+    if _check_family(family) == GLM:
+        from .tiny_glm import glm_checkpoint
+
+        return glm_checkpoint(path, max_pixels=max_pixels, vllm=vllm)
     folder = pathlib.Path(path).expanduser()
     folder.mkdir(parents=True, exist_ok=True)
     tokenizer = tiny_tokenizer(family)

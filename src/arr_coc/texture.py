@@ -12,10 +12,11 @@ Every channel is one number per visual token (grid cell), so the scorers downstr
 One entry point for every caller: :func:`texture_from_frames` takes frames at the PROCESSOR'S resolution (the
 pixels the vision tower sees, ``rows * cell`` by ``cols * cell``), as uint8 or as floats in [0, 1], on any device.
 ``allocate`` gets them by resizing the image exactly as the processor does (:func:`frames_from_image`, PIL bicubic),
-``compress`` by undoing the processor's patch flattening and normalisation (:func:`frames_from_patches`). Both are
-quantised to the 256 levels of a uint8 image first, so the two paths see identical pixels and give identical
-textures. The frames are then analysed at half resolution (14 px a cell for Qwen2/2.5-VL, 16 px for Qwen3-VL),
-covering exactly the model's cells at a quarter of the cost.
+``compress`` and the vLLM plugin by undoing the processor's patch flattening and normalisation (each family's layout:
+its adapter's ``patch_frames``, in :mod:`arr_coc.integrations`). Both are quantised to the 256 levels of a uint8
+image first, so the two paths see identical pixels and give identical textures. The frames are then analysed at half
+resolution (14 px a cell for 28-px tokens, 16 px for 32-px tokens), covering exactly the model's cells at a quarter
+of the cost.
 
 Device and dtype: everything runs on the frames' device; the few constants (grey weights, cell positions, histogram
 indices, blur weights) are built once per size, device and dtype (``arr_coc.tensors.CONSTANTS``); statistics are
@@ -31,7 +32,7 @@ runs): on a busy machine each split op waits for a descheduled thread, which mad
 Example:
     >>> from PIL import Image
     >>> from arr_coc.grid import GridSpec
-    >>> grid = GridSpec.for_family("qwen2.5-vl").grid_for(280, 560)
+    >>> grid = GridSpec(patch_size=14, merge_size=2, min_pixels=56 * 56, max_pixels=1280 * 28 * 28).grid_for(280, 560)
     >>> texture_array(Image.new("RGB", (560, 280)), grid).shape
     torch.Size([13, 10, 20])
 """
@@ -39,7 +40,6 @@ Example:
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 
 import numpy as np
 import torch
@@ -48,7 +48,7 @@ from PIL import Image
 
 from .config import CHANNELS, RelevanceConfig  # noqa: F401  (CHANNELS: importable from here too)
 from .grid import Grid
-from .tensors import CONSTANTS, cached_constant, constant  # noqa: F401  (constant: importable from here too; it lives in arr_coc.tensors)
+from .tensors import CONSTANTS, constant  # noqa: F401  (constant: importable from here too; it lives in arr_coc.tensors)
 
 # The CPU bands' default size in single-channel elements (``texture_from_frames``' ``band``; the engine's
 # ``EngineConfig.cpu_band_elements``): just below the 32,768 elements above which PyTorch splits an op over threads.
@@ -58,7 +58,7 @@ N_CHANNELS = len(CHANNELS)
 
 
 def frames_from_image(image: Image.Image, grid: Grid) -> torch.Tensor:
-    """Resize ``image`` as a Qwen-VL image processor does (PIL bicubic to the grid's size), as uint8 frames.
+    """Resize ``image`` as the model's image processor does (PIL bicubic to the grid's size), as uint8 frames.
 
     Returns:
         torch.ByteTensor of shape (1, 3, rows * cell, cols * cell) (a view of the resized image's array).
@@ -66,56 +66,6 @@ def frames_from_image(image: Image.Image, grid: Grid) -> torch.Tensor:
     rgb = image if image.mode == "RGB" else image.convert("RGB")  # convert() copies even an RGB image
     resized = rgb.resize(grid.resized, Image.Resampling.BICUBIC)
     return torch.from_numpy(np.asarray(resized, dtype=np.uint8).copy()).permute(2, 0, 1).unsqueeze(0)
-
-
-def frames_from_patches(
-    pixel_values: torch.Tensor,
-    grid_thw: tuple[int, int, int],
-    patch_size: int,
-    merge_size: int,
-    temporal_patch_size: int,
-    image_mean: Sequence[float] | None = None,
-    image_std: Sequence[float] | None = None,
-) -> torch.Tensor:
-    """Undo a Qwen-VL processor's patch flattening and normalisation: the resized frames of one image or video.
-
-    With the processor's ``image_mean`` / ``image_std`` the normalisation is undone exactly (up to float rounding,
-    far below a uint8 level, which :func:`texture_from_frames` rounds to). Without them each frame is rescaled to
-    [0, 1] by its own min and max (right up to an affine map per frame).
-
-    Args:
-        pixel_values (torch.Tensor of shape (t*h*w, 3*temporal_patch_size*patch_size**2)): patches of this one
-            image/video, in the processor's order (merged blocks in raster order, then the merge_size**2 patches of
-            a block). Any device and float dtype.
-        grid_thw: (t, h, w) patch grid, as in ``image_grid_thw``.
-        image_mean, image_std: the processor's per-channel normalisation (3 numbers each), or None.
-
-    Returns:
-        torch.Tensor of shape (t, 3, h * patch_size, w * patch_size) in [0, 1], float32 (float64 if given float64),
-        on the device of ``pixel_values``; temporal patches are averaged.
-    """
-    t, h, w = (int(v) for v in grid_thw)
-    m, p, tp = merge_size, patch_size, temporal_patch_size
-    if h % m or w % m:
-        raise ValueError(f"patch grid {h}x{w} is not divisible by merge_size {m}")
-    expected = (t * h * w, 3 * tp * p * p)
-    if tuple(pixel_values.shape) != expected:
-        raise ValueError(f"pixel_values of shape {tuple(pixel_values.shape)} do not match grid {grid_thw}: {expected}")
-    dtype = torch.float64 if pixel_values.dtype == torch.float64 else torch.float32
-    x = pixel_values.detach().to(dtype).reshape(t, h // m, w // m, m, m, 3, tp, p, p)
-    x = x.mean(dim=6)  # average the temporal patch: (t, hm, wm, m, m, 3, p, p)
-    x = x.permute(0, 5, 1, 3, 6, 2, 4, 7).reshape(t, 3, h * p, w * p)  # (t, 3, H, W)
-    if (image_mean is None) != (image_std is None):
-        raise ValueError("pass both image_mean and image_std, or neither")
-    if image_mean is not None and image_std is not None:
-        if len(image_mean) != 3 or len(image_std) != 3:
-            raise ValueError(f"image_mean and image_std need 3 numbers each, got {image_mean!r}, {image_std!r}")
-        std = cached_constant([float(v) for v in image_std], x).view(1, 3, 1, 1)
-        mean = cached_constant([float(v) for v in image_mean], x).view(1, 3, 1, 1)
-        return (x * std + mean).clamp(0.0, 1.0)
-    lo = x.amin(dim=(1, 2, 3), keepdim=True)
-    hi = x.amax(dim=(1, 2, 3), keepdim=True)
-    return (x - lo) / (hi - lo).clamp_min(1e-6)
 
 
 def texture_from_frames(
@@ -199,29 +149,6 @@ def texture_array(image: Image.Image, grid: Grid, config: RelevanceConfig | None
         torch.Tensor of shape (13, rows, cols).
     """
     return texture_from_frames(frames_from_image(image, grid), grid.rows, grid.cols, config)[0]
-
-
-def texture_from_patches(
-    pixel_values: torch.Tensor,
-    grid_thw: tuple[int, int, int],
-    patch_size: int,
-    merge_size: int,
-    temporal_patch_size: int,
-    image_mean: Sequence[float] | None = None,
-    image_std: Sequence[float] | None = None,
-    config: RelevanceConfig | None = None,
-) -> torch.Tensor:
-    """Texture array of one image or video from a Qwen-VL processor's flattened patches (see
-    :func:`frames_from_patches` and :func:`texture_from_frames`).
-
-    Returns:
-        torch.Tensor of shape (t, 13, h // merge_size, w // merge_size).
-    """
-    x = frames_from_patches(
-        pixel_values, grid_thw, patch_size, merge_size, temporal_patch_size, image_mean, image_std
-    )  # (t, 3, H, W)
-    _, h, w = (int(v) for v in grid_thw)
-    return texture_from_frames(x, h // merge_size, w // merge_size, config)
 
 
 def texture_from_pixels(

@@ -265,3 +265,86 @@ def test_encoder_cuda_graphs_run_pruned_images_eagerly(engine):
     assert got["misses"] == 2 and got["hits"] == 0  # both images eager, none replayed
     assert "reached vLLM's encoder CUDA graph" in got["guard"]
     assert got["full_route"] == "graph"
+
+
+# ----- budget_scope "prompt": one budget over a request's images (a document's pages), this module's engine ---------
+PAGES = ("invoice.jpg", "receipt.jpg", "chart.jpg")
+
+
+def _compress_pages(folder, prompt, imgs, budget, text_prior):
+    """compress(foveate=True, budget_scope="prompt") on the same checkpoint: kept indices per image, pruned ids, and
+    the log-probability of each prompt token."""
+    import math
+
+    import torch
+
+    from arr_coc import compress, load_processor
+    from arr_coc.testing import _model_class
+
+    model = _model_class(FAMILY).from_pretrained(str(folder), dtype=torch.float32).eval()
+    processor = load_processor(str(folder))
+    inputs = processor(text=[prompt], images=imgs, return_tensors="pt")
+    cm = compress(model, budget, processor=processor, foveate=True, budget_scope="prompt", text_prior=text_prior)
+    with torch.no_grad():
+        logits = cm(**inputs).logits[0].float()
+    ids = cm.last_inputs.input_ids[0]
+    lp = torch.log_softmax(logits, -1)[:-1].gather(1, ids[1:, None]).squeeze(1)
+    return [a.keep.tolist() for a in cm.last_allocation[0]], ids.tolist(), [math.nan] + lp.tolist()
+
+
+def test_document_budget_is_one_budget_over_the_images(engine):
+    """{"budget_scope": "prompt"}: the request's total is the budget over all its images' tokens, split as compress
+    splits it (texture: the even split), the engine's logprobs those of compress's pruned path; at 1.0 vLLM's own."""
+    llm, folder = engine
+    imgs = [image(n) for n in PAGES]
+    prompt = chat_prompt(folder, imgs, QUESTION)
+    options = {"budget": 0.05, "mode": "texture", "budget_scope": "prompt"}
+    keeps, hashes = processor_keeps(llm, prompt, imgs, options)
+    hf_keeps, hf_ids, hf_lp = _compress_pages(folder, prompt, imgs, 0.05, text_prior=False)
+    assert [k.tolist() for k in keeps] == hf_keeps
+    total = sum(len(k) for k in hf_keeps)
+    assert sum(int(k.numel()) for k in keeps) == total
+    (got,) = generate(llm, [request(prompt, imgs, options)])
+    assert got["prompt_ids"] == hf_ids
+    assert_logprobs_close(got["prompt_logprobs"], hf_lp)
+    assert hashes != processor_keeps(llm, prompt, imgs, {"budget": 0.05, "mode": "texture"})[1]  # another key
+    every = {"budget": 1.0, "mode": "texture", "budget_scope": "prompt"}
+    own, full = generate(llm, [request(prompt, imgs, None), request(prompt, imgs, every)])
+    assert full == own
+
+
+def test_document_budget_follows_the_page_that_matches_and_each_page_keeps_one(engine):
+    """mode 'text': the page whose words match gets the budget; a page compress leaves empty keeps its one best
+    token in vLLM (vLLM needs a placeholder per image), taken from the same total."""
+    pytest.importorskip("rapidocr", reason="the [ocr] extra is not installed")
+    llm, folder = engine
+    imgs = [image(n) for n in PAGES]
+    prompt = chat_prompt(folder, imgs, QUESTION)
+    keeps, _ = processor_keeps(llm, prompt, imgs, {"budget": 0.05, "mode": "text", "budget_scope": "prompt"})
+    hf_keeps, _, _ = _compress_pages(folder, prompt, imgs, 0.05, text_prior=True)
+    counts = [int(k.numel()) for k in keeps]
+    assert sum(counts) == sum(len(k) for k in hf_keeps)
+    assert min(counts) >= 1 and 0 in [len(k) for k in hf_keeps]  # compress: an empty page; vLLM: one token
+
+
+def test_document_budget_below_the_page_count_is_one_clear_error_and_the_engine_goes_on(engine):
+    llm, folder = engine
+    imgs = [image(n) for n in PAGES]
+    prompt = chat_prompt(folder, imgs, QUESTION)
+    with pytest.raises(ValueError, match="at least one token per image"):
+        generate(llm, [request(prompt, imgs, {"budget": 2, "mode": "texture", "budget_scope": "prompt"})])
+    with pytest.raises(ValueError, match="budget_scope"):
+        generate(llm, [request(prompt, imgs, {"budget": 0.1, "budget_scope": "document"})])
+    (after,) = generate(llm, [request(prompt, imgs, {"budget": 3, "mode": "texture", "budget_scope": "prompt"})])
+    assert len(after["tokens"]) == 4
+
+
+def test_a_page_in_two_documents_has_two_cache_keys(engine):
+    """The split depends on every page, so a page's processor / encoder cache key holds the whole document."""
+    llm, folder = engine
+    inv, rec, chart = (image(n) for n in PAGES)
+    options = {"budget": 0.05, "mode": "texture", "budget_scope": "prompt"}
+    _, first = processor_keeps(llm, chat_prompt(folder, [inv, rec], QUESTION), [inv, rec], options)
+    _, second = processor_keeps(llm, chat_prompt(folder, [inv, chart], QUESTION), [inv, chart], options)
+    _, again = processor_keeps(llm, chat_prompt(folder, [inv, rec], QUESTION), [inv, rec], options)
+    assert first[0] != second[0] and first == again

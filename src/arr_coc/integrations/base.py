@@ -216,12 +216,12 @@ def cosine_scorer(ctx: ImageContext) -> torch.Tensor:
 
 def default_scorer(ctx: ImageContext) -> TokenScores:
     """The default scorer (``scorer="auto"``): ``ctx.realizer``'s :meth:`~arr_coc.realizing.Realizer.score` on the
-    item's own pixels (``arr_coc.realizing.score_visual_tokens``: texture scorers, query cues, the model's
+    item's own pixels (``arr_coc.score_visual_tokens``: texture scorers, query cues, the model's
     token / question coupling when the features exist, the OCR text prior with ``ctx.text_prior``), with the words'
     units. ``compress`` runs it through :meth:`~arr_coc.realizing.Realizer.decide` directly; a wrapper of it (e.g. a
     timer) gets it per item through this function, with the same result.
     """
-    from arr_coc.realizing import score_visual_tokens
+    from .qwen_patches import score_visual_tokens
 
     out = score_visual_tokens(
         ctx.pixel_values,

@@ -49,7 +49,8 @@ from arr_coc.families import supported_classes
 from arr_coc.tensors import joined
 
 from .base import EncodedVisual, ImageContext, Scorer, VisualAllocation
-from .contract import Adapter, Visual, VisualInputs
+from .contract import Adapter, View, Visual, VisualInputs, pruned_positions
+from .document_budget import spend_per_prompt
 from .options import CompressOptions, normalisation
 from .sequence import (
     HostPrompt,
@@ -72,6 +73,9 @@ from .steps import (  # noqa: F401  (re-exported: moved from this module)
     Question,
     _check_finite,
     _counted,
+    _rows,
+    _share,
+    _view_budget,
     find_adapter,
     unsupported_message,
 )
@@ -371,8 +375,15 @@ class CompressedModel:
         ]  # near-duplicates by the tower's features, or (foveated) by the tokens' pixels
         per_item = PerItem(asks, pixels, feats, n, redund)
         if by_realizer:
-            return self._decide_by_realizer(batch, per_item, plan, sent)
-        return self._decide_per_item(batch, per_item)
+            decided = self._decide_by_realizer(batch, per_item, plan, sent)
+        else:
+            decided = self._decide_per_item(batch, per_item)
+        if o.budget_scope == "prompt":  # one budget over each row's images (document_budget.py)
+            decided = spend_per_prompt(
+                decided, [it.sample for it in items], [it.kind for it in items], batch.budgets,
+                [a.text for a in asks], batch.scorings, self.realizer,
+            )  # fmt: skip
+        return decided
 
     def _decide_by_realizer(
         self,
@@ -386,23 +397,32 @@ class CompressedModel:
         o, items = self.options, batch.items
         patch, merge, _ = self.adapter.geometry(self.model)
         frames = self.adapter.frames(self.model, batch.visual, items, plan, sent, self.image_mean, self.image_std)
-        grids = [it.merged_grid(merge)[1:] for it in items]
-        out: list[Any] = [None] * len(items)
+        views = self.adapter.views(self.model, items, frames, merge)  # the rasters scored (one an item but tiled)
+        parts: list[list[Any]] = [[] for _ in items]
+        scorings: list[list[Any]] = [[] for _ in items]
         for kind in ("image", "video"):
-            at = [i for i, it in enumerate(items) if it.kind == kind]
+            at = [v for v in views if items[v.item].kind == kind]
             if not at:
                 continue
-            texts = [per.asks[i].text for i in at]
+            texts = [per.asks[v.item].text for v in at]
             modes = ["text" if o.text_prior and t else "texture" for t in texts]
             decision = self.realizer.decide(
-                [frames[i] for i in at], [grids[i] for i in at], texts,  # type: ignore[misc]
-                [batch.budgets[items[i].sample] for i in at], modes, token_feats=[per.feats[i] for i in at],
-                query_embeds=[per.asks[i].embeds for i in at], features=[per.redund[i] for i in at],
-                redundancy=o.redundancy, detail=o.detail if kind == "image" else None, patch=patch, merge=merge,
-                text_options=o.text_options,
+                [v.frames for v in at], [v.grid for v in at], texts, [_view_budget(v, views, items, batch) for v in at],
+                modes, token_feats=[_rows(per.feats[v.item], v.tokens) for v in at],
+                query_embeds=[per.asks[v.item].embeds for v in at],
+                features=[_rows(per.redund[v.item], v.tokens) for v in at], redundancy=o.redundancy,
+                detail=o.detail if kind == "image" else None, patch=patch, merge=merge, text_options=o.text_options,
             )  # fmt: skip
-            for i, d in zip(at, decision.items, strict=True):
-                out[i] = (d.choice, _counted(d.scores.detach().float().flatten(), per.n[i]))
+            for v, d in zip(at, decision.items, strict=True):
+                cells = v.frames.shape[0] * v.grid[0] * v.grid[1]
+                parts[v.item].append((v, d.choice, _counted(d.scores.detach().float().flatten(), cells)))
+                scorings[v.item].append(d.scoring)
+        out: list[Any] = []
+        for i, it in enumerate(items):
+            choice, scores = self.adapter.join_views(it, parts[i], per.n[i])
+            out.append((choice, _counted(scores, per.n[i])))
+        # the realizer's reading of each item, for budget_scope="prompt" (an item scored as several views: None)
+        batch.scorings = [sc[0] if len(sc) == 1 else None for sc in scorings]
         return out
 
     def _decide_per_item(self, batch: Batch, per: PerItem) -> list[tuple[Choice, torch.Tensor]]:
@@ -428,11 +448,24 @@ class CompressedModel:
             units = answer.units if isinstance(answer, TokenScores) else ()
             raw = answer.scores if isinstance(answer, TokenScores) else answer
             scores = _counted(torch.as_tensor(raw).detach().float().flatten(), per.n[i])  # (N,)
-            choice = self.realizer.choose(
-                scores, batch.budgets[it.sample], units=units, features=per.redund[i], redundancy=o.redundancy,
-                detail=o.detail if it.kind == "image" else None, grid=it.merged_grid(merge)[1:], patch=patch,
-                merge=merge,
-            )  # fmt: skip
+            views = self.adapter.token_views(it)  # a tiled family's rasters (None: the item is one)
+            if views is None:
+                choice = self.realizer.choose(
+                    scores, batch.budgets[it.sample], units=units, features=per.redund[i], redundancy=o.redundancy,
+                    detail=o.detail if it.kind == "image" else None, grid=it.merged_grid(merge)[1:], patch=patch,
+                    merge=merge,
+                )  # fmt: skip
+            else:  # each raster chosen on its own share of the budget, as the decide path does, then joined
+                parts = []
+                cells = [int(tokens.size) for _, tokens in views]
+                for (grid, tokens), n_cells in zip(views, cells, strict=True):
+                    at = torch.from_numpy(tokens).to(scores.device)
+                    part = self.realizer.choose(
+                        scores[at], _share(batch.budgets[it.sample], n_cells, cells), features=_rows(per.redund[i],
+                        tokens), redundancy=o.redundancy, grid=grid, patch=patch, merge=merge,
+                    )  # fmt: skip
+                    parts.append((View(i, scores, grid, tokens), part, scores[at]))
+                choice, scores = self.adapter.join_views(it, parts, per.n[i])
             out.append((choice, scores))
         return out
 
@@ -546,6 +579,9 @@ class CompressedModel:
             0 if pad_id is None else int(pad_id), mm_token_type_ids=prompt.mm_token_type_ids, labels=batch.labels,
             always_mask=generation, extra=[feats.flat[k] for k in to_send],  # type: ignore[misc]
         )  # fmt: skip
+        packed.position_ids, packed.rope_deltas = pruned_positions(
+            self.options.positions, packed.position_ids, packed.rope_deltas, packed.attention_mask
+        )  # 1-D families: the original ids with gaps, or renumbered
         sent = dict(zip(to_send, packed.extra, strict=True))
         mm_outputs = {
             k: self.adapter.pruned_output(feats.encoded[k], feats.per_kind[k], feats.per_levels[k], flat=sent.get(k))
@@ -579,7 +615,9 @@ def compress(
     foveate: bool = False,
     detail: str | None = None,
     text_options: dict[str, Any] | None = None,
+    positions: str = "original",
     options: CompressOptions | None = None,
+    budget_scope: str = "item",
 ) -> CompressedModel:
     """Wrap a vision-language model so that only the visual tokens relevant to the question reach the language model.
 
@@ -612,20 +650,31 @@ def compress(
         detail: ``None`` drops what is not kept; ``"thumbnail"`` / ``"mixed"`` spend part of each image's budget on
             a coarse view (:mod:`arr_coc.integrations.detail`; always foveated; images only; coarse + fine = the
             budget; a too-small image is pruned drop-only and its ``VisualAllocation.detail.note`` says why).
+        positions: families with 1-D positions only: ``"original"`` (default: kept tokens keep their ids in the
+            full sequence, with gaps, and decoding continues after the full sequence) or ``"renumber"`` (the pruned
+            sequence numbered 0, 1, ...; decoding continues right after it). M-RoPE families refuse ``"renumber"``
+            (:data:`~arr_coc.integrations.contract.POSITION_CHOICES`; the default is argued in docs/families.md).
+        budget_scope: ``"item"`` (each image / video its own ``budget``) or ``"prompt"``: a row with several images
+            (a document's pages) spends ONE ``budget`` over them by relevance, as ``allocate_pages`` does; a page may
+            keep zero tokens (its vision markers stay; :mod:`arr_coc.integrations.document_budget`).
 
     Returns:
         A :class:`CompressedModel`.
 
     Raises:
-        ValueError: unsupported model class, bad budget, bad ``redundancy`` / ``deepstack_tiers`` / ``padding_side``.
+        ValueError: unsupported model class, bad budget, bad ``redundancy`` / ``deepstack_tiers`` / ``padding_side`` /
+            ``positions``, a processor setting the family cannot map.
     """
     adapter = find_adapter(model)
     if options is None:
         options = CompressOptions.build(
             budget, scorer=scorer, query=query, redundancy=redundancy, deepstack_tiers=deepstack_tiers,
             padding_side=padding_side, text_prior=text_prior, scorer_config=scorer_config, realizer=realizer,
-            foveate=foveate, detail=detail, text_options=text_options, adapter=adapter,
+            foveate=foveate, detail=detail, text_options=text_options, adapter=adapter, positions=positions,
+            budget_scope=budget_scope,
         )  # fmt: skip
+    if processor is not None:
+        adapter.check_processor(model, processor)  # a setting the family's grid cannot map: one line naming it
     if tokenizer is None and processor is not None:
         tokenizer = getattr(processor, "tokenizer", processor)
     q = options.query

@@ -53,6 +53,25 @@ class VisualInputs:
     extras: dict[str, Any] = field(default_factory=dict)
 
 
+@dataclass
+class View:
+    """One raster the decision scores (:meth:`Adapter.views`): frames, their grid, and which of the item's tokens
+    its cells are.
+
+    Attributes:
+        item: index of the item (in ``compress``'s list) the view belongs to.
+        frames (torch.Tensor of shape (T, 3, rows * cell, cols * cell)): what relevance sees, in [0, 1].
+        grid: (rows, cols) of cells a frame.
+        tokens (numpy.ndarray of shape (T * rows * cols,) or None): the item's token index of each cell (raster over
+            T x rows x cols); None: the view IS the item (cell i = token i).
+    """
+
+    item: int
+    frames: torch.Tensor
+    grid: tuple[int, int]
+    tokens: np.ndarray | None = None
+
+
 class PositionLayout(Protocol):
     """How a family's positions look to its model: P rows of ids per token, what a forward and ``generate`` take,
     and the positions of decoded tokens."""
@@ -119,6 +138,48 @@ def linear_positions(attention_mask: torch.Tensor | None, input_ids: torch.Tenso
         ids = (attention_mask.long().cumsum(-1) - 1).masked_fill(attention_mask == 0, 0)  # (B, L)
     deltas = torch.zeros(input_ids.shape[0], 1, dtype=torch.long, device=input_ids.device)  # (B, 1)
     return Positions(ids.unsqueeze(0), deltas, LinearLayout())  # (1, B, L)
+
+
+POSITION_CHOICES = ("original", "renumber")
+"""What 1-D position ids the kept tokens get (``compress(positions=...)``, :func:`pruned_positions`):
+
+* ``"original"`` (the default): every kept token keeps the id it has in the FULL sequence, with gaps where tokens
+  were dropped, and decoding continues after the full sequence, as if nothing had been dropped;
+* ``"renumber"``: the pruned sequence is numbered 0, 1, ... over its real tokens, as if the dropped tokens had never
+  been in the prompt, and decoding continues right after it.
+
+The choice exists only for 1-D positions (:class:`LinearLayout`): M-RoPE ids carry an image's (t, h, w) layout, so
+the Qwen line always keeps the original ids (``compress`` refuses ``"renumber"`` there). The default is argued in
+``docs/families.md`` ("Positions of kept tokens")."""
+
+
+def pruned_positions(
+    choice: str, position_ids: torch.Tensor, deltas: torch.Tensor, attention_mask: torch.Tensor | None
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """The positions of a pruned (repacked) sequence for a :data:`POSITION_CHOICES` ``choice``.
+
+    Args:
+        choice: ``"original"`` (returned as given) or ``"renumber"``.
+        position_ids (torch.LongTensor of shape (P, batch_size, pruned_length)): the full sequence's ids gathered at
+            the kept columns (0 on padding).
+        deltas (torch.LongTensor of shape (batch_size, 1)): next position minus the real pruned length.
+        attention_mask (torch.LongTensor of shape (batch_size, pruned_length) or None): 0 on padding.
+
+    Returns:
+        (position_ids, deltas) of the same shapes: renumbered, every row is 0, 1, ... over the real tokens (0 on
+        padding) and the deltas are 0 (decoding continues at the pruned real length).
+    """
+    if choice == "original":
+        return position_ids, deltas
+    if choice != "renumber":
+        raise ValueError(f"positions must be one of {', '.join(map(repr, POSITION_CHOICES))}, got {choice!r}")
+    if attention_mask is None:
+        ids = torch.arange(position_ids.shape[-1], device=position_ids.device).expand(position_ids.shape[1], -1)
+    else:
+        mask = attention_mask.to(position_ids.device)
+        ids = (mask.long().cumsum(-1) - 1).masked_fill(mask == 0, 0)  # (B, L')
+    ids = ids.to(position_ids.dtype).unsqueeze(0).expand(position_ids.shape[0], -1, -1).contiguous()  # (P, B, L')
+    return ids, torch.zeros_like(deltas)
 
 
 @dataclass(frozen=True)
@@ -201,6 +262,10 @@ class Adapter:
         visual = {kind: (kwargs.pop(px, None), kwargs.pop(grid, None)) for kind, (px, grid) in self.input_names.items()}
         return VisualInputs(visual)  # type: ignore[arg-type]
 
+    def check_processor(self, model: Any, processor: Any) -> None:
+        """Refuse, in one line naming it, a processor setting the family's token grid cannot map (``compress`` calls
+        this when given ``processor=``; default: every setting is mapped)."""
+
     def token_ids(self, model: Any) -> dict[str, int]:
         """The placeholder id of each modality the family has (``{"image": id, ...}``)."""
         raise NotImplementedError(f"{self.name}: token_ids")
@@ -262,6 +327,24 @@ class Adapter:
         """Each item's frames as the processor resized them, (t, 3, H, W) floats in [0, 1] (the normalisation
         ``mean`` / ``std`` undone); ``sent`` yields the uploaded indices of :meth:`frame_plan`, in its order."""
         raise NotImplementedError(f"{self.name}: frames")
+
+    def views(self, model: Any, items: Sequence[VisualItem], frames: Sequence[torch.Tensor], merge: int) -> list[View]:
+        """The rasters the decision scores: by default each item is one (its frames over its merged grid, cell i =
+        token i). A tiled family whose tokens are several rasters (a base view and a mosaic) or hold structure tokens
+        (a newline a row) returns several views an item, each naming its tokens; :meth:`join_views` joins them."""
+        return [View(i, f, it.merged_grid(merge)[1:]) for i, (it, f) in enumerate(zip(items, frames, strict=True))]
+
+    def join_views(self, item: VisualItem, parts: Sequence[tuple[View, Any, torch.Tensor]], n: int) -> tuple[Any, Any]:
+        """One item's (choice, scores (n,)) from its views' (view, choice, scores); by default its one view's."""
+        (_, choice, scores), *rest = parts
+        assert not rest, f"{self.name}: an item of several views needs the family's join_views"
+        return choice, scores
+
+    def token_views(self, item: VisualItem) -> list[tuple[tuple[int, int], np.ndarray]] | None:
+        """The rasters of an item for a scorer's per-token scores (the ``per_item`` path): (grid, the item's token
+        index of each cell) each, chosen each on its share of the budget and joined by :meth:`join_views`, as the
+        decide path's :meth:`views`; None (the default): the item is one raster."""
+        return None
 
     # ----- positions ----------------------------------------------------------------------------------------------
     def positions(

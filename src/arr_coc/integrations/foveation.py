@@ -55,8 +55,8 @@ TOKEN_INDEX_KEYS = ("window_index",)
 
 def _check_keep(keep: torch.Tensor, n_tokens: int) -> torch.Tensor:
     keep = torch.as_tensor(keep).long().flatten()
-    if keep.numel() == 0:
-        raise ValueError("foveation needs at least one kept token per image / video")
+    if keep.numel() == 0:  # an item that keeps nothing (budget_scope="prompt"): the tower skips it
+        return keep
     if bool((keep[1:] <= keep[:-1]).any()) or int(keep[0]) < 0 or int(keep[-1]) >= n_tokens:
         raise ValueError(f"kept indices must be strictly increasing and in [0, {n_tokens}), got {keep.tolist()}")
     return keep
@@ -377,7 +377,9 @@ def encode_kept(
         adapter: its :class:`~arr_coc.integrations.base.FamilyAdapter` (supplies :meth:`kept_item`).
         pixel_values (torch.Tensor of shape (sum t*h*w, C*temporal_patch_size*patch_size**2)): all items' patches.
         grid_thw (torch.LongTensor of shape (num_items, 3)): their FULL patch grids.
-        keeps: per item, LongTensor (k_i,) of kept merged-token indices, strictly increasing.
+        keeps: per item, LongTensor (k_i,) of kept merged-token indices, strictly increasing; an item may keep
+            nothing (k_i = 0: a page that gets no tokens of a prompt's budget): the tower does not see it at all
+            (neither its patches nor its grid), but at least one item must keep a token.
         host_grids (array-like of shape (num_items, 3) or None): ``grid_thw`` on the host.
 
     Returns:
@@ -394,15 +396,20 @@ def encode_kept(
     _, merge, _ = adapter.geometry(model)
     # on the host: every tensor of this region is made from ``keeps`` (host copies) and the host grids
     with on_host() if on_the_host else contextlib.nullcontext():
-        items, starts, start = [], [], 0
-        for grid, keep in zip(grids, keeps, strict=True):
+        items, starts, start, sizes, seen = [], [], 0, [], []
+        for i, (grid, keep) in enumerate(zip(grids, keeps, strict=True)):
             n_tokens = grid[0] * grid[1] * grid[2] // (merge * merge)
             keep = _check_keep(keep if on_the_host else keep.to(grid_thw.device), n_tokens)
-            items.append(adapter.kept_item(model, grid, keep))
-            starts.append(start)
+            sizes.append(int(keep.numel()))
+            if keep.numel():  # an item that keeps nothing is not encoded
+                items.append(adapter.kept_item(model, grid, keep))
+                starts.append(start)
+                seen.append(i)
             start += grid[0] * grid[1] * grid[2]
         if start != pixel_values.shape[0]:
             raise ValueError(f"pixel_values has {pixel_values.shape[0]} patch rows, the grids make {start}")
+        if not items:
+            raise ValueError("foveation needs at least one kept token over the images / videos it encodes")
         rows, kwargs = concat_items(items, starts)
     visual = model.model.visual
     if rows.numel() == start:  # every token kept: the foveated tower IS the full tower
@@ -411,5 +418,6 @@ def encode_kept(
         if on_the_host:  # one upload per tensor, no wait
             kwargs = {key: v.to(grid_thw.device) for key, v in kwargs.items()}
         hidden = pixel_values[rows.to(pixel_values.device)].type(visual.dtype)  # (P, patch_dim)
-        raw = adapter.run_tower(model, hidden, grid_thw, kwargs)
-    return raw, [it.n_tokens for it in items]
+        encoded = grid_thw if len(seen) == len(grids) else grid_thw[torch.tensor(seen, device=grid_thw.device)]
+        raw = adapter.run_tower(model, hidden, encoded, kwargs)
+    return raw, sizes

@@ -18,18 +18,30 @@ token type 2), which the shared locating step does not read; ``compress`` refuse
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import torch
 
 from .base import EncodedVisual, Kind
 from .qwen_common import QwenAdapter
 
+# the token each marker id is looked up by in a vLLM tokenizer's vocabulary (the vLLM plugin's question walk)
+VLLM_MARKERS: dict[str, str] = {
+    "vision_start": "<|begin_of_image|>",
+    "vision_end": "<|end_of_image|>",
+    "im_start": "<|user|>",
+    "im_end": "<|assistant|>",
+    "newline": "Ċ",  # byte-level BPE's "\n"
+}
+
 
 @dataclass
 class Glm4vAdapter(QwenAdapter):
     """Adapter for GLM-4.1V / GLM-4.6V (``Glm4vForConditionalGeneration``, ``Glm46VForConditionalGeneration``)."""
+
+    vllm_markers: ClassVar[Mapping[str, str]] = VLLM_MARKERS
 
     def token_ids(self, model: Any) -> dict[str, int]:
         cfg = model.config

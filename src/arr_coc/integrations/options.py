@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from arr_coc.attending import Budget, TokenBudget
 
 from .base import Scorer, cosine_scorer, default_scorer, resolve_scorer
-from .contract import Adapter
+from .contract import POSITION_CHOICES, Adapter
 from .detail import MIN_THUMBNAIL_TOKENS, parse_detail
 
 if TYPE_CHECKING:
@@ -46,12 +46,17 @@ class CompressOptions:
         foveate: decide before the vision tower and encode only the kept tokens' patches.
         detail: None (drop), ``"thumbnail"`` or ``"mixed"`` (level of detail; always foveated; images only).
         scorer_config: anything, for a custom scorer (``ImageContext.scorer_config``); the default scorer ignores it.
+        positions: ``"original"`` (kept tokens keep their ids in the full sequence, with gaps) or ``"renumber"``
+            (consecutive ids over the pruned sequence); 1-D families only (:data:`~.contract.POSITION_CHOICES`).
         path: how the tokens are chosen, declared when the options are built, never guessed from the scorer's
             identity: ``"decide"`` (``scorer="auto"``: :meth:`Realizer.decide` over each modality's items at once)
             or ``"per_item"`` (a callable scorer, ``"cosine"`` too: the scorer on each item's ``ImageContext``, then
             :meth:`Realizer.choose`). A wrapped default scorer (a timer around ``resolve_scorer("auto")``) is a
             callable, so it takes ``"per_item"`` (the same tokens, item by item); ``path="decide"`` with any scorer
             but the default one is refused.
+        budget_scope: ``"item"`` (the default: each image / video gets ``budget``) or ``"prompt"`` (a row with
+            several images spends ONE ``budget`` over them, by their relevance to the question, as
+            ``arr_coc.allocate_pages`` splits a document's: :mod:`.document_budget`).
     """
 
     budget: TokenBudget | tuple[TokenBudget, ...] = TokenBudget("adaptive")
@@ -67,8 +72,13 @@ class CompressOptions:
     detail: str | None = None
     scorer_config: Any = None
     path: str = "decide"
+    positions: str = "original"
+    budget_scope: str = "item"
 
     def __post_init__(self) -> None:
+        from .document_budget import check_scope
+
+        check_scope(self.budget_scope, self.detail, self.redundancy)
         if self.path not in PATHS:
             raise ValueError(f"path must be one of {', '.join(map(repr, PATHS))}, got {self.path!r}")
         if self.path == "decide" and self.scorer is not default_scorer:
@@ -112,6 +122,8 @@ class CompressOptions:
         text_options: dict[str, Any] | None = None,
         adapter: Adapter | None = None,
         path: str | None = None,
+        positions: str = "original",
+        budget_scope: str = "item",
     ) -> CompressOptions:
         """The options of ``compress``'s keywords (documented there), each checked once.
 
@@ -165,6 +177,13 @@ class CompressOptions:
                 "scorer='cosine' needs the vision tower's features, but detail=... scores before the tower runs (it "
                 "is always foveated); use scorer='auto' or a callable that reads pixel_values"
             )
+        if positions not in POSITION_CHOICES:
+            raise ValueError(f"positions must be one of {', '.join(map(repr, POSITION_CHOICES))}, got {positions!r}")
+        if positions == "renumber" and adapter is not None and adapter.layout.rows != 1:
+            raise ValueError(
+                f"positions='renumber' applies to 1-D positions only; {adapter.name}'s M-RoPE ids carry each image's "
+                "(t, h, w) layout, so its kept tokens always keep their original ids (positions='original')"
+            )
         if padding_side not in (None, "left", "right"):
             raise ValueError(f"padding_side must be None, 'left' or 'right', got {padding_side!r}")
         if text_prior and scorer_config is not None and not isinstance(scorer_config, dict):
@@ -191,6 +210,8 @@ class CompressOptions:
             detail=detail,
             scorer_config=scorer_config,
             path=path if path is not None else declared_path(scorer),
+            positions=positions,
+            budget_scope=budget_scope,
         )
 
 

@@ -8,7 +8,8 @@ Everything here is a Qwen fact that the family-neutral steps (``compress.py``, :
   (``<|vision_start|>`` / ``<|vision_end|>``) around the question (:func:`chatml_markers`, :func:`turn_query_ids`);
 * M-RoPE: 3 rows (t, h, w) from the model's ``get_rope_index``; ``generate`` takes a 4th, a text row on top
   (:class:`MRopeLayout`, :func:`generation_position_ids`); text decoded after the prompt has 3 equal rows;
-* the patch order of the processor (undone by :func:`arr_coc.texture.frames_from_patches`) and the tower's seams
+* the patch order of the processor (undone by :func:`.qwen_patches.frames_from_patches`, the adapter's
+  :meth:`QwenAdapter.patch_frames`) and the tower's seams
   (``get_image_features``, ``model.model.visual``, ``get_vision_position_ids``), whole and on kept patches;
 * the token names vLLM's tokenizer gives those markers (:data:`VLLM_MARKERS`).
 
@@ -23,7 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 import torch
@@ -138,6 +139,7 @@ class QwenAdapter(Adapter):
 
     name: str
     extra_rope_keys: tuple[str, ...] = field(default=())
+    vllm_markers: ClassVar[Mapping[str, str]] = VLLM_MARKERS  # the vLLM plugin's turn / vision marker tokens
     layout: PositionLayout = field(default=MROPE, repr=False)
     input_names: Mapping[str, tuple[str, str]] = field(default_factory=lambda: dict(INPUT_NAMES), repr=False)
 
@@ -174,6 +176,24 @@ class QwenAdapter(Adapter):
         """``mm_token_type_ids`` (:meth:`mm_token_type_ids`)."""
         return self.mm_token_type_ids(input_ids, ids)
 
+    @staticmethod
+    def patch_frames(
+        pixel_values: torch.Tensor,
+        grid_thw: tuple[int, int, int],
+        patch_size: int,
+        merge_size: int,
+        temporal_patch_size: int,
+        image_mean: Sequence[float] | None = None,
+        image_std: Sequence[float] | None = None,
+    ) -> torch.Tensor:
+        """One item's processed patches -> its frames (t, 3, H, W) in [0, 1]: the processor's patch order and
+        normalisation undone (:func:`~.qwen_patches.frames_from_patches`; the vLLM plugin's decision reads it)."""
+        from .qwen_patches import frames_from_patches
+
+        return frames_from_patches(
+            pixel_values, grid_thw, patch_size, merge_size, temporal_patch_size, image_mean, image_std
+        )
+
     def frame_plan(self, items: Sequence[VisualItem]) -> tuple[dict[Any, list[int]], dict[Any, np.ndarray | None]]:
         """Items of one modality with one patch grid form a group (their frames are undone in one call); a group
         whose patch rows are not one contiguous run gets a host index of them."""
@@ -192,9 +212,9 @@ class QwenAdapter(Adapter):
         mean: Sequence[float],
         std: Sequence[float],
     ) -> list[torch.Tensor]:
-        """One :func:`~arr_coc.texture.frames_from_patches` per group of :meth:`frame_plan` (the items of a grid side
+        """One :func:`~.qwen_patches.frames_from_patches` per group of :meth:`frame_plan` (the items of a grid side
         by side, as the frames of one video): exactly each item's frames, (t, 3, H, W)."""
-        from arr_coc.texture import frames_from_patches
+        from .qwen_patches import frames_from_patches
 
         patch, merge, tps = self.geometry(model)
         groups, rows = plan

@@ -39,6 +39,8 @@ class Batch:
         positions: the model's own positions of the full sequence (:meth:`Adapter.positions`).
         origin (torch.LongTensor of shape (batch_size, sequence_length) or None): with thumbnails, the caller's column
             of each column of the longer prompt (-1 on a thumbnail).
+        scorings: per item, the realizer's ``Scoring`` (the ``"decide"`` path: scores, word units, text prior, OCR
+            boxes), or None; what ``budget_scope="prompt"`` reads (:mod:`.document_budget`).
     """
 
     input_ids: torch.Tensor
@@ -54,6 +56,7 @@ class Batch:
     budgets: list[TokenBudget]
     positions: Positions | None = None
     origin: torch.Tensor | None = None
+    scorings: list[Any] | None = None
 
     @property
     def visual(self) -> Visual:
@@ -150,3 +153,28 @@ def _check_finite(finite: Sequence[bool], sizes: Sequence[int]) -> None:
                 f"the scorer returned no finite score for the {n} visual tokens (all NaN or infinite), so there is "
                 "nothing to rank; a scorer must return a number per token (NaN marks a single token least relevant)"
             )
+
+
+# ----- an item scored as several views (tiled families: Adapter.views) -------------------------------------------
+def _view_budget(view: Any, views: Sequence[Any], items: Sequence[Any], batch: Batch) -> Any:
+    """A view's budget: its item's; a count is shared by an item's views in proportion to their cells."""
+    mine = [v for v in views if v.item == view.item]
+    cells = [v.frames.shape[0] * v.grid[0] * v.grid[1] for v in mine]
+    at = next(j for j, v in enumerate(mine) if v is view)
+    return _share(batch.budgets[items[view.item].sample], cells[at], cells)
+
+
+def _share(budget: Any, n_cells: int, cells: Sequence[int]) -> Any:
+    """One raster's share of an item's budget: a fraction or ``"adaptive"`` as it is; a count in proportion to the
+    raster's cells (the item's one raster: all of it)."""
+    value = getattr(budget, "value", budget)
+    if len(cells) == 1 or not isinstance(value, int) or isinstance(value, bool):
+        return budget
+    return max(1, round(value * n_cells / sum(cells)))
+
+
+def _rows(x: torch.Tensor | None, tokens: np.ndarray | None) -> torch.Tensor | None:
+    """``x``'s rows at a view's ``tokens`` (None: all rows, as they are)."""
+    if x is None or tokens is None:
+        return x
+    return x[torch.from_numpy(tokens).to(x.device)]

@@ -344,8 +344,8 @@ class AnswerTrainer:
         Raises:
             ValueError: the image cannot be loaded or the answer tokenizes to nothing.
         """
+        from ..integrations.qwen_patches import frames_from_patches
         from ..io import load_image_with_size
-        from ..texture import frames_from_patches
 
         image, (width, height) = load_image_with_size(sample.image)
         inputs, answer_ids = build_training_inputs(self.processor, image, sample.query, sample.answer, self.max_pixels)

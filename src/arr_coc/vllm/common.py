@@ -1,4 +1,4 @@
-"""What every Qwen-VL family shares in the vLLM plugin: options, the question, the decision, positions, packing.
+"""What every family shares in the vLLM plugin: options, the question, the decision, positions, packing.
 
 The plugin touches vLLM at four seams (vLLM 0.32), all in this package:
 
@@ -16,17 +16,22 @@ A request without ``arr_coc`` options (and no server default) goes through vLLM'
 added, so its items are batched apart from pruned ones and take the unmodified path.
 
 Everything here is data in, data out; the classes that glue it to vLLM are :class:`ProcessorMixin` and
-:class:`ModelMixin`, subclassed once per family (``qwen2_vl.py``, ``qwen2_5_vl.py``, ``qwen3_vl.py``).
+:class:`ModelMixin`, subclassed once per family (one file a family in this package). This module names no family:
+what differs between families is asked of the family's ``compress`` adapter (its registry row's, found by the HF
+config's ``model_type``): the tokens of its turn and image markers (``vllm_markers``), how a turn is read
+(``turn_markers``) and how its processor lays an image's patches out (``patch_frames``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
 import torch
+
+from arr_coc.integrations.contract import TurnMarkers
 
 from .options import (  # noqa: F401  (re-exported: moved from this module)
     COUNT_FIELD,
@@ -51,58 +56,64 @@ from .options import (  # noqa: F401  (re-exported: moved from this module)
 
 
 # ----- the question ------------------------------------------------------------------------------------------------
-def special_ids(tokenizer: Any, image_token_id: int, video_token_id: int) -> dict[str, int]:
-    """Token ids that delimit a user turn and its images (what ``compress``'s ``turn_query_ids`` needs)."""
+def special_ids(tokenizer: Any, image_token_id: int, video_token_id: int, markers: Mapping[str, str]) -> dict[str, int]:
+    """Token ids that delimit a user turn and its images (what ``compress``'s turn walk needs): the placeholders and,
+    for each key of ``markers`` (``vision_start``, ``vision_end``, ``im_start``, ``im_end``, ``newline``), the id of
+    the token it names in the tokenizer's vocabulary (the family adapter's ``vllm_markers``)."""
     vocab = tokenizer.get_vocab()
-    return {
-        "image": int(image_token_id),
-        "video": int(video_token_id),
-        "vision_start": int(vocab["<|vision_start|>"]),
-        "vision_end": int(vocab["<|vision_end|>"]),
-        "im_start": int(vocab["<|im_start|>"]),
-        "im_end": int(vocab["<|im_end|>"]),
-        "newline": int(vocab["Ċ"]),  # byte-level BPE's "\n", as compress looks it up
-    }
+    return {"image": int(image_token_id), "video": int(video_token_id),
+            **{key: int(vocab[token]) for key, token in markers.items()}}  # fmt: skip
 
 
-def turn_questions(prompt: Sequence[int], ids: Mapping[str, int], tokenizer: Any) -> list[str]:
+def turn_questions(
+    prompt: Sequence[int], ids: Mapping[str, int], tokenizer: Any, turn: TurnMarkers | None = None
+) -> list[str]:
     """The question of each image of a prompt, in order: the text of the user turn that holds it.
 
-    Exactly ``compress``'s rule (:func:`arr_coc.integrations.sequence.turn_query_ids`: the turn's text without its
+    Exactly ``compress``'s rule (:func:`arr_coc.integrations.contract.turn_question_ids`: the turn's text without its
     role header, placeholders and vision markers), decoded with the model's tokenizer.
 
     Args:
         prompt: the request's token ids before vLLM expands the placeholders (one image token per image).
+        ids: :func:`special_ids`.
+        turn: the family's turn markers (its adapter's ``turn_markers(ids)``); default: ``im_start`` opens a turn,
+            ``im_end`` closes it, ``newline`` ends its role header, placeholders and markers are skipped.
     """
-    from arr_coc.integrations.sequence import turn_query_ids
+    from arr_coc.integrations.contract import turn_question_ids
 
+    if turn is None:
+        keys = ("image", "video", "vision_start", "vision_end", "im_start", "im_end")
+        turn = TurnMarkers(ids["im_start"], ids["im_end"], ids["newline"], frozenset(ids[k] for k in keys))
     row = list(prompt)
     mask = [1] * len(row)
-    out = []
-    for col, tok in enumerate(row):
-        if tok == ids["image"]:
-            out.append(tokenizer.decode(turn_query_ids(row, mask, col, col, dict(ids))))
-    return out
+    return [tokenizer.decode(turn_question_ids(row, mask, col, col, turn)) for col, tok in enumerate(row)
+            if tok == ids["image"]]  # fmt: skip
 
 
 # ----- the decision ------------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Geometry:
-    """The vision tower's patch geometry and the processor's normalisation (to recover the pixels)."""
+    """The vision tower's patch geometry and the processor's normalisation (to recover the pixels).
+
+    Attributes:
+        patch_frames: the family's patch layout undone, ``(pixel_values, (t, h, w), patch_size, merge_size,
+            temporal_patch_size, image_mean, image_std) -> frames (t, 3, H, W)`` (its adapter's ``patch_frames``).
+    """
 
     patch_size: int
     merge_size: int
     temporal_patch_size: int
     image_mean: tuple[float, ...]
     image_std: tuple[float, ...]
+    patch_frames: Callable[..., torch.Tensor] | None = field(default=None, compare=False, repr=False)
 
 
 def _frames(pixel_values: torch.Tensor, grid_thw: Sequence[int], geometry: Geometry) -> torch.Tensor:
-    """One image's processed patches -> its frames (t, 3, H, W), floats in [0, 1] (``frames_from_patches``)."""
-    from arr_coc.texture import frames_from_patches
-
+    """One image's processed patches -> its frames (t, 3, H, W), floats in [0, 1] (``geometry.patch_frames``)."""
+    if geometry.patch_frames is None:
+        raise ValueError("arr_coc: Geometry.patch_frames is not set (the family adapter's patch_frames)")
     t, h, w = (int(v) for v in grid_thw)
-    return frames_from_patches(
+    return geometry.patch_frames(
         pixel_values,
         (t, h, w),
         geometry.patch_size,
@@ -162,9 +173,14 @@ def decide_all(
     frames = [_frames(pixel_values[a:b], g, geometry) for a, b, g in zip(starts, starts[1:], grids, strict=False)]
     modes = ["text" if options.mode == "text" and q else "texture" for q in questions]
     text_options = dict(options.text_options) if options.text_options is not None else None
-    decision = realizer_for(options.relevance, device).decide(
+    realizer = realizer_for(options.relevance, device)
+    decision = realizer.decide(
         frames, [(h // m, w // m) for _, h, w in grids], questions, options.budget, modes, text_options=text_options
     )
+    if options.budget_scope == "prompt" and len(grids) > 1:  # one budget over the request's images (document.py)
+        from .document import split_request
+
+        return split_request(decision, questions, options.budget, realizer)
     return [decision[i].keep.long().cpu() for i in range(len(decision))]  # each (k_i,)
 
 
@@ -176,7 +192,8 @@ class PlacedItem:
     Attributes:
         offset: index of its first placeholder token in the (pruned) prompt.
         grid: (t, h/m, w/m) merged grid.
-        t_factor: temporal position step (Qwen2.5-VL videos: seconds per grid step * tokens per second; else 1).
+        t_factor: temporal position step (videos whose time axis is scaled: seconds per grid step * tokens per
+            second; else 1).
         keep (torch.LongTensor of shape (k,) or None): kept indices (None: all tokens, vLLM's own layout).
     """
 
@@ -189,7 +206,7 @@ class PlacedItem:
 def pruned_mrope_positions(n_tokens: int, items: Iterable[PlacedItem]) -> tuple[torch.Tensor, int]:
     """M-RoPE positions of a prompt whose images keep only some tokens, each at its ORIGINAL position.
 
-    The positions of the full sequence, computed as vLLM's Qwen2-VL ``get_mrope_input_positions`` does (text runs
+    The positions of the full sequence, computed as vLLM's M-RoPE models' ``get_mrope_input_positions`` do (text runs
     count on from the previous maximum + 1; an item's tokens sit at (t * t_factor, h, w) + start), then gathered at
     the kept tokens; text after an image continues from the FULL grid's maximum + 1, as in the unpruned sequence.
     With every ``keep`` None this is vLLM's layout exactly.
@@ -232,6 +249,17 @@ class ProcessorMixin:
     The family class supplies :meth:`geometry` (from its HF config and image processor).
     """
 
+    def arr_coc_adapter(self) -> Any:
+        """The family's ``compress`` adapter (its registry row's, by the HF config's ``model_type``): the token names
+        of its markers (``vllm_markers``), its turn walk (``turn_markers``) and its patch layout (``patch_frames``)."""
+        from arr_coc.families import load_object, model_class_for_type
+
+        model_type = self.info.get_hf_config().model_type  # type: ignore[attr-defined]
+        row = model_class_for_type(model_type)
+        if row is None:
+            raise ValueError(f"arr_coc: no registered family has the model type {model_type!r}")
+        return load_object(row.adapter)
+
     def arr_coc_options(self, request_kwargs: Mapping[str, object]) -> Options | None:
         merged = self.info.ctx.get_merged_mm_kwargs(request_options(request_kwargs))  # type: ignore[attr-defined]
         return parse_options(merged.get(KEY))
@@ -253,6 +281,7 @@ class ProcessorMixin:
             temporal_patch_size=int(tps if isinstance(tps, int) else tps[0]),
             image_mean=mean,
             image_std=std,
+            patch_frames=self.arr_coc_adapter().patch_frames,
         )
 
     def get_dummy_inputs(self, seq_len: int, mm_counts: Mapping[str, int], mm_options: Any) -> Any:
@@ -278,12 +307,17 @@ class ProcessorMixin:
             return super().apply(replace(inputs, hf_processor_mm_kwargs=own), timing_ctx)  # type: ignore[misc]
         tokenizer = self.info.get_tokenizer()  # type: ignore[attr-defined]
         cfg = self.info.get_hf_config()  # type: ignore[attr-defined]
-        ids = special_ids(tokenizer, cfg.image_token_id, cfg.video_token_id)
-        questions = turn_questions(inputs.prompt, ids, tokenizer)
+        adapter = self.arr_coc_adapter()
+        ids = special_ids(tokenizer, cfg.image_token_id, cfg.video_token_id, adapter.vllm_markers)
+        questions = turn_questions(inputs.prompt, ids, tokenizer, adapter.turn_markers(ids))
         request = dict(own.get(KEY) or {})
         if options.query is None:
             request[QUERIES] = questions  # the question becomes part of the item's cache key
         kwargs = {**own, KEY: request}
+        if options.budget_scope == "prompt":  # one budget over the images: keyed and cached as one document
+            from .document import whole_document
+
+            inputs, kwargs = whole_document(self, inputs, kwargs)
         return super().apply(replace(inputs, hf_processor_mm_kwargs=kwargs), timing_ctx)  # type: ignore[misc]
 
     def _get_cache_missing_processor_kwargs(self, inputs: Any, mm_is_cached: Any) -> Mapping[str, object]:
@@ -337,7 +371,7 @@ def _with_kept_count(update: Any, out_mm_kwargs: Any) -> Any:
 
 
 def _shrink(full: Any, k: int) -> Any:
-    """The family's image replacement (a run of image tokens; Qwen-VL's are plain token lists) cut to ``k``."""
+    """The family's image replacement (a run of image tokens: a plain token list) cut to ``k``."""
     if not isinstance(full, list) or len(set(full)) != 1:
         raise TypeError(f"arr_coc expected a run of image placeholder tokens as the replacement, got {type(full)}")
     return full[:1] * k
@@ -410,7 +444,7 @@ def unshard_outputs(
 class ModelMixin:
     """Mixed in before a family's vLLM ``...ForConditionalGeneration``: the foveated encoder and pruned positions.
 
-    Each family class (``qwen2_vl.py``, ``qwen2_5_vl.py``, ``qwen3_vl.py``) defines
+    Each family class (one file a family in this package) defines
     ``encode_kept(pixel_values, grids, keeps)``: its tower run on the kept patches only, with that tower's metadata
     (rotary positions, windows, position embeddings) for the full grid.
 
@@ -572,7 +606,7 @@ def encode_kept_sharded(
     Args:
         encode: the family's ``encode_kept(pixel_values, grids, keeps) -> list of (k_i, D)``.
         pixel_values (torch.Tensor of shape (sum t*h*w, C*tps*p*p)): every image's full patches, in item order.
-        out_dim, dtype: the encoder's output width (Qwen3-VL: with its DeepStack levels) and dtype (a rank with no
+        out_dim, dtype: the encoder's output width (with any DeepStack levels) and dtype (a rank with no
             item sends an empty (0, D) block).
         all_gather: ``(rows, D) -> (world_size * rows, D)``, the ranks' tensors concatenated in rank order.
     """

@@ -21,6 +21,7 @@ KEY = "arr_coc"  # the key in mm_processor_kwargs
 KEEP_FIELD = "arr_coc_keep"  # the field added to each pruned image item: its kept merged-token indices
 COUNT_FIELD = "arr_coc_kept"  # and its kept count (to split the batched indices per image)
 QUERIES = "_queries"  # internal: the per-image questions, filled in by ProcessorMixin.apply (part of the cache key)
+DOCUMENT = "_document"  # internal: budget_scope "prompt": a digest of all the request's images (part of the cache key)
 OPTIONS = {
     "budget": "tokens to keep per image: a number in (0, 1] is a fraction (1 keeps all), a whole number >= 2 a count; "
     "or a string: '22%', '256' (a count; '1' keeps one token), 'adaptive' (default)",
@@ -30,6 +31,8 @@ OPTIONS = {
     "whole_words: true, false or null), e.g. {'semantic': false}",
     "relevance": "a learned relevance checkpoint folder (Realizer.from_pretrained); default the training-free one",
     "enabled": "false: this request is served unpruned even when the server has defaults",
+    "budget_scope": "'item' (default: the budget is per image) or 'prompt': ONE budget over all the request's images "
+    "(a document's pages), shared by their relevance to the question; each image keeps at least one token",
 }
 
 
@@ -48,6 +51,7 @@ class Options:
         text_options: the text path's switches (mode ``"text"``), or None.
         relevance: a relevance checkpoint folder, or None (the default training-free realizer).
         queries: filled in by the processor: one question per image of the request, in prompt order.
+        budget_scope: ``"item"`` (the budget per image) or ``"prompt"`` (one budget over the request's images).
     """
 
     budget: Budget = "adaptive"
@@ -56,6 +60,7 @@ class Options:
     text_options: Mapping[str, Any] | None = None
     relevance: str | None = None
     queries: tuple[str, ...] | None = None
+    budget_scope: str = "item"
 
 
 def plugin_budget(value: object) -> Budget:
@@ -125,7 +130,7 @@ def parse_options(raw: Any) -> Options | None:
         return None
     if not isinstance(raw, Mapping):
         raise ArrCocOptionError(f"arr_coc: options must be an object, got {type(raw).__name__}")
-    unknown = sorted(set(raw) - set(OPTIONS) - {QUERIES})
+    unknown = sorted(set(raw) - set(OPTIONS) - {QUERIES, DOCUMENT})
     if unknown:
         allowed = ", ".join(OPTIONS)
         raise ArrCocOptionError(f"arr_coc: unknown option {unknown[0]!r}; allowed: {allowed}")
@@ -152,6 +157,9 @@ def parse_options(raw: Any) -> Options | None:
             raise ArrCocOptionError(f"arr_coc: relevance must be a checkpoint folder on the server, got {relevance!r}")
         realizer_for(relevance)  # a clear error now, not inside the engine
     queries = raw.get(QUERIES)
+    scope = raw.get("budget_scope") or "item"
+    if scope not in ("item", "prompt"):
+        raise ArrCocOptionError(f"arr_coc: budget_scope must be 'item' or 'prompt', got {scope!r}")
     return Options(
         budget=budget,
         mode=mode,
@@ -159,6 +167,7 @@ def parse_options(raw: Any) -> Options | None:
         text_options=text_options,
         relevance=relevance,
         queries=tuple(queries) if queries is not None else None,
+        budget_scope=scope,
     )
 
 
