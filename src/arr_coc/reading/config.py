@@ -165,6 +165,8 @@ class SemanticConfig:
     digit_penalty: float = 0.15  # ... and have their cosine similarity lowered by this much
     lexical_strong: float = 0.6  # a lexical match at least this strong means the question's own words name the key
     lexical_strong_factor: float = 0.5  # ... and then semantic keys weigh this much less (factor)
+    foreign_strong_factor: float = 0.0  # ... this, for a question worded in another language (``foreign_words``:
+    # the English MiniLM's similarities to "¿Quién es el cliente?" pick lines of running text, not the key it names)
     cjk: bool = False  # embed questions holding Chinese or Japanese characters too (the English MiniLM misreads them:
     # off, they are matched lexically alone)
 
@@ -178,6 +180,7 @@ class SemanticConfig:
             digit_share=self.digit_share,
             lexical_strong=self.lexical_strong,
             lexical_strong_factor=self.lexical_strong_factor,
+            foreign_strong_factor=self.foreign_strong_factor,
         )
         if self.cache_items < 0:
             raise ValueError(f"semantic.cache_items must be >= 0, got {self.cache_items}")

@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import unicodedata
 
+from .text import fold_homoglyphs
+
 READ = ("latin", "cjk")  # the scripts the OCR and the matcher read
 # the scripts a question may hold that the text path cannot read: why, in a few words
 UNREAD = {
@@ -56,6 +58,7 @@ def script_notes(text: str) -> list[str]:
     one with some readable words is matched on those, the others ignored. Right-to-left text (Arabic, Hebrew) and
     scripts the OCR does not read (Devanagari, Thai, Cyrillic, Korean, ...) get the same fallback.
     """
+    text = fold_homoglyphs(text)  # "Tοpic" with a Greek omicron is the Latin word it looks like
     scripts = {script_of(ch) for ch in text}
     unread = sorted(s for s in scripts if s is not None and s not in READ)
     if not unread:

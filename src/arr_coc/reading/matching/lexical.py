@@ -127,6 +127,24 @@ def _stem(tok: str) -> str:
     return tok
 
 
+# Function words of German, French, Spanish, Italian and Portuguese questions (articles, prepositions, pronouns,
+# copulas, question words): dropped from a question worded in another language (``foreign_words``), as
+# ``STOP_WORDS`` are from every question, so "¿Quién es el cliente?" asks for "cliente", not for every line holding
+# "el" or "es". Kept as its tokens come out (accents folded, stemmed). "de" and "die" stay terms: they are part of
+# printed keys ("N° de facture") and English words
+FOREIGN_STOP_WORDS = frozenset(
+    _stem(_fold_accents(w))
+    for w in """der das des dem den ein eine einer eines einem einen ist sind wird werden wurde wurden hat haben
+    hatte wie wer wen wem wessen wann welche welcher welches welchen welchem und oder vom zum zur im am auf aus bei
+    mit nach für über bis muss soll kann lautet gibt sie er es le la les un une du des au aux et ou est sont ont
+    été était quel quelle quels quelles qui que quoi quand où comment combien ce cet cette ces il elle on en dans
+    pour avec faut el los las lo una unos unas del al y es son fue ha han hay qué cuál cuáles quién quiénes cuándo
+    dónde cómo cuánto cuántos cuánta cuántas con por para su sus este esta esto il lo gli di della dei delle da dal
+    è sono quale quali chi che cosa quando dove quanto os um uma do da dos das em na é são qual quais quem onde
+    quanto""".split()
+)
+
+
 @functools.lru_cache(maxsize=65536)
 def tokens(text: str) -> tuple[str, ...]:
     """Normalised tokens of ``text``: lower-case, accents folded, numbers canonical (1,234.00 and 1.234,00 -> 1234),
@@ -156,13 +174,16 @@ def query_terms(query: str, cfg: LexicalConfig) -> list[tuple[str, float]]:
     """(token, weight) of the query's content words; single letters survive only if written in upper case.
 
     The query is truncated to ``cfg.max_query_chars`` characters and at most ``cfg.max_query_tokens`` terms are kept;
-    words describing the question rather than its content (``META_WORDS``) weigh ``cfg.meta_weight``, others 1.
+    words describing the question rather than its content (``META_WORDS``) weigh ``cfg.meta_weight``, others 1. A
+    question worded in another language (``foreign_words``) also drops the European function words
+    (``FOREIGN_STOP_WORDS``).
     """
     query = query[: cfg.max_query_chars]
+    stop = STOP_WORDS | FOREIGN_STOP_WORDS if foreign_words(query) else STOP_WORDS
     upper_single = {m.lower() for m in re.findall(r"\b[A-Z]\b", clean(query))}
     terms: dict[str, float] = {}
     for tok in tokens(query):
-        if tok in STOP_WORDS and not (len(tok) == 1 and tok in upper_single):
+        if tok in stop and not (len(tok) == 1 and tok in upper_single):
             continue
         if len(tok) == 1 and tok.isalpha() and tok not in upper_single:
             continue
@@ -236,10 +257,14 @@ _FOREIGN_TYPE_PATTERNS: dict[str, re.Pattern[str]] = {
         re.I,
     ),
     "phone": re.compile(
-        r"电话|電話|手机|拨打|致电|かけ|\b(?:telefon\w*|t[eé]l[eé]phone|tel[eé]fono|telefono|handy)\b", re.I
+        r"电话|電話|手机|拨打|致电|かけ|\b(?:telefon\w*|t[eé]l[eé]phone|tel[eé]fono|telefono|handy|anrufen|ruft|"
+        r"llamar|llamo|appeler|appelle|chiamare|ligar)\b",
+        re.I,
     ),
     "email": re.compile(r"邮箱|电子邮件|メール|\b(?:e-mail|courriel|correo)\b", re.I),
-    "person": re.compile(r"谁|誰|姓名|氏名|名前|担当者|\b(?:wer|wem|wessen|qui|qu[ií]en|chi|nome|nom|nombre)\b", re.I),
+    "person": re.compile(
+        r"谁|誰|姓名|氏名|名前|担当者|\b(?:wer|wem|wessen|qui|qui[eé]n(?:es)?|chi|nome|nom|nombre)\b", re.I
+    ),
     "org": re.compile(
         r"公司|商店|商家|销售方|会社|店舗|販売|\b(?:firma|unternehmen|gesch[aä]ft|laden|soci[eé]t[eé]|entreprise|"
         r"magasin|empresa|tienda|azienda|negozio|loja)\b",
@@ -288,7 +313,7 @@ def answer_types(query: str) -> tuple[str, ...]:
     several, possibly none; in English, and in Chinese, Japanese and the European languages (``哪一天``, ``いくら``,
     ``Wie viel``, ``Quel montant``) when the question is not plain English."""
     found = [name for name, pat in _ANSWER_TYPE_PATTERNS if pat.search(query)]
-    if not query.isascii() or FOREIGN_HINT.search(query):  # another language's words ("Wie viel", "いくら")
+    if foreign(query):  # another language's words ("Wie viel", "いくら")
         found += [name for name, pat in _FOREIGN_TYPE_PATTERNS.items() if name not in found and pat.search(query)]
         found.sort(key=_TYPE_ORDER.index)
     return tuple(found)
@@ -301,6 +326,26 @@ FOREIGN_HINT = re.compile(
     r"qu[eé]|qui[eé]n|d[oó]nde|quale|quando|quanto|chi|dove|qual|quem|onde)\b",
     re.I,
 )
+
+
+def foreign(query: str) -> bool:
+    """Whether ``query`` may not be plain English: it holds a character outside ASCII or a German, French, Spanish,
+    Italian or Portuguese question word (``FOREIGN_HINT``); then the other languages' answer types and function words
+    apply too."""
+    return not query.isascii() or FOREIGN_HINT.search(query) is not None
+
+
+@functools.lru_cache(maxsize=65536)
+def foreign_words(query: str) -> bool:
+    """Whether ``query`` is worded in another language than English: a Chinese or Japanese character, a German,
+    French, Spanish, Italian or Portuguese question word (``FOREIGN_HINT``), or at least two of those languages'
+    function words (``FOREIGN_STOP_WORDS``) and more of them than English ones. Stricter than ``foreign``: an English
+    question naming "Café de Paris" (or an OCR'd "Bill No. han Au No") stays English."""
+    if _CJK_RUN.search(query) or FOREIGN_HINT.search(query):
+        return True
+    toks = tokens(query)
+    other = sum(t in FOREIGN_STOP_WORDS for t in toks)
+    return other >= 2 and other > sum(t in STOP_WORDS for t in toks)
 
 
 @functools.lru_cache(maxsize=262144)

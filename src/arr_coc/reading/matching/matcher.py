@@ -16,7 +16,7 @@ from ..layout.structural_query import Evidence, parse, resolve
 from ..layout.structure import Layout, analyse, flat_layout
 from ..ocr.reader import TextBox
 from .learned import BoxScorer, box_features
-from .lexical import LexicalPage, answer_types, has_type, lexical_scores
+from .lexical import LexicalPage, answer_types, foreign_words, has_type, lexical_scores
 from .propagation import CellPainter, Neighbours, paint_boxes, propagate, word_units
 from .semantic import MiniLMEmbedder, semantic_scores, semantic_similarities
 
@@ -314,8 +314,9 @@ class QueryMatcher:
         ``(score / best) ** keys.sharpness`` and scaled down when the best is below ``keys.full_at``. Semantic keys
         (``semantic_scores``) are already relative; they weigh ``semantic.weight``, times
         ``semantic.lexical_strong_factor`` when a strong lexical match (>= ``semantic.lexical_strong``) exists, since
-        then the question's own words locate the key. ``found``, when given, receives the lexical scores (``lex``)
-        and semantic similarities (``sim``) computed on the way.
+        then the question's own words locate the key (``semantic.foreign_strong_factor`` for a question worded in
+        another language, ``lexical.foreign_words``: the English MiniLM reads it poorly). ``found``, when given,
+        receives the lexical scores (``lex``) and semantic similarities (``sim``) computed on the way.
         """
         n = len(boxes)
         keys = np.zeros(n, dtype=np.float32)
@@ -333,7 +334,8 @@ class QueryMatcher:
                 rel = lex / lex_best  # (N,)
                 keys = np.where(rel >= kc.relative, rel**kc.sharpness, 0.0) * min(1.0, lex_best / kc.full_at)
         if self.semantic:
-            w = sc.weight * (sc.lexical_strong_factor if lex_best >= sc.lexical_strong else 1.0)
+            strong = sc.foreign_strong_factor if foreign_words(query) else sc.lexical_strong_factor
+            w = sc.weight * (strong if lex_best >= sc.lexical_strong else 1.0)
             sim = self.semantic_similarities(boxes, query)  # (N,)
             if found is not None:
                 found["sim"] = sim
