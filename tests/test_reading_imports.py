@@ -19,7 +19,7 @@ import arr_coc.reading
 
 PACKAGE = Path(arr_coc.reading.__file__).parent
 # the package map's order: a module imports only from its own room or one above it in this list
-RANK = {"errors": 0, "text": 0, "layout": 1, "config": 2, "ocr": 3, "matching": 4, "pipeline": 5}
+RANK = {"errors": 0, "text": 0, "scripts": 1, "layout": 1, "config": 2, "ocr": 3, "matching": 4, "pipeline": 5}
 
 
 def _modules() -> list[str]:
