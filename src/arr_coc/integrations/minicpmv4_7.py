@@ -252,9 +252,13 @@ class MiniCPMV4_7Adapter(Adapter):
         sizes = host_grids if host_grids is not None else grid.cpu().numpy()
         p = pixel_values.shape[2]
         side = model.model.vision_tower.embeddings.num_patches_per_side
-        cols, pos, fake, start = [], [], [], 0
-        for (_, h, w), keep in zip(np.asarray(sizes).tolist(), keeps, strict=True):
+        cols, pos, fake, start, seen = [], [], [], 0, []
+        for i, ((_, h, w), keep) in enumerate(zip(np.asarray(sizes).tolist(), keeps, strict=True)):
             k = np.asarray(keep, dtype=np.int64)
+            if k.size == 0:  # a crop that keeps nothing (budget_scope="prompt") is not encoded
+                start += h * w
+                continue
+            seen.append(i)
             full_pos = get_vision_nearest_position_ids(torch.tensor([[h, w]]), side).numpy()  # (h*w,)
             by, bx = np.divmod(k, w // m)  # each kept token's block (row, col) in the merged grid
             r = np.arange(m)
@@ -266,13 +270,18 @@ class MiniCPMV4_7Adapter(Adapter):
             pos.append(full_pos[patch])
             fake.append((m, m * len(k)))
             start += h * w
+        if not seen:
+            raise ValueError("foveation needs at least one kept token over the images / videos it encodes")
         index = torch.from_numpy(np.concatenate(cols)).to(pixel_values.device)  # (P,)
         patches = pixel_values[0].unflatten(-1, (-1, p)).index_select(2, index)  # (C, p, P, p)
         kept = patches.flatten(2).unsqueeze(0)  # (1, C, p, P*p)
         position_ids = torch.from_numpy(np.concatenate(pos)).to(pixel_values.device)
         target = torch.tensor(fake, dtype=torch.long, device=pixel_values.device)
         raw = model.model.get_image_features(kept, target, position_ids=position_ids, return_dict=True)
-        return EncodedVisual(raw=raw, features=list(raw.pooler_output))
+        features = [raw.pooler_output[0][:0]] * len(keeps)  # (0, D) for a crop that keeps nothing
+        for i, feats in zip(seen, raw.pooler_output, strict=True):
+            features[i] = feats
+        return EncodedVisual(raw=raw, features=features)
 
     def pruned_output(
         self,
