@@ -643,7 +643,9 @@ def compress(
             text-aware prior (the ``[ocr]`` extra; costs the OCR time per image); ``text_options``: its switches.
         scorer_config: anything a custom scorer reads (``ImageContext.scorer_config``).
         realizer: the relevance model (an ``arr_coc.Realizer``; default: the shared training-free one): it scores
-            and its config resolves every budget. Pass the one given to ``allocate`` and both keep the same tokens.
+            and its config resolves every budget. Pass the one given to ``allocate`` and both keep the same tokens
+            in texture mode (with ``text_prior``, ``allocate``'s OCR reads the page at its own size, this the
+            processor's resized pixels, so their text priors may differ).
         foveate: decide BEFORE the vision tower and run it only on the kept tokens' patches, each at its place in
             the full grid (:mod:`arr_coc.integrations.foveation`); the scorer sees no vision features
             (``scorer="cosine"`` is refused). The language model gets the same pruned sequence and positions.
