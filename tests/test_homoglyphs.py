@@ -10,7 +10,7 @@ from arr_coc.reading.matching.lexical import lexical_scores, tokens
 from arr_coc.reading.scripts import script_notes
 from arr_coc.reading.text import HOMOGLYPHS, clean, fold, fold_homoglyphs
 
-GREEK_TOPIC = "T\u03bfpic"  # the realdocs-dev question's key: a Greek small omicron between Latin letters
+GREEK_TOPIC = "T\u03bfpic"  # a real form question's key: a Greek small omicron between Latin letters
 CYRILLIC_CODE = "C\u043ede"  # a Cyrillic small o
 
 
