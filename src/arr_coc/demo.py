@@ -195,20 +195,24 @@ class ModelRunner:
         """
         from .integrations import compress
         from .integrations.base import resolve_scorer
-        from .loading import TimedScorer, build_inputs, generate_timed
+        from .integrations.linear import LinearAdapter
+        from .integrations.steps import find_adapter
+        from .loading import TimedScorer, build_inputs, generate_timed, visual_tokens
 
         with self._lock:
             processor, model = self.load(progress)
             inputs = build_inputs(processor, image, question).to(self.device)
             tiny = build_inputs(processor, Image.new("RGB", (64, 64), "white"), question).to(self.device)
-            merge = int(getattr(processor.image_processor, "merge_size", 2))
-            n_visual = int(inputs["image_grid_thw"][0].prod()) // merge**2  # the unpruned model's visual tokens
+            n_visual = visual_tokens(model, inputs)  # the unpruned model's visual tokens
             variants: list[tuple[str, Any, Any]] = [("unpruned", model, None)]
             runs: list[tuple[str, dict[str, Any]]] = [("pruned", {})]
-            runs += [("foveated", {"foveate": True})] if foveate_supported() else []
+            adapter = find_adapter(model)  # a family whose tower cannot run on kept cells gets no foveated row
+            runs += [("foveated", {"foveate": True})] if foveate_supported() and adapter.supports_foveation() else []
             runs += [(f"detail {self.detail}", {"detail": self.detail})] if self.detail else []
+            # a 1-D or tiled family scores frames, not Qwen's patch rows: the default scorer runs untimed in compress
+            timed = not isinstance(adapter, LinearAdapter)
             for name, extra in runs:
-                scorer = TimedScorer(resolve_scorer("auto"), self.device)
+                scorer = TimedScorer(resolve_scorer("auto"), self.device) if timed else None
                 cm = compress(model, budget=budget, processor=processor, scorer=scorer, text_prior=text_prior,
                               realizer=self.realizer, **extra)  # fmt: skip
                 variants.append((name, cm, scorer))
@@ -218,7 +222,7 @@ class ModelRunner:
                     progress(0.4 + 0.6 * i / len(variants), desc=f"generating: {name}")
                 generate_timed(m, tiny, processor, 1, self.device)  # one-time set-up, not timed
                 run = generate_timed(m, inputs, processor, self.max_new_tokens, self.device, scorer)
-                kept = n_visual if scorer is None else m.last_allocation[0][0].budget
+                kept = n_visual if name == "unpruned" else sum(a.budget for a in m.last_allocation[0])
                 st = run.stages
                 rows.append(
                     AnswerRow(

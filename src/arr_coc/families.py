@@ -113,6 +113,8 @@ class Family:
             ``smart_resize`` (:mod:`arr_coc.grid`).
         tiles: a tiled family's scheme (:mod:`arr_coc.tiling`: ``"internvl"``, ``"llava-onevision"``): its pages are
             cut into tiles, not resized to one raster; ``allocate`` then ignores ``resize`` and the pixel bounds.
+        pixel_kwargs: ``"module:function"`` ``(processor, min_pixels, max_pixels) -> kwargs`` of the processor call for
+            ``--min-pixels`` / ``--max-pixels`` (:mod:`arr_coc.family_processors`); None: Qwen's area bounds.
     """
 
     name: str
@@ -132,6 +134,7 @@ class Family:
     grid_rule: str | None = None
     resize: str | None = None
     tiles: str | None = None
+    pixel_kwargs: str | None = None
 
     @property
     def cell(self) -> int:
@@ -373,6 +376,7 @@ BUILTIN: tuple[Family, ...] = (
         spellings=("pixtral", "mistral-small-3.1", "mistral-small-3.2"),
         min_transformers=MISTRAL3_FLOOR,
         resize="arr_coc.grid:longest_edge_resize",
+        pixel_kwargs="arr_coc.family_processors:pixtral_pixels",
     ),
     Family(
         name="gemma-3",
@@ -397,6 +401,7 @@ BUILTIN: tuple[Family, ...] = (
         spellings=("gemma3", "gemma-3-it"),
         min_transformers=GEMMA3_FLOOR,
         resize="arr_coc.grid:fixed_resize",
+        pixel_kwargs="arr_coc.family_processors:fixed_pixels",
     ),
 )
 # InternVL3 "-hf" tokenizer (Qwen2.5's ranks): ChatML markers; <img> 151665, </img> 151666 around the <IMG_CONTEXT>
@@ -425,6 +430,7 @@ TILED: tuple[Family, ...] = (  # transformers floor as the Qwen line's (forward(
         added_tokens=0,
         spellings=("internvl3", "internvl2.5", "internvl-3"),
         tiles="internvl",
+        pixel_kwargs="arr_coc.family_processors:internvl_pixels",
     ),
     Family(
         name="llava-onevision",
@@ -451,6 +457,7 @@ TILED: tuple[Family, ...] = (  # transformers floor as the Qwen line's (forward(
         added_tokens=0,
         spellings=("llava-ov", "llava-onevision-qwen2", "llavaonevision"),
         tiles="llava-onevision",
+        pixel_kwargs="arr_coc.family_processors:fixed_pixels",
     ),
 )
 BUILTIN = BUILTIN + TILED

@@ -129,7 +129,7 @@ class StageTimer:
 
     def __init__(self, model: Any, device: str) -> None:
         inner = getattr(model, "model", model)
-        self.visual = getattr(inner, "visual", None)
+        self.visual = getattr(inner, "visual", None) or getattr(inner, "vision_tower", None)  # tiled / 1-D families
         self.language_model = getattr(inner, "language_model", None)
         self.cuda = str(device).startswith("cuda")
         self.times = StageTimes()
@@ -205,7 +205,8 @@ def build_inputs(processor: Any, image: Any, query: str, max_pixels: int | None 
         image: a PIL image.
         query: the question; a lone surrogate (an undecodable terminal byte, a JSON ``"\\ud800"``) becomes U+FFFD
             (``arr_coc.reading.text.valid_text``), as the allocation reads it: no tokenizer takes it.
-        max_pixels: cap on the resized image's area (the processor's ``longest_edge``); ``None`` = processor default.
+        max_pixels: cap on the resized image's area (Qwen's ``longest_edge``; a family whose row names
+            ``pixel_kwargs`` gets its own bound: InternVL's tiles, Pixtral's longest edge); ``None``: the processor's.
     """
     from .reading.text import valid_text
 
@@ -213,10 +214,30 @@ def build_inputs(processor: Any, image: Any, query: str, max_pixels: int | None 
     text = processor.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
     kwargs: dict[str, Any] = {}
     if max_pixels is not None:
-        size = processor.image_processor.size
-        shortest = size["shortest_edge"] if "shortest_edge" in _keys(size) else 56 * 56
-        kwargs["size"] = {"shortest_edge": min(int(shortest), max_pixels), "longest_edge": max_pixels}
+        from .family_processors import pixel_kwargs, processor_family
+
+        row = processor_family(processor)
+        if row is not None and row.pixel_kwargs:  # the family's own bound (tiles, longest edge, fixed size)
+            kwargs = pixel_kwargs(processor, min(row.min_pixels, max_pixels), max_pixels)
+        else:  # Qwen's area bounds
+            size = processor.image_processor.size
+            shortest = size["shortest_edge"] if "shortest_edge" in _keys(size) else 56 * 56
+            kwargs["size"] = {"shortest_edge": min(int(shortest), max_pixels), "longest_edge": max_pixels}
     return processor(text=[text], images=[image], return_tensors="pt", **kwargs)
+
+
+def visual_tokens(model: Any, inputs: Any, sample: int = 0) -> int:
+    """The unpruned model's visual tokens in ``sample`` of ``inputs`` (one image a sample): ``image_grid_thw``'s
+    merged cells for the Qwen line and GLM, else the image placeholders in its ``input_ids`` (the config's
+    ``image_token_id`` / ``image_token_index``; OneVision's row newlines are placeholders too)."""
+    if "image_grid_thw" in inputs:
+        config = getattr(model, "config", None)
+        merge = int(getattr(getattr(config, "vision_config", None), "spatial_merge_size", 2))
+        return int(inputs["image_grid_thw"][sample].prod()) // merge**2
+    config = model.config
+    token = getattr(config, "image_token_id", None)
+    token = getattr(config, "image_token_index", None) if token is None else token
+    return int((inputs["input_ids"][sample] == int(token)).sum())
 
 
 def _keys(size: Any) -> set[str]:
@@ -424,7 +445,8 @@ def generate_timed(
     if scorer is not None:
         scorer.ms = 0.0
     timer = FirstTokenTimer()
-    with StageTimer(getattr(model, "model", model) if scorer is not None else model, device) as stages:
+    compressed = scorer is not None or hasattr(model, "last_allocation")  # a CompressedModel: time the model it wraps
+    with StageTimer(getattr(model, "model", model) if compressed else model, device) as stages:
         start = time.perf_counter()
         with torch.inference_mode():
             out = model.generate(**inputs, max_new_tokens=max_new_tokens, do_sample=False, streamer=timer)

@@ -185,7 +185,9 @@ def load_processor(model_id_or_path: str | os.PathLike) -> Any:
 
     Returns:
         ``AutoProcessor.from_pretrained(model_id_or_path)`` when it loads (typically: torchvision is installed), or a
-        :class:`PilQwenVLProcessor` built from the checkpoint's tokenizer, PIL image processor and chat template.
+        :class:`PilQwenVLProcessor` built from the checkpoint's tokenizer, PIL image processor and chat template
+        (InternVL, LLaVA-OneVision, Mistral3, Gemma 3: their own,
+        :func:`arr_coc.family_processors.load_family_processor`).
         Either way ``processor.arr_coc_kind`` says which (``"transformers"`` or ``"pil"``) and
         ``processor.arr_coc_reason`` why the real one was not used (``None`` if it was).
 
@@ -210,6 +212,13 @@ def load_processor(model_id_or_path: str | os.PathLike) -> Any:
             processor.arr_coc_kind, processor.arr_coc_reason = "transformers", None
             logger.info("processor for %s: transformers %s", model_id, type(processor).__name__)
             return processor
+    from .family_processors import FAMILIES, checkpoint_family, load_family_processor
+
+    family = checkpoint_family(model_id)
+    if family is not None and family.name in FAMILIES:  # InternVL, OneVision, Mistral3, Gemma 3: their own processor
+        processor = load_family_processor(model_id, family, reason)
+        logger.info("processor for %s: %s (images only); %s", model_id, type(processor).__name__, reason)
+        return processor
     tokenizer = AutoTokenizer.from_pretrained(model_id)
     image_processor = AutoImageProcessor.from_pretrained(model_id)
     processor = PilQwenVLProcessor(
@@ -224,5 +233,7 @@ def describe(processor: Any) -> str:
     """One line saying which processor this is and, for the stand-in, why (for ``arr-coc ask``)."""
     if getattr(processor, "arr_coc_kind", None) == "pil":
         why = getattr(processor, "arr_coc_reason", None)
-        return "PilQwenVLProcessor (images only; the project's own)" + (f": {why}" if why else "")
+        name = type(processor).__name__
+        own = "transformers' class without its video processor" if name.endswith("ImagesOnly") else "the project's own"
+        return f"{name} (images only; {own})" + (f": {why}" if why else "")
     return f"{type(processor).__name__} (transformers)"

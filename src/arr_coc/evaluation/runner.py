@@ -92,9 +92,22 @@ def pixel_bounds(model_type: str, min_pixels: int | None, max_pixels: int | None
     lo, hi = (family or get_family("qwen2.5-vl")).eval_pixels
     hi = max_pixels or hi
     lo = min(min_pixels or lo, hi)
-    if family is not None:
+    if family is not None and family.tiles is None:  # tiled families' bounds are tile counts (family_processors)
         GridSpec.for_family(family.name, lo, hi)  # ValueError above the largest grid the family accepts
     return lo, hi
+
+
+def check_downscale(model_type: str, allocators: Iterable[str]) -> None:
+    """Refuse the ``downscale`` baseline for a family whose processor does not take Qwen's area bounds (its row names
+    ``pixel_kwargs``: tiles, a longest edge, a fixed size), in one line."""
+    from ..families import family_of_type
+
+    family = family_of_type(model_type)
+    if "downscale" in allocators and family is not None and family.pixel_kwargs:
+        raise ValueError(
+            f"--allocator downscale resizes by Qwen's area bounds; {family.name}'s processor sizes images its own way "
+            "(tiles, a longest edge or a fixed size), so the baseline is not offered for it"
+        )
 
 
 def build_batch(processor: Any, task: TaskSpec, images: list[Any], questions: list[str], bounds: tuple[int, int]):
@@ -105,13 +118,15 @@ def build_batch(processor: Any, task: TaskSpec, images: list[Any], questions: li
         A ``BatchFeature`` with ``input_ids`` (batch_size, sequence_length), ``attention_mask``, ``pixel_values``,
         ``image_grid_thw`` (batch_size, 3) and ``mm_token_type_ids``.
     """
+    from ..family_processors import pixel_kwargs
+
     texts = [processor.apply_chat_template(messages_for(task, q), add_generation_prompt=True) for q in questions]
-    size = {"shortest_edge": bounds[0], "longest_edge": bounds[1]}
+    bounded = pixel_kwargs(processor, *bounds)  # Qwen's area bounds, or the family row's own (tiles, longest edge)
     tokenizer = getattr(processor, "tokenizer", processor)
     side = tokenizer.padding_side
     tokenizer.padding_side = "left"
     try:
-        return processor(text=texts, images=images, size=size, return_tensors="pt")
+        return processor(text=texts, images=images, return_tensors="pt", **bounded)
     finally:
         tokenizer.padding_side = side
 
@@ -296,6 +311,7 @@ def run_eval(cfg: EvalConfig, model: Any = None, processor: Any = None) -> EvalR
         raise ValueError("run_eval needs both model= and processor=, or neither")
     model_type = model.config.model_type if model is not None else _model_type(cfg.model)
     bounds = pixel_bounds(model_type, cfg.min_pixels, cfg.max_pixels)
+    check_downscale(model_type, cfg.allocators)
     max_new = cfg.max_new_tokens or task.max_new_tokens
     loaded = _LazyModel(cfg, task, variants, bounds, model, processor)
 
@@ -478,7 +494,7 @@ class _LazyModel:
             model, processor = self.model, self.processor
             if model is None:
                 processor, model = load_model(self.cfg.model, resolve_dtype(self.cfg.dtype), self.device)
-            merge = int(model.config.vision_config.spatial_merge_size)
+            merge = int(getattr(getattr(model.config, "vision_config", None), "spatial_merge_size", 1) or 1)
             self.loaded = Loaded(processor, model, self.device, self.bounds, merge)
             _warm_up(self.loaded, self.task, self.variants, self.cfg.seed, self.realizer)
         return self.loaded
@@ -516,6 +532,8 @@ def _run_batch(
     realizer: Any = None,
 ) -> None:
     """Every variant still missing for some of ``samples``, on those samples as one batch."""
+    from ..loading import visual_tokens
+
     metric = METRICS[metric_name]
     batches: dict[tuple[int, ...], Any] = {}  # the same inputs object for every variant run on the same samples
     for v in variants:
@@ -528,7 +546,7 @@ def _run_batch(
             built = build_batch(loaded.processor, task, [images[i] for i in todo], questions, loaded.bounds)
             batches[tuple(todo)] = built.to(loaded.device)
         inputs = batches[tuple(todo)]
-        grids = inputs["image_grid_thw"].tolist()  # (B, 3): one image a sample
+        grids = inputs["image_grid_thw"].tolist() if "image_grid_thw" in inputs else []  # (B, 3): one image a sample
         if v.allocator == "downscale":
             answers, ttft, peak, shown = _downscale_batch(loaded, task, v, [images[i] for i in todo], questions,
                                                           grids, max_new)  # fmt: skip
@@ -537,7 +555,7 @@ def _run_batch(
             answers, ttft, peak = generate_batch(runner, inputs, loaded.processor, max_new, loaded.device)
         for j, (s, answer) in enumerate(zip(subset, answers, strict=True)):
             prediction = cut_at_stops(answer, task.until)
-            total = _tokens_total(grids[j], loaded.merge)
+            total = _tokens_total(grids[j], loaded.merge) if grids else visual_tokens(loaded.model, inputs, j)
             if v.allocator == "downscale":
                 kept = shown[j]
             else:
