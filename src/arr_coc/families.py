@@ -419,6 +419,7 @@ TILED: tuple[Family, ...] = (  # transformers floor as the Qwen line's (forward(
                 "InternVLForConditionalGeneration",  # fmt: skip
                 "transformers.models.internvl.modeling_internvl",
                 f"{_MOD}.internvl:ADAPTER",
+                f"{_VLLM}.internvl:ArrCocInternVLForConditionalGeneration",
             ),
         ),
         token_ids=dict(INTERNVL_TOKEN_IDS),
