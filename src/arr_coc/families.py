@@ -442,6 +442,7 @@ TILED: tuple[Family, ...] = (  # transformers floor as the Qwen line's (forward(
                 "LlavaOnevisionForConditionalGeneration",
                 "transformers.models.llava_onevision.modeling_llava_onevision",
                 f"{_MOD}.llava_onevision:ADAPTER",
+                f"{_VLLM}.llava_onevision:ArrCocLlavaOnevisionForConditionalGeneration",
             ),
         ),  # fmt: skip
         token_ids={

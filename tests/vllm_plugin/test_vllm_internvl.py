@@ -48,13 +48,16 @@ def test_no_options_and_keep_all_are_vllms_own_result(engine):
     assert kept_all["prompt_logprobs"][1:] == own["prompt_logprobs"][1:]
 
 
-def test_partial_budget_keeps_what_compress_keeps_with_renumbered_positions(engine):
+@pytest.mark.parametrize("budget", [0.25, 3])  # 3 tokens an image: at most 3 of its 5 tiles (and the thumbnail) run
+def test_partial_budget_keeps_what_compress_keeps_with_renumbered_positions(engine, budget):
+    from arr_coc.vllm.internvl import tile_plan
+
     llm, folder = engine
     imgs = [image("invoice.jpg"), image("chart.jpg")]
     prompt = prompt_for("<IMG_CONTEXT>", 2, QUESTION)
-    options = {"budget": 0.25, "mode": "texture"}
+    options = {"budget": budget, "mode": "texture"}
     keeps, _ = processor_keeps(llm, prompt, imgs, options)
-    hf_keeps, hf_ids, hf_lp = transformers_renumbered(folder, prompt, imgs, 0.25)
+    hf_keeps, hf_ids, hf_lp = transformers_renumbered(folder, prompt, imgs, budget)
     assert [k.tolist() for k in keeps] == [k.tolist() for k in hf_keeps]
     (got,) = generate(llm, [request(prompt, imgs, options)])
     assert got["prompt_ids"].count(ft.IMAGE) == sum(int(k.numel()) for k in keeps)
@@ -62,6 +65,9 @@ def test_partial_budget_keeps_what_compress_keeps_with_renumbered_positions(engi
     assert got["prompt_ids"] == hf_ids
     assert len(got["tokens"]) == 4
     assert_logprobs_close(got["prompt_logprobs"], hf_lp)
+    if budget == 3:  # the logprobs above were compared with tiles left out of the tower
+        chosen, _ = tile_plan(keeps, [5, 5], 16)
+        assert len(chosen) < 10
 
 
 def test_tiles_without_a_kept_token_are_not_encoded():

@@ -119,7 +119,7 @@ def onevision_checkpoint(folder: pathlib.Path) -> pathlib.Path:
     size = {"height": tt.OV_TILE, "width": tt.OV_TILE}
     processor = tf.LlavaOnevisionProcessor(
         image_processor=tf.LlavaOnevisionImageProcessorFast(size=size, image_grid_pinpoints=tt.OV_PINPOINTS,
-                                                            crop_size=size),
+                                                            crop_size=size, image_mean=[0.5] * 3, image_std=[0.5] * 3),
         video_processor=tf.LlavaOnevisionVideoProcessor(size=size), tokenizer=tokenizer,
         num_image_tokens=tt.OV_SIDE * tt.OV_SIDE, vision_feature_select_strategy="full",
         vision_aspect_ratio="anyres_max_9", chat_template=CHAT.replace("{{ IMAGE }}", "<image>\n"),
