@@ -14,13 +14,12 @@ pytest.importorskip("vllm", reason="vllm not installed (the plugin's tests run i
 from plugin_checks import (  # noqa: E402
     assert_logprobs_close,
     close_engine,
-    generate,
     image,
     open_engine,
     processor_keeps,
     request,
 )
-from tiled_checkpoints import internvl_checkpoint, prompt_for, transformers_renumbered  # noqa: E402
+from tiled_checkpoints import generate, internvl_checkpoint, prompt_for, transformers_renumbered  # noqa: E402
 
 from arr_coc import family_testing as ft  # noqa: E402
 
@@ -81,12 +80,14 @@ def test_tiles_without_a_kept_token_are_not_encoded():
     assert [r.tolist() for r in rows] == [[1, 4], [32, 47]]
 
 
-def test_original_positions_are_refused_in_one_line(engine):
+def test_original_positions_and_one_budget_a_prompt_are_refused_in_one_line(engine):
     llm, _ = engine
     img = image("invoice.jpg")
+    prompt = prompt_for("<IMG_CONTEXT>", 1, QUESTION)
     with pytest.raises(ValueError, match="positions='original' cannot be served .* only positions='renumber'"):
-        processor_keeps(llm, prompt_for("<IMG_CONTEXT>", 1, QUESTION), [img], {"budget": 0.25, "positions": "original"})
-    keeps, _ = processor_keeps(
-        llm, prompt_for("<IMG_CONTEXT>", 1, QUESTION), [img], {"budget": 0.25, "positions": "renumber"}
-    )
-    assert len(keeps) == 1
+        processor_keeps(llm, prompt, [img], {"budget": 0.25, "positions": "original"})
+    with pytest.raises(ValueError, match="budget_scope='prompt' is not served for the tiled families"):
+        processor_keeps(llm, prompt, [img], {"budget": 0.25, "budget_scope": "prompt"})
+    keeps, _ = processor_keeps(llm, prompt, [img], {"budget": 0.25, "positions": "renumber"})
+    asked, _ = processor_keeps(llm, prompt, [img], {"budget": 0.25, "query": QUESTION})
+    assert [k.tolist() for k in keeps] == [k.tolist() for k in asked]  # the turn's question is QUESTION

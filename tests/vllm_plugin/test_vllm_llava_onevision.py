@@ -13,13 +13,12 @@ pytest.importorskip("vllm", reason="vllm not installed (the plugin's tests run i
 from plugin_checks import (  # noqa: E402
     assert_logprobs_close,
     close_engine,
-    generate,
     image,
     open_engine,
     processor_keeps,
     request,
 )
-from tiled_checkpoints import onevision_checkpoint, prompt_for, transformers_renumbered  # noqa: E402
+from tiled_checkpoints import generate, onevision_checkpoint, prompt_for, transformers_renumbered  # noqa: E402
 
 from arr_coc import family_testing as ft  # noqa: E402
 

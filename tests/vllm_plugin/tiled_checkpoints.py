@@ -13,6 +13,7 @@ import string
 
 import torch
 
+NEWLINE = 198  # "\n" at the family rows' id (Qwen2's "Ċ"), so compress's turn walk ends the role header there
 TEXT = dict(
     hidden_size=64,
     intermediate_size=128,
@@ -26,7 +27,8 @@ INTERNVL_MARKERS = {"start_image_token": "<img>", "end_image_token": "</img>", "
 
 
 def char_tokenizer(special: dict[int, str], markers: dict[str, str] | None = None):
-    """A character-level fast tokenizer: printable characters, '\\n' and ``special`` (id -> text) at their ids."""
+    """A character-level fast tokenizer: printable characters, '\\n' (:data:`NEWLINE`) and ``special`` (id -> text) at
+    their ids."""
     import transformers as tf
     from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, pre_tokenizers
 
@@ -36,7 +38,8 @@ def char_tokenizer(special: dict[int, str], markers: dict[str, str] | None = Non
     for c in string.printable:
         if c.isprintable():
             vocab.setdefault(c, len(vocab) + 7)
-    vocab["\n"] = ft.NEWLINE
+    vocab["\n"] = NEWLINE
+    special = {**special, ft.USER: "user", ft.ASSISTANT: "assistant"}  # a role header of one token, as Qwen2's
     vocab.update({t: i for i, t in special.items()})
     tk = Tokenizer(models.WordLevel(vocab, unk_token="<pad>"))
     tk.pre_tokenizer = pre_tokenizers.Split(Regex("[\\s\\S]"), behavior="isolated")
@@ -152,3 +155,12 @@ def transformers_renumbered(folder: pathlib.Path, prompt: str, images: list, bud
     ids = cm.last_inputs.input_ids[0]
     lp = torch.log_softmax(logits, -1)[:-1].gather(1, ids[1:, None]).squeeze(1)
     return [a.keep.clone() for a in cm.last_allocation[0]], ids.tolist(), [math.nan] + lp.tolist()
+
+
+def generate(llm, reqs: list[dict], max_tokens: int = 4) -> list[dict]:
+    """``plugin_checks.generate`` with ``ignore_eos``: a random-weight model may emit ``</s>`` at any step."""
+    from plugin_checks import summary
+    from vllm import SamplingParams
+
+    sp = SamplingParams(temperature=0.0, max_tokens=max_tokens, logprobs=0, prompt_logprobs=0, ignore_eos=True)
+    return [summary(o) for o in llm.generate(reqs, sp, use_tqdm=False)]
