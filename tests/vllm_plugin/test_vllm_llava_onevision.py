@@ -69,6 +69,25 @@ def test_partial_budget_keeps_what_compress_keeps_with_renumbered_positions(engi
     assert_logprobs_close(got["prompt_logprobs"], hf_lp)
 
 
+def test_two_images_a_prompt_are_each_laid_out_anyres_and_pruned(engine):
+    """vLLM lays every image of a prompt out anyres (it reads no ``batch_num_images``; transformers lays an image of a
+    multi-image prompt out as its base view), so the plugin decides each as one image: no HF comparison here."""
+    from arr_coc.vllm.llava_onevision import layout
+
+    llm, _ = engine
+    imgs = [image("invoice.jpg"), image("chart.jpg")]
+    prompt = prompt_for("<image>", 2, QUESTION)
+    keeps, _ = processor_keeps(llm, prompt, imgs, {"budget": 0.25})
+    cfg = llm.llm_engine.model_config.hf_config
+    for img, keep in zip(imgs, keeps, strict=True):
+        lay = layout(cfg, img.height, img.width)
+        assert set(lay.newline_tokens().tolist()) <= set(keep.tolist()) and keep.numel() < lay.n_tokens
+    own, (got,) = generate(llm, [request(prompt, imgs, None)]), generate(llm, [request(prompt, imgs, {"budget": 0.25})])
+    assert own[0]["prompt_ids"].count(ft.IMAGE) == sum(layout(cfg, i.height, i.width).n_tokens for i in imgs)
+    assert got["prompt_ids"].count(ft.IMAGE) == sum(int(k.numel()) for k in keeps)
+    assert len(got["tokens"]) == 4
+
+
 def test_original_positions_are_refused_in_one_line(engine):
     llm, _ = engine
     with pytest.raises(ValueError, match="positions='original' cannot be served .* only positions='renumber'"):
