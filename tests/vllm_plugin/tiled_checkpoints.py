@@ -98,7 +98,7 @@ def internvl_checkpoint(folder: pathlib.Path) -> pathlib.Path:
     tokenizer = char_tokenizer(special, INTERNVL_MARKERS)
     size = {"height": tt.INTERNVL_TILE, "width": tt.INTERNVL_TILE}
     processor = tf.InternVLProcessor(
-        image_processor=tf.GotOcr2ImageProcessorFast(size=size, crop_to_patches=True, min_patches=1, max_patches=4),
+        image_processor=tf.GotOcr2ImageProcessor(size=size, crop_to_patches=True, min_patches=1, max_patches=4),
         video_processor=tf.InternVLVideoProcessor(size=size), tokenizer=tokenizer,
         image_seq_length=tt.INTERNVL_TOKENS, chat_template=CHAT.replace("{{ IMAGE }}", "<IMG_CONTEXT>\n"),
     )  # fmt: skip
@@ -121,7 +121,7 @@ def onevision_checkpoint(folder: pathlib.Path) -> pathlib.Path:
     tokenizer = char_tokenizer(special, {"image_token": "<image>", "video_token": "<video>"})
     size = {"height": tt.OV_TILE, "width": tt.OV_TILE}
     processor = tf.LlavaOnevisionProcessor(
-        image_processor=tf.LlavaOnevisionImageProcessorFast(size=size, image_grid_pinpoints=tt.OV_PINPOINTS,
+        image_processor=tf.LlavaOnevisionImageProcessor(size=size, image_grid_pinpoints=tt.OV_PINPOINTS,
                                                             crop_size=size, image_mean=[0.5] * 3, image_std=[0.5] * 3),
         video_processor=tf.LlavaOnevisionVideoProcessor(size=size), tokenizer=tokenizer,
         num_image_tokens=tt.OV_SIDE * tt.OV_SIDE, vision_feature_select_strategy="full",
