@@ -424,6 +424,7 @@ TILED: tuple[Family, ...] = (  # transformers floor as the Qwen line's (forward(
                 "InternVLForConditionalGeneration",  # fmt: skip
                 "transformers.models.internvl.modeling_internvl",
                 f"{_MOD}.internvl:ADAPTER",
+                f"{_VLLM}.internvl:ArrCocInternVLForConditionalGeneration",
             ),
         ),
         token_ids=dict(INTERNVL_TOKEN_IDS),
@@ -447,6 +448,7 @@ TILED: tuple[Family, ...] = (  # transformers floor as the Qwen line's (forward(
                 "LlavaOnevisionForConditionalGeneration",
                 "transformers.models.llava_onevision.modeling_llava_onevision",
                 f"{_MOD}.llava_onevision:ADAPTER",
+                f"{_VLLM}.llava_onevision:ArrCocLlavaOnevisionForConditionalGeneration",
             ),
         ),  # fmt: skip
         token_ids={

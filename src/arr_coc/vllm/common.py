@@ -260,9 +260,26 @@ class ProcessorMixin:
             raise ValueError(f"arr_coc: no registered family has the model type {model_type!r}")
         return load_object(row.adapter)
 
+    # the ids kept tokens get in vLLM: "original" (M-RoPE families: get_mrope_input_positions), or "renumber" (1-D
+    # families: vLLM numbers a prompt's tokens by index); a request asking for the other is refused in one line
+    served_positions: str = "original"
+    positions_reason: str = "its M-RoPE positions carry each image's (t, h, w) layout"
+
     def arr_coc_options(self, request_kwargs: Mapping[str, object]) -> Options | None:
         merged = self.info.ctx.get_merged_mm_kwargs(request_options(request_kwargs))  # type: ignore[attr-defined]
-        return parse_options(merged.get(KEY))
+        options = parse_options(merged.get(KEY))
+        if options is not None and options.positions not in (None, self.served_positions):
+            raise ArrCocOptionError(
+                f"arr_coc: positions={options.positions!r} cannot be served for this model in vLLM, only "
+                f"positions={self.served_positions!r}: {self.positions_reason}"
+            )
+        return options
+
+    def arr_coc_ids(self, tokenizer: Any, adapter: Any) -> dict[str, int]:
+        """The placeholder and marker ids the turn walk needs (default: the adapter's ``vllm_markers`` in the
+        tokenizer's vocabulary, :func:`special_ids`)."""
+        cfg = self.info.get_hf_config()  # type: ignore[attr-defined]
+        return special_ids(tokenizer, cfg.image_token_id, cfg.video_token_id, adapter.vllm_markers)
 
     def geometry(self) -> Geometry:
         info = self.info  # type: ignore[attr-defined]
@@ -306,9 +323,8 @@ class ProcessorMixin:
         if options is None:  # nothing to do
             return super().apply(replace(inputs, hf_processor_mm_kwargs=own), timing_ctx)  # type: ignore[misc]
         tokenizer = self.info.get_tokenizer()  # type: ignore[attr-defined]
-        cfg = self.info.get_hf_config()  # type: ignore[attr-defined]
         adapter = self.arr_coc_adapter()
-        ids = special_ids(tokenizer, cfg.image_token_id, cfg.video_token_id, adapter.vllm_markers)
+        ids = self.arr_coc_ids(tokenizer, adapter)
         questions = turn_questions(inputs.prompt, ids, tokenizer, adapter.turn_markers(ids))
         request = dict(own.get(KEY) or {})
         if options.query is None:

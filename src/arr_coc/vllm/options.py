@@ -33,6 +33,8 @@ OPTIONS = {
     "enabled": "false: this request is served unpruned even when the server has defaults",
     "budget_scope": "'item' (default: the budget is per image) or 'prompt': ONE budget over all the request's images "
     "(a document's pages), shared by their relevance to the question; each image keeps at least one token",
+    "positions": "'original' or 'renumber': the ids kept tokens get (compress(positions=...)); each family serves one "
+    "in vLLM (M-RoPE families: original; 1-D families: renumber, vLLM numbers tokens by index) and refuses the other",
 }
 
 
@@ -52,6 +54,7 @@ class Options:
         relevance: a relevance checkpoint folder, or None (the default training-free realizer).
         queries: filled in by the processor: one question per image of the request, in prompt order.
         budget_scope: ``"item"`` (the budget per image) or ``"prompt"`` (one budget over the request's images).
+        positions: ``"original"``, ``"renumber"`` or None (the family's served choice; the other is refused).
     """
 
     budget: Budget = "adaptive"
@@ -61,6 +64,7 @@ class Options:
     relevance: str | None = None
     queries: tuple[str, ...] | None = None
     budget_scope: str = "item"
+    positions: str | None = None
 
 
 def plugin_budget(value: object) -> Budget:
@@ -160,7 +164,11 @@ def parse_options(raw: Any) -> Options | None:
     scope = raw.get("budget_scope") or "item"
     if scope not in ("item", "prompt"):
         raise ArrCocOptionError(f"arr_coc: budget_scope must be 'item' or 'prompt', got {scope!r}")
+    positions = raw.get("positions")
+    if positions not in (None, "original", "renumber"):
+        raise ArrCocOptionError(f"arr_coc: positions must be 'original' or 'renumber', got {positions!r}")
     return Options(
+        positions=positions,
         budget=budget,
         mode=mode,
         query=query,
