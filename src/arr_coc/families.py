@@ -365,6 +365,7 @@ BUILTIN: tuple[Family, ...] = (
                 "Mistral3ForConditionalGeneration",
                 "transformers.models.mistral3.modeling_mistral3",
                 f"{_MOD}.mistral3:ADAPTER",
+                f"{_VLLM}.mistral3:ArrCocMistral3ForConditionalGeneration",
             ),
         ),
         token_ids=dict(MISTRAL3_TOKEN_IDS),
