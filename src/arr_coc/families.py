@@ -390,6 +390,7 @@ BUILTIN: tuple[Family, ...] = (
                 "Gemma3ForConditionalGeneration",
                 "transformers.models.gemma3.modeling_gemma3",
                 f"{_MOD}.gemma3:ADAPTER",
+                f"{_VLLM}.gemma3:ArrCocGemma3ForConditionalGeneration",
             ),
         ),
         token_ids=dict(GEMMA3_TOKEN_IDS),
