@@ -87,3 +87,14 @@ def test_original_positions_are_refused_in_one_line(engine):
     assert "\n" not in str(err.value)
     (after,) = generate(llm, [request(prompt, [img], None)])  # the engine goes on
     assert len(after["tokens"]) == 4
+
+
+def test_only_unkept_placeholders_are_dropped_and_an_empty_row_keeps_its_break():
+    import torch
+
+    from arr_coc.vllm.linear import drop_placeholders
+
+    full = ([IMG] * 3 + [BREAK]) * 3
+    full[-1] = END  # 3 rows of 3
+    got = drop_placeholders(full, IMG, torch.tensor([0, 2, 7]))
+    assert got == [IMG, IMG, BREAK, BREAK, IMG, END]  # row 2 kept nothing: break after break

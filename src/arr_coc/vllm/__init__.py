@@ -2,8 +2,9 @@
 
 vLLM loads it in every process through the ``vllm.general_plugins`` entry point (``arr_coc = arr_coc.vllm:register``
 in pyproject.toml); :func:`register` replaces vLLM's classes of every registered family that names one (Qwen2-VL,
-Qwen2.5-VL, Qwen3-VL(-MoE), Qwen3.5(-MoE), GLM-4.1V) with subclasses that add the plugin's seams (``common.py``:
-options, question, decision, positions; one file a family: how its vision tower encodes only the kept patches).
+Qwen2.5-VL, Qwen3-VL(-MoE), Qwen3.5(-MoE), GLM-4.1V, Mistral3, Gemma 3) with subclasses that add the plugin's seams
+(``common.py``: options, question, decision, positions; ``linear.py``: the same for the 1-D families; one file a
+family: how its vision tower encodes only the kept patches).
 Nothing changes for a request without options.
 
 Per request::
