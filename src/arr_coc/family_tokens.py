@@ -87,12 +87,12 @@ GEMMA3_TOKEN_IDS: dict[str, int] = {
 }
 GEMMA3_TEMPLATE = (
     "{{- bos_token }}{%- for message in messages %}"
-    "<start_of_turn>{{ 'model' if message.role == 'assistant' else message.role }}\n"
+    "<start_of_turn>{{ ('model' if message.role == 'assistant' else message.role) + '\\n' }}"
     "{%- if message.content is string %}{{- message.content }}"
     "{%- else %}{%- for item in message.content %}"
     "{%- if item.type == 'image' or 'image' in item %}<start_of_image>"
     "{%- elif 'text' in item %}{{- item.text }}{%- endif %}"
-    "{%- endfor %}{%- endif %}<end_of_turn>\n{%- endfor %}"
+    "{%- endfor %}{%- endif %}<end_of_turn>{{ '\\n' }}{%- endfor %}"
     "{%- if add_generation_prompt %}<start_of_turn>model\n{% endif %}"
 )
 OPENAI_CLIP_MEAN = (0.48145466, 0.4578275, 0.40821073)  # Qwen2-VL / Qwen2.5-VL image processor defaults

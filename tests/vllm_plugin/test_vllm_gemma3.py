@@ -87,7 +87,7 @@ def test_pruned_request_keeps_its_markers_and_one_bidirectional_span_of_kept_tok
     llm, folder = engine
     imgs = [image("invoice.jpg"), image("chart.jpg")]
     prompt = chat_prompt(folder, imgs, QUESTION)
-    options = {"budget": 0.25, "mode": "texture", "query": QUESTION, "positions": "renumber"}
+    options = {"budget": 0.25, "mode": "texture", "positions": "renumber"}  # the question: the user turn's text
     keeps, prompt_ids, places = processed(llm, prompt, imgs, options)
     model, processor = hf_model(folder, "Gemma3ForConditionalGeneration")
     inputs = processor(text=[prompt], images=imgs, return_tensors="pt")
