@@ -2,9 +2,10 @@
 
 vLLM loads it in every process through the ``vllm.general_plugins`` entry point (``arr_coc = arr_coc.vllm:register``
 in pyproject.toml); :func:`register` replaces vLLM's classes of every registered family that names one (Qwen2-VL,
-Qwen2.5-VL, Qwen3-VL(-MoE), Qwen3.5(-MoE), GLM-4.1V, InternVL, LLaVA-OneVision) with subclasses that add the plugin's
-seams (``common.py``: options, question, decision, positions; ``tiled.py``: the 1-D tiled families' decision and
-positions; one file a family: how its vision tower encodes only the kept patches or tiles).
+Qwen2.5-VL, Qwen3-VL(-MoE), Qwen3.5(-MoE), GLM-4.1V, InternVL, LLaVA-OneVision, Mistral3, Gemma 3) with subclasses that
+add the plugin's seams (``common.py``: options, question, decision, positions; ``tiled.py``: the 1-D tiled families'
+decision and positions; ``linear.py``: the same for Mistral3 and Gemma 3; one file a family: how its vision tower
+encodes only the kept patches or tiles).
 Nothing changes for a request without options.
 
 Per request::
