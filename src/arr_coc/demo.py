@@ -202,7 +202,10 @@ class ModelRunner:
             inputs = build_inputs(processor, image, question).to(self.device)
             tiny = build_inputs(processor, Image.new("RGB", (64, 64), "white"), question).to(self.device)
             merge = int(getattr(processor.image_processor, "merge_size", 2))
-            n_visual = int(inputs["image_grid_thw"][0].prod()) // merge**2  # the unpruned model's visual tokens
+            if "image_grid_thw" in inputs:  # the unpruned model's visual tokens
+                n_visual = int(inputs["image_grid_thw"][0].prod()) // merge**2
+            else:  # a family without image_grid_thw (MiniCPM-V's crops): its placeholders counted
+                n_visual = int((inputs["mm_token_type_ids"][0] == 1).sum())
             variants: list[tuple[str, Any, Any]] = [("unpruned", model, None)]
             runs: list[tuple[str, dict[str, Any]]] = [("pruned", {})]
             runs += [("foveated", {"foveate": True})] if foveate_supported() else []
@@ -218,7 +221,7 @@ class ModelRunner:
                     progress(0.4 + 0.6 * i / len(variants), desc=f"generating: {name}")
                 generate_timed(m, tiny, processor, 1, self.device)  # one-time set-up, not timed
                 run = generate_timed(m, inputs, processor, self.max_new_tokens, self.device, scorer)
-                kept = n_visual if scorer is None else m.last_allocation[0][0].budget
+                kept = n_visual if scorer is None else sum(a.budget for a in m.last_allocation[0])  # every crop's
                 st = run.stages
                 rows.append(
                     AnswerRow(

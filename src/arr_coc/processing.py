@@ -176,6 +176,17 @@ def _config_image_token(model_id: str, tokenizer: Any) -> str | None:
     return token if isinstance(token, str) else None
 
 
+def _config_model_type(model_id: str) -> str | None:
+    """``model_type`` of the checkpoint's ``config.json`` (None when it has none)."""
+    from transformers.utils import cached_file
+
+    try:
+        path = cached_file(model_id, "config.json", _raise_exceptions_for_missing_entries=False)
+        return json.loads(Path(path).read_text(encoding="utf-8")).get("model_type") if path else None
+    except (OSError, ValueError):
+        return None
+
+
 def load_processor(model_id_or_path: str | os.PathLike) -> Any:
     """A working processor for a Qwen-VL checkpoint: the real ``AutoProcessor`` if it can be built, else the stand-in.
 
@@ -210,6 +221,12 @@ def load_processor(model_id_or_path: str | os.PathLike) -> Any:
             processor.arr_coc_kind, processor.arr_coc_reason = "transformers", None
             logger.info("processor for %s: transformers %s", model_id, type(processor).__name__)
             return processor
+    if _config_model_type(model_id) == "minicpmv4_7":  # its own images-only processor (the real class, no video)
+        from .tiny_minicpm import load_images_processor
+
+        processor = load_images_processor(model_id, reason)
+        logger.info("processor for %s: %s (images only); %s", model_id, type(processor).__name__, reason)
+        return processor
     tokenizer = AutoTokenizer.from_pretrained(model_id)
     image_processor = AutoImageProcessor.from_pretrained(model_id)
     processor = PilQwenVLProcessor(

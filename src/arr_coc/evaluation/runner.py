@@ -213,6 +213,16 @@ class PredictionLog:
 
 
 # ----- the run -----------------------------------------------------------------------------------------------------
+def _merge_size(model: Any) -> int:
+    """Patches merged per visual token side: the config's ``spatial_merge_size``, else the family's registry row."""
+    size = getattr(model.config.vision_config, "spatial_merge_size", None)
+    if size is not None:
+        return int(size)
+    from ..families import get_family
+
+    return get_family(model.config.model_type).merge_size
+
+
 def _tokens_total(grid_row: Sequence[int], merge: int) -> int:
     t, h, w = (int(v) for v in grid_row)
     return t * h * w // (merge * merge)
@@ -478,7 +488,7 @@ class _LazyModel:
             model, processor = self.model, self.processor
             if model is None:
                 processor, model = load_model(self.cfg.model, resolve_dtype(self.cfg.dtype), self.device)
-            merge = int(model.config.vision_config.spatial_merge_size)
+            merge = _merge_size(model)
             self.loaded = Loaded(processor, model, self.device, self.bounds, merge)
             _warm_up(self.loaded, self.task, self.variants, self.cfg.seed, self.realizer)
         return self.loaded
@@ -528,7 +538,8 @@ def _run_batch(
             built = build_batch(loaded.processor, task, [images[i] for i in todo], questions, loaded.bounds)
             batches[tuple(todo)] = built.to(loaded.device)
         inputs = batches[tuple(todo)]
-        grids = inputs["image_grid_thw"].tolist()  # (B, 3): one image a sample
+        # (B, 3): one image a sample; a family without image_grid_thw (MiniCPM-V's crops): its placeholders counted
+        grids = inputs["image_grid_thw"].tolist() if "image_grid_thw" in inputs else None
         if v.allocator == "downscale":
             answers, ttft, peak, shown = _downscale_batch(loaded, task, v, [images[i] for i in todo], questions,
                                                           grids, max_new)  # fmt: skip
@@ -537,7 +548,7 @@ def _run_batch(
             answers, ttft, peak = generate_batch(runner, inputs, loaded.processor, max_new, loaded.device)
         for j, (s, answer) in enumerate(zip(subset, answers, strict=True)):
             prediction = cut_at_stops(answer, task.until)
-            total = _tokens_total(grids[j], loaded.merge)
+            total = _tokens_total(grids[j], loaded.merge) if grids else int((inputs["mm_token_type_ids"][j] == 1).sum())
             if v.allocator == "downscale":
                 kept = shown[j]
             else:
