@@ -241,5 +241,5 @@ def describe(processor: Any) -> str:
     """One line saying which processor this is and, for the stand-in, why (for ``arr-coc ask``)."""
     if getattr(processor, "arr_coc_kind", None) == "pil":
         why = getattr(processor, "arr_coc_reason", None)
-        return "PilQwenVLProcessor (images only; the project's own)" + (f": {why}" if why else "")
+        return f"{type(processor).__name__} (images only; the project's own)" + (f": {why}" if why else "")
     return f"{type(processor).__name__} (transformers)"
