@@ -342,6 +342,7 @@ BUILTIN: tuple[Family, ...] = (
                 "MiniCPMV4_7ForConditionalGeneration",
                 "transformers.models.minicpmv4_7.modeling_minicpmv4_7",
                 f"{_MOD}.minicpmv4_7:ADAPTER",
+                f"{_VLLM}.minicpmv4_7:ArrCocMiniCPMV4_7ForConditionalGeneration",
             ),
         ),
         # ChatML on Qwen3.5's tokenizer; the placeholder and crop marker ids are the checkpoint's config's (-1: none

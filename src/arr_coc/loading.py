@@ -237,6 +237,8 @@ def visual_tokens(model: Any, inputs: Any, sample: int = 0) -> int:
     config = model.config
     token = getattr(config, "image_token_id", None)
     token = getattr(config, "image_token_index", None) if token is None else token
+    if token is None and "mm_token_type_ids" in inputs:  # MiniCPM-V: every crop's placeholders, by their type
+        return int((inputs["mm_token_type_ids"][sample] == 1).sum())
     return int((inputs["input_ids"][sample] == int(token)).sum())
 
 

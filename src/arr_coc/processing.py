@@ -215,8 +215,13 @@ def load_processor(model_id_or_path: str | os.PathLike) -> Any:
     from .family_processors import FAMILIES, checkpoint_family, load_family_processor
 
     family = checkpoint_family(model_id)
-    if family is not None and family.name in FAMILIES:  # InternVL, OneVision, Mistral3, Gemma 3: their own processor
-        processor = load_family_processor(model_id, family, reason)
+    if family is not None and (family.name in FAMILIES or family.name == "minicpm-v-4.7"):  # their own processors
+        if family.name in FAMILIES:  # InternVL, OneVision, Mistral3, Gemma 3
+            processor = load_family_processor(model_id, family, reason)
+        else:  # MiniCPM-V 4.7: transformers' class without its video processor
+            from .tiny_minicpm import load_images_processor
+
+            processor = load_images_processor(model_id, reason)
         logger.info("processor for %s: %s (images only); %s", model_id, type(processor).__name__, reason)
         return processor
     tokenizer = AutoTokenizer.from_pretrained(model_id)
@@ -234,6 +239,6 @@ def describe(processor: Any) -> str:
     if getattr(processor, "arr_coc_kind", None) == "pil":
         why = getattr(processor, "arr_coc_reason", None)
         name = type(processor).__name__
-        own = "transformers' class without its video processor" if name.endswith("ImagesOnly") else "the project's own"
+        own = "transformers' class without its video processor" if "Images" in name else "the project's own"
         return f"{name} (images only; {own})" + (f": {why}" if why else "")
     return f"{type(processor).__name__} (transformers)"

@@ -87,7 +87,9 @@ CHAT_TEMPLATES[QWEN3_5] = get_family(QWEN3_5).chat_template
 N_ADDED[QWEN3_5] = get_family(QWEN3_5).added_tokens
 # GLM-4.1V: a tokenizer built in code (no GLM tokenizer installs offline), written by arr_coc.tiny_glm
 GLM = "glm-4.1v"
-CHECKPOINT_FAMILIES: tuple[str, ...] = (*FAMILIES, QWEN3_5, GLM)  # the families tiny_checkpoint builds
+# MiniCPM-V 4.7: Qwen3.5's tokenizer + its crop markers, an images-only processor (arr_coc.tiny_minicpm)
+MINICPM = "minicpm-v-4.7"
+CHECKPOINT_FAMILIES: tuple[str, ...] = (*FAMILIES, QWEN3_5, GLM, MINICPM)  # the families tiny_checkpoint builds
 
 
 def _check_family(family: str) -> str:
@@ -186,6 +188,10 @@ def tiny_tokenizer(family: str) -> Any:
         from .tiny_glm import glm_tokenizer
 
         return glm_tokenizer()
+    if family == MINICPM:
+        from .tiny_minicpm import minicpm_tokenizer
+
+        return minicpm_tokenizer()
     n_added = N_ADDED[family]
     vocab, merges = qwen3_5_bpe() if family == QWEN3_5 else qwen2_bpe()
     first = _first_id(family)
@@ -225,6 +231,10 @@ def tiny_config(family: str, vllm: bool = False) -> Any:
         from .tiny_glm import glm_config
 
         return glm_config(vllm)
+    if family == MINICPM:
+        from .tiny_minicpm import minicpm_config
+
+        return minicpm_config(vllm)
     ids = family_token_ids(family)
     text: dict[str, Any] = dict(
         vocab_size=QWEN3_5_VOCAB if family == QWEN3_5 else VOCAB_SIZE,
@@ -354,6 +364,10 @@ def tiny_checkpoint(
         from .tiny_glm import glm_checkpoint
 
         return glm_checkpoint(path, max_pixels=max_pixels, vllm=vllm)
+    if family == MINICPM:  # its processor has no pixel bounds: max_pixels is not used
+        from .tiny_minicpm import minicpm_checkpoint
+
+        return minicpm_checkpoint(path, vllm=vllm)
     folder = pathlib.Path(path).expanduser()
     folder.mkdir(parents=True, exist_ok=True)
     tokenizer = tiny_tokenizer(family)

@@ -33,9 +33,9 @@ Videos are not taken yet (``compress`` refuses them with one line). The language
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 import torch
@@ -55,6 +55,16 @@ INPUT_NAMES: dict[str, tuple[str, str]] = {
 }
 MARKERS = ("image_start_id", "image_end_id", "slice_start_id", "slice_end_id")  # config ids the prompt's crops use
 _NO_VIDEO = "compress() does not take MiniCPM-V 4.7 videos yet (pixel_values_videos); pass images"
+# the token each marker id is looked up by in a vLLM tokenizer's vocabulary (the vLLM plugin's question walk)
+VLLM_MARKERS: dict[str, str] = {
+    "im_start": "<|im_start|>",
+    "im_end": "<|im_end|>",
+    "newline": "\u010a",  # byte-level BPE's "\n" (Qwen3.5's)
+    "image_start_id": "<image>",
+    "image_end_id": "</image>",
+    "slice_start_id": "<slice>",
+    "slice_end_id": "</slice>",
+}
 
 
 @dataclass
@@ -64,6 +74,7 @@ class MiniCPMV4_7Adapter(Adapter):
     name: str = "minicpm-v-4.7"
     layout: PositionLayout = field(default=MROPE, repr=False)
     input_names: dict[str, tuple[str, str]] = field(default_factory=lambda: dict(INPUT_NAMES), repr=False)
+    vllm_markers: ClassVar[Mapping[str, str]] = VLLM_MARKERS
 
     # ----- where the visual tokens are ----------------------------------------------------------------------------
     def split_inputs(self, kwargs: dict[str, Any]) -> VisualInputs:
@@ -158,6 +169,15 @@ class MiniCPMV4_7Adapter(Adapter):
         return int(patch), merge, 1
 
     def item_pixels(self, visual: Visual, item: VisualItem) -> torch.Tensor:
+        """The crop's patches as Qwen-VL lays them out (what a per-item scorer and the pixel redundancy read): one
+        row a patch, (h*w, 3*patch*patch), merged blocks in raster order, then each block's patches
+        (:func:`blocked_patches`; the merge size is the crop's patches per placeholder token)."""
+        _, h, w = item.grid_thw
+        merge = round(math.sqrt(h * w / max(len(item.cols), 1)))
+        return blocked_patches(self._packed(visual, item), h, w, merge)
+
+    @staticmethod
+    def _packed(visual: Visual, item: VisualItem) -> torch.Tensor:
         """The crop's packed patches: (3, patch, h*w*patch), a slice of ``pixel_values[0]``."""
         px = visual[item.kind][0]
         assert px is not None
@@ -178,7 +198,7 @@ class MiniCPMV4_7Adapter(Adapter):
         (``reshape_by_patch``: patch ``j`` of the crop's raster is columns ``j*patch ...`` of its rows) undone."""
         out = []
         for it in items:
-            packed = self.item_pixels(visual, it).float()  # (C, p, h*w*p)
+            packed = self._packed(visual, it).float()  # (C, p, h*w*p)
             c, p = packed.shape[0], packed.shape[1]
             _, h, w = it.grid_thw
             img = packed.reshape(c, p, h, w, p).permute(0, 2, 1, 3, 4).reshape(c, h * p, w * p)  # (C, H, W)
@@ -309,6 +329,15 @@ class MiniCPMV4_7Adapter(Adapter):
 
 
 ADAPTER = MiniCPMV4_7Adapter()
+
+
+def blocked_patches(packed: torch.Tensor, h: int, w: int, merge: int) -> torch.Tensor:
+    """One crop's NaViT-packed patches (C, p, h*w*p) as Qwen-VL's patch rows (h*w, C*p*p): the ``merge x merge``
+    blocks in raster order, each block's patches in raster order (so
+    :func:`~arr_coc.integrations.qwen_patches.frames_from_patches` with ``temporal_patch_size`` 1 undoes it)."""
+    c, p = packed.shape[0], packed.shape[1]
+    x = packed.reshape(c, p, h // merge, merge, w // merge, merge, p)  # (C, row in patch, hb, mr, wb, mc, col)
+    return x.permute(2, 4, 3, 5, 0, 1, 6).reshape(h * w, c * p * p)
 
 
 # ----- allocate's grid: the processor's resize (MiniCPMV4_6ImageProcessor), in plain arithmetic ----------------------
