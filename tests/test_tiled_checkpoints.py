@@ -6,6 +6,7 @@ to end on each (each family's own pixel bound), and the demo answers unpruned an
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -18,6 +19,7 @@ from PIL import Image  # noqa: E402
 from arr_coc.families import get_family  # noqa: E402
 
 FAMILIES = ("internvl", "llava-onevision", "mistral3", "gemma-3")
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 MAX_PIXELS = {"internvl": 2 * 448 * 448, "mistral3": 448 * 448}  # 2 tiles; a 448-px longest edge
 PROCESSORS = {"internvl": "InternVLProcessorImagesOnly", "llava-onevision": "LlavaOnevisionProcessorImagesOnly",
               "mistral3": "PilPixtralProcessor", "gemma-3": "Gemma3ProcessorImagesOnly"}  # fmt: skip
@@ -119,3 +121,70 @@ def test_the_demo_answers_unpruned_and_pruned(checkpoints, tmp_path, form_image)
     runner = demo.ModelRunner(str(checkpoints["mistral3"]), device="cpu", max_new_tokens=2)
     rows = runner.compare(state["image"], state["question"], 0.25, False)
     assert [r.variant for r in rows] == ["unpruned", "pruned"]  # Pixtral's tower cannot run on kept cells only
+
+
+@pytest.mark.parametrize("family", ["internvl", "llava-onevision"])
+def test_level_of_detail_keeps_the_familys_own_coarse_view(checkpoints, family):
+    """``detail="thumbnail"`` on the tiled families (the default decision, real tile sizes): at full budget the model's
+    output; at 0.4 the thumbnail / base view kept whole and the image costing what drop-only keeps; at 0.02 (a budget
+    below the coarse view) drop-only; foveated, the thumbnail / base view encoded."""
+    from arr_coc.integrations import compress
+    from arr_coc.integrations.compress import find_adapter
+    from arr_coc.loading import build_inputs, load_model, visual_tokens
+
+    processor, model = load_model(str(checkpoints[family]), "auto", "cpu")
+    inputs = build_inputs(processor, Image.new("RGB", (1400, 1000), "white"), "What is the total?", 4 * 448 * 448)
+    rest = {k: v for k, v in inputs.items() if k != "input_ids"}
+    with torch.no_grad():
+        ref = model(**inputs).logits
+        assert torch.equal(compress(model, budget=1.0, processor=processor, detail="thumbnail")(**inputs).logits, ref)
+        for budget, whole in ((0.4, True), (0.02, False)):
+            drop = compress(model, budget=budget, processor=processor)
+            drop(**inputs)
+            for foveate in (False, True):
+                cm = compress(model, budget=budget, processor=processor, detail="thumbnail", foveate=foveate)
+                out = cm(**inputs).logits
+                (item,) = cm._find_items(inputs["input_ids"], dict(rest)).items
+                coarse = set(find_adapter(model).coarse_tokens(item).tolist())
+                (alloc,), (plain,) = cm.last_allocation[0], drop.last_allocation[0]
+                assert (coarse <= set(alloc.keep.tolist())) == whole and alloc.budget == plain.budget
+                assert out.shape[1] == ref.shape[1] - (visual_tokens(model, inputs) - alloc.budget)
+
+
+@pytest.mark.parametrize("family", ["internvl", "llava-onevision"])
+def test_tile_choice_concentrates_the_kept_tokens_in_fewer_tiles(checkpoints, family):
+    """``tile_choice="concentrate"``: at full budget the model's output; at 22% as many tokens as the decision keeps,
+    in fewer tiles (``foveate=True`` encodes only those, the thumbnail / base view always), the forward equal to the
+    same kept set unfoveated; refused in one line for a family without tiles and with ``detail``."""
+    from arr_coc.integrations import compress
+    from arr_coc.integrations.internvl import selected_tiles
+    from arr_coc.integrations.llava_onevision import tiles_read
+    from arr_coc.loading import build_inputs, load_model
+
+    processor, model = load_model(str(checkpoints[family]), "auto", "cpu")
+    page = Image.open(EXAMPLES / "invoice.jpg").convert("RGB")  # 13 tiles (InternVL 4 x 3 + the thumbnail)
+    inputs = build_inputs(processor, page, "What is the total amount due on this invoice?", 12 * 448 * 448)
+    rest = {k: v for k, v in inputs.items() if k != "input_ids"}
+
+    def tiles(cm, keep):
+        (item,) = cm._find_items(inputs["input_ids"], dict(rest)).items
+        if family == "internvl":
+            return selected_tiles(keep, int(item.grid_thw[0]), len(item.cols) // int(item.grid_thw[0]))
+        return tiles_read(item.layout, keep)
+
+    with torch.no_grad():
+        ref = model(**inputs).logits
+        full = compress(model, budget=1.0, processor=processor, tile_choice="concentrate")
+        assert torch.equal(full(**inputs).logits, ref)
+        spread = compress(model, budget=2 / 9, processor=processor, foveate=True)
+        spread(**inputs)
+        cm = compress(model, budget=2 / 9, processor=processor, foveate=True, tile_choice="concentrate")
+        out = cm(**inputs).logits
+    (a,), (s,) = cm.last_allocation[0], spread.last_allocation[0]
+    assert a.budget == s.budget and out.shape[1] == spread.last_inputs.input_ids.shape[1]
+    assert len(tiles(cm, a.keep.numpy())) < len(tiles(spread, s.keep.numpy()))
+    for bad, kwargs in (("mistral3", {}), (family, {"detail": "thumbnail"})):
+        _, other = load_model(str(checkpoints[bad]), "auto", "cpu")
+        with pytest.raises(ValueError, match="tile_choice='concentrate'") as err:
+            compress(other, budget=0.25, tile_choice="concentrate", **kwargs)
+        assert "\n" not in str(err.value)

@@ -470,9 +470,12 @@ def check_detail(model: Any) -> None:
     """Level of detail (thumbnail, mixed): bit-identical at budget 1.0; at 0.25 the image costs its budget (fine +
     coarse tokens) and the prompt shrinks to match; ``generate`` runs."""
     from arr_coc.integrations import compress
+    from arr_coc.integrations.compress import find_adapter
 
     if _refused(model, {"detail": "thumbnail"}, "detail"):
         return
+    if find_adapter(model).has_own_coarse_view():
+        return check_own_coarse(model)
     inputs = batch(model, [[[10, 11], ("image", (1, 16, 16)), [12, 13]]])
     with torch.no_grad():
         ref = model(**inputs).logits
@@ -485,6 +488,44 @@ def check_detail(model: Any) -> None:
             assert alloc.budget == 16 and out.shape[1] < ref.shape[1], (detail, alloc.budget, out.shape)
             seq = cm.generate(**inputs, max_new_tokens=2, do_sample=False)
             assert seq.shape[1] == inputs["input_ids"].shape[1] + 2
+
+
+def check_own_coarse(model: Any) -> None:
+    """Level of detail on a family with its own coarse view (InternVL's thumbnail, OneVision's base view,
+    :mod:`arr_coc.integrations.own_coarse`): bit-identical at budget 1.0; ``"mixed"`` refused in one line; at 0.5 the
+    coarse view is kept whole, the image costs what drop-only keeps, and the logits equal the hand reference with the
+    model's own features at the kept tokens (plain and foveated); ``generate`` runs."""
+    from arr_coc.integrations import compress
+    from arr_coc.integrations.compress import find_adapter
+
+    adapter = find_adapter(model)
+    inputs = batch(model, [[[10, 11], ("image", (1, 16, 16)), [12, 13]]])
+    rest = {k: v for k, v in inputs.items() if k != "input_ids"}
+    with torch.no_grad():
+        ref = model(**inputs).logits
+        full = compress(model, budget=1.0, detail="thumbnail", scorer=position_scorer)
+        assert torch.equal(full(**inputs).logits, ref)
+        try:
+            compress(model, budget=0.5, detail="mixed")
+            raise AssertionError(f"{adapter.name}: detail='mixed' was not refused")
+        except ValueError as err:
+            assert "is not supported for" in str(err) and "\n" not in str(err), str(err)
+        drop = compress(model, budget=0.5, scorer=position_scorer)
+        drop(**inputs)
+        for foveate in (False, True):
+            cm = compress(model, budget=0.5, detail="thumbnail", scorer=position_scorer, foveate=foveate)
+            out = cm(**inputs).logits
+            (alloc,), (plain,) = cm.last_allocation[0], drop.last_allocation[0]
+            (item,) = cm._find_items(inputs["input_ids"], dict(rest)).items
+            coarse = set(adapter.coarse_tokens(item).tolist())
+            kept = set(alloc.keep.tolist())
+            assert coarse <= kept and not coarse <= set(plain.keep.tolist()), (adapter.name, len(coarse))
+            assert alloc.budget == plain.budget and out.shape == drop.last_inputs.input_ids.shape + (out.shape[2],)
+            feats = list(cm.last_inputs.mm_encoder_outputs["image"].pooler_output) if foveate else None
+            expected = reference_logits(model, inputs, cm, feats or kept_features(model, inputs, cm))
+            torch.testing.assert_close(out, expected, rtol=1e-5, atol=1e-5)
+        seq = cm.generate(**inputs, max_new_tokens=2, do_sample=False)
+        assert seq.shape[1] == inputs["input_ids"].shape[1] + 2
 
 
 CHECKS: dict[str, Callable[[Any], None]] = {

@@ -52,6 +52,7 @@ from .base import EncodedVisual, ImageContext, Scorer, VisualAllocation
 from .contract import Adapter, View, Visual, VisualInputs, pruned_positions
 from .document_budget import spend_per_prompt
 from .options import CompressOptions, normalisation
+from .own_coarse import keep_own_coarse
 from .sequence import (
     HostPrompt,
     PrunedInputs,
@@ -79,6 +80,7 @@ from .steps import (  # noqa: F401  (re-exported: moved from this module)
     find_adapter,
     unsupported_message,
 )
+from .tile_choice import concentrate_tiles
 
 SUPPORTED_CLASSES: tuple[str, ...] = supported_classes()  # the built-in families' classes (arr_coc.families)
 
@@ -285,7 +287,7 @@ class CompressedModel:
         encoded = {} if self.foveate else self._encode(batch.visual)
         decided = self._decide(batch, encoded)
         kept = self._read_decision(batch, decided)
-        if self.options.detail is not None and batch.visual["image"][0] is not None:
+        if self.options.inserted is not None and batch.visual["image"][0] is not None:
             batch, kept = self._prepare_detail(batch, kept, decided)
         features = self._kept_features(batch, kept, encoded)
         return self._build_inputs(batch, kept, features, generation), batch.original_ids
@@ -378,6 +380,10 @@ class CompressedModel:
             decided = self._decide_by_realizer(batch, per_item, plan, sent)
         else:
             decided = self._decide_per_item(batch, per_item)
+        if o.own_coarse:  # detail on InternVL / OneVision: their own coarse view kept whole
+            decided = keep_own_coarse(self.adapter, items, decided)
+        if o.tile_choice == "concentrate":  # the kept tokens in the fewest tiles (tile_choice.py)
+            decided = concentrate_tiles(self.adapter, items, decided)
         if o.budget_scope == "prompt":  # one budget over each row's images (document_budget.py)
             decided = spend_per_prompt(
                 decided, [it.sample for it in items], [it.kind for it in items], batch.budgets,
@@ -411,7 +417,7 @@ class CompressedModel:
                 modes, token_feats=[_rows(per.feats[v.item], v.tokens) for v in at],
                 query_embeds=[per.asks[v.item].embeds for v in at],
                 features=[_rows(per.redund[v.item], v.tokens) for v in at], redundancy=o.redundancy,
-                detail=o.detail if kind == "image" else None, patch=patch, merge=merge, text_options=o.text_options,
+                detail=o.inserted if kind == "image" else None, patch=patch, merge=merge, text_options=o.text_options,
             )  # fmt: skip
             for v, d in zip(at, decision.items, strict=True):
                 cells = v.frames.shape[0] * v.grid[0] * v.grid[1]
@@ -452,7 +458,7 @@ class CompressedModel:
             if views is None:
                 choice = self.realizer.choose(
                     scores, batch.budgets[it.sample], units=units, features=per.redund[i], redundancy=o.redundancy,
-                    detail=o.detail if it.kind == "image" else None, grid=it.merged_grid(merge)[1:], patch=patch,
+                    detail=o.inserted if it.kind == "image" else None, grid=it.merged_grid(merge)[1:], patch=patch,
                     merge=merge,
                 )  # fmt: skip
             else:  # each raster chosen on its own share of the budget, as the decide path does, then joined
@@ -618,6 +624,7 @@ def compress(
     positions: str = "original",
     options: CompressOptions | None = None,
     budget_scope: str = "item",
+    tile_choice: str = "spread",
 ) -> CompressedModel:
     """Wrap a vision-language model so that only the visual tokens relevant to the question reach the language model.
 
@@ -652,6 +659,8 @@ def compress(
         detail: ``None`` drops what is not kept; ``"thumbnail"`` / ``"mixed"`` spend part of each image's budget on
             a coarse view (:mod:`arr_coc.integrations.detail`; always foveated; images only; coarse + fine = the
             budget; a too-small image is pruned drop-only and its ``VisualAllocation.detail.note`` says why).
+            InternVL / LLaVA-OneVision: ``"thumbnail"`` keeps their own thumbnail / base view whole, the rest of the
+            budget on tile cells (:mod:`.own_coarse`; not foveated unless ``foveate``); ``"mixed"`` is refused.
         positions: families with 1-D positions only: ``"original"`` (default: kept tokens keep their ids in the
             full sequence, with gaps, and decoding continues after the full sequence) or ``"renumber"`` (the pruned
             sequence numbered 0, 1, ...; decoding continues right after it). M-RoPE families refuse ``"renumber"``
@@ -659,6 +668,8 @@ def compress(
         budget_scope: ``"item"`` (each image / video its own ``budget``) or ``"prompt"``: a row with several images
             (a document's pages) spends ONE ``budget`` over them by relevance, as ``allocate_pages`` does; a page may
             keep zero tokens (its vision markers stay; :mod:`arr_coc.integrations.document_budget`).
+        tile_choice: ``"spread"`` (default: the decision as it is) or ``"concentrate"`` (InternVL, OneVision: as many
+            kept tokens in the fewest tiles, so ``foveate=True`` encodes fewer; :mod:`.tile_choice`).
 
     Returns:
         A :class:`CompressedModel`.
@@ -673,7 +684,7 @@ def compress(
             budget, scorer=scorer, query=query, redundancy=redundancy, deepstack_tiers=deepstack_tiers,
             padding_side=padding_side, text_prior=text_prior, scorer_config=scorer_config, realizer=realizer,
             foveate=foveate, detail=detail, text_options=text_options, adapter=adapter, positions=positions,
-            budget_scope=budget_scope,
+            budget_scope=budget_scope, tile_choice=tile_choice,
         )  # fmt: skip
     if processor is not None:
         adapter.check_processor(model, processor)  # a setting the family's grid cannot map: one line naming it

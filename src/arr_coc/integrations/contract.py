@@ -398,6 +398,28 @@ class Adapter:
         """Whether the family's pixels take a coarse view (``compress(detail=...)``)."""
         return False
 
+    def has_own_coarse_view(self) -> bool:
+        """Whether the family shows the model its own coarse view of each image (InternVL's thumbnail, OneVision's
+        base view): ``compress(detail="thumbnail")`` then keeps it whole, inserting none (:mod:`.own_coarse`)."""
+        return False
+
+    def coarse_tokens(self, item: VisualItem) -> np.ndarray | None:
+        """An item's tokens of the family's own coarse view (None: the item has none, e.g. a one-tile page)."""
+        return None
+
+    def supports_tile_choice(self) -> bool:
+        """Whether the family's tokens are cells of tiles (:meth:`token_tiles`; ``tile_choice="concentrate"``)."""
+        return False
+
+    def token_tiles(self, item: VisualItem) -> np.ndarray | None:
+        """A tiled family's tile of each of an item's tokens (-1: its coarse view, -2: a structure token), for
+        ``compress(tile_choice="concentrate")`` (:mod:`.tile_choice`); None (default): the family has no tiles."""
+        return None
+
+    def structure_tokens(self, item: VisualItem) -> np.ndarray:
+        """An item's structure tokens the decision always keeps (OneVision's newlines), not counted in its budget."""
+        return np.zeros(0, dtype=np.int64)
+
     def supports_deepstack(self) -> bool:
         """Whether the family has per-level features that ``deepstack_tiers`` can thin."""
         return False

@@ -175,6 +175,28 @@ class InternVLAdapter(LinearAdapter):
     def supports_foveation(self) -> bool:
         return True
 
+    def supports_tile_choice(self) -> bool:
+        return True
+
+    def token_tiles(self, item: VisualItem) -> np.ndarray:
+        """Each token's tile (token i is a cell of tile i // 256; the thumbnail, the last tile of several: -1)."""
+        tiles = int(item.grid_thw[0])
+        tile = np.arange(len(item.cols), dtype=np.int64) // (len(item.cols) // tiles)
+        return np.where(tile == tiles - 1, -1, tile) if tiles > 1 else tile
+
+    # ----- level of detail: the thumbnail kept whole (own_coarse.py) ----------------------------------------------
+    def supports_detail(self) -> bool:
+        return True
+
+    def has_own_coarse_view(self) -> bool:
+        return True
+
+    def coarse_tokens(self, item: VisualItem) -> np.ndarray | None:
+        """The thumbnail's tokens (the last tile of a page of more than one tile; a one-tile page has none)."""
+        tiles = int(item.grid_thw[0])
+        per_tile = len(item.cols) // tiles
+        return np.arange((tiles - 1) * per_tile, tiles * per_tile, dtype=np.int64) if tiles > 1 else None
+
     def pruned_output(self, encoded, keeps, levels, flat=None) -> Any:
         from transformers.modeling_outputs import BaseModelOutputWithPooling
 

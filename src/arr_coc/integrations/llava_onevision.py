@@ -227,6 +227,36 @@ class OneVisionAdapter(LinearAdapter):
         raw.encoded_tiles = wanted
         return EncodedVisual(raw=raw, features=feats)
 
+    def supports_detail(self) -> bool:
+        return True
+
+    def has_own_coarse_view(self) -> bool:
+        return True
+
+    def coarse_tokens(self, item: VisualItem) -> np.ndarray | None:
+        """The base view's tokens (an image with an anyres raster; an unpatched one is its base view only: None)."""
+        lay = item.layout  # type: ignore[attr-defined]
+        return np.arange(lay.n_base, dtype=np.int64) if lay.rows else None
+
+    def structure_tokens(self, item: VisualItem) -> np.ndarray:
+        """The newlines (one a row; every decision keeps them, :func:`newlines_stay`)."""
+        return item.layout.newline_tokens()  # type: ignore[attr-defined]
+
+    def supports_tile_choice(self) -> bool:
+        return True
+
+    def token_tiles(self, item: VisualItem) -> np.ndarray:
+        """Each token's anyres tile (by the cell's centre on the mosaic; -1: the base view, -2: a newline)."""
+        lay = item.layout  # type: ignore[attr-defined]
+        out = np.full(lay.n_tokens, -1, dtype=np.int64)
+        out[lay.newline_tokens()] = -2
+        if lay.rows:
+            (h, w), (uh, uw), (top, _, left, _) = lay.final, lay.unpadded, lay.crop
+            r, c = np.divmod(np.arange(h * w), w)
+            mr, mc = (r + 0.5) * uh / h + top, (c + 0.5) * uw / w + left  # the cell's centre on the mosaic
+            out[lay.anyres_tokens()] = (mr // lay.side).astype(np.int64) * lay.cols + (mc // lay.side).astype(np.int64)
+        return out
+
     def supports_foveation(self) -> bool:
         return True
 

@@ -74,6 +74,8 @@ class CompressOptions:
     path: str = "decide"
     positions: str = "original"
     budget_scope: str = "item"
+    own_coarse: bool = False  # detail on a family with its own coarse view: kept whole, not inserted (own_coarse.py)
+    tile_choice: str = "spread"  # "concentrate": the kept tokens in the fewest tiles (tile_choice.py)
 
     def __post_init__(self) -> None:
         from .document_budget import check_scope
@@ -89,8 +91,15 @@ class CompressOptions:
 
     @property
     def foveated(self) -> bool:
-        """Whether the tower runs on the kept patches only (``foveate``, and always with ``detail``)."""
-        return self.foveate or self.detail is not None
+        """Whether the tower runs on the kept patches only (``foveate``, and always with ``detail`` but on a family
+        with its own coarse view, where ``detail`` is a split of the decision and ``foveate`` says)."""
+        return self.foveate or (self.detail is not None and not self.own_coarse)
+
+    @property
+    def inserted(self) -> str | None:
+        """The level-of-detail mode whose coarse view is inserted (:mod:`.detail`): ``detail``, but None on a family
+        with its own coarse view (:mod:`.own_coarse`: kept whole instead)."""
+        return None if self.own_coarse else self.detail
 
     def budgets(self, batch_size: int) -> list[TokenBudget]:
         """One budget per sample of a batch.
@@ -124,6 +133,7 @@ class CompressOptions:
         path: str | None = None,
         positions: str = "original",
         budget_scope: str = "item",
+        tile_choice: str = "spread",
     ) -> CompressOptions:
         """The options of ``compress``'s keywords (documented there), each checked once.
 
@@ -162,6 +172,12 @@ class CompressOptions:
         if detail is not None and adapter is not None and not adapter.supports_detail():
             raise ValueError(
                 f"compress(detail=...) is not supported for {adapter.name}: its pixels take no coarse view"
+            )
+        own_coarse = detail is not None and adapter is not None and adapter.has_own_coarse_view()
+        if own_coarse and detail != "thumbnail":
+            raise ValueError(
+                f"compress(detail={detail!r}) is not supported for {adapter.name}: its own coarse view (thumbnail / "
+                "base view) is its level of detail: use detail='thumbnail' (kept whole; the budget's rest on tiles)"
             )
         smallest = {"thumbnail": MIN_THUMBNAIL_TOKENS + 1, "mixed": 2}.get(detail or "", 1)
         for b in parsed:
@@ -208,6 +224,8 @@ class CompressOptions:
             realizer=realizer,
             foveate=foveate,
             detail=detail,
+            own_coarse=own_coarse,
+            tile_choice=check_tile_choice(tile_choice, adapter, detail),
             scorer_config=scorer_config,
             path=path if path is not None else declared_path(scorer),
             positions=positions,
@@ -250,3 +268,17 @@ def normalisation(image_processor: Any) -> tuple[tuple[float, ...] | None, tuple
         return None, None
     as3 = [(float(v),) * 3 if isinstance(v, (int, float)) else tuple(float(x) for x in v) for v in (mean, std)]
     return as3[0], as3[1]
+
+
+def check_tile_choice(tile_choice: str, adapter: Adapter | None, detail: str | None) -> str:
+    """``tile_choice`` checked: one of :data:`~.tile_choice.TILE_CHOICES`; ``"concentrate"`` only for a family with
+    tiles (InternVL, LLaVA-OneVision) and not with ``detail`` (one line each)."""
+    from .tile_choice import TILE_CHOICES
+
+    if tile_choice not in TILE_CHOICES:
+        raise ValueError(f"tile_choice must be one of {', '.join(map(repr, TILE_CHOICES))}, got {tile_choice!r}")
+    if tile_choice == "concentrate" and adapter is not None and not adapter.supports_tile_choice():
+        raise ValueError(f"compress(tile_choice='concentrate') is not supported for {adapter.name}: it has no tiles")
+    if tile_choice == "concentrate" and detail is not None:
+        raise ValueError("tile_choice='concentrate' cannot be combined with detail=...; choose one")
+    return tile_choice
