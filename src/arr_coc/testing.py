@@ -339,8 +339,7 @@ def tiny_checkpoint(
 
     Args:
         family: ``"qwen2-vl"``, ``"qwen2.5-vl"``, ``"qwen3-vl"``, ``"qwen3.5"``, ``"glm-4.1v"``, or one of
-            ``"internvl"``, ``"llava-onevision"``, ``"mistral3"``, ``"gemma-3"`` (:mod:`arr_coc.tiny_tiled`, not with
-            ``vllm``).
+            ``"internvl"``, ``"llava-onevision"``, ``"mistral3"``, ``"gemma-3"`` (:mod:`arr_coc.tiny_tiled`).
         path: the folder; files of the same names in it are overwritten.
         max_pixels: the image processor's cap on the resized image's area (default 256 visual tokens).
         vllm: a checkpoint vLLM's CPU build serves (text head dim 32: hidden 64, 2 heads, 1 KV head; see
@@ -358,8 +357,8 @@ def tiny_checkpoint(
 
     from . import tiny_tiled
 
-    if family in tiny_tiled.FAMILIES and not vllm:  # InternVL, OneVision, Mistral3, Gemma 3: arr_coc.tiny_tiled
-        return tiny_tiled.checkpoint(family, path, max_pixels=max_pixels)
+    if family in tiny_tiled.FAMILIES:  # InternVL, OneVision, Mistral3, Gemma 3: arr_coc.tiny_tiled
+        return tiny_tiled.checkpoint(family, path, max_pixels=max_pixels, vllm=vllm)
     if _check_family(family) == GLM:
         from .tiny_glm import glm_checkpoint
 

@@ -1,5 +1,5 @@
-"""The vLLM plugin on Gemma 3 (tiny checkpoint with the tokenizer built in code, ``arr_coc.tiny_mistral_gemma``): no
-options is vLLM's own output (the plugin's class serves it), keep-all equals it, and a pruned request keeps the
+"""The vLLM plugin on Gemma 3 (tiny checkpoint with the tokenizer built in code, ``arr_coc.tiny_tiled``, ``vllm=True``):
+no options is vLLM's own output (the plugin's class serves it), keep-all equals it, and a pruned request keeps the
 plugin's decision, drops only soft tokens (``<start_of_image>`` / ``<end_of_image>`` stay), has the pruned ids of
 ``compress(positions="renumber")`` keeping the same tokens, and gives each image ONE bidirectional span: exactly its
 kept soft tokens (what vLLM's GPU runner reads, ``mm_position.extract_embeds_range()``).
@@ -34,9 +34,9 @@ SOFT, BOI, EOI = 262144, 255999, 256000
 
 @pytest.fixture(scope="module")
 def engine(tmp_path_factory):
-    from arr_coc.tiny_mistral_gemma import gemma3_checkpoint
+    from arr_coc.testing import tiny_checkpoint
 
-    folder = gemma3_checkpoint(tmp_path_factory.mktemp("vllm-gemma3"))
+    folder = tiny_checkpoint("gemma-3", tmp_path_factory.mktemp("vllm-gemma3"), vllm=True)
     llm = open_engine(folder)
     yield llm, folder
     close_engine(llm)

@@ -1,6 +1,6 @@
 """The vLLM plugin on InternVL ("-hf", ``InternVLForConditionalGeneration``; vLLM 0.32 serves it with its InternS1
-class): a tiny checkpoint (``tiled_checkpoints.py``) with the real processor. No options is vLLM's own output (the
-plugin's class serves it), keep-all equals it, a pruned request keeps what ``compress(..., foveate=True,
+class): a tiny checkpoint (``arr_coc.tiny_tiled``, ``vllm=True``) with the real processor. No options is vLLM's own
+output (the plugin's class serves it), keep-all equals it, a pruned request keeps what ``compress(..., foveate=True,
 positions="renumber")`` keeps (kept indices, pruned prompt with ``<img>`` / ``</img>``, prompt logprobs within the
 float32 tolerance), the tower runs on the tiles with a kept token only, and ``positions="original"`` is refused in one
 line. One engine."""
@@ -11,6 +11,8 @@ import pytest
 
 pytest.importorskip("vllm", reason="vllm not installed (the plugin's tests run in .venv-vllm: bash .ci/vllm_env.sh)")
 
+from linear_checks import generate_ignoring_eos as generate  # noqa: E402
+from linear_checks import prompt_for, transformers_renumbered  # noqa: E402
 from plugin_checks import (  # noqa: E402
     assert_logprobs_close,
     close_engine,
@@ -19,16 +21,18 @@ from plugin_checks import (  # noqa: E402
     processor_keeps,
     request,
 )
-from tiled_checkpoints import generate, internvl_checkpoint, prompt_for, transformers_renumbered  # noqa: E402
 
-from arr_coc import family_testing as ft  # noqa: E402
+from arr_coc.tiny_tiled import spec  # noqa: E402
 
 QUESTION = "What is the total amount due?"
+IMAGE, V_START, V_END = (spec("internvl").specials[t] for t in ("<IMG_CONTEXT>", "<img>", "</img>"))
 
 
 @pytest.fixture(scope="module")
 def engine(tmp_path_factory):
-    folder = internvl_checkpoint(tmp_path_factory.mktemp("internvl"))
+    from arr_coc.testing import tiny_checkpoint
+
+    folder = tiny_checkpoint("internvl", tmp_path_factory.mktemp("internvl"), vllm=True)
     llm = open_engine(folder)
     yield llm, folder
     close_engine(llm)
@@ -40,7 +44,7 @@ def test_no_options_and_keep_all_are_vllms_own_result(engine):
     img = image("invoice.jpg")
     prompt = prompt_for("<IMG_CONTEXT>", 1, QUESTION)
     own, kept_all = generate(llm, [request(prompt, [img], None), request(prompt, [img], {"budget": 1.0})])
-    assert own["prompt_ids"].count(ft.IMAGE) % 16 == 0 and own["prompt_ids"].count(ft.IMAGE) > 16  # tiles + thumbnail
+    assert own["prompt_ids"].count(IMAGE) % 16 == 0 and own["prompt_ids"].count(IMAGE) > 16  # tiles + thumbnail
     assert kept_all["prompt_ids"] == own["prompt_ids"]
     assert kept_all["tokens"] == own["tokens"]
     assert kept_all["logprobs"] == own["logprobs"]
@@ -59,8 +63,8 @@ def test_partial_budget_keeps_what_compress_keeps_with_renumbered_positions(engi
     hf_keeps, hf_ids, hf_lp = transformers_renumbered(folder, prompt, imgs, budget)
     assert [k.tolist() for k in keeps] == [k.tolist() for k in hf_keeps]
     (got,) = generate(llm, [request(prompt, imgs, options)])
-    assert got["prompt_ids"].count(ft.IMAGE) == sum(int(k.numel()) for k in keeps)
-    assert got["prompt_ids"].count(ft.V_START) == 2 and got["prompt_ids"].count(ft.V_END) == 2  # <img> / </img> stay
+    assert got["prompt_ids"].count(IMAGE) == sum(int(k.numel()) for k in keeps)
+    assert got["prompt_ids"].count(V_START) == 2 and got["prompt_ids"].count(V_END) == 2  # <img> / </img> stay
     assert got["prompt_ids"] == hf_ids
     assert len(got["tokens"]) == 4
     assert_logprobs_close(got["prompt_logprobs"], hf_lp)

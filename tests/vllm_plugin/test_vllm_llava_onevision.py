@@ -1,8 +1,8 @@
 """The vLLM plugin on LLaVA-OneVision (``LlavaOnevisionForConditionalGeneration``): a tiny checkpoint
-(``tiled_checkpoints.py``) with the real processor. No options is vLLM's own output (the plugin's class serves it),
-keep-all equals it, a pruned request keeps what ``compress(..., foveate=True, positions="renumber")`` keeps (kept
-indices with every row's newline, pruned prompt, prompt logprobs within the float32 tolerance), the tower runs on the
-base view and the tiles a kept token reads only, and ``positions="original"`` is refused in one line. One engine."""
+(``arr_coc.tiny_tiled``, ``vllm=True``) with the real processor. No options is vLLM's own output (the plugin's class
+serves it), keep-all equals it, a pruned request keeps what ``compress(..., foveate=True, positions="renumber")`` keeps
+(kept indices with every row's newline, pruned prompt, prompt logprobs within the float32 tolerance), the tower runs on
+the base view and the tiles a kept token reads only, and ``positions="original"`` is refused in one line. One engine."""
 
 from __future__ import annotations
 
@@ -10,6 +10,8 @@ import pytest
 
 pytest.importorskip("vllm", reason="vllm not installed (the plugin's tests run in .venv-vllm: bash .ci/vllm_env.sh)")
 
+from linear_checks import generate_ignoring_eos as generate  # noqa: E402
+from linear_checks import prompt_for, transformers_renumbered  # noqa: E402
 from plugin_checks import (  # noqa: E402
     assert_logprobs_close,
     close_engine,
@@ -18,16 +20,18 @@ from plugin_checks import (  # noqa: E402
     processor_keeps,
     request,
 )
-from tiled_checkpoints import generate, onevision_checkpoint, prompt_for, transformers_renumbered  # noqa: E402
 
-from arr_coc import family_testing as ft  # noqa: E402
+from arr_coc.tiny_tiled import spec  # noqa: E402
 
 QUESTION = "What is the total amount due?"
+IMAGE = spec("llava-onevision").specials["<image>"]
 
 
 @pytest.fixture(scope="module")
 def engine(tmp_path_factory):
-    folder = onevision_checkpoint(tmp_path_factory.mktemp("onevision"))
+    from arr_coc.testing import tiny_checkpoint
+
+    folder = tiny_checkpoint("llava-onevision", tmp_path_factory.mktemp("onevision"), vllm=True)
     llm = open_engine(folder)
     yield llm, folder
     close_engine(llm)
@@ -63,7 +67,7 @@ def test_partial_budget_keeps_what_compress_keeps_with_renumbered_positions(engi
     if name == "chart.jpg":  # 2 of its 9 tiles feed no kept token: the logprobs below are compared without them
         assert len(encoded) < 1 + lay.rows * lay.cols
     (got,) = generate(llm, [request(prompt, [img], options)])
-    assert got["prompt_ids"].count(ft.IMAGE) == int(keep.numel())
+    assert got["prompt_ids"].count(IMAGE) == int(keep.numel())
     assert got["prompt_ids"] == hf_ids
     assert len(got["tokens"]) == 4
     assert_logprobs_close(got["prompt_logprobs"], hf_lp)
@@ -83,8 +87,8 @@ def test_two_images_a_prompt_are_each_laid_out_anyres_and_pruned(engine):
         lay = layout(cfg, img.height, img.width)
         assert set(lay.newline_tokens().tolist()) <= set(keep.tolist()) and keep.numel() < lay.n_tokens
     own, (got,) = generate(llm, [request(prompt, imgs, None)]), generate(llm, [request(prompt, imgs, {"budget": 0.25})])
-    assert own[0]["prompt_ids"].count(ft.IMAGE) == sum(layout(cfg, i.height, i.width).n_tokens for i in imgs)
-    assert got["prompt_ids"].count(ft.IMAGE) == sum(int(k.numel()) for k in keeps)
+    assert own[0]["prompt_ids"].count(IMAGE) == sum(layout(cfg, i.height, i.width).n_tokens for i in imgs)
+    assert got["prompt_ids"].count(IMAGE) == sum(int(k.numel()) for k in keeps)
     assert len(got["tokens"]) == 4
 
 

@@ -1,6 +1,6 @@
 """The vLLM plugin on Mistral3 (Pixtral vision; tiny checkpoint with the tokenizer built in code,
-``arr_coc.tiny_mistral_gemma``): no options is vLLM's own output (the plugin's class serves it), keep-all equals it, a
-pruned request drops only ``[IMG]`` placeholders (every ``[IMG_BREAK]`` and the ``[IMG_END]`` stay) and equals
+``arr_coc.tiny_tiled``, ``vllm=True``): no options is vLLM's own output (the plugin's class serves it), keep-all equals
+it, a pruned request drops only ``[IMG]`` placeholders (every ``[IMG_BREAK]`` and the ``[IMG_END]`` stay) and equals
 ``compress(positions="renumber")`` keeping the same tokens (ids, prompt logprobs within the float32 tolerance), and
 ``positions: "original"`` is refused in one line. One engine."""
 
@@ -28,9 +28,9 @@ IMG, BREAK, END = 10, 12, 13  # [IMG], [IMG_BREAK], [IMG_END]
 
 @pytest.fixture(scope="module")
 def engine(tmp_path_factory):
-    from arr_coc.tiny_mistral_gemma import mistral3_checkpoint
+    from arr_coc.testing import tiny_checkpoint
 
-    folder = mistral3_checkpoint(tmp_path_factory.mktemp("vllm-mistral3"))
+    folder = tiny_checkpoint("mistral3", tmp_path_factory.mktemp("vllm-mistral3"), vllm=True)
     llm = open_engine(folder)
     yield llm, folder
     close_engine(llm)

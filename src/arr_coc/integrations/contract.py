@@ -188,13 +188,14 @@ class TurnMarkers:
 
     Attributes:
         start, end: a turn's first and last marker (``None``: the family has none; the whole row is one turn).
-        header_end: the token that ends the role header after ``start`` (looked for in the 3 tokens after it).
+        header_end: the token that ends the role header after ``start`` (looked for in the 3 tokens after it), or a set
+            of them (Gemma's newline runs: the header's "\\n" merges with the processor's "\\n\\n" before an image).
         skip: ids never part of a question (placeholders, vision markers, the turn markers).
     """
 
     start: int | None
     end: int | None
-    header_end: int | None
+    header_end: int | frozenset[int] | None
     skip: frozenset[int]
 
 
@@ -217,8 +218,9 @@ def turn_question_ids(
         end += 1
     begin = start + 1
     if start >= 0:  # skip the role header ("user\n")
+        ends = turn.header_end if isinstance(turn.header_end, frozenset) else {turn.header_end}
         for j in range(begin, min(begin + 3, end)):
-            if row[j] == turn.header_end:
+            if row[j] in ends:
                 begin = j + 1
                 break
     return [row[j] for j in range(begin, end) if row_mask[j] and row[j] not in turn.skip and not first <= j <= last]

@@ -30,7 +30,7 @@ import numpy as np
 import torch
 
 from .base import EncodedVisual, Kind, take_rows
-from .contract import Positions, VisualInputs, linear_positions
+from .contract import Positions, TurnMarkers, VisualInputs, linear_positions
 from .linear import LinearAdapter
 
 
@@ -42,9 +42,18 @@ class Gemma3Adapter(LinearAdapter):
     marker_tokens: dict[str, str] = field(
         default_factory=lambda: {
             "boi": "<start_of_image>", "eoi": "<end_of_image>", "im_start": "<start_of_turn>",
-            "im_end": "<end_of_turn>", "newline": "\n",
+            "im_end": "<end_of_turn>", "newline": "\n", "newline_2": "\n\n", "newline_3": "\n\n\n",
+            "newline_4": "\n\n\n\n",
         }
     )  # fmt: skip
+
+    def turn_markers(self, ids: dict[str, int]) -> TurnMarkers:
+        """As a linear family's, but any newline run ends the role header: the processor writes ``"\\n\\n"`` before
+        ``<start_of_image>``, which Gemma's tokenizer merges with the header's ``"\\n"`` into one ``"\\n\\n\\n"``
+        token; the runs are skipped in the question with the other markers."""
+        base = super().turn_markers(ids)
+        runs = frozenset(v for k, v in ids.items() if k.startswith("newline") and v >= 0)
+        return TurnMarkers(base.start, base.end, runs or None, base.skip)
 
     def geometry(self, model: Any) -> tuple[int, int, int]:
         """(patch_size, pooling, 1): ``image_size / patch_size`` patches a side pooled to ``sqrt(mm_tokens_per_image)``
