@@ -540,6 +540,12 @@ def _run_batch(
         inputs = batches[tuple(todo)]
         # (B, 3): one image a sample; a family without image_grid_thw (MiniCPM-V's crops): its placeholders counted
         grids = inputs["image_grid_thw"].tolist() if "image_grid_thw" in inputs else None
+        if v.allocator == "downscale" and grids is None:
+            kind = loaded.model.config.model_type
+            raise ValueError(
+                f"the downscale allocator resizes by pixel bounds, which {kind} has none (its processor's own "
+                "thumbnail and slices); leave it out of --allocator"
+            )
         if v.allocator == "downscale":
             answers, ttft, peak, shown = _downscale_batch(loaded, task, v, [images[i] for i in todo], questions,
                                                           grids, max_new)  # fmt: skip
