@@ -91,3 +91,6 @@ def test_eval_runs_a_task_end_to_end(minicpm_checkpoint, tmp_path):
     assert [r["variant"] for r in got] == ["unpruned", "random@0.2"] * 2
     for full, pruned in zip(got[::2], got[1::2], strict=True):
         assert full["tokens_kept"] == full["tokens_total"] and 0 < pruned["tokens_kept"] < full["tokens_total"]
+    down = ["eval", "--model", str(minicpm_checkpoint), "--task", "docgen", "--split", "dev", "--limit", "1",
+            "--budgets", "0.2", "--allocator", "downscale", "--out", str(tmp_path / "d"), "--no-progress"]  # fmt: skip
+    assert main(down) != 0  # one line: no pixel bounds to downscale by

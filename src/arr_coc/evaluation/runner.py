@@ -99,14 +99,16 @@ def pixel_bounds(model_type: str, min_pixels: int | None, max_pixels: int | None
 
 def check_downscale(model_type: str, allocators: Iterable[str]) -> None:
     """Refuse the ``downscale`` baseline for a family whose processor does not take Qwen's area bounds (its row names
-    ``pixel_kwargs``: tiles, a longest edge, a fixed size), in one line."""
+    ``pixel_kwargs``: tiles, a longest edge, a fixed size; or ``grid_rule``: MiniCPM-V's thumbnail and slices), in one
+    line."""
     from ..families import family_of_type
 
     family = family_of_type(model_type)
-    if "downscale" in allocators and family is not None and family.pixel_kwargs:
+    if "downscale" in allocators and family is not None and (family.pixel_kwargs or family.grid_rule):
         raise ValueError(
             f"--allocator downscale resizes by Qwen's area bounds; {family.name}'s processor sizes images its own way "
-            "(tiles, a longest edge or a fixed size), so the baseline is not offered for it"
+            "(tiles, a longest edge, a fixed size, or its own thumbnail and slices), so the baseline is not offered "
+            "for it; leave it out of --allocator"
         )
 
 
