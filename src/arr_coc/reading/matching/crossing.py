@@ -74,6 +74,13 @@ def cross_cells(
     n = len(boxes)
     if n < 3 or not splits:
         return None
+    memo: dict[str, np.ndarray] = {}
+
+    def lexical(phrase: str, _score: Callable[[str], np.ndarray] = lexical) -> np.ndarray:  # every split re-asks
+        if phrase not in memo:
+            memo[phrase] = _score(phrase)
+        return memo[phrase]
+
     arr = np.array([b.box for b in boxes], dtype=np.float64).reshape(-1, 4)
     x0, y0, x1, y1 = arr.T
     h = np.maximum(y1 - y0, 1.0)
