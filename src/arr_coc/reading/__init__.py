@@ -37,6 +37,7 @@ Three rooms and what they share (imports go down this list, never up; ``tests/te
         semantic.py      ``MiniLMEmbedder`` (all-MiniLM-L6-v2 with plain ``transformers``), per-box semantic score
         propagation.py   the layout rule (``propagate``, the ``layout`` section), grid painting (``paint_boxes``),
                          word units
+        crossing.py      a table cell named by its column header and row label: ``Evidence(rule="table-cell")``
         learned.py       the learned scorer: ``box_features``, ``BoxScorer`` (reads the matcher through the
                          ``RuleQuantities`` protocol: no import of ``matcher``)
         matcher.py       ``QueryMatcher``: keys, answer-type prior, layout rule, evidence chain, structural evidence,

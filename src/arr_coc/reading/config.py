@@ -292,6 +292,7 @@ class StructureConfig:
     query_parsing: bool = True  # parse structural references in the question; off: matched by its words only
     evidence_damp: float = 0.8  # factor on every other box's score once structural evidence was found
     layout_cache_items: int = 8  # pages whose layout a matcher keeps (a second question skips the analysis; 0: none)
+    table_cells: bool = True  # "the <header> for <label>": the cell on the label's line under the header is evidence
 
     def __post_init__(self) -> None:
         _check_unit("structure", evidence_damp=self.evidence_damp)

@@ -28,6 +28,8 @@ line breaks) is kept whole, before anything else; the rule that fired is named s
                         first (the labels for "which month ...", the values for "what is the highest value"), then
                         the other, then the page's other short texts (``COMPARE_WEIGHTS``)
     ``implied-label``   the label an ordinal month/weekday names and its band across the plot (its value)
+    ``table-cell``      "the <header> for <label>": the box on the label's line under the header's column, the label
+                        and the header (``arr_coc.reading.matching.crossing``; applied after the scores)
     ==================  ===========================================================================================
 
 Example:
@@ -47,7 +49,16 @@ from .structure import Box, Layout
 
 __all__ = ["StructuralQuery", "Evidence", "parse", "resolve", "ORDINALS", "RULES"]
 
-RULES = ("title", "after-phrase", "year-in-unit", "word-of-unit", "ordinal-unit", "compare", "implied-label")
+RULES = (
+    "title",
+    "after-phrase",
+    "year-in-unit",
+    "word-of-unit",
+    "ordinal-unit",
+    "compare",
+    "implied-label",
+    "table-cell",  # resolved by ``arr_coc.reading.matching.crossing`` (a column header x a row label)
+)
 
 ORDINALS: dict[str, int] = {
     w: i + 1

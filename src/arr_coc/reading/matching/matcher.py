@@ -15,6 +15,7 @@ from ..config import ReadingConfig
 from ..layout.structural_query import Evidence, parse, resolve
 from ..layout.structure import Layout, analyse, flat_layout
 from ..ocr.reader import TextBox
+from .crossing import cross_cells, split_cell_query
 from .learned import BoxScorer, box_features
 from .lexical import LexicalPage, answer_types, foreign_words, has_type, lexical_scores
 from .propagation import CellPainter, Neighbours, paint_boxes, propagate, word_units
@@ -561,6 +562,19 @@ class QueryMatcher:
             return None
         return resolve(layout if layout is not None else self.layout_of(boxes), sq)
 
+    def table_cell(self, boxes: Sequence[TextBox], query: str) -> Evidence | None:
+        """``Evidence(rule="table-cell")`` when the question names a table cell by its column and row ("What is the
+        <header> for <label>?") and the page has a box on the label's line under the header's column
+        (``arr_coc.reading.matching.crossing``); None otherwise or with ``structure.table_cells`` off. Applied after
+        the scores (rules or learned), so the scorer's own inputs do not change."""
+        if not (self.query_parsing and self.config.structure.table_cells and boxes and query):
+            return None
+        splits = split_cell_query(self.clip(query))
+        if not splits:
+            return None
+        lay = self.config.layout
+        return cross_cells(boxes, splits, lambda p: self.lexical_scores(boxes, p), lay.same_line, lay.column_pad)
+
     def relevance_and_evidence(
         self,
         boxes: list[TextBox],
@@ -585,6 +599,8 @@ class QueryMatcher:
             layout = self.layout_of(boxes) if boxes and (self.layout or self.query_parsing) else None
             ev = self.evidence(boxes, query or "", layout)
             scores = self.box_scores(boxes, query or "", extra_keys=ev.keys if ev is not None else (), layout=layout)
+        if ev is None:
+            ev = self.table_cell(boxes, query or "")
         key = f"painter {rows} {cols} {tuple(original_size)}"
         out = self.page_cached(key, boxes, lambda: CellPainter(boxes, rows, cols, original_size)).paint(scores)
         if ev is not None and ev.regions:

@@ -1,0 +1,197 @@
+"""A table cell named by its row and its column: "What is the <header> for <label>?", "In the <label> row, what is
+the <header>?". The answer is the cell on the label's line under the header's column, however far down the table the
+row is and whether or not the table has ruling lines: found by alignment on the OCR boxes, not by a detected grid.
+
+``split_cell_query`` splits such a question into (header, label) phrases (every split point of "for" / "of" is
+tried); ``cross_cells`` finds, for each split, the boxes that lie right of a box matching the label (same line) and
+below boxes matching the header (overlapping their column, widened by ``column_pad`` box heights); a header that
+spans sub-columns ("Accidental Deaths" over "Incidence" and "Rate") adds up with the sub-header it stands over, so
+the cell under both wins. The best crossing becomes ``Evidence(rule="table-cell")``: the cell, its label and its
+header are kept before anything else (``QueryMatcher.relevance_and_evidence``), as structural evidence is.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+from ..layout.structural_query import Evidence
+from ..ocr.reader import TextBox
+
+__all__ = ["split_cell_query", "cross_cells", "MIN_MATCH"]
+
+_VERB = r"(?:what|which)\s+(?:is|are|was|were)\s+(?:the\s+)?"
+_END = r"\s*[?.!]*\s*$"
+_ROW_FIRST = re.compile(rf"^\s*in\s+the\s+(?P<l>.+?)\s+row\s*,?\s*{_VERB}(?P<h>.+?){_END}", re.I)
+_ROW_LAST = re.compile(rf"^\s*{_VERB}(?P<h>.+?)\s+(?:in|on|of)\s+the\s+(?P<l>.+?)\s+row{_END}", re.I)
+_FOR = re.compile(rf"^\s*{_VERB}(?P<rest>.+?){_END}", re.I)
+MIN_MATCH = 0.5  # a header / label phrase must match a box at least this well (lexical score)
+LEFT = 0.8  # a cell left of the row's label counts this much of one right of it
+
+
+def split_cell_query(query: str) -> list[tuple[str, str]]:
+    """Candidate (header, label) splits of a table-cell question, most specific wording first; [] for others.
+
+    >>> split_cell_query("In the 1985 row, what is the Suicides Incidence?")
+    [('Suicides Incidence', '1985')]
+    >>> split_cell_query("What is the Rate of Tax for Sales?")
+    [('Rate', 'Tax for Sales'), ('Rate of Tax', 'Sales')]
+    """
+    for pat in (_ROW_FIRST, _ROW_LAST):
+        m = pat.match(query)
+        if m:
+            return [(m["h"].strip(), m["l"].strip())]
+    m = _FOR.match(query)
+    if not m:
+        return []
+    rest = m["rest"]
+    out = []
+    for sep in re.finditer(r"\s+(?:for|of)\s+", rest, re.I):
+        h, lab = rest[: sep.start()].strip(), rest[sep.end() :].strip()
+        if h and lab:
+            out.append((h, lab))
+    return out
+
+
+def cross_cells(
+    boxes: Sequence[TextBox],
+    splits: Sequence[tuple[str, str]],
+    lexical: Callable[[str], np.ndarray],
+    same_line: float = 0.5,
+    column_pad: float = 0.5,
+) -> Evidence | None:
+    """The best row x column crossing over ``splits`` (``split_cell_query``), or None.
+
+    Args:
+        boxes: the page's N OCR boxes.
+        splits: (header, label) phrase pairs.
+        lexical: phrase -> (N,) lexical match of each box in [0, 1] (``QueryMatcher.lexical_scores``).
+        same_line: two boxes share a line when they overlap vertically by this share of the smaller height.
+        column_pad: a header's column is its box widened by this many of its heights on each side.
+    """
+    n = len(boxes)
+    if n < 3 or not splits:
+        return None
+    memo: dict[str, np.ndarray] = {}
+
+    def lexical(phrase: str, _score: Callable[[str], np.ndarray] = lexical) -> np.ndarray:  # every split re-asks
+        if phrase not in memo:
+            memo[phrase] = _score(phrase)
+        return memo[phrase]
+
+    arr = np.array([b.box for b in boxes], dtype=np.float64).reshape(-1, 4)
+    x0, y0, x1, y1 = arr.T
+    h = np.maximum(y1 - y0, 1.0)
+    cy = (y0 + y1) / 2
+    has_text = np.array([bool(b.text.strip()) for b in boxes])
+    best: tuple[float, np.ndarray, list[int], list[int], str, str] | None = None
+    for head, label in splits:
+        lh, ll = lexical(head), lexical(label)  # (N,), (N,)
+        if lh.max(initial=0.0) < MIN_MATCH or ll.max(initial=0.0) < MIN_MATCH:
+            continue
+        labels = np.flatnonzero(ll >= max(MIN_MATCH, 0.5 * ll.max()))
+        # row[c]: the best label box on c's line, left of c; col[c]: the header boxes above c over its column
+        row = np.zeros(n)
+        row_of: dict[int, int] = {}
+        for a in labels:
+            ov = np.minimum(y1, y1[a]) - np.maximum(y0, y0[a])
+            line = (ov >= same_line * np.minimum(h, h[a])) & has_text
+            line[a] = False
+            # the row's cells right of its label; left of it (a label column on the right) a little less
+            w = np.where(x0 >= x1[a] - 0.5 * h[a], 1.0, np.where(x1 <= x0[a] + 0.5 * h[a], LEFT, 0.0))
+            better = line & (ll[a] * w > row)
+            row[better] = ll[a] * w[better]
+            for c in np.flatnonzero(better):
+                row_of[int(c)] = int(a)
+        if not row.any():
+            continue
+        col, col_of = _column_cover(head, lh, lexical, (x0, y0, x1, y1, h, cy), same_line, column_pad, row > 0)
+        if col.max(initial=0.0) < MIN_MATCH:
+            continue
+        score = row * col
+        # a key box itself is not the answer
+        score[labels] = 0.0
+        top = float(score.max())
+        if top < MIN_MATCH * MIN_MATCH or (best is not None and top <= best[0]):
+            continue
+        cells = np.flatnonzero(score >= 0.95 * top)
+        lab_boxes = sorted({row_of[int(c)] for c in cells})
+        above = {b for c in cells for b in col_of.get(int(c), [])}
+        # the header boxes kept with the cell: the nearest above it that match the phrase best (not a later table's)
+        strong = [b for b in above if lh[b] >= 0.5 * max(lh[list(above)], default=0.0)]
+        head_boxes = sorted(sorted(strong, key=lambda b: -y1[b])[:3])
+        best = (top, cells, lab_boxes, head_boxes, head, label)
+    if best is None:
+        return None
+    top, cells, lab_boxes, head_boxes, head, label = best
+    if len(cells) > 4:  # many equal crossings: the row or the column is not one
+        return None
+    regions = [tuple(boxes[i].box) for i in cells] + [tuple(boxes[i].box) for i in lab_boxes + head_boxes]
+    weights = [1.0] * len(cells) + [0.9] * (len(lab_boxes) + len(head_boxes))
+    return Evidence(
+        rule="table-cell",
+        regions=list(regions),
+        weights=weights,
+        detail=f"column {head!r} x row {label!r}: {len(cells)} box(es), score {top:.2f}",
+    )
+
+
+def _column_cover(
+    head: str,
+    lh: np.ndarray,
+    lexical: Callable[[str], np.ndarray],
+    geom: tuple[np.ndarray, ...],
+    same_line: float,
+    column_pad: float,
+    wanted: np.ndarray,
+) -> tuple[np.ndarray, dict[int, list[int]]]:
+    """(N,) how much of the header phrase the boxes above each box in its column spell (each word of the phrase
+    counted once, at its best match among them: a spanning header and its sub-header add up, a header repeated by
+    a later table does not), and for each ``wanted`` box the header boxes above it."""
+    x0, y0, x1, y1, h, cy = geom
+    n = len(x0)
+    cx = (x0 + x1) / 2
+    words = [w for w in dict.fromkeys(re.findall(r"\w[\w.%/-]*", head)) if w]
+    per_word = [lexical(w) for w in words]
+    per_word = [v for v in per_word if v.max(initial=0.0) >= MIN_MATCH] or [lh]
+    heads = np.flatnonzero(np.max(per_word, axis=0) >= MIN_MATCH)
+    cover = np.zeros((len(per_word), n))
+    col_of: dict[int, list[int]] = {}
+    for b in heads:
+        lo, hi = _column(b, x0, y0, x1, y1, h, same_line, column_pad)
+        pad = column_pad * h[b]
+        ov = np.minimum(y1, y1[b]) - np.maximum(y0, y0[b])
+        inside = (np.minimum(x1, x1[b] + pad) - np.maximum(x0, x0[b] - pad) > 0) | ((cx >= lo) & (cx <= hi))
+        over = inside & (cy > y1[b]) & (ov < same_line * np.minimum(h, h[b]))
+        for k, v in enumerate(per_word):
+            np.maximum(cover[k], np.where(over, v[b], 0.0), out=cover[k])
+        for c in np.flatnonzero(over & wanted):
+            col_of.setdefault(int(c), []).append(int(b))
+    return cover.mean(0), col_of
+
+
+def _column(
+    b: int,
+    x0: np.ndarray,
+    y0: np.ndarray,
+    x1: np.ndarray,
+    y1: np.ndarray,
+    h: np.ndarray,
+    same_line: float,
+    column_pad: float,
+) -> tuple[float, float]:
+    """The x extent of header box ``b``'s column: halfway to the next box on its line on each side (a header that
+    spans sub-columns is centred over them, wider than its words), at most one box width beyond it where its line
+    has no box on that side; never narrower than the box widened by ``column_pad`` of its height."""
+    ov = np.minimum(y1, y1[b]) - np.maximum(y0, y0[b])
+    line = ov >= 0.5 * same_line * np.minimum(h, h[b])  # a header row's boxes sit a little up and down
+    line[b] = False
+    w = x1[b] - x0[b]
+    pad = column_pad * h[b]
+    left = x1[line & (x1 <= x0[b] + pad)]
+    right = x0[line & (x0 >= x1[b] - pad)]
+    lo = (left.max() + x0[b]) / 2 if left.size else x0[b] - w
+    hi = (right.min() + x1[b]) / 2 if right.size else x1[b] + w
+    return min(lo, x0[b] - pad), max(hi, x1[b] + pad)
