@@ -1,7 +1,8 @@
 """Pages: one budget over a document's pages, spent where the question's answer is.
 
     pages ──► first look (the PDF's text layer: which pages share the question's words; ~0 ms) ──► likely pages
-          ──► the text path on the likely pages (``arr_coc.allocate``, mode "text"; in parallel, every page cached)
+          ──► the text path on the likely pages (``arr_coc.allocate``, mode "text"; a PDF page's boxes from its text
+              layer, ``arr_coc.page_text``, else OCR; in parallel, every page cached)
           ──► page relevance p_i = the page's best text-prior match (0-1: lexical, MiniLM, key -> value rules)
           ──► share: one joint top-K over all pages' cells, each page's scores (min-max over the page) times
               w_i = exp((p_i - max p) / temperature); words kept whole across the document
@@ -15,7 +16,8 @@ one whose best page match stands out nowhere (:func:`stands_out`) reads every pa
 and every page keeps its own most relevant cells (``floor="auto"``). ``floor=N`` keeps N tokens on every page always.
 
 Cost: the first look reads the text layer that a born-digital PDF carries (pypdfium2, no OCR): pages that share none
-of the question's rarer words are not OCR-read unless the look finds nothing, no text layer, or the question is vague.
+of the question's rarer words are not read unless the look finds nothing, no text layer, or the question is vague. A
+page read in full takes its boxes from the same text layer (``text_layer=True``): no OCR for a born-digital PDF.
 Pages of a list of images (scans) have no text layer: every page is read, in parallel threads, each cached by the
 OCR reader (a second question costs the matching alone). ``first_look=False`` reads every page.
 
@@ -46,6 +48,7 @@ import torch
 from .attending import Budget, TokenBudget, WordUnits, select
 from .documents import Page, close_document, load_document
 from .grid import GridSpec
+from .page_text import LayerReader
 from .query import normalize_text
 from .realizing import Allocation, Realizer, allocate, default_realizer, query_notes, resolve_mode
 
@@ -430,6 +433,7 @@ def allocate_pages(
     pages: str | None = None,
     floor: int | str = "auto",
     first_look_pages: bool = True,
+    text_layer: bool = True,
     config: PagesConfig = PagesConfig(),
     text_options: dict[str, Any] | None = None,
     realizer: Realizer | None = None,
@@ -448,6 +452,8 @@ def allocate_pages(
         pages: a 1-based page range (``"3-10"``) of the document.
         floor: tokens every page keeps: an int, or ``"auto"`` (0 when some page stands out; an even split else).
         first_look_pages: read in full only the pages the text layer points to (PDFs; see the module doc).
+        text_layer: a PDF page's text path reads its text layer (``arr_coc.page_text``: exact words, no OCR) when it
+            has one; False: OCR reads the rendered page.
         config: the thresholds of the page decision (:class:`PagesConfig`).
         text_options, realizer, reader: as ``allocate``.
 
@@ -480,9 +486,10 @@ def allocate_pages(
     t2 = time.perf_counter()
 
     def run(i: int, page_mode: str) -> Allocation:
+        page_reader = LayerReader(doc[i].lines, reader) if text_layer and doc[i].lines else reader
         return allocate(
             doc[i].image, query, 1.0, family=spec.family, min_pixels=min_pixels, max_pixels=max_pixels,
-            mode=page_mode, text_options=text_options, realizer=realizer, reader=reader,
+            mode=page_mode, text_options=text_options, realizer=realizer, reader=page_reader,
         )  # fmt: skip
 
     allocs: dict[int, Allocation] = {}
