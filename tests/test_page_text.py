@@ -75,3 +75,21 @@ def test_text_layer_replaces_the_ocr_of_a_pdf_page(report):
     assert [b.text for b in boxes] == ["INVOICE", "Invoice number: 4711", "Amount due: 1,234.56 EUR"]
     with pytest.raises(AssertionError, match="not OCR-read"):
         allocate_pages(str(report), "What is the amount due?", budget=20, mode="text", reader=NoOcr(), text_layer=False)
+
+
+def test_loaded_pages_are_read_ahead_for_the_next_question(report):
+    from arr_coc.documents import load_document
+    from arr_coc.pages import allocate_pages
+    from arr_coc.realizing import ocr_available
+
+    if not ocr_available():
+        pytest.skip("the [ocr] extra is not installed")
+    pages = load_document(str(report))
+    doc = allocate_pages(pages, "What is the amount due?", budget=20, mode="text")
+    assert [p.read for p in doc.pages] == ["skipped", "text", "skipped"]
+    assert doc.wait(timeout=120)  # the read-ahead rendered the two pages the question skipped
+    assert all(p.rendered for p in pages)
+    again = allocate_pages(pages, "What is the invoice number?", budget=20, mode="text")
+    assert [p.budget for p in again.pages] == [0, 20, 0]  # the read-ahead changes no decision
+    once = allocate_pages(str(report), "What is the amount due?", budget=20, mode="text")
+    assert once.ahead is None  # a PDF the call opened (and closed) is not read ahead

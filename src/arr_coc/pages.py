@@ -36,6 +36,7 @@ from __future__ import annotations
 import math
 import os
 import re
+import threading
 import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -154,10 +155,19 @@ class DocumentAllocation:
     floor: int | str = "auto"
     temperature: float = 0.05
     realizer: Realizer | None = field(default=None, repr=False)
+    ahead: threading.Thread | None = field(default=None, repr=False)
 
     @property
     def budget(self) -> int:
         return sum(p.budget for p in self.pages)
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Wait for the read-ahead of the pages this question did not read (:func:`read_ahead`); True when it is
+        done (or there was none)."""
+        if self.ahead is not None:
+            self.ahead.join(timeout)
+            return not self.ahead.is_alive()
+        return True
 
     def select(self, budget: Budget) -> list[torch.Tensor]:
         """Each page's kept indices at another document ``budget``, from the same reading (no page read again;
@@ -421,6 +431,21 @@ def document_budget(
     return parsed.resolve(n_tokens)
 
 
+def read_ahead(pages: Sequence[Page], todo: Sequence[int], run: Any, text_options: Any, realizer: Realizer) -> None:
+    """Prepare pages a question did not read, for the next question (one page at a time, in the caller's thread):
+    render it, embed its text layer's boxes (MiniLM: the first question's cost on a dense page; each text is cached
+    by the embedder) and compute its texture (the engine's page cache). ``run(i, "texture")`` allocates page i."""
+    from .text_prior import reading_for
+
+    _, matcher = reading_for(text_options, realizer)
+    for i in todo:
+        page = pages[i]
+        _ = page.image  # rendered now (kept on the page)
+        if page.lines and matcher.semantic:
+            matcher.embedder.embed([t for t, _ in page.lines])
+        run(i, "texture")
+
+
 def allocate_pages(
     document: Any,
     query: str | None,
@@ -434,6 +459,7 @@ def allocate_pages(
     floor: int | str = "auto",
     first_look_pages: bool = True,
     text_layer: bool = True,
+    read_ahead_pages: bool = True,
     config: PagesConfig = PagesConfig(),
     text_options: dict[str, Any] | None = None,
     realizer: Realizer | None = None,
@@ -454,6 +480,10 @@ def allocate_pages(
         first_look_pages: read in full only the pages the text layer points to (PDFs; see the module doc).
         text_layer: a PDF page's text path reads its text layer (``arr_coc.page_text``: exact words, no OCR) when it
             has one; False: OCR reads the rendered page.
+        read_ahead_pages: when ``document`` is loaded pages (``load_document``: the caller means to ask again) and
+            the text path skipped some, a background thread prepares those (:func:`read_ahead`) after this answer,
+            so a next question that needs them finds them rendered, embedded and textured
+            (``DocumentAllocation.wait``).
         config: the thresholds of the page decision (:class:`PagesConfig`).
         text_options, realizer, reader: as ``allocate``.
 
@@ -524,8 +554,16 @@ def allocate_pages(
         read_all(range(n), "texture")  # every page keeps cells: the pages not read get their texture scores
     keeps = decide_pages([allocs.get(i) for i in range(n)], relevance, specific, k, floor, config.temperature)
     t4 = time.perf_counter()
-    if not all(isinstance(p, Page) for p in (document if isinstance(document, (list, tuple)) else [None])):
+    loaded = all(isinstance(p, Page) for p in (document if isinstance(document, (list, tuple)) else [None]))
+    if not loaded:
         close_document(doc)  # a PDF this call opened: closed now (the pages it rendered keep their pixels)
+    ahead = None
+    skipped = [i for i in range(n) if reads.get(i) != "text" and doc[i].lines]
+    if loaded and read_ahead_pages and mode == "text" and text_layer and skipped:
+        ahead = threading.Thread(
+            target=read_ahead, args=(doc, skipped, run, text_options, realizer), name="arr_coc-read-ahead", daemon=True
+        )
+        ahead.start()
     results = [
         PageResult(
             doc[i],
@@ -554,6 +592,7 @@ def allocate_pages(
         floor=floor,
         temperature=config.temperature,
         realizer=realizer,
+        ahead=ahead,
         timings_ms={
             "load": (t1 - t0) * 1e3,
             "look": (t2 - t1) * 1e3,
@@ -575,6 +614,7 @@ __all__ = [
     "first_look",
     "match_pages",
     "page_relevance",
+    "read_ahead",
     "share",
     "split_pages",
 ]
