@@ -237,10 +237,10 @@ def time_case(case: str, pdf: str) -> dict:
 CASES = ("one_page", "twenty", "twenty_all", "twenty_scan")
 
 
-def time_table(pdf: str, log, cases: Sequence[str] = CASES) -> tuple[list[str], dict]:
+def time_table(pdf: str, log, cases: Sequence[str] = CASES, threads: int = 0) -> tuple[list[str], dict]:
     results = {}
     for case in cases:
-        cmd = [sys.executable, __file__, "--time-case", case, "--pdf", pdf]
+        cmd = [sys.executable, __file__, "--time-case", case, "--pdf", pdf, "--threads", str(threads)]
         proc = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT)
         if proc.returncode != 0:
             raise RuntimeError(f"{case} failed: {proc.stderr[-2000:]}")
@@ -286,7 +286,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--out", type=Path, default=Path("results/pages.md"))
     p.add_argument("--time-case", default=None, help=argparse.SUPPRESS)
     p.add_argument("--cases", default=",".join(CASES), help="the time cases to run (comma-separated)")
+    p.add_argument("--threads", type=int, default=0, help="torch threads in each time case (0: default)")
     args = p.parse_args(argv)
+    if args.threads:
+        torch.set_num_threads(args.threads)
     if args.time_case:
         print(json.dumps(time_case(args.time_case, args.pdf)))
         return 0
@@ -313,7 +316,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "",
         ]
     if args.pdf:
-        tl, res = time_table(args.pdf, log, args.cases.split(","))
+        tl, res = time_table(args.pdf, log, args.cases.split(","), args.threads)
         raw["time"] = res
         lines += [f"## Time on a 20-page PDF ({args.pdf}, pages 1-20)", "", *tl, ""]
     text = "\n".join(lines)

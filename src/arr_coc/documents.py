@@ -70,7 +70,8 @@ class Page:
     pixels: Image.Image | None = field(default=None, repr=False)
     render: Callable[[], Image.Image] | None = field(default=None, repr=False)
     handle: Any = field(default=None, repr=False)  # the open PDF a page not yet rendered renders from
-    lines: tuple = field(default=(), repr=False)  # a PDF page's text layer as lines (``arr_coc.page_text``)
+    lines: tuple = field(default=(), repr=False)  # a PDF page's text layer as boxes (``arr_coc.page_text``)
+    sized: dict = field(default_factory=dict, repr=False)  # the page resized to a model's grid, by (W, H)
 
     @property
     def image(self) -> Image.Image:

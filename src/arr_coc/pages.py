@@ -33,6 +33,7 @@ Example:
 
 from __future__ import annotations
 
+import atexit
 import math
 import os
 import re
@@ -45,6 +46,7 @@ from typing import Any
 
 import numpy as np
 import torch
+from PIL import Image
 
 from .attending import Budget, TokenBudget, WordUnits, select
 from .documents import Page, close_document, load_document
@@ -431,6 +433,28 @@ def document_budget(
     return parsed.resolve(n_tokens)
 
 
+def sized(page: Page, size: tuple[int, int]) -> Any:
+    """``page``'s image resized to ``size`` (W, H) as the processor resizes it (PIL bicubic), kept on the page: a
+    page whose boxes come from its text layer is scored on this picture (``allocate`` resizes it to the same size:
+    a copy, the same frames), so a next question skips the resize of the rendered page and the hash of its pixels."""
+    if size not in page.sized:
+        image = page.image
+        page.sized[size] = image if image.size == size else image.resize(size, Image.Resampling.BICUBIC)
+    return page.sized[size]
+
+
+_AHEAD_STOP = threading.Event()  # set at exit: a read-ahead stops after its current page
+_AHEAD: list[threading.Thread] = []
+
+
+@atexit.register
+def _stop_read_ahead() -> None:
+    """At exit, let running read-aheads finish their page (a thread killed inside torch aborts the process)."""
+    _AHEAD_STOP.set()
+    for t in list(_AHEAD):
+        t.join(timeout=30)
+
+
 def read_ahead(pages: Sequence[Page], todo: Sequence[int], run: Any, text_options: Any, realizer: Realizer) -> None:
     """Prepare pages a question did not read, for the next question (one page at a time, in the caller's thread):
     render it, embed its text layer's boxes (MiniLM: the first question's cost on a dense page; each text is cached
@@ -439,6 +463,8 @@ def read_ahead(pages: Sequence[Page], todo: Sequence[int], run: Any, text_option
 
     _, matcher = reading_for(text_options, realizer)
     for i in todo:
+        if _AHEAD_STOP.is_set():
+            return
         page = pages[i]
         _ = page.image  # rendered now (kept on the page)
         if page.lines and matcher.semantic:
@@ -516,9 +542,12 @@ def allocate_pages(
     t2 = time.perf_counter()
 
     def run(i: int, page_mode: str) -> Allocation:
-        page_reader = LayerReader(doc[i].lines, reader) if text_layer and doc[i].lines else reader
+        image, page_reader = doc[i].image, reader
+        if text_layer and doc[i].lines:
+            page_reader = LayerReader(doc[i].lines, reader)
+            image = sized(doc[i], grids[i].resized)
         return allocate(
-            doc[i].image, query, 1.0, family=spec.family, min_pixels=min_pixels, max_pixels=max_pixels,
+            image, query, 1.0, family=spec.family, min_pixels=min_pixels, max_pixels=max_pixels,
             mode=page_mode, text_options=text_options, realizer=realizer, reader=page_reader,
         )  # fmt: skip
 
@@ -558,11 +587,13 @@ def allocate_pages(
     if not loaded:
         close_document(doc)  # a PDF this call opened: closed now (the pages it rendered keep their pixels)
     ahead = None
-    skipped = [i for i in range(n) if reads.get(i) != "text" and doc[i].lines]
+    # the pages this question skipped that no question has rendered yet (a rendered page was read or read ahead)
+    skipped = [i for i in range(n) if reads.get(i) is None and doc[i].lines and not doc[i].rendered]
     if loaded and read_ahead_pages and mode == "text" and text_layer and skipped:
         ahead = threading.Thread(
             target=read_ahead, args=(doc, skipped, run, text_options, realizer), name="arr_coc-read-ahead", daemon=True
         )
+        _AHEAD[:] = [t for t in _AHEAD if t.is_alive()] + [ahead]
         ahead.start()
     results = [
         PageResult(
