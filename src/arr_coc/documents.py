@@ -36,6 +36,7 @@ from typing import Any
 from PIL import Image
 
 from .io import MAX_PIXELS_IN, ImageLike, load_image_with_size
+from .page_text import text_lines
 
 # Most pages one document may have (after --pages): a page is ~1,000 visual tokens, so 200 pages are 200,000 tokens,
 # above any Qwen-VL context; the bound keeps a 2,000-page PDF from rendering for minutes into gigabytes.
@@ -69,6 +70,8 @@ class Page:
     pixels: Image.Image | None = field(default=None, repr=False)
     render: Callable[[], Image.Image] | None = field(default=None, repr=False)
     handle: Any = field(default=None, repr=False)  # the open PDF a page not yet rendered renders from
+    lines: tuple = field(default=(), repr=False)  # a PDF page's text layer as boxes (``arr_coc.page_text``)
+    sized: dict = field(default_factory=dict, repr=False)  # the page resized to a model's grid, by (W, H)
 
     @property
     def image(self) -> Image.Image:
@@ -230,15 +233,16 @@ def load_pdf(
             try:
                 textpage = page.get_textpage()
                 text = textpage.get_text_range()
-                textpage.close()
                 w, h = page.get_size()
+                lines = text_lines(textpage, w, h)
+                textpage.close()
             except Exception as err:  # PDFium's own errors on a broken page  # noqa: BLE001
                 raise ValueError(f"page {i + 1} of {what} could not be read ({err}); the PDF may be damaged") from None
             finally:
                 page.close()
             size = (math.ceil(w * scale), math.ceil(h * scale))  # what PDFium renders
             render = functools.partial(_render, pdf, i, scale, size, what)
-            out.append(Page(size, "page", i + 1, text, render=render, handle=pdf))
+            out.append(Page(size, "page", i + 1, text, render=render, handle=pdf, lines=lines))
         return out
     except BaseException:
         pdf.close()

@@ -1,7 +1,8 @@
 """Pages: one budget over a document's pages, spent where the question's answer is.
 
     pages ──► first look (the PDF's text layer: which pages share the question's words; ~0 ms) ──► likely pages
-          ──► the text path on the likely pages (``arr_coc.allocate``, mode "text"; in parallel, every page cached)
+          ──► the text path on the likely pages (``arr_coc.allocate``, mode "text"; a PDF page's boxes from its text
+              layer, ``arr_coc.page_text``, else OCR; in parallel, every page cached)
           ──► page relevance p_i = the page's best text-prior match (0-1: lexical, MiniLM, key -> value rules)
           ──► share: one joint top-K over all pages' cells, each page's scores (min-max over the page) times
               w_i = exp((p_i - max p) / temperature); words kept whole across the document
@@ -15,7 +16,8 @@ one whose best page match stands out nowhere (:func:`stands_out`) reads every pa
 and every page keeps its own most relevant cells (``floor="auto"``). ``floor=N`` keeps N tokens on every page always.
 
 Cost: the first look reads the text layer that a born-digital PDF carries (pypdfium2, no OCR): pages that share none
-of the question's rarer words are not OCR-read unless the look finds nothing, no text layer, or the question is vague.
+of the question's rarer words are not read unless the look finds nothing, no text layer, or the question is vague. A
+page read in full takes its boxes from the same text layer (``text_layer=True``): no OCR for a born-digital PDF.
 Pages of a list of images (scans) have no text layer: every page is read, in parallel threads, each cached by the
 OCR reader (a second question costs the matching alone). ``first_look=False`` reads every page.
 
@@ -31,9 +33,11 @@ Example:
 
 from __future__ import annotations
 
+import atexit
 import math
 import os
 import re
+import threading
 import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -42,10 +46,12 @@ from typing import Any
 
 import numpy as np
 import torch
+from PIL import Image
 
 from .attending import Budget, TokenBudget, WordUnits, select
 from .documents import Page, close_document, load_document
 from .grid import GridSpec
+from .page_text import LayerReader
 from .query import normalize_text
 from .realizing import Allocation, Realizer, allocate, default_realizer, query_notes, resolve_mode
 
@@ -151,10 +157,19 @@ class DocumentAllocation:
     floor: int | str = "auto"
     temperature: float = 0.05
     realizer: Realizer | None = field(default=None, repr=False)
+    ahead: threading.Thread | None = field(default=None, repr=False)
 
     @property
     def budget(self) -> int:
         return sum(p.budget for p in self.pages)
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Wait for the read-ahead of the pages this question did not read (:func:`read_ahead`); True when it is
+        done (or there was none)."""
+        if self.ahead is not None:
+            self.ahead.join(timeout)
+            return not self.ahead.is_alive()
+        return True
 
     def select(self, budget: Budget) -> list[torch.Tensor]:
         """Each page's kept indices at another document ``budget``, from the same reading (no page read again;
@@ -418,6 +433,45 @@ def document_budget(
     return parsed.resolve(n_tokens)
 
 
+def sized(page: Page, size: tuple[int, int]) -> Any:
+    """``page``'s image resized to ``size`` (W, H) as the processor resizes it (PIL bicubic), kept on the page: a
+    page whose boxes come from its text layer is scored on this picture (``allocate`` resizes it to the same size:
+    a copy, the same frames), so a next question skips the resize of the rendered page and the hash of its pixels."""
+    if size not in page.sized:
+        image = page.image
+        page.sized[size] = image if image.size == size else image.resize(size, Image.Resampling.BICUBIC)
+    return page.sized[size]
+
+
+_AHEAD_STOP = threading.Event()  # set at exit: a read-ahead stops after its current page
+_AHEAD: list[threading.Thread] = []
+
+
+@atexit.register
+def _stop_read_ahead() -> None:
+    """At exit, let running read-aheads finish their page (a thread killed inside torch aborts the process)."""
+    _AHEAD_STOP.set()
+    for t in list(_AHEAD):
+        t.join(timeout=30)
+
+
+def read_ahead(pages: Sequence[Page], todo: Sequence[int], run: Any, text_options: Any, realizer: Realizer) -> None:
+    """Prepare pages a question did not read, for the next question (one page at a time, in the caller's thread):
+    render it, embed its text layer's boxes (MiniLM: the first question's cost on a dense page; each text is cached
+    by the embedder) and compute its texture (the engine's page cache). ``run(i, "texture")`` allocates page i."""
+    from .text_prior import reading_for
+
+    _, matcher = reading_for(text_options, realizer)
+    for i in todo:
+        if _AHEAD_STOP.is_set():
+            return
+        page = pages[i]
+        _ = page.image  # rendered now (kept on the page)
+        if page.lines and matcher.semantic:
+            matcher.embedder.embed([t for t, _ in page.lines])
+        run(i, "texture")
+
+
 def allocate_pages(
     document: Any,
     query: str | None,
@@ -430,6 +484,8 @@ def allocate_pages(
     pages: str | None = None,
     floor: int | str = "auto",
     first_look_pages: bool = True,
+    text_layer: bool = True,
+    read_ahead_pages: bool = True,
     config: PagesConfig = PagesConfig(),
     text_options: dict[str, Any] | None = None,
     realizer: Realizer | None = None,
@@ -448,6 +504,12 @@ def allocate_pages(
         pages: a 1-based page range (``"3-10"``) of the document.
         floor: tokens every page keeps: an int, or ``"auto"`` (0 when some page stands out; an even split else).
         first_look_pages: read in full only the pages the text layer points to (PDFs; see the module doc).
+        text_layer: a PDF page's text path reads its text layer (``arr_coc.page_text``: exact words, no OCR) when it
+            has one; False: OCR reads the rendered page.
+        read_ahead_pages: when ``document`` is loaded pages (``load_document``: the caller means to ask again) and
+            the text path skipped some, a background thread prepares those (:func:`read_ahead`) after this answer,
+            so a next question that needs them finds them rendered, embedded and textured
+            (``DocumentAllocation.wait``).
         config: the thresholds of the page decision (:class:`PagesConfig`).
         text_options, realizer, reader: as ``allocate``.
 
@@ -480,9 +542,13 @@ def allocate_pages(
     t2 = time.perf_counter()
 
     def run(i: int, page_mode: str) -> Allocation:
+        image, page_reader = doc[i].image, reader
+        if text_layer and doc[i].lines:
+            page_reader = LayerReader(doc[i].lines, reader)
+            image = sized(doc[i], grids[i].resized)
         return allocate(
-            doc[i].image, query, 1.0, family=spec.family, min_pixels=min_pixels, max_pixels=max_pixels,
-            mode=page_mode, text_options=text_options, realizer=realizer, reader=reader,
+            image, query, 1.0, family=spec.family, min_pixels=min_pixels, max_pixels=max_pixels,
+            mode=page_mode, text_options=text_options, realizer=realizer, reader=page_reader,
         )  # fmt: skip
 
     allocs: dict[int, Allocation] = {}
@@ -517,8 +583,18 @@ def allocate_pages(
         read_all(range(n), "texture")  # every page keeps cells: the pages not read get their texture scores
     keeps = decide_pages([allocs.get(i) for i in range(n)], relevance, specific, k, floor, config.temperature)
     t4 = time.perf_counter()
-    if not all(isinstance(p, Page) for p in (document if isinstance(document, (list, tuple)) else [None])):
+    loaded = all(isinstance(p, Page) for p in (document if isinstance(document, (list, tuple)) else [None]))
+    if not loaded:
         close_document(doc)  # a PDF this call opened: closed now (the pages it rendered keep their pixels)
+    ahead = None
+    # the pages this question skipped that no question has rendered yet (a rendered page was read or read ahead)
+    skipped = [i for i in range(n) if reads.get(i) is None and doc[i].lines and not doc[i].rendered]
+    if loaded and read_ahead_pages and mode == "text" and text_layer and skipped:
+        ahead = threading.Thread(
+            target=read_ahead, args=(doc, skipped, run, text_options, realizer), name="arr_coc-read-ahead", daemon=True
+        )
+        _AHEAD[:] = [t for t in _AHEAD if t.is_alive()] + [ahead]
+        ahead.start()
     results = [
         PageResult(
             doc[i],
@@ -547,6 +623,7 @@ def allocate_pages(
         floor=floor,
         temperature=config.temperature,
         realizer=realizer,
+        ahead=ahead,
         timings_ms={
             "load": (t1 - t0) * 1e3,
             "look": (t2 - t1) * 1e3,
@@ -568,6 +645,7 @@ __all__ = [
     "first_look",
     "match_pages",
     "page_relevance",
+    "read_ahead",
     "share",
     "split_pages",
 ]
