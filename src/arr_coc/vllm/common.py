@@ -374,16 +374,32 @@ class ProcessorMixin:
 
 def _with_kept_count(update: Any, out_mm_kwargs: Any) -> Any:
     """An image prompt update whose replacement repeats the placeholder once per KEPT token (when pruned)."""
+    return pruned_update(update, out_mm_kwargs, lambda full, item: _shrink(full, int(item[KEEP_FIELD].data.numel())))
+
+
+def pruned_update(update: Any, out_mm_kwargs: Any, prune: Any) -> Any:
+    """An image prompt update whose replacement is ``prune(full, item)`` for a pruned item (one carrying its kept
+    indices) and vLLM's own ``full`` replacement for any other; every family's processor shapes its pruned layout
+    through this one wrapper."""
     original = update.replacement
 
     def replacement(item_idx: int) -> Any:
         item = out_mm_kwargs["image"][item_idx]
         full = original(item_idx) if callable(original) else original
-        if KEEP_FIELD not in item:
-            return full
-        return _shrink(full, int(item[KEEP_FIELD].data.numel()))
+        return full if KEEP_FIELD not in item else prune(full, item)
 
     return replace(update, replacement=replacement)
+
+
+def select_kept_items(selected: dict[str, Any], mm_kwargs: dict[str, Any], indices: list[int]) -> dict[str, Any]:
+    """``selected`` (vLLM's encoder CUDA graph selection of ``indices``: pixels and grids only) with the kept
+    indices and counts of those items carried along."""
+    if KEEP_FIELD in mm_kwargs:
+        keeps = split_keeps(mm_kwargs[KEEP_FIELD], mm_kwargs[COUNT_FIELD])
+        chosen = [keeps[i] for i in indices]
+        selected[KEEP_FIELD] = torch.cat(chosen) if chosen else torch.zeros(0, dtype=torch.long)
+        selected[COUNT_FIELD] = torch.tensor([int(k.numel()) for k in chosen], dtype=torch.long)
+    return selected
 
 
 def _shrink(full: Any, k: int) -> Any:
@@ -544,12 +560,7 @@ class ModelMixin:
 
     def select_encoder_cudagraph_items(self, mm_kwargs: dict[str, Any], indices: list[int]) -> dict[str, Any]:
         selected = super().select_encoder_cudagraph_items(mm_kwargs, indices)  # type: ignore[misc]
-        if KEEP_FIELD in mm_kwargs:  # vLLM selects pixels and grids only: carry the kept indices with them
-            keeps = split_keeps(mm_kwargs[KEEP_FIELD], mm_kwargs[COUNT_FIELD])
-            chosen = [keeps[i] for i in indices]
-            selected[KEEP_FIELD] = torch.cat(chosen) if chosen else torch.zeros(0, dtype=torch.long)
-            selected[COUNT_FIELD] = torch.tensor([int(k.numel()) for k in chosen], dtype=torch.long)
-        return selected
+        return select_kept_items(selected, mm_kwargs, indices)  # vLLM selects pixels and grids: carry the keeps
 
     def prepare_encoder_cudagraph_replay_buffers(self, mm_kwargs: dict[str, Any], *args: Any, **kwargs: Any) -> Any:
         if KEEP_FIELD in mm_kwargs:

@@ -32,7 +32,7 @@ from vllm.model_executor.models.gemma3_mm import (
 )
 from vllm.multimodal import MULTIMODAL_REGISTRY
 
-from .common import EAGER_ONLY_TOKENS, split_keeps
+from .common import EAGER_ONLY_TOKENS, select_kept_items, split_keeps
 from .linear import LinearModelMixin, LinearProcessorMixin
 from .options import COUNT_FIELD, KEEP_FIELD, ArrCocOptionError
 
@@ -80,13 +80,7 @@ class ArrCocGemma3ForConditionalGeneration(LinearModelMixin, Gemma3ForConditiona
         ]
 
     def select_encoder_cudagraph_items(self, mm_kwargs: dict[str, Any], indices: list[int]) -> dict[str, Any]:
-        selected = super().select_encoder_cudagraph_items(mm_kwargs, indices)
-        if KEEP_FIELD in mm_kwargs:
-            keeps = split_keeps(mm_kwargs[KEEP_FIELD], mm_kwargs[COUNT_FIELD])
-            chosen = [keeps[i] for i in indices]
-            selected[KEEP_FIELD] = torch.cat(chosen) if chosen else torch.zeros(0, dtype=torch.long)
-            selected[COUNT_FIELD] = torch.tensor([int(k.numel()) for k in chosen], dtype=torch.long)
-        return selected
+        return select_kept_items(super().select_encoder_cudagraph_items(mm_kwargs, indices), mm_kwargs, indices)
 
     def prepare_encoder_cudagraph_replay_buffers(self, mm_kwargs: dict[str, Any], *args: Any, **kwargs: Any) -> Any:
         if KEEP_FIELD in mm_kwargs:

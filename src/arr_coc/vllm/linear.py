@@ -29,7 +29,7 @@ from typing import Any
 
 import torch
 
-from .common import ProcessorMixin, check_encoded, split_keeps, turn_questions
+from .common import ProcessorMixin, check_encoded, pruned_update, split_keeps, turn_questions
 from .options import COUNT_FIELD, KEEP_FIELD, KEY, QUERIES, ArrCocOptionError, Options, parse_options, request_options
 
 POSITIONS = "positions"  # the request option this module reads (and strips before the shared parser)
@@ -183,18 +183,12 @@ def _pruned_layout(update: Any, out_mm_kwargs: Any, image_id: int) -> Any:
     """An image prompt update whose replacement drops the placeholders not kept (when pruned)."""
     from vllm.multimodal.processing import PromptUpdateDetails
 
-    original = update.replacement
-
-    def replacement(item_idx: int) -> Any:
-        item = out_mm_kwargs["image"][item_idx]
-        full = original(item_idx) if callable(original) else original
-        if KEEP_FIELD not in item:
-            return full
+    def prune(full: Any, item: Any) -> Any:
         tokens = full.full if isinstance(full, PromptUpdateDetails) else full
         pruned = drop_placeholders(list(tokens), image_id, item[KEEP_FIELD].data.long().cpu())
         return PromptUpdateDetails.select_token_id(pruned, image_id)
 
-    return replace(update, replacement=replacement)
+    return pruned_update(update, out_mm_kwargs, prune)
 
 
 def decide_frames(frames: list[torch.Tensor], token_grid: Any, options: Options) -> list[torch.Tensor]:

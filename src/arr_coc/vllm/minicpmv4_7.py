@@ -44,7 +44,17 @@ from vllm.multimodal import MULTIMODAL_REGISTRY
 from arr_coc.integrations.minicpmv4_7 import blocked_patches
 from arr_coc.integrations.qwen_patches import frames_from_patches
 
-from .common import COUNT_FIELD, KEEP_FIELD, KEY, ArrCocOptionError, Geometry, ProcessorMixin, decide_all, split_keeps
+from .common import (
+    COUNT_FIELD,
+    KEEP_FIELD,
+    KEY,
+    ArrCocOptionError,
+    Geometry,
+    ProcessorMixin,
+    decide_all,
+    pruned_update,
+    split_keeps,
+)
 
 
 def crop_keeps(keep: torch.Tensor, sizes: Sequence[Sequence[int]], merge: int) -> list[torch.Tensor]:
@@ -122,13 +132,7 @@ def _kept_crops(update: Any, out_mm_kwargs: Any, starts: set[int], pad: int, mer
     """An image prompt update whose crops each keep their kept count of placeholders (when pruned)."""
     from vllm.multimodal.processing.processor import PromptUpdateDetails
 
-    original = update.replacement
-
-    def replacement(item_idx: int) -> Any:
-        item = out_mm_kwargs["image"][item_idx]
-        full = original(item_idx) if callable(original) else original
-        if KEEP_FIELD not in item:
-            return full
+    def prune(full: Any, item: Any) -> Any:
         sizes = torch.as_tensor(item["tgt_sizes"].data).reshape(-1, 2).tolist()
         counts = iter([int(k.numel()) for k in crop_keeps(item[KEEP_FIELD].data.long(), sizes, merge)])
         ids: list[int] = []
@@ -139,7 +143,7 @@ def _kept_crops(update: Any, out_mm_kwargs: Any, starts: set[int], pad: int, mer
                     ids += [pad] * next(counts)
         return PromptUpdateDetails.select_token_ids(ids, [pad])
 
-    return replace(update, replacement=replacement)
+    return pruned_update(update, out_mm_kwargs, prune)
 
 
 @MULTIMODAL_REGISTRY.register_processor(
