@@ -17,8 +17,8 @@ three changes that cut its work, each a field of ``OcrConfig`` and each measured
   every one of the 1,563 lines read in their script went through the gate, and 1 of the other 1,045).
   ``"latin"`` slices the head to the classes a Latin-script document needs (ASCII, Latin-1 and Latin Extended-A/B
   letters, general punctuation, currency symbols, the CTC blank and space: 605 of 18,710) once when the model loads;
-  ``"all"`` keeps every class for every line. Korean (Hangul) is not among the shipped model's classes: it needs PP-
-  OCR's separate Korean model (``rec_model_path``).
+  ``"all"`` keeps every class for every line. Korean (Hangul) is not among the shipped model's classes: it needs
+  PP-OCR's separate Korean model (``rec_model_path``).
 * ``squeeze``: lines are resized to the model's 48 px height and ``squeeze`` times their proportional width (the
   convolutions' cost is proportional to width; text stays legible to the model down to about 0.75).
 * batching: lines are sorted by width and padded only to the widest line of their batch (rapidocr pads every batch
