@@ -82,3 +82,17 @@ def test_english_questions_never_use_the_lexicon() -> None:
 def test_a_question_naming_its_key_is_scored_by_its_own_words() -> None:
     literal = lexical_scores(PAGE, "Quel est le montant total ?", LexicalConfig())
     assert PAGE[int(np.argmax(literal))] == "Montant total" and literal.max() >= 0.6
+
+
+def test_a_quoted_text_is_the_question_s_main_terms() -> None:
+    from arr_coc.reading.matching.lexical import query_terms
+
+    cfg = LexicalConfig()
+    zh = dict(query_terms("「上正在运行的」后面写的是什么？", cfg))
+    assert zh["正"] == zh["运行"] == 1.0 and zh["后面"] == cfg.meta_weight  # the frame only frames the quote
+    de = dict(query_terms("Was steht nach „Entitäten für die“?", cfg))
+    assert de["entitaten"] == de["die"] == 1.0 and de["steht"] == cfg.meta_weight
+    english = 'What comes after "ability to"?'
+    assert all(w == 1.0 for _, w in query_terms(english, cfg))  # English questions as before
+    page = ["甚至可以通过向链接到运行进程的特殊文件写入数据", "上正在运行的进程的信息都可以在文件系统中找到。"]
+    assert int(np.argmax(lexical_scores(page, "「上正在运行的」后面写的是什么？", cfg))) == 1

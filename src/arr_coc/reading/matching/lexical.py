@@ -180,19 +180,39 @@ def query_terms(query: str, cfg: LexicalConfig) -> list[tuple[str, float]]:
     (``FOREIGN_STOP_WORDS``).
     """
     query = query[: cfg.max_query_chars]
-    stop = STOP_WORDS | FOREIGN_STOP_WORDS if foreign_words(query) else STOP_WORDS
+    foreign_q = foreign_words(query)
+    stop = STOP_WORDS | FOREIGN_STOP_WORDS if foreign_q else STOP_WORDS
     upper_single = {m.lower() for m in re.findall(r"\b[A-Z]\b", clean(query))}
     terms: dict[str, float] = {}
+    quoted = _quoted_terms(query) if foreign_q else []
+    for tok in quoted:  # the printed text itself comes first, each of its tokens a full term
+        terms.setdefault(tok, 1.0)
     for tok in tokens(query):
         if tok in stop and not (len(tok) == 1 and tok in upper_single):
             continue
         if len(tok) == 1 and tok.isalpha() and tok not in upper_single:
             continue
-        w = cfg.meta_weight if tok in META_WORDS else 1.0
+        # around a quote, the question's own words ("后面写的是什么", "Was steht nach") only frame it
+        w = cfg.meta_weight if tok in META_WORDS or (quoted and tok not in terms) else 1.0
         terms[tok] = max(terms.get(tok, 0.0), w)
         if len(terms) >= cfg.max_query_tokens:
             break
     return list(terms.items())
+
+
+# a quotation in a question worded in another language: 「…」, 『…』, “…”, „…“, «…», "…"
+_QUOTED = re.compile(r"「([^」]+)」|『([^』]+)』|“([^”]+)”|„([^“”]+)[“”]|«\s*([^»]+?)\s*»|\"([^\"]+)\"")
+
+
+def _quoted_terms(query: str) -> list[str]:
+    """Tokens of the text a foreign question quotes (``foreign_words``), as a box holding it tokenises
+    (``tokens``), a CJK character left alone by its function characters included ("上正在运行的" -> "正", "运行":
+    the question's own words would drop the single "正")."""
+    out: list[str] = []
+    for m in _QUOTED.finditer(query):
+        span = next(g for g in m.groups() if g)
+        out.extend(t for t in tokens(span) if len(t) > 1 or t.isdigit() or _CJK_RUN.fullmatch(t))
+    return list(dict.fromkeys(out))
 
 
 # Expected answer type from the question's wording, and what a value of that type looks like. Used as a weak prior
