@@ -24,6 +24,7 @@ Example::
 
     python benchmarks/languages_real.py fetch --debs /tmp/debref
     python benchmarks/languages_real.py make --debs /tmp/debref --out /tmp/lang-real --pages 8 --per-page 3
+    python benchmarks/languages_real.py make --debs /tmp/debref --out /tmp/lang-real1 --seed 1 --exclude /tmp/lang-real
     python benchmarks/languages.py --dev-seeds --test-seeds --real /tmp/lang-real --ocr-cache /tmp/lang-ocr
 """
 
@@ -125,8 +126,11 @@ def line_questions(pg, lang: str, scale: float) -> list[dict]:
     return out
 
 
-def make(debs: Path, out: Path, n_pages: int, per_page: int, dpi: int, seed: int) -> list[dict]:
-    """Pages and questions of every language's book (seeded)."""
+def make(
+    debs: Path, out: Path, n_pages: int, per_page: int, dpi: int, seed: int, exclude: Path | None = None
+) -> list[dict]:
+    """Pages and questions of every language's book (seeded); pages already in ``exclude`` (another set's folder)
+    are not drawn again."""
     import pdfplumber
     from PIL import Image
 
@@ -144,6 +148,8 @@ def make(debs: Path, out: Path, n_pages: int, per_page: int, dpi: int, seed: int
             for p in order:
                 if done >= n_pages:
                     break
+                if exclude is not None and (exclude / "images" / f"debianref_{lang}_p{p + 1}.png").is_file():
+                    continue
                 cands = line_questions(pdf.pages[p], lang, scale)
                 if len(cands) < per_page:
                     continue
@@ -198,11 +204,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     m.add_argument("--per-page", type=int, default=3)
     m.add_argument("--dpi", type=int, default=120)
     m.add_argument("--seed", type=int, default=0)
+    m.add_argument("--exclude", type=Path, default=None, help="another set's folder: its pages are not drawn")
     args = p.parse_args(argv)
     if args.cmd == "fetch":
         fetch(args.debs)
     else:
-        qs = make(args.debs, args.out, args.pages, args.per_page, args.dpi, args.seed)
+        qs = make(args.debs, args.out, args.pages, args.per_page, args.dpi, args.seed, args.exclude)
         print(f"{len(qs)} questions in {args.out}")
     return 0
 
