@@ -218,7 +218,8 @@ def network_floor(reading: Any, image: Image.Image, max_tokens: int, repeat: int
                   semantic: bool = True) -> dict[str, tuple[float, float]]:  # fmt: skip
     """The networks' own time on a page's first question, each on exactly the inputs the pipeline feeds it:
     the detector on its preprocessed page, the recogniser on the page's line batches (onnxruntime: the same
-    width-sorted batches on the same worker threads; torch: the one batch of all lines), MiniLM on the box texts
+    width-sorted batches on the same worker threads, through the script gate, ``LineRecognizer.infer``; torch: the
+    one batch of all lines), MiniLM on the box texts
     (uncached). What the pipeline adds on top of these is its overhead.
 
     Returns:
@@ -242,14 +243,15 @@ def network_floor(reading: Any, image: Image.Image, max_tokens: int, repeat: int
     if isinstance(recognizer, LineRecognizer):
         batches = recognizer.batches([crop_quad(bgr, q) for q in quads])
         xs = [x for _, x, _ in batches]
+        run = recognizer.infer  # the network as the pipeline runs it (the script gate included)
 
         def rec() -> None:
             if recognizer.workers > 1 and len(xs) > 1:
                 with ThreadPoolExecutor(min(recognizer.workers, len(xs))) as pool:
-                    list(pool.map(recognizer.run, xs))
+                    list(pool.map(run, xs))
             else:
                 for x in xs:
-                    recognizer.run(x)
+                    run(x)
 
         out["recogniser"] = _timed(rec, repeat)
         columns = sum(x.shape[0] * x.shape[3] for x in xs)  # input columns the network convolves, padding included

@@ -47,8 +47,9 @@ class OcrConfig:
     box_thresh: float = 0.5  # detector box threshold (rapidocr's Det.box_thresh)
     text_score: float = 0.5  # drop recognised lines below this confidence
     split_key_value: bool = True  # split a recognised line after each word ending in ':' or '=' (key | value)
-    # recogniser classes (``ocr.recognition``): "auto" (every class computed, each line read in its script: Chinese,
-    # Japanese and Latin-script lines; Korean needs another model), "latin" (605 Latin-script classes of 18,710) or
+    # recogniser classes (``ocr.recognition``): "auto" (each line read in its script: Chinese, Japanese and
+    # Latin-script lines; every class computed only for the lines a script gate lets through; Korean needs another
+    # model), "latin" (605 Latin-script classes of 18,710) or
     # "all" (every class for every line)
     charset: str = "auto"
     script_share: float = 0.1  # "auto": a line with this share of its frames read outside Latin is read with all

@@ -18,6 +18,7 @@ import numpy as np
 
 from ..config import LexicalConfig
 from ..text import clean, fold
+from .paraphrase import PARAPHRASE_BELOW, PARAPHRASE_WEIGHT, key_phrases
 
 MAX_QUERY_CHARS = LexicalConfig.max_query_chars  # default truncation of long queries (``LexicalConfig``)
 MAX_QUERY_TOKENS = LexicalConfig.max_query_tokens  # default number of query content tokens matched
@@ -179,19 +180,39 @@ def query_terms(query: str, cfg: LexicalConfig) -> list[tuple[str, float]]:
     (``FOREIGN_STOP_WORDS``).
     """
     query = query[: cfg.max_query_chars]
-    stop = STOP_WORDS | FOREIGN_STOP_WORDS if foreign_words(query) else STOP_WORDS
+    foreign_q = foreign_words(query)
+    stop = STOP_WORDS | FOREIGN_STOP_WORDS if foreign_q else STOP_WORDS
     upper_single = {m.lower() for m in re.findall(r"\b[A-Z]\b", clean(query))}
     terms: dict[str, float] = {}
+    quoted = _quoted_terms(query) if foreign_q else []
+    for tok in quoted:  # the printed text itself comes first, each of its tokens a full term
+        terms.setdefault(tok, 1.0)
     for tok in tokens(query):
         if tok in stop and not (len(tok) == 1 and tok in upper_single):
             continue
         if len(tok) == 1 and tok.isalpha() and tok not in upper_single:
             continue
-        w = cfg.meta_weight if tok in META_WORDS else 1.0
+        # around a quote, the question's own words ("后面写的是什么", "Was steht nach") only frame it
+        w = cfg.meta_weight if tok in META_WORDS or (quoted and tok not in terms) else 1.0
         terms[tok] = max(terms.get(tok, 0.0), w)
         if len(terms) >= cfg.max_query_tokens:
             break
     return list(terms.items())
+
+
+# a quotation in a question worded in another language: 「…」, 『…』, “…”, „…“, «…», "…"
+_QUOTED = re.compile(r"「([^」]+)」|『([^』]+)』|“([^”]+)”|„([^“”]+)[“”]|«\s*([^»]+?)\s*»|\"([^\"]+)\"")
+
+
+def _quoted_terms(query: str) -> list[str]:
+    """Tokens of the text a foreign question quotes (``foreign_words``), as a box holding it tokenises
+    (``tokens``), a CJK character left alone by its function characters included ("上正在运行的" -> "正", "运行":
+    the question's own words would drop the single "正")."""
+    out: list[str] = []
+    for m in _QUOTED.finditer(query):
+        span = next(g for g in m.groups() if g)
+        out.extend(t for t in tokens(span) if len(t) > 1 or t.isdigit() or _CJK_RUN.fullmatch(t))
+    return list(dict.fromkeys(out))
 
 
 # Expected answer type from the question's wording, and what a value of that type looks like. Used as a weak prior
@@ -322,8 +343,8 @@ def answer_types(query: str) -> tuple[str, ...]:
 _TYPE_ORDER = [name for name, _ in _ANSWER_TYPE_PATTERNS]
 # a question in ASCII that may still be German, French, Spanish, Italian or Portuguese: one of its question words
 FOREIGN_HINT = re.compile(
-    r"\b(?:wie|wann|wer|welche[rsnm]?|wo|quel(?:le)?s?|quand|combien|qui|quoi|o[uù]|cu[aá]l|cu[aá]ndo|cu[aá]nto|"
-    r"qu[eé]|qui[eé]n|d[oó]nde|quale|quando|quanto|chi|dove|qual|quem|onde)\b",
+    r"\b(?:wie|wann|wer|welche[rsnm]?|wo|quel(?:le)?s?|quand|combien|qui|quoi|o[uù]|cu[aá]l(?:es)?|cu[aá]ndo|"
+    r"cu[aá]nt[oa]s?|qu[eé]|qui[eé]n(?:es)?|d[oó]nde|quale|quando|quant[oaie]s?|chi|dove|qual|quem|onde)\b",
     re.I,
 )
 
@@ -460,16 +481,31 @@ def lexical_scores(texts: Sequence[str], query: str, cfg: LexicalConfig, page: L
         cfg: Lexical settings.
         page: ``LexicalPage(texts)`` when the caller keeps one for the page (a second question then skips the
             tokenising and the similarities of terms seen before); None: built here.
+
+    A question worded in another language (``foreign_words``) whose own words match no box at least
+    ``paraphrase.PARAPHRASE_BELOW`` also scores the printed keys of what it asks about (``paraphrase.key_phrases``:
+    "Combien faut-il payer en tout ?" -> "Montant total", "Gesamtbetrag"...), each as a query of its own, a box
+    keeping its best, times ``PARAPHRASE_WEIGHT``.
     """
     n = len(texts)
-    out = np.zeros(n, dtype=np.float32)
     terms = query_terms(query, cfg)
-    if not terms or n == 0:
-        return out
+    phrases = key_phrases(query) if foreign_words(query) else ()
+    if n == 0 or not (terms or phrases):
+        return np.zeros(n, dtype=np.float32)
     page = page if page is not None else LexicalPage(texts)
     if page.n != n:
         raise ValueError(f"the lexical page has {page.n} texts, got {n}")
-    if not page.boxes.size:
+    out = _term_scores(page, terms, cfg)
+    if phrases and float(out.max()) < PARAPHRASE_BELOW:
+        for phrase in phrases:
+            out = np.maximum(out, np.float32(PARAPHRASE_WEIGHT) * _term_scores(page, query_terms(phrase, cfg), cfg))
+    return out
+
+
+def _term_scores(page: LexicalPage, terms: list[tuple[str, float]], cfg: LexicalConfig) -> np.ndarray:
+    """(N,) ``lexical_scores`` of the page's texts for the query terms ``terms``."""
+    out = np.zeros(page.n, dtype=np.float32)
+    if not terms or not page.boxes.size:
         return out
     term_w = np.array([w for _, w in terms], dtype=np.float32)  # (Q,)
     fuzzy = _fuzzy(cfg)

@@ -34,7 +34,16 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from .recognition import REC_HEIGHT, LineText, bundled_rec_model, decode_lines, latin_mask, letter_mask, load_rec_model
+from .recognition import (
+    REC_HEIGHT,
+    LineText,
+    bundled_rec_model,
+    decode_lines,
+    gate_mask,
+    latin_mask,
+    letter_mask,
+    load_rec_model,
+)
 
 ROTATE_RATIO = 1.5  # a crop at least this many times taller than wide is turned a quarter (as rapidocr does)
 
@@ -240,6 +249,7 @@ def ctc_best_path(
     latin: torch.Tensor | None = None,
     script_share: float = 0.1,
     letters: torch.Tensor | None = None,
+    gate: torch.Tensor | None = None,
 ) -> torch.Tensor:
     """Greedy CTC on the device, packed for one copy back (``recognition.best_path`` on a torch device).
 
@@ -249,6 +259,7 @@ def ctc_best_path(
             as ``recognition.best_path`` decides it.
         script_share: see ``latin``.
         letters: (K,) bool on the device, which classes are letters (``recognition.letter_mask``).
+        gate: (K,) bool on the device, the script gate's classes (``recognition.gate_mask``; ``best_path``).
 
     Returns:
         (N, T, 2) float32: the most likely class of each frame (exact as float32 for K < 2**24) and its
@@ -271,6 +282,9 @@ def ctc_best_path(
         n_foreign = (kept & ~latin[best] & is_letter).sum(-1)  # (N,) letters outside the Latin classes
         n_latin = (kept & latin[best] & is_letter).sum(-1)  # (N,) Latin letters
         foreign = (n_foreign >= script_share * n_kept) & ((n_foreign >= 2) | (n_latin == 0)) & (n_foreign > 0)
+        if gate is not None:
+            through = gate.nonzero().squeeze(-1)  # (G,)
+            foreign &= ~latin[through[probs.index_select(-1, through).argmax(-1)]].all(-1)
         best = torch.where(foreign[:, None], best, keep[lat])
         conf = torch.where(foreign[:, None], conf, lat_conf)
     return torch.stack([best.float(), conf], -1)
@@ -291,6 +305,7 @@ def recognise_page(
     latin: torch.Tensor | None = None,
     script_share: float = 0.1,
     letters: torch.Tensor | None = None,
+    gate: torch.Tensor | None = None,
 ) -> list[LineText]:
     """All lines of a page: cut on the device, recognised in one call per width group, decoded with one copy back.
 
@@ -301,7 +316,8 @@ def recognise_page(
         quads: (N, 4, 2) detected line corners in page pixels.
         squeeze: as ``OcrConfig.squeeze`` (1.0: the recogniser's own aspect).
         max_groups: at most this many network calls (``width_groups``); 1: every line padded to the widest.
-        latin, script_share, letters: ``charset="auto"``'s per-line script choice (``ctc_best_path``); None: none.
+        latin, script_share, letters, gate: ``charset="auto"``'s per-line script choice (``ctc_best_path``); None:
+            none.
 
     Returns:
         N ``LineText`` in the order of ``quads``.
@@ -314,7 +330,7 @@ def recognise_page(
     best = []
     with torch.inference_mode():
         for _, _, rows in groups:
-            best.append(ctc_best_path(net(rows), latin, script_share, letters))  # (n_g, T_g, 2)
+            best.append(ctc_best_path(net(rows), latin, script_share, letters, gate))  # (n_g, T_g, 2)
         frames = max(b.shape[1] for b in best)
         packed = torch.cat([F.pad(b, (0, 0, 0, frames - b.shape[1])) for b in best]).cpu().numpy()  # one copy back
     out: list[LineText | None] = [None] * len(geometry.own)
@@ -370,6 +386,7 @@ class PageRecognizer:
         self.script_share = float(script_share)
         self.latin: torch.Tensor | None = None  # (K,) bool on the device for charset="auto"
         self.letters: torch.Tensor | None = None  # (K,) bool on the device: which classes are letters
+        self.gate: torch.Tensor | None = None  # (K,) bool on the device: the script gate's classes
         self._lock = threading.Lock()
 
     def load(self) -> None:
@@ -387,6 +404,7 @@ class PageRecognizer:
             if self.charset == "auto":
                 self.latin = torch.from_numpy(latin_mask(characters)).to(self.device)
                 self.letters = torch.from_numpy(letter_mask(characters)).to(self.device)
+                self.gate = torch.from_numpy(gate_mask(characters)).to(self.device)
             self.characters = characters
             self.net = OnnxModule(onnx.load_from_string(blob)).to(self.device, self.dtype).eval()
 
@@ -405,4 +423,5 @@ class PageRecognizer:
             self.latin,
             self.script_share,
             self.letters,
+            self.gate,
         )
