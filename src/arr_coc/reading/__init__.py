@@ -38,6 +38,7 @@ Three rooms and what they share (imports go down this list, never up; ``tests/te
         propagation.py   the layout rule (``propagate``, the ``layout`` section), grid painting (``paint_boxes``),
                          word units
         crossing.py      a table cell named by its column header and row label: ``Evidence(rule="table-cell")``
+        paraphrase.py    foreign questions that name no printed key: concepts -> the keys documents print (de/fr/es)
         learned.py       the learned scorer: ``box_features``, ``BoxScorer`` (reads the matcher through the
                          ``RuleQuantities`` protocol: no import of ``matcher``)
         matcher.py       ``QueryMatcher``: keys, answer-type prior, layout rule, evidence chain, structural evidence,
