@@ -115,6 +115,10 @@ class Family:
             cut into tiles, not resized to one raster; ``allocate`` then ignores ``resize`` and the pixel bounds.
         pixel_kwargs: ``"module:function"`` ``(processor, min_pixels, max_pixels) -> kwargs`` of the processor call for
             ``--min-pixels`` / ``--max-pixels`` (:mod:`arr_coc.family_processors`); None: Qwen's area bounds.
+        tiny: the module that writes the family's tiny checkpoint (``tokenizer(name)``, ``config(name, vllm)``,
+            ``checkpoint(name, path, *, max_pixels, vllm)``, optional ``image_processor(name, max_pixels)``) and
+            optionally its processor without torchvision (``load_processor(model_id, row, reason)``);
+            :mod:`arr_coc.testing` and :func:`arr_coc.processing.load_processor` dispatch through it. None: Qwen's.
     """
 
     name: str
@@ -135,6 +139,7 @@ class Family:
     resize: str | None = None
     tiles: str | None = None
     pixel_kwargs: str | None = None
+    tiny: str | None = None
 
     @property
     def cell(self) -> int:
@@ -292,6 +297,7 @@ BUILTIN: tuple[Family, ...] = (
         chat_template=GLM4V_TEMPLATE,
         spellings=("glm4.1v", "glm-4.1v-thinking", "glm-4.6v"),
         min_transformers=GLM4V_FLOOR,
+        tiny="arr_coc.tiny_glm",
     ),
     Family(
         name="glm-ocr",
@@ -353,6 +359,7 @@ BUILTIN: tuple[Family, ...] = (
         spellings=("minicpm-v4.7", "minicpmv-4.7", "minicpm-v"),
         min_transformers=MINICPMV4_7_FLOOR,
         grid_rule=f"{_MOD}.minicpmv4_7:canvas_grid",
+        tiny="arr_coc.tiny_minicpm",
     ),
     Family(
         name="mistral3",
@@ -379,6 +386,7 @@ BUILTIN: tuple[Family, ...] = (
         min_transformers=MISTRAL3_FLOOR,
         resize="arr_coc.grid:longest_edge_resize",
         pixel_kwargs="arr_coc.family_processors:pixtral_pixels",
+        tiny="arr_coc.tiny_tiled",
     ),
     Family(
         name="gemma-3",
@@ -405,6 +413,7 @@ BUILTIN: tuple[Family, ...] = (
         min_transformers=GEMMA3_FLOOR,
         resize="arr_coc.grid:fixed_resize",
         pixel_kwargs="arr_coc.family_processors:fixed_pixels",
+        tiny="arr_coc.tiny_tiled",
     ),
 )
 # InternVL3 "-hf" tokenizer (Qwen2.5's ranks): ChatML markers; <img> 151665, </img> 151666 around the <IMG_CONTEXT>
@@ -435,6 +444,7 @@ TILED: tuple[Family, ...] = (  # transformers floor as the Qwen line's (forward(
         spellings=("internvl3", "internvl2.5", "internvl-3"),
         tiles="internvl",
         pixel_kwargs="arr_coc.family_processors:internvl_pixels",
+        tiny="arr_coc.tiny_tiled",
     ),
     Family(
         name="llava-onevision",
@@ -463,6 +473,7 @@ TILED: tuple[Family, ...] = (  # transformers floor as the Qwen line's (forward(
         spellings=("llava-ov", "llava-onevision-qwen2", "llavaonevision"),
         tiles="llava-onevision",
         pixel_kwargs="arr_coc.family_processors:fixed_pixels",
+        tiny="arr_coc.tiny_tiled",
     ),
 )
 BUILTIN = BUILTIN + TILED

@@ -212,16 +212,12 @@ def load_processor(model_id_or_path: str | os.PathLike) -> Any:
             processor.arr_coc_kind, processor.arr_coc_reason = "transformers", None
             logger.info("processor for %s: transformers %s", model_id, type(processor).__name__)
             return processor
-    from .family_processors import FAMILIES, checkpoint_family, load_family_processor
+    from .family_processors import checkpoint_family
 
     family = checkpoint_family(model_id)
-    if family is not None and (family.name in FAMILIES or family.name == "minicpm-v-4.7"):  # their own processors
-        if family.name in FAMILIES:  # InternVL, OneVision, Mistral3, Gemma 3
-            processor = load_family_processor(model_id, family, reason)
-        else:  # MiniCPM-V 4.7: transformers' class without its video processor
-            from .tiny_minicpm import load_images_processor
-
-            processor = load_images_processor(model_id, reason)
+    tiny = importlib.import_module(family.tiny) if family is not None and family.tiny else None
+    if tiny is not None and hasattr(tiny, "load_processor"):  # their own processors: MiniCPM-V 4.7, the tiled ones
+        processor = tiny.load_processor(model_id, family, reason)
         logger.info("processor for %s: %s (images only); %s", model_id, type(processor).__name__, reason)
         return processor
     tokenizer = AutoTokenizer.from_pretrained(model_id)

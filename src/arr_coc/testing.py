@@ -27,12 +27,13 @@ from __future__ import annotations
 
 import base64
 import functools
+import importlib
 import os
 import pathlib
 import tempfile
 from typing import Any
 
-from .families import QWEN_VL, get_family
+from .families import QWEN_VL, families, get_family
 
 FAMILIES: tuple[str, ...] = tuple(f.name for f in QWEN_VL)  # the families a tiny checkpoint is built for
 VOCAB_SIZE = 151936  # embedding rows of every published Qwen2-VL / Qwen2.5-VL / Qwen3-VL config
@@ -96,6 +97,12 @@ def _check_family(family: str) -> str:
     if family not in CHECKPOINT_FAMILIES:
         raise ValueError(f"unknown family {family!r}; choose one of {', '.join(CHECKPOINT_FAMILIES)}")
     return family
+
+
+def _tiny(family: str) -> Any:
+    """The module of ``family``'s registry row that builds its tiny checkpoint (``Family.tiny``), or None (Qwen's)."""
+    name = next((row.tiny for row in families() if row.name == family), None)
+    return importlib.import_module(name) if name else None
 
 
 def _first_id(family: str) -> int:
@@ -184,14 +191,9 @@ def tiny_tokenizer(family: str) -> Any:
     from tokenizers import AddedToken
     from transformers import Qwen2Tokenizer
 
-    if _check_family(family) == GLM:
-        from .tiny_glm import glm_tokenizer
-
-        return glm_tokenizer()
-    if family == MINICPM:
-        from .tiny_minicpm import minicpm_tokenizer
-
-        return minicpm_tokenizer()
+    tiny = _tiny(_check_family(family))  # GLM-4.1V, MiniCPM-V 4.7: their modules' (arr_coc.tiny_glm ...)
+    if tiny is not None:
+        return tiny.tokenizer(family)
     n_added = N_ADDED[family]
     vocab, merges = qwen3_5_bpe() if family == QWEN3_5 else qwen2_bpe()
     first = _first_id(family)
@@ -227,14 +229,9 @@ def tiny_config(family: str, vllm: bool = False) -> Any:
     """
     import transformers as tf
 
-    if _check_family(family) == GLM:
-        from .tiny_glm import glm_config
-
-        return glm_config(vllm)
-    if family == MINICPM:
-        from .tiny_minicpm import minicpm_config
-
-        return minicpm_config(vllm)
+    tiny = _tiny(_check_family(family))
+    if tiny is not None:
+        return tiny.config(family, vllm)
     ids = family_token_ids(family)
     text: dict[str, Any] = dict(
         vocab_size=QWEN3_5_VOCAB if family == QWEN3_5 else VOCAB_SIZE,
@@ -313,10 +310,9 @@ def tiny_image_processor(family: str, max_pixels: int | None = None) -> Any:
     """
     from transformers import Qwen2VLImageProcessorPil
 
-    if _check_family(family) == GLM:
-        from .tiny_glm import glm_image_processor
-
-        return glm_image_processor(max_pixels)
+    tiny = _tiny(_check_family(family))
+    if tiny is not None and hasattr(tiny, "image_processor"):  # GLM-4.1V's; MiniCPM-V 4.7 takes Qwen's below
+        return tiny.image_processor(family, max_pixels)
     row = get_family(family)  # the published preprocessor configs' min_pixels, mean and std
     cell, min_pixels, mean, std = row.cell, row.min_pixels, list(row.image_mean), list(row.image_std)
     max_pixels = 256 * cell * cell if max_pixels is None else int(max_pixels)
@@ -355,18 +351,10 @@ def tiny_checkpoint(
     """
     import torch
 
-    from . import tiny_tiled
-
-    if family in tiny_tiled.FAMILIES:  # InternVL, OneVision, Mistral3, Gemma 3: arr_coc.tiny_tiled
-        return tiny_tiled.checkpoint(family, path, max_pixels=max_pixels, vllm=vllm)
-    if _check_family(family) == GLM:
-        from .tiny_glm import glm_checkpoint
-
-        return glm_checkpoint(path, max_pixels=max_pixels, vllm=vllm)
-    if family == MINICPM:  # its processor has no pixel bounds: max_pixels is not used
-        from .tiny_minicpm import minicpm_checkpoint
-
-        return minicpm_checkpoint(path, vllm=vllm)
+    tiny = _tiny(family)  # GLM-4.1V, MiniCPM-V 4.7, the tiled families: their registry rows' modules
+    if tiny is not None:
+        return tiny.checkpoint(family, path, max_pixels=max_pixels, vllm=vllm)
+    _check_family(family)
     folder = pathlib.Path(path).expanduser()
     folder.mkdir(parents=True, exist_ok=True)
     tokenizer = tiny_tokenizer(family)

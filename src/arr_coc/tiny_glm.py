@@ -153,4 +153,25 @@ def glm_checkpoint(path: str | os.PathLike, *, max_pixels: int | None = None, vl
     return folder
 
 
-__all__ = ["ADDED_TOKENS", "FAMILIES", "TOKEN_IDS", "glm_bpe", "glm_checkpoint", "glm_config", "glm_tokenizer"]
+# The interface of a registry row's ``tiny`` module (:attr:`arr_coc.families.Family.tiny`), which
+# :mod:`arr_coc.testing` dispatches through.
+def tokenizer(family: str) -> Any:
+    return glm_tokenizer()
+
+
+def config(family: str, vllm: bool = False) -> Any:
+    return glm_config(vllm)
+
+
+def image_processor(family: str, max_pixels: int | None = None) -> Any:
+    return glm_image_processor(max_pixels)
+
+
+def checkpoint(
+    family: str, path: str | os.PathLike, *, max_pixels: int | None = None, vllm: bool = False
+) -> pathlib.Path:
+    return glm_checkpoint(path, max_pixels=max_pixels, vllm=vllm)
+
+
+__all__ = ["ADDED_TOKENS", "FAMILIES", "TOKEN_IDS", "checkpoint", "config", "glm_bpe", "glm_checkpoint", "glm_config",
+           "glm_tokenizer", "image_processor", "tokenizer"]  # fmt: skip

@@ -175,5 +175,25 @@ def minicpm_checkpoint(path: str | os.PathLike, *, vllm: bool = False) -> pathli
     return folder
 
 
-__all__ = ["CHAT_TEMPLATE", "MARKERS", "load_images_processor", "minicpm_checkpoint", "minicpm_config",
-           "minicpm_tokenizer"]  # fmt: skip
+# The interface of a registry row's ``tiny`` module (:attr:`arr_coc.families.Family.tiny`), which
+# :mod:`arr_coc.testing` and :func:`arr_coc.processing.load_processor` dispatch through.
+def tokenizer(family: str) -> Any:
+    return minicpm_tokenizer()
+
+
+def config(family: str, vllm: bool = False) -> Any:
+    return minicpm_config(vllm)
+
+
+def checkpoint(
+    family: str, path: str | os.PathLike, *, max_pixels: int | None = None, vllm: bool = False
+) -> pathlib.Path:
+    return minicpm_checkpoint(path, vllm=vllm)  # its processor has no pixel bounds: max_pixels is not used
+
+
+def load_processor(model_id: str, family: Any, reason: str) -> Any:
+    return load_images_processor(model_id, reason)  # transformers' class without its video processor
+
+
+__all__ = ["CHAT_TEMPLATE", "MARKERS", "checkpoint", "config", "load_images_processor", "load_processor",
+           "minicpm_checkpoint", "minicpm_config", "minicpm_tokenizer", "tokenizer"]  # fmt: skip

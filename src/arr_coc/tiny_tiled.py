@@ -355,4 +355,12 @@ def checkpoint(
     return folder
 
 
-__all__ = ["FAMILIES", "TokenizerSpec", "checkpoint", "config", "image_processor", "spec", "tokenizer"]
+def load_processor(model_id: str, family: Any, reason: str) -> Any:
+    """The family's processor built without torchvision (:func:`arr_coc.family_processors.load_family_processor`)."""
+    from .family_processors import load_family_processor
+
+    return load_family_processor(model_id, family, reason)
+
+
+__all__ = ["FAMILIES", "TokenizerSpec", "checkpoint", "config", "image_processor", "load_processor", "spec",
+           "tokenizer"]  # fmt: skip
