@@ -230,16 +230,6 @@ class PredictionLog:
 
 
 # ----- the run -----------------------------------------------------------------------------------------------------
-def _merge_size(model: Any) -> int:
-    """Patches merged per visual token side: the config's ``spatial_merge_size``, else the family's registry row."""
-    size = getattr(model.config.vision_config, "spatial_merge_size", None)
-    if size is not None:
-        return int(size)
-    from ..families import get_family
-
-    return get_family(model.config.model_type).merge_size
-
-
 def _tokens_total(grid_row: Sequence[int], merge: int) -> int:
     t, h, w = (int(v) for v in grid_row)
     return t * h * w // (merge * merge)
