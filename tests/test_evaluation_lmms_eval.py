@@ -42,7 +42,7 @@ import torch, transformers
 from lmms_eval.api.instance import Instance
 from lmms_eval.models import get_model, list_available_models
 
-folder, pixels = sys.argv[1], int(sys.argv[2])
+folder, bounds = sys.argv[1], sys.argv[2]  # "min,max" pixel bounds, or "" for the family's defaults
 assert "arr_coc" in list_available_models(), "lmms-eval did not register arr_coc"
 cls = get_model("arr_coc")
 
@@ -64,28 +64,34 @@ requests = [
     for i, d in enumerate(docs)
 ]
 out = {"class": cls.__module__ + "." + cls.__name__}
+pixel_args = ",min_pixels={},max_pixels={}".format(*bounds.split(",")) if bounds else ""
 for budget in ("1.0", "0.25"):
     lm = cls.create_from_arg_string(
-        f"pretrained={folder},budget={budget},allocator=uniform,dtype=float32,device=cpu,min_pixels=3136,"
-        f"max_pixels={pixels}", {"batch_size": 2, "max_batch_size": None, "device": None},  # as lmms-eval's evaluator
+        f"pretrained={folder},budget={budget},allocator=uniform,dtype=float32,device=cpu{pixel_args}",
+        {"batch_size": 2, "max_batch_size": None, "device": None},  # as lmms-eval's evaluator
     )
     lm.task_dict = {"docvqa_val": {"validation": docs}}
     out[budget] = lm.generate_until(requests)
     out[budget + " kept"] = [[a.budget for a in s] for s in lm.last_allocation]
 
-# the plain model (the unwrapped one the plugin holds) on the same prompts, built here in lmms-eval's format
+# the plain model (the unwrapped one the plugin holds) on the same prompts, built here in lmms-eval's format, the
+# pixel bounds as the family's processor takes them (Qwen's area bounds; InternVL's tile counts)
+from arr_coc.family_processors import pixel_kwargs
+from arr_coc.loading import visual_tokens
 model, processor = lm.model, lm.processor
-processor.tokenizer.padding_side = "left"
+tok = processor.tokenizer
+tok.padding_side = "left"
 texts = [processor.apply_chat_template([
     {"role": "system", "content": "You are a helpful assistant."},
     {"role": "user", "content": [{"type": "image"}, {"type": "text", "text": d["question"] + post}]},
 ], add_generation_prompt=True) for d in docs]
-inputs = processor(text=texts, images=[d["image"] for d in docs],
-                   size={"shortest_edge": 3136, "longest_edge": pixels}, return_tensors="pt")
+inputs = processor(text=texts, images=[d["image"] for d in docs], padding=True, return_tensors="pt",
+                   **pixel_kwargs(processor, *lm.bounds))
 with torch.inference_mode():
-    seq = model.generate(**inputs, max_new_tokens=5, do_sample=False, eos_token_id=151645, pad_token_id=151643)
+    seq = model.generate(**inputs, max_new_tokens=5, do_sample=False, eos_token_id=tok.eos_token_id,
+                         pad_token_id=tok.pad_token_id)
 out["plain"] = processor.batch_decode(seq[:, inputs["input_ids"].shape[1]:], skip_special_tokens=True)
-out["tokens"] = [int(t * h * w // 4) for t, h, w in inputs["image_grid_thw"].tolist()]
+out["tokens"] = [visual_tokens(model, inputs, i) for i in range(len(docs))]
 from arr_coc.evaluation.lmms_eval_plugin import question_of
 out["questions"] = [
     question_of("What is the total?\nAnswer the question using a single word or phrase."),
@@ -107,7 +113,11 @@ def write_dist_info(folder: Path) -> None:
     (info / "entry_points.txt").write_text("[lmms_eval.models]\n" + lines)
 
 
-def test_lmms_eval_finds_instantiates_and_runs_the_plugin(tiny_checkpoint_folder, tmp_path):
+@pytest.mark.parametrize(
+    ("family", "bounds"),
+    [("qwen2.5-vl", f"3136,{PIXELS}"), ("internvl", "")],  # Qwen's area bounds; InternVL's own (tiles) by default
+)
+def test_lmms_eval_finds_instantiates_and_runs_the_plugin(tiny_checkpoint_folder, tmp_path, family, bounds):
     import shutil
 
     import torch
@@ -115,8 +125,8 @@ def test_lmms_eval_finds_instantiates_and_runs_the_plugin(tiny_checkpoint_folder
 
     # weights re-drawn as N(0, 4 / fan_in) so that answers depend on the input (see test_evaluation_run.py)
     folder = tmp_path / "model"
-    shutil.copytree(tiny_checkpoint_folder("qwen2.5-vl"), folder)
-    model = transformers.Qwen2_5_VLForConditionalGeneration.from_pretrained(folder)
+    shutil.copytree(tiny_checkpoint_folder(family), folder)
+    model = transformers.AutoModelForImageTextToText.from_pretrained(folder)
     generator = torch.Generator().manual_seed(0)
     with torch.no_grad():
         for p in model.parameters():
@@ -128,16 +138,21 @@ def test_lmms_eval_finds_instantiates_and_runs_the_plugin(tiny_checkpoint_folder
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([str(tmp_path / "site"), str(ROOT / "src"), env.get("PYTHONPATH", "")])
     proc = subprocess.run(
-        [sys.executable, "-c", SCRIPT, str(folder), str(PIXELS)], env=env, capture_output=True, text=True, timeout=600
+        [sys.executable, "-c", SCRIPT, str(folder), bounds], env=env, capture_output=True, text=True, timeout=600
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     line = next(x for x in proc.stdout.splitlines() if x.startswith("RESULT "))
     out = json.loads(line.removeprefix("RESULT "))
     assert out["class"] == "arr_coc.evaluation.lmms_eval_plugin.ArrCocQwenVL"
-    assert out["1.0"] == out["plain"]  # budget 1.0 is the unmodified model, same prompts
+    assert out["1.0"] == out["plain"]  # budget 1.0 is the unmodified model, same prompts, same pixel bounds
     assert len(set(out["plain"])) == 2  # ... whose answers depend on the input
     assert out["1.0 kept"] == []  # nothing pruned
-    assert out["0.25 kept"] == [[round(0.25 * n)] for n in out["tokens"]]
+    if family == "qwen2.5-vl":
+        assert out["0.25 kept"] == [[round(0.25 * n)] for n in out["tokens"]]
+    else:  # InternVL: one allocation a tile (and the thumbnail), a quarter of the image's tokens over them
+        assert [sum(s) for s in out["0.25 kept"]] == [
+            pytest.approx(0.25 * n, abs=len(s)) for n, s in zip(out["tokens"], out["0.25 kept"], strict=True)
+        ]
     assert all(isinstance(a, str) for a in out["0.25"]) and out["0.25"] != out["plain"]
     # the question the allocator scores with: the context without the task's answer-format instruction
     assert out["questions"] == ["What is the total?", "How many bars?", "what is written in the image?"]

@@ -82,9 +82,28 @@ def test_eval_runs_a_task_end_to_end(checkpoints, family, tmp_path):
     from arr_coc.cli import main
 
     out = tmp_path / "eval"
-    args = ["eval", "--model", str(checkpoints[family]), "--task", "docgen", "--split", "dev", "--limit", "2",
-            "--budgets", "1.0,0.25", "--allocator", "random", "--out", str(out), "--max-new-tokens", "2",
-            "--no-progress"]  # fmt: skip
+    args = [
+        "eval",
+        "--model",
+        str(checkpoints[family]),
+        "--task",
+        "docgen",
+        "--split",
+        "dev",
+        "--limit",
+        "2",
+        "--budgets",
+        "1.0,0.25",
+        "--allocator",
+        "random",
+        "--out",
+        str(out),
+        "--max-new-tokens",
+        "2",
+        "--batch-size",
+        "2",
+        "--no-progress",
+    ]  # fmt: skip  (one batch of two pages of different sizes: padded)
     if family in MAX_PIXELS:
         args += ["--max-pixels", str(MAX_PIXELS[family])]
     assert main(args) == 0

@@ -1,4 +1,6 @@
-"""The ``arr_coc`` model for lmms-eval: any lmms-eval task on a Qwen-VL model whose visual tokens are pruned.
+"""The ``arr_coc`` model for lmms-eval: any lmms-eval task on a vision-language model whose visual tokens are pruned
+(any family ``arr-coc eval`` runs: the Qwen-VL line, GLM-4.1V, MiniCPM-V 4.7, InternVL, LLaVA-OneVision, Mistral3,
+Gemma 3; ``docs/families.md``).
 
     lmms-eval --model arr_coc --model_args pretrained=/path/to/Qwen2.5-VL-7B-Instruct,budget=0.222,allocator=model \\
         --tasks docvqa_val,chartqa --batch_size 1 --output_path out/
@@ -9,14 +11,16 @@ How lmms-eval finds it: lmms-eval (0.7.x) builds its model registry from the Pyt
 requirement of this package (it pulls torchvision and much more); install it as you normally do.
 
 ``--model_args`` (lmms-eval parses numbers and true/false):
-    pretrained: local folder or cached hub id of a Qwen2-VL / Qwen2.5-VL / Qwen3-VL checkpoint (required).
+    pretrained: local folder or cached hub id of a checkpoint of a registered family (required).
     budget: tokens kept per image: a fraction (0.222), a count (256), ``adaptive``; ``1.0`` runs the unpruned model.
         Note that lmms-eval turns ``budget=1`` into the integer 1 (one token): write ``1.0`` for "all".
     allocator: ``model`` (default), ``text``, ``texture``, ``foveate``, ``random``, ``uniform``
         (:mod:`arr_coc.evaluation.allocators`).
     device: torch device (default ``cuda`` when available, else ``cpu``); dtype: ``bfloat16`` (default, as
         lmms-eval's Qwen-VL models), ``float16``, ``float32`` or ``auto``.
-    min_pixels / max_pixels: image resolution bounds (default lmms-eval's for the family, ``Family.eval_pixels``).
+    min_pixels / max_pixels: image resolution bounds (default lmms-eval's for the family, ``Family.eval_pixels``),
+        passed as the family's processor takes them (``Family.pixel_kwargs``: Qwen's area bounds, InternVL's tile
+        counts, Mistral3's longest edge; none for Gemma 3 / OneVision), as ``arr-coc eval`` passes them.
     system_prompt: default "You are a helpful assistant." (lmms-eval's Qwen-VL default).
     batch_size: requests per generate call (lmms-eval's ``--batch_size`` sets it too).
     seed: seed of the ``random`` allocator.
@@ -37,6 +41,7 @@ from typing import Any
 from lmms_eval.api.instance import Instance
 from lmms_eval.api.model import lmms
 
+from ..family_processors import pixel_kwargs
 from .allocators import check_allocators
 from .runner import Variant, cut_at_stops, generate_batch, is_full, pixel_bounds, wrap_model
 from .tasks import SYSTEM_PROMPT, TASKS
@@ -145,12 +150,13 @@ class ArrCocQwenVL(lmms):
             content = [{"type": "image"} for _ in vis] + [{"type": "text", "text": context.replace("<image>", "")}]
             messages = [{"role": "system", "content": self.system_prompt}, {"role": "user", "content": content}]
             texts.append(self.processor.apply_chat_template(messages, add_generation_prompt=True))
-            images += [v.convert("RGB") for v in vis]
+            images.append([v.convert("RGB") for v in vis])  # a list per sample (Gemma 3 counts them per prompt)
         tokenizer = self.tokenizer
         side, tokenizer.padding_side = tokenizer.padding_side, "left"
         try:
-            size = {"shortest_edge": self.bounds[0], "longest_edge": self.bounds[1]}
-            return self.processor(text=texts, images=images, size=size, return_tensors="pt").to(self._device)
+            bounded = pixel_kwargs(self.processor, *self.bounds)  # the family's own bound, as arr-coc eval's
+            inputs = self.processor(text=texts, images=images, padding=True, return_tensors="pt", **bounded)
+            return inputs.to(self._device)
         finally:
             tokenizer.padding_side = side
 

@@ -128,7 +128,9 @@ def build_batch(processor: Any, task: TaskSpec, images: list[Any], questions: li
     side = tokenizer.padding_side
     tokenizer.padding_side = "left"
     try:
-        return processor(text=texts, images=images, return_tensors="pt", **bounded)
+        # images nested a list per sample (Gemma 3's processor counts them per prompt), padded to the longest prompt
+        nested = [[image] for image in images]
+        return processor(text=texts, images=nested, padding=True, return_tensors="pt", **bounded)
     finally:
         tokenizer.padding_side = side
 
