@@ -175,7 +175,8 @@ def _heads_prose(layout: Layout, order: list[int], pos: int, cols: list[int], de
         nxt = order[pos + 1] if pos + 1 < len(order) else None
         return nxt is not None and cols[nxt] != cols[order[pos]]
     nxt = layout.lines[j].text.strip()
-    if depth < 1 and nxt and len(nxt.split()) < PROSE_WORDS and nxt[-1] not in _END_PUNCT:
+    two_line = nxt and len(nxt.split()) < PROSE_WORDS and nxt[-1] not in _END_PUNCT and _wordy(nxt)
+    if depth < 1 and two_line:
         return _heads_prose(layout, order, pos + 1, cols, depth + 1)  # a heading on two lines
     return _prose(layout.lines[j].text)
 
@@ -187,8 +188,13 @@ def _heading_like(text: str) -> bool:
         and t[-1] not in _END_PUNCT
         and _NUMBER_STRIP_RE.sub("", t)[:1].isupper()
         and not _CAPTION_RE.match(t)
-        and re.search(r"[^\W\d_]{3}", t) is not None  # a word, not a subscript or a figure's label ("R", "x1")
+        and _wordy(t)
     )
+
+
+def _wordy(text: str) -> bool:
+    """Holds a word (three letters running), not only a subscript, a figure's label or numbers ("R", "x1", "12")."""
+    return re.search(r"[^\W\d_]{3}", text) is not None
 
 
 def _is_stop(
