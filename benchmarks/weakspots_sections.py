@@ -5,8 +5,9 @@ Example:
     python benchmarks/weakspots_sections.py copy --src /work/data/weakspots/sections-src
     python benchmarks/weakspots_sections.py make --src /work/data/weakspots/sections-src \\
         --out /work/data/weakspots/sections --gt-ocr /work/cache/weakspots/sections-gtocr
-    python benchmarks/realdocs_recall.py --data /work/data/weakspots/sections/dev.jsonl \\
-        --ocr-cache /work/cache/weakspots/sections-gtocr --out X.md
+    python benchmarks/realdocs_recall.py --data /work/data/weakspots/sections/questions.jsonl \\
+        --ocr-cache /work/cache/weakspots/sections-gtocr --out new.md
+    python benchmarks/weakspots_sections.py report --data /work/data/weakspots/sections --results base.json new.json
 
 The ground truth is read from the text layer with the PDF's FONTS, which no reader of the page image has: a heading
 is a short line set in a bold face (or larger than the body), numbered or capitalised, at a column's left edge;
@@ -415,6 +416,41 @@ def make(src: Path, out: Path, dpi: int, max_pages: int, seed: int, gt_ocr: Path
     return rows
 
 
+def report(data: Path, results: Sequence[Path], budget: str = "11.1%") -> str:
+    """Markdown: recall at ``budget`` of each ``benchmarks/realdocs_recall.py`` JSON (one a checkout, named by its
+    file) on development, held-out and last sources, with the spread over sources, and by kind."""
+    import numpy as np
+
+    meta = {}
+    for line in (data / "questions.jsonl").read_text().splitlines():
+        q = json.loads(line)
+        meta[q["id"]] = (q["render"]["kind"], q["source"])
+
+    def split(source: str) -> str:
+        return "last" if source == LAST else "held-out" if source in HELD_OUT else "development"
+
+    out = ["| run | split (questions, sources) | recall | [min-max over sources] | " + " | ".join(QUESTIONS) + " |"]
+    out.append("|---|---|---:|---:|" + "---:|" * len(QUESTIONS))
+    for res in results:
+        rows = [(meta[r["id"]], r["rules"][budget]) for r in json.loads(res.read_text())["questions"]]
+        for name in ("development", "held-out", "last"):
+            got = [(k, s, v) for (k, s), v in rows if split(s) == name]
+            if not got:
+                continue
+            per = [np.mean([v for _, s2, v in got if s2 == s]) for s in sorted({s for _, s, _ in got})]
+            kinds = []
+            for kind in QUESTIONS:
+                vs = [v for k, _, v in got if k == kind]
+                kinds.append(f"{np.mean(vs):.3f} ({len(vs)})" if vs else "-")
+            mean = np.mean([v for *_, v in got])
+            out.append(
+                f"| {res.stem} | {name} ({len(got)}, {len(per)}) | {mean:.3f} | [{min(per):.2f}-{max(per):.2f}] | "
+                + " | ".join(kinds)
+                + " |"
+            )
+    return "\n".join(out) + "\n"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     sub = p.add_subparsers(dest="cmd", required=True)
@@ -428,7 +464,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     mk.add_argument("--max-pages", type=int, default=10)
     mk.add_argument("--seed", type=int, default=17)
     mk.add_argument("--gt-ocr", type=Path, default=None, help="write the text-layer lines as OCR boxes here")
+    rp = sub.add_parser("report", help="dev / held-out / last recall of realdocs_recall.py JSON outputs")
+    rp.add_argument("--data", type=Path, required=True)
+    rp.add_argument("--results", type=Path, nargs="+", required=True)
     a = p.parse_args(argv)
+    if a.cmd == "report":
+        print(report(a.data, a.results))
+        return 0
     if a.cmd == "copy":
         print(f"{copy(a.mirrors, a.src)} PDFs -> {a.src}")
         return 0
