@@ -6,6 +6,8 @@
     structural_query.py  ``parse`` a question about the page's structure ("the second section of the left
                          column", "the word after 'ability to'") into a ``StructuralQuery``; ``resolve`` it on a
                          ``Layout`` into the ``Evidence`` to keep
+    sections.py          ``named_extent``: the lines a named section's heading governs (its column, on into the
+                         next column, up to the next heading that stands above prose)
 
 Depends on ``arr_coc.reading.text`` only (no OCR engine, no matcher): any OCR output works.
 """

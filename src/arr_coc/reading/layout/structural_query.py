@@ -45,6 +45,7 @@ import re
 from dataclasses import dataclass, field
 
 from ..text import fold
+from .sections import named_evidence
 from .structure import Box, Layout
 
 __all__ = ["StructuralQuery", "Evidence", "parse", "resolve", "ORDINALS", "RULES"]
@@ -448,6 +449,8 @@ def resolve(layout: Layout, sq: StructuralQuery) -> Evidence | None:
     """
     if not layout.words:
         return None
+    if (named := named_evidence(layout, sq)) is not None:  # a named section's extent (``.sections``)
+        return Evidence(named[0], named[1], detail=named[2])
     if sq.assigned:
         # "x = ..." in reading order: the variable, then "=" (its own word or glued to it), then what follows
         for i, w in enumerate(layout.words):

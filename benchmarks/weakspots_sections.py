@@ -1,0 +1,488 @@
+"""Multi-column section questions on real PDFs (issue 40): a named section's year, the word right after / before a
+word inside a named section, a section's last word, with exact answer boxes from the PDF's text layer.
+
+Example:
+    python benchmarks/weakspots_sections.py copy --src /work/data/weakspots/sections-src
+    python benchmarks/weakspots_sections.py make --src /work/data/weakspots/sections-src \\
+        --out /work/data/weakspots/sections --gt-ocr /work/cache/weakspots/sections-gtocr
+    python benchmarks/realdocs_recall.py --data /work/data/weakspots/sections/questions.jsonl \\
+        --ocr-cache /work/cache/weakspots/sections-gtocr --out new.md
+    python benchmarks/weakspots_sections.py report --data /work/data/weakspots/sections --results base.json new.json
+
+The ground truth is read from the text layer with the PDF's FONTS, which no reader of the page image has: a heading
+is a short line set in a bold face (or larger than the body), numbered or capitalised, at a column's left edge;
+the page's columns are cut at the gutter that no body word crosses; reading order is each column top to bottom,
+left to right; a section is its heading's line and the body lines after it, in that order, up to the next heading,
+so a section that reaches a column's foot goes on at the top of the next column. Body lines are the lines set at
+the body's size (captions, figure text and footnotes, set smaller, are left out).
+
+Kinds (``render.kind``):
+
+- ``sec_year``: "Which year is mentioned in the section titled 'X'?" where the section (on this page) prints exactly
+  one year (1900-2029, a citation's "2019)" or "2019a" counts);
+- ``sec_after`` / ``sec_before``: the word right after / before a word printed once in the section and elsewhere on
+  the page too (so the page-wide first occurrence may be wrong); the answer may be on the next line or the next
+  column;
+- ``sec_last``: the last word of a section that ends on the page (the next heading is on it).
+
+One source = one PDF. ``--held-out`` sources are never looked at while developing; ``LAST`` is added last and never
+tuned on. Output: realdocs-dev's schema (``questions.jsonl``, ``dev.jsonl``, ``heldout.jsonl``, ``last.jsonl``,
+``images/``) plus ``source``; ``--gt-ocr`` writes each page's text-layer lines (the words of one line of one column
+joined, as an OCR reader boxes them) into that ``DiskOcrCache`` folder.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import re
+import subprocess
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT / "src") not in sys.path:
+    sys.path.insert(0, str(ROOT / "src"))
+
+PAPERMAGE = ("github:allenai/papermage", "9cd4bb48cbedab45d0f7a455711438f1632abebe", "Apache-2.0")
+PDFJS = ("github:mozilla/pdf.js", "0f26334f9d6f96119f6e5164fb65832fbbde7344", "Apache-2.0")
+PDFFIGURES2 = ("github:allenai/pdffigures2", "3d7ad46753d4a315cccd1c2bcab398380e88c534", "Apache-2.0")
+UNSTRUCTURED = ("github:Unstructured-IO/unstructured", "3e5482bfcdc843b5218ad98d2845b4b71ab013b7", "Apache-2.0")
+# collection -> (repository, commit, licence, [paths]): two-column papers shipped as test data
+MANIFEST: dict[str, tuple[str, str, str, list[str]]] = {
+    "papermage": (
+        *PAPERMAGE,
+        [
+            f"tests/fixtures/{n}.pdf"
+            for n in (
+                "1903.10676",
+                "2020.acl-main.447",
+                "2023.eacl-main.121",
+                "2203.00130v1",
+                "2206.10883v3",
+                "2302.07302v1",
+                "2304.02623v1",
+                "papermage",
+            )
+        ],
+    ),
+    "pdfjs": (*PDFJS, ["test/pdfs/tracemonkey.pdf"]),
+    "pdffigures2": (
+        *PDFFIGURES2,
+        [
+            f"src/test/resources/test-pdfs/{n}.pdf"
+            for n in (
+                "3a9202f9f176d3377516e3da0866cc19148c033b",
+                "498bb0efad6ec15dd09d941fb309aa18d6df9f5f",
+                "f63cb20759fab2514802c3ef2a743c76bf9dc9f1",
+            )
+        ],
+    ),
+    # the DPR paper (two columns): in realdocs-extra's running-text questions, never in a section question here
+    "unstructured": (*UNSTRUCTURED, ["example-docs/pdf/multi-column.pdf"]),
+}
+# never looked at while developing (their figures are read once, at the end)
+HELD_OUT = (
+    "papermage:2023.eacl-main.121",
+    "papermage:2302.07302v1",
+    "pdffigures2:3a9202f9f176d3377516e3da0866cc19148c033b",
+    "pdffigures2:498bb0efad6ec15dd09d941fb309aa18d6df9f5f",
+    "pdffigures2:f63cb20759fab2514802c3ef2a743c76bf9dc9f1",
+)
+LAST = "unstructured:multi-column"  # added last, never tuned on
+
+QUESTIONS = {  # kind -> wordings; {h}: heading, {w}: the word
+    "sec_year": (
+        "Which year is mentioned in the section titled '{h}'?",
+        "What year does the '{h}' section give?",
+        "In the section headed \u201c{h}\u201d, which year is named?",
+    ),
+    "sec_after": (
+        "In the section titled '{h}', which word comes right after '{w}'?",
+        "Which word follows '{w}' in the section headed \u201c{h}\u201d?",
+        "What is the next word after '{w}' in the {h} section?",
+    ),
+    "sec_before": (
+        "In the section titled '{h}', which word comes right before '{w}'?",
+        "Which word precedes \u201c{w}\u201d in the section headed \u201c{h}\u201d?",
+    ),
+    "sec_last": (
+        "What is the last word of the section titled '{h}'?",
+        "How does the section headed \u201c{h}\u201d end?",
+        "With which word does the '{h}' section close?",
+    ),
+}
+BOLD_RE = re.compile(r"Bold|Medi|Semibold|Black|Heavy|CMBX|TB$|-B$|\.B$", re.I)
+NUM_RE = re.compile(r"^(?:\d+(?:\.\d+)*\.?|[IVX]+\.|[A-H](?:\.\d+)*\.?)$")  # "3", "3.1", "IV.", "A.2"
+YEAR_RE = re.compile(r"^\(?(19\d\d|20[0-2]\d)[a-z]?\)?[.,;:]?\)?[.,;:]?$")
+STOP = set(
+    "the and for with that this from into are was were has have been its their which what when where not".split()
+)
+
+
+def norm(t: str) -> str:
+    return re.sub(r"[^a-z0-9]", "", t.lower())
+
+
+def copy(mirrors: Path, src: Path) -> int:
+    """Copy the manifest's files (``git show COMMIT:PATH`` from ``mirrors/<owner>+<name>/repo``) into ``src``."""
+    n = 0
+    for collection, (repo, commit, _lic, paths) in MANIFEST.items():
+        git_dir = mirrors / repo.removeprefix("github:").replace("/", "+") / "repo"
+        (src / collection).mkdir(parents=True, exist_ok=True)
+        for path in paths:
+            blob = subprocess.run(["git", "--git-dir", str(git_dir), "show", f"{commit}:{path}"], capture_output=True)
+            if blob.returncode != 0 or blob.stdout[:4] != b"%PDF":
+                print(f"  skip {path}: not in {repo}@{commit[:10]} as a PDF", file=sys.stderr)
+                continue
+            (src / collection / Path(path).name).write_bytes(blob.stdout)
+            n += 1
+    return n
+
+
+def _gutter(words: list[dict], width: float, body: float) -> float | None:
+    """The x of the one vertical white gutter between 30% and 70% of the page width that no body word crosses (and
+    that has body words on both sides), or None (a one-column page)."""
+    lo, hi = int(0.3 * width), int(0.7 * width)
+    cover = [0] * (hi - lo)
+    words = [w for w in words if abs(w["size"] - body) <= 0.6]
+    for w in words:
+        for x in range(max(lo, int(w["x0"])), min(hi, int(w["x1"]) + 1)):
+            cover[x - lo] += 1
+    limit = max(1, len(words) // 100)  # a few words (a spanning title, an equation) may cross
+    runs, x = [], 0
+    while x < len(cover):
+        if cover[x] <= limit:
+            end = x
+            while end < len(cover) and cover[end] <= limit:
+                end += 1
+            runs.append((end - x, (x + end) / 2 + lo))
+            x = end
+        else:
+            x += 1
+    runs = [r for r in runs if r[0] >= 6]
+    if not runs:
+        return None
+    g = max(runs)[1]
+    left = sum(1 for w in words if w["x1"] < g)
+    right = sum(1 for w in words if w["x0"] > g)
+    return g if min(left, right) >= 0.25 * (left + right) else None
+
+
+def page_lines(pg) -> tuple[list[dict], float, float, list[dict]] | None:
+    """The page's lines in reading order (each ``{"words", "col", "heading", "body", "text"}``), its body size,
+    its gutter's x and all its words; None for a page without two columns."""
+    from collections import Counter
+
+    from arr_coc.training.data import decoded_text
+
+    words = [w for w in pg.extract_words(x_tolerance=1, extra_attrs=["fontname", "size"]) if w["text"]]
+    words = [w for w in words if decoded_text(w["text"])]
+    if len(words) < 150:
+        return None
+    body = Counter(round(w["size"], 1) for w in words).most_common(1)[0][0]
+    g = _gutter(words, float(pg.width), body)
+    if g is None:
+        return None
+    # lines: words of one column whose tops agree (within a third of the body size)
+    spanning_tops = [w["top"] for w in words if w["x0"] < g < w["x1"]]
+    lines: list[dict] = []
+    for col in (0, 1):
+        ws = sorted(
+            (w for w in words if (w["x1"] <= g if col == 0 else w["x0"] >= g)), key=lambda w: (w["top"], w["x0"])
+        )
+        cur: list[dict] = []
+        for w in ws:
+            if cur and abs(w["top"] - cur[0]["top"]) > body / 3:
+                lines.append({"words": sorted(cur, key=lambda w: w["x0"]), "col": col})
+                cur = []
+            cur.append(w)
+        if cur:
+            lines.append({"words": sorted(cur, key=lambda w: w["x0"]), "col": col})
+    col_x0 = {c: min(w["x0"] for ln in lines if ln["col"] == c for w in ln["words"]) for c in (0, 1)}
+    for ln in lines:
+        ws = ln["words"]
+        ln["text"] = " ".join(w["text"] for w in ws)
+        ln["top"] = min(w["top"] for w in ws)
+        ln["spans"] = any(abs(t - ln["top"]) < body for t in spanning_tops)
+        sizes = [w["size"] for w in ws]
+        bold = sum(bool(BOLD_RE.search(w["fontname"])) for w in ws) / len(ws)
+        larger = min(sizes) >= body + 0.8
+        toks = ln["text"].split()
+        title = toks[1:] if NUM_RE.match(toks[0]) and len(toks) > 1 else toks
+        ln["title"] = " ".join(title)
+        ln["heading"] = (
+            not ln["spans"]
+            and (bold >= 0.99 or larger)
+            and 1 <= len(title) <= 8
+            and ws[0]["x0"] <= col_x0[ln["col"]] + body
+            and title[0][:1].isupper()
+            and ln["text"][-1] not in ".,;:"
+            and not re.match(r"(?:Fig(?:ure)?|Table|Algorithm|Listing)\b", ln["text"])
+            and sum(c.isalpha() for c in ln["title"]) >= 3
+            and not any(re.search(r"\d", t) for t in title[1:])  # a table row ("S2ORC (PDF-parse) 8.1M")
+        )
+        ln["body"] = (
+            not ln["spans"]
+            and not ln["heading"]
+            and all(abs(s - body) <= 0.6 for s in sizes)
+            and not re.match(r"(?:Fig(?:ure)?\.?|Table)\s*\d", ln["text"])
+        )
+    lines.sort(key=lambda ln: (ln["col"], ln["top"]))
+    return lines, body, g, words
+
+
+def sections(lines: list[dict]) -> list[dict]:
+    """Sections in reading order: ``{"title", "head": line, "words": [word dicts], "complete"}``; a section goes on
+    across the column break up to the next heading; body words only."""
+    out: list[dict] = []
+    for ln in lines:
+        if ln["heading"]:
+            if out:
+                out[-1]["complete"] = True
+            out.append({"title": ln["title"], "head": ln, "words": [], "complete": False})
+        elif ln["body"] and out:
+            out[-1]["words"] += ln["words"]
+    return out
+
+
+def _clean_word(t: str) -> str:
+    return t.strip(".,;:()[]\u201c\u201d\"'")
+
+
+def questions(secs: list[dict], all_words: list[dict], rng: random.Random) -> list[tuple[str, str, str, dict]]:
+    """(kind, query, answer, answer word) questions of one page: at most one of each kind (after or before)."""
+    titles = [norm(s["title"]) for s in secs]
+    ok = [s for s, t in zip(secs, titles, strict=True) if titles.count(t) == 1 and len(s["words"]) >= 12]
+    out = []
+    # sec_year
+    cands = []
+    for s in ok:
+        years = [w for w in s["words"] if YEAR_RE.match(w["text"])]
+        if len({YEAR_RE.match(w["text"]).group(1) for w in years}) == 1 and len(years) == 1:
+            cands.append((s, years[0]))
+    if cands:
+        s, w = rng.choice(cands)
+        out.append(
+            ("sec_year", rng.choice(QUESTIONS["sec_year"]).format(h=s["title"]), YEAR_RE.match(w["text"]).group(1), w)
+        )
+    # sec_after / sec_before
+    kind = rng.choice(("sec_after", "sec_before"))
+    step = 1 if kind == "sec_after" else -1
+    page_norm = [norm(w["text"]) for w in all_words]
+    cands = []
+    for s in ok:
+        ws = s["words"]
+        ns = [norm(w["text"]) for w in ws]
+        for i, w in enumerate(ws):
+            j = i + step
+            n = ns[i]
+            if not 0 <= j < len(ws) or len(n) < 4 or n in STOP or not w["text"].isalpha() or ns.count(n) != 1:
+                continue
+            other = ws[j]
+            if not re.fullmatch(r"[A-Za-z][a-z]+[.,;:]?", other["text"]) or ws[min(i, j)]["text"].endswith("-"):
+                continue
+            if page_norm.count(n) >= 2:
+                cands.append((s, w, other))
+    if cands:
+        s, w, other = rng.choice(cands)
+        q = rng.choice(QUESTIONS[kind]).format(h=s["title"], w=_clean_word(w["text"]))
+        out.append((kind, q, _clean_word(other["text"]), other))
+    # sec_last
+    cands = [
+        s for s in ok if s["complete"] and s["words"][-1]["text"][-1:] in ".!?" and _clean_word(s["words"][-1]["text"])
+    ]
+    if cands:
+        s = rng.choice(cands)
+        w = s["words"][-1]
+        out.append(("sec_last", rng.choice(QUESTIONS["sec_last"]).format(h=s["title"]), _clean_word(w["text"]), w))
+    return out
+
+
+def ocr_lines(words: list[dict], body: float, gutter: float, scale: float) -> list[list]:
+    """The page's text-layer lines as OCR boxes: ``[text, [x0, y0, x1, y1], 1.0]`` in pixels. Words whose tops
+    agree (within a third of the body size) form a row, left to right; a row splits where the gap between two
+    words is wider than 1.5 times their height (a table's cells, an equation's tag) or, where the gap holds the
+    column gutter, 0.8 times (two columns' lines), so a title that crosses the gutter stays one line, as an OCR
+    reader boxes it."""
+    out = []
+    rows: list[list[dict]] = []
+    for w in sorted(words, key=lambda w: (w["top"], w["x0"])):
+        if rows and abs(w["top"] - rows[-1][0]["top"]) <= body / 3:
+            rows[-1].append(w)
+        else:
+            rows.append([w])
+    for row in rows:
+        runs: list[list[dict]] = [[]]
+        for w in sorted(row, key=lambda w: w["x0"]):
+            gap, h = w["x0"] - runs[-1][-1]["x1"] if runs[-1] else 0.0, w["bottom"] - w["top"]
+            if runs[-1] and (gap > 1.5 * h or gap > 0.8 * h and runs[-1][-1]["x1"] <= gutter <= w["x0"]):
+                runs.append([])
+            runs[-1].append(w)
+        for run in runs:
+            box = [
+                int(min(w["x0"] for w in run) * scale),
+                int(min(w["top"] for w in run) * scale),
+                int(max(w["x1"] for w in run) * scale + 0.999),
+                int(max(w["bottom"] for w in run) * scale + 0.999),
+            ]
+            out.append([" ".join(w["text"] for w in run), box, 1.0])
+    return out
+
+
+def make(src: Path, out: Path, dpi: int, max_pages: int, seed: int, gt_ocr: Path | None) -> list[dict]:
+    import pdfplumber
+    from PIL import Image
+
+    (out / "images").mkdir(parents=True, exist_ok=True)
+    scale = dpi / 72.0
+    rows: list[dict] = []
+    for collection in sorted(MANIFEST):
+        repo, commit, licence, paths = MANIFEST[collection]
+        for path in paths:
+            pdf_path = src / collection / Path(path).name
+            if not pdf_path.is_file():
+                continue
+            stem = pdf_path.stem
+            source = f"{collection}:{stem}"
+            rng = random.Random(f"{seed}/{source}")
+            with pdfplumber.open(pdf_path) as pdf:
+                for p, pg in enumerate(pdf.pages[:max_pages], 1):
+                    if pg.bbox[0] != 0 or pg.bbox[1] != 0 or pg.rotation:
+                        continue
+                    got = page_lines(pg)
+                    if got is None:
+                        continue
+                    lines, body, gutter, page_words = got
+                    secs = sections(lines)
+                    qs = questions(secs, [w for ln in lines for w in ln["words"]], rng)
+                    if not qs:
+                        continue
+                    name = f"{collection}_{re.sub(r'[^A-Za-z0-9_]+', '_', stem)}_p{p}"
+                    base = out / "images" / name
+                    cmd = ["pdftoppm", "-r", str(dpi), "-f", str(p), "-l", str(p), "-png", "-singlefile"]
+                    subprocess.run([*cmd, str(pdf_path), str(base)], check=True)
+                    with Image.open(f"{base}.png") as im:
+                        w, h = im.size
+                        rgb = im.convert("RGB")
+                    if gt_ocr is not None:
+                        from arr_coc.training.evidence import DiskOcrCache
+
+                        cache_path = DiskOcrCache(gt_ocr).path(rgb)
+                        cache_path.parent.mkdir(parents=True, exist_ok=True)
+                        cache_path.write_text(json.dumps(ocr_lines(page_words, body, gutter, scale)))
+                    for i, (kind, query, answer, word) in enumerate(qs):
+                        box = [
+                            int(word["x0"] * scale),
+                            int(word["top"] * scale),
+                            int(word["x1"] * scale + 0.999),
+                            int(word["bottom"] * scale + 0.999),
+                        ]
+                        rows.append(
+                            dict(
+                                id=f"{name}_q{i}",
+                                query=query,
+                                answer=answer,
+                                boxes=[box],
+                                key="",
+                                key_boxes=[],
+                                image=f"images/{name}.png",
+                                doc_type="multicol_section",
+                                paraphrased=False,
+                                alt_boxes=[],
+                                template=kind,
+                                image_size=[w, h],
+                                render={
+                                    "kind": kind,
+                                    "file": pdf_path.name,
+                                    "page": p,
+                                    "dpi": dpi,
+                                    "repository": repo,
+                                    "commit": commit,
+                                    "path": path,
+                                    "licence": licence,
+                                },
+                                source=source,
+                            )
+                        )
+    split = {"dev": [], "heldout": [], "last": []}
+    for r in rows:
+        split["last" if r["source"] == LAST else "heldout" if r["source"] in HELD_OUT else "dev"].append(r)
+    (out / "questions.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    for k, v in split.items():
+        (out / f"{k}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in v))
+    return rows
+
+
+def report(data: Path, results: Sequence[Path], budget: str = "11.1%") -> str:
+    """Markdown: recall at ``budget`` of each ``benchmarks/realdocs_recall.py`` JSON (one a checkout, named by its
+    file) on development, held-out and last sources, with the spread over sources, and by kind."""
+    import numpy as np
+
+    meta = {}
+    for line in (data / "questions.jsonl").read_text().splitlines():
+        q = json.loads(line)
+        meta[q["id"]] = (q["render"]["kind"], q["source"])
+
+    def split(source: str) -> str:
+        return "last" if source == LAST else "held-out" if source in HELD_OUT else "development"
+
+    out = ["| run | split (questions, sources) | recall | [min-max over sources] | " + " | ".join(QUESTIONS) + " |"]
+    out.append("|---|---|---:|---:|" + "---:|" * len(QUESTIONS))
+    for res in results:
+        rows = [(meta[r["id"]], r["rules"][budget]) for r in json.loads(res.read_text())["questions"]]
+        for name in ("development", "held-out", "last"):
+            got = [(k, s, v) for (k, s), v in rows if split(s) == name]
+            if not got:
+                continue
+            per = [np.mean([v for _, s2, v in got if s2 == s]) for s in sorted({s for _, s, _ in got})]
+            kinds = []
+            for kind in QUESTIONS:
+                vs = [v for k, _, v in got if k == kind]
+                kinds.append(f"{np.mean(vs):.3f} ({len(vs)})" if vs else "-")
+            mean = np.mean([v for *_, v in got])
+            out.append(
+                f"| {res.stem} | {name} ({len(got)}, {len(per)}) | {mean:.3f} | [{min(per):.2f}-{max(per):.2f}] | "
+                + " | ".join(kinds)
+                + " |"
+            )
+    return "\n".join(out) + "\n"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    sub = p.add_subparsers(dest="cmd", required=True)
+    cp = sub.add_parser("copy", help="copy the manifest's PDFs out of git mirrors")
+    cp.add_argument("--mirrors", type=Path, default=Path("/work/.mirror"))
+    cp.add_argument("--src", type=Path, required=True)
+    mk = sub.add_parser("make", help="render pages and write the questions")
+    mk.add_argument("--src", type=Path, required=True)
+    mk.add_argument("--out", type=Path, required=True)
+    mk.add_argument("--dpi", type=int, default=150)
+    mk.add_argument("--max-pages", type=int, default=10)
+    mk.add_argument("--seed", type=int, default=17)
+    mk.add_argument("--gt-ocr", type=Path, default=None, help="write the text-layer lines as OCR boxes here")
+    rp = sub.add_parser("report", help="dev / held-out / last recall of realdocs_recall.py JSON outputs")
+    rp.add_argument("--data", type=Path, required=True)
+    rp.add_argument("--results", type=Path, nargs="+", required=True)
+    a = p.parse_args(argv)
+    if a.cmd == "report":
+        print(report(a.data, a.results))
+        return 0
+    if a.cmd == "copy":
+        print(f"{copy(a.mirrors, a.src)} PDFs -> {a.src}")
+        return 0
+    rows = make(a.src, a.out, a.dpi, a.max_pages, a.seed, a.gt_ocr)
+    counts: dict[str, int] = {}
+    for r in rows:
+        k = f"{r['source']} {r['render']['kind']}"
+        counts[k] = counts.get(k, 0) + 1
+    print(json.dumps(counts, indent=1))
+    print(f"{len(rows)} questions -> {a.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,311 @@
+"""A named section's extent on a multi-column page: the heading line a question names, and the lines it governs.
+
+"Which year is mentioned in the section titled 'Multiple Domains'?", "the word after 'such' in the Nested Trace
+Tree Formation section", "the last word of the section headed 'Correctness'" name a section by its title. A heading
+governs the lines below it in ITS column (not the neighbouring one) up to the next heading, and when the column ends
+first, the lines at the top of the next column. ``named_extent`` finds that extent on a ``Layout`` from the OCR
+boxes alone:
+
+- the heading line: the line whose words spell the title best (a section number before it, "4.3", "IV.", is
+  allowed; a line holding many more words than the title is a sentence that mentions it, not its heading); it need
+  not have been classed a heading (a body-size bold title reads like any short line);
+- the extent: the lines after it in reading order (its column top to bottom, then the next columns top to bottom;
+  lines that cross the gutter are skipped), up to the next *real* heading: a heading block of the layout, or a
+  numbered heading-like line, that stands above prose (the line under it holds a sentence's words). A table's
+  header cell or a figure's label read as a "heading" stands above numbers or other labels, and does not end the
+  section.
+
+``Extent.words`` are indices into ``Layout.words`` in that reading order; ``Extent.last_lines`` the lines holding the
+section's last word (its last line, and its last line of prose when a caption or table closes the extent).
+
+Example:
+    >>> from arr_coc.reading.layout.structure import analyse
+    >>> ext = named_extent(analyse(boxes), "Multiple Domains")
+    >>> ext.heading, len(ext.lines)
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..text import fold
+from .page import _END_PUNCT, PROSE_WORDS, Layout
+
+__all__ = ["Extent", "named_extent", "words_of", "match_phrase"]
+
+MATCH_MIN = 0.75  # share of the title's words a heading line must spell
+EXTRA_WORDS = 2  # a heading line may hold this many words besides the title's (and its section number)
+HEAD_MAX_WORDS = 10  # a heading line is at most this long
+BELOW_PITCH = 3.0  # the line under a heading lies within this many of its heights
+NARROW = 0.6  # a column's line is narrower than this share of the page's text width
+GUTTER_SHARE = 0.1  # a gutter is covered by at most this share of the narrow lines (an author block) ...
+GUTTER_MIN = 1.0  # ... and at least this many body line heights wide ...
+SIDE_SHARE = 0.15  # ... with at least this share of the narrow lines wholly on each side
+_CAPTION_RE = re.compile(r"^\s*(?:fig(?:ure)?|table|tab|algorithm|listing)\.?\s*\d", re.I)
+_NUM_HEAD_RE = re.compile(r"^\s*(?:\d{1,2}(?:\.\d{1,2})*\.?|[IVX]{1,5}\.|[A-H]\.\d{0,2})\s+\S")
+_NUMBER_STRIP_RE = re.compile(
+    r"^\s*(?:\d{1,2}(?:\.\d{1,2})*\.?|[IVX]{1,5}\.|[A-H]\.\d{0,2})\s*(?=[^\W\d_])"
+)  # "8 ", "4.2 "
+
+
+@dataclass(frozen=True)
+class Extent:
+    """A named section on a page."""
+
+    heading: int  # index into Layout.lines of the heading line
+    lines: tuple[int, ...]  # the lines it governs, reading order (heading excluded)
+    words: tuple[int, ...]  # indices into Layout.words of those lines, reading order
+    last_lines: tuple[int, ...]  # the line(s) that may hold its last word
+    score: float  # how well the heading line spells the title (0-1)
+
+
+def words_of(text: str) -> list[str]:
+    """Lower-case alphanumeric tokens (the text path's ``fold``)."""
+    return re.findall(r"[a-z0-9]+", fold(text))
+
+
+def _tok_eq(a: str, b: str) -> float:
+    if a == b:
+        return 1.0
+    if len(a) >= 4 and len(b) >= 4 and (a.startswith(b) or b.startswith(a)):
+        return 0.8
+    if len(a) >= 4 and len(a) == len(b) and sum(x != y for x, y in zip(a, b, strict=True)) == 1:
+        return 0.8  # one OCR slip
+    return 0.0
+
+
+def _title_score(line: str, name: str) -> float:
+    """How well ``line`` reads as the heading ``name``: the share of the name's words it holds (each once, OCR
+    slips allowed), 0 when it holds more than ``EXTRA_WORDS`` other words (after a section number)."""
+    want = words_of(name)
+    have = words_of(_NUMBER_STRIP_RE.sub("", line))
+    if not want or not have or len(have) > len(want) + EXTRA_WORDS or len(have) > HEAD_MAX_WORDS:
+        return 0.0
+    # a name with letters spaced out by the text layer ("L A T E X") or glued by the OCR: compare without spaces
+    if "".join(want) == "".join(have):
+        return 1.0
+    got = sum(max(_tok_eq(w, h) for h in have) for w in want) / len(want)
+    return got * (1.0 - 0.05 * max(0, len(have) - len(want)))
+
+
+def line_columns(layout: Layout) -> list[int]:
+    """Each line's column (-1: it crosses a gutter), from the gutters of the page's NARROW lines (under
+    ``NARROW`` of the text's width): the lines of a title, an author block or a wide figure that cross the gutter
+    hide it from ``Layout.columns`` on a paper's first page, not from these. Used only where the layout found one
+    column; the layout's columns otherwise, and where the narrow lines show no gutter either."""
+    lines = layout.lines
+    if len(layout.columns) >= 2:
+        return [ln.column for ln in lines]
+    x0 = min(ln.box[0] for ln in lines)
+    x1 = max(ln.box[2] for ln in lines)
+    width = x1 - x0
+    narrow = [ln for ln in lines if ln.box[2] - ln.box[0] < NARROW * width]
+    h = max(1.0, layout.body_height)
+    if len(narrow) < 8 or width < 4 * h:
+        return [ln.column for ln in lines]
+    n = int(width) + 1
+    cover = np.zeros(n + 1, dtype=np.int32)
+    for ln in narrow:
+        cover[int(ln.box[0] - x0)] += 1
+        cover[min(n, int(ln.box[2] - x0) + 1)] -= 1
+    cover = np.cumsum(cover)[:n]
+    free = cover <= max(1, int(GUTTER_SHARE * len(narrow)))
+    cuts: list[float] = []
+    x = 0
+    while x < n:
+        if not free[x]:
+            x += 1
+            continue
+        end = x
+        while end < n and free[end]:
+            end += 1
+        cut = x0 + (x + end) / 2
+        left = sum(1 for ln in narrow if ln.box[2] <= cut)
+        right = sum(1 for ln in narrow if ln.box[0] >= cut)
+        if x > 0 and end < n and end - x >= GUTTER_MIN * h and min(left, right) >= SIDE_SHARE * len(narrow):
+            cuts.append(cut)
+        x = end
+    if not cuts:
+        return [ln.column for ln in lines]
+    edges = [x0, *cuts, x1]
+    out = []
+    for ln in lines:
+        cx = (ln.box[0] + ln.box[2]) / 2
+        k = next((c for c in range(len(edges) - 1) if edges[c] <= cx <= edges[c + 1]), 0)
+        out.append(-1 if ln.box[0] < edges[k] - h or ln.box[2] > edges[k + 1] + h else k)
+    return out
+
+
+def _reading_order(layout: Layout, cols: list[int]) -> list[int]:
+    """Line indices: each column top to bottom, columns left to right (lines crossing a gutter left out)."""
+    return sorted(
+        (i for i in range(len(layout.lines)) if cols[i] >= 0), key=lambda i: (cols[i], *layout.lines[i].box[1::-1])
+    )
+
+
+def _block_of(layout: Layout) -> dict[int, int]:
+    return {i: k for k, b in enumerate(layout.blocks) for i in b.lines}
+
+
+def _below(layout: Layout, order: list[int], pos: int, cols: list[int]) -> int | None:
+    """The next line after ``order[pos]`` in its column, if it lies close under it."""
+    i = order[pos]
+    if pos + 1 >= len(order):
+        return None
+    j = order[pos + 1]
+    a, b = layout.lines[i], layout.lines[j]
+    h = a.box[3] - a.box[1]
+    if cols[j] != cols[i] or b.box[1] - a.box[3] > BELOW_PITCH * h:
+        return None
+    return j
+
+
+def _prose(text: str) -> bool:
+    return len(text.split()) >= PROSE_WORDS and sum(c.isalpha() for c in text) >= 0.6 * len(text.replace(" ", ""))
+
+
+def _heads_prose(layout: Layout, order: list[int], pos: int, cols: list[int], depth: int = 0) -> bool:
+    """The line at ``order[pos]`` stands above a line of prose (or is its column's last line: a heading at a
+    column's foot whose text goes on in the next column)."""
+    j = _below(layout, order, pos, cols)
+    if j is None:
+        nxt = order[pos + 1] if pos + 1 < len(order) else None
+        return nxt is not None and cols[nxt] != cols[order[pos]]
+    nxt = layout.lines[j].text.strip()
+    two_line = nxt and len(nxt.split()) < PROSE_WORDS and nxt[-1] not in _END_PUNCT and _wordy(nxt)
+    if depth < 1 and two_line:
+        return _heads_prose(layout, order, pos + 1, cols, depth + 1)  # a heading on two lines
+    return _prose(layout.lines[j].text)
+
+
+def _heading_like(text: str) -> bool:
+    t = text.strip()
+    return (
+        0 < len(t.split()) <= HEAD_MAX_WORDS
+        and t[-1] not in _END_PUNCT
+        and _NUMBER_STRIP_RE.sub("", t)[:1].isupper()
+        and not _CAPTION_RE.match(t)
+        and _wordy(t)
+    )
+
+
+def _wordy(text: str) -> bool:
+    """Holds a word (three letters running), not only a subscript, a figure's label or numbers ("R", "x1", "12")."""
+    return re.search(r"[^\W\d_]{3}", text) is not None
+
+
+def _is_stop(
+    layout: Layout, order: list[int], pos: int, cols: list[int], blocks: dict[int, int], numbered: bool
+) -> bool:
+    """Whether the line at ``order[pos]`` is the next section's heading."""
+    i = order[pos]
+    text = layout.lines[i].text
+    if not _heading_like(text):
+        return False
+    k = blocks.get(i)
+    role = layout.blocks[k].role if k is not None else "paragraph"
+    flagged = role in ("heading", "title") or (numbered and _NUM_HEAD_RE.match(text) is not None)
+    return flagged and _heads_prose(layout, order, pos, cols)
+
+
+def named_extent(layout: Layout, name: str) -> Extent | None:
+    """The section titled ``name`` on ``layout`` (None when no line reads as that title well enough)."""
+    if not layout.lines or not words_of(name):
+        return None
+    cols = line_columns(layout)
+    order = _reading_order(layout, cols)
+    if not order:
+        return None
+    scored = [(_title_score(layout.lines[i].text, name), -p, p) for p, i in enumerate(order)]
+    best, _, pos = max(scored)
+    if best < MATCH_MIN:
+        return None
+    head = order[pos]
+    numbered = _NUM_HEAD_RE.match(layout.lines[head].text) is not None
+    blocks = _block_of(layout)
+    lines: list[int] = []
+    for p in range(pos + 1, len(order)):
+        if _is_stop(layout, order, p, cols, blocks, numbered):
+            break
+        k = blocks.get(order[p])
+        if k is None or layout.blocks[k].role != "footnote":  # a footnote is no part of the running text
+            lines.append(order[p])
+    if not lines:
+        return None
+    line_pos = {i: n for n, i in enumerate(lines)}
+    words = sorted(
+        (k for k, w in enumerate(layout.words) if w.line in line_pos), key=lambda k: line_pos[layout.words[k].line]
+    )
+    # its last word: the extent's last line, and its last line of prose when a caption, a table or a figure's
+    # labels close the extent
+    last = [lines[-1]]
+    prose = [i for i in lines if not _CAPTION_RE.match(layout.lines[i].text) and _prose_block(layout, blocks, i)]
+    if prose and prose[-1] != lines[-1]:
+        last.append(prose[-1])
+    return Extent(head, tuple(lines), tuple(words), tuple(last), best)
+
+
+def _prose_block(layout: Layout, blocks: dict[int, int], i: int) -> bool:
+    """Line ``i`` belongs to a paragraph of prose (a block whose longest line holds a sentence's words)."""
+    k = blocks.get(i)
+    if k is None:
+        return _prose(layout.lines[i].text)
+    b = layout.blocks[k]
+    return b.role == "paragraph" and any(_prose(layout.lines[j].text) for j in b.lines)
+
+
+def match_phrase(layout: Layout, ids: tuple[int, ...] | list[int], phrase: str) -> tuple[int, int] | None:
+    """(first, last) positions in ``ids`` (indices into ``layout.words``) of the best occurrence of ``phrase`` (the
+    most of its tokens in order, OCR slips allowed; ties to the earliest), or None under 0.6."""
+    target = words_of(phrase)
+    if not target or not ids:
+        return None
+    toks = [" ".join(words_of(layout.words[k].text)) for k in ids]
+    n = len(target)
+    best, at = 0.0, None
+    for p in range(0, max(1, len(toks) - n + 1)):
+        window = toks[p : p + n]
+        s = sum(_tok_eq(a, b) for a, b in zip(window, target, strict=False)) / n
+        if s > best + 1e-9:
+            best, at = s, p
+    if at is None or best < 0.6:
+        return None
+    return at, min(at + n - 1, len(ids) - 1)
+
+
+AFTER_WORDS = 3  # words kept after (before) the phrase, as ``structural_query.AFTER_PHRASE_WORDS``
+_YEAR_RE = re.compile(r"\W*(1[5-9]\d\d|20\d\d)(?:s|'s)?[a-z]?\W*")
+
+
+def named_evidence(layout: Layout, sq) -> tuple[str, list, str] | None:
+    """``(rule, regions, detail)`` for a question about a named section (``sq``: a ``StructuralQuery`` with
+    ``named`` and one of ``after`` / ``before`` / ``year`` / ``word_of``), searched ONLY in that section's extent;
+    the heading line is kept too. None when the section is not found or the asked item is not in it (the caller
+    falls back to its page-wide rules)."""
+    if not sq.named or not (sq.after or sq.before or sq.year or sq.word_of):
+        return None
+    ext = named_extent(layout, sq.named)
+    if ext is None:
+        return None
+    head = [layout.lines[ext.heading].box]
+    title = layout.lines[ext.heading].text
+    if sq.after or sq.before:
+        span = match_phrase(layout, ext.words, sq.after or sq.before)
+        if span is None:
+            return None
+        a, b = span
+        pos = range(a, b + 1 + AFTER_WORDS) if sq.after else range(max(0, a - AFTER_WORDS), b + 1)
+        regions = [layout.words[ext.words[p]].box for p in pos if 0 <= p < len(ext.words)]
+        return "after-phrase", regions + head, f"section {title!r} (extent), phrase at word {ext.words[a]}"
+    if sq.year:
+        years = [k for k in ext.words if _YEAR_RE.fullmatch(fold(layout.words[k].text))]
+        if not years:
+            return None
+        regions = [layout.words[k].box for k in years]
+        return "year-in-unit", regions + head, f"section {title!r} (extent), {len(years)} year(s)"
+    target = ext.last_lines if sq.word_of == "last" else ext.lines[:1]
+    regions = [layout.lines[i].box for i in target]
+    return "word-of-unit", regions + head, f"section {title!r} (extent), {sq.word_of} word"
