@@ -27,6 +27,10 @@ in that order. The box is tesseract's ink box of the word (tight, exact). Kinds 
 - ``scan_before``: the word right before one,
 - ``scan_key``: the value printed after a ``Key:`` label on its line.
 
+Every page of 1330 px or more is used twice: at its resolution (long side at most 2400 px) and again at a long side
+of 1000 px (about 100 dpi for a letter page, ``render.lowres``), where PP-OCR misreads, glues and splits more words;
+the low copy gets its own questions, its boxes are the scaled tesseract boxes.
+
 Output: realdocs-dev's schema (``questions.jsonl`` + ``images/``) plus ``source``; doc_type ``realscan``.
 Report per source with ``python benchmarks/weakspots_data.py report --held-out unlv``.
 """
@@ -67,6 +71,7 @@ TRUTH = {  # page -> the suite's true text
 }
 HELD_OUT = "unlv"  # added last, never tuned on
 MAX_SIDE = 2400  # pages are scaled down to this long side (the UNLV and linn.png scans are 3300 px)
+LOWRES_SIDE = 1000  # and each page of 1330 px or more again at this long side (about 100 dpi for a letter page)
 PER_PAGE = 10  # questions a page, at most
 MIN_CONF = 80.0
 QUESTIONS = {
@@ -201,7 +206,7 @@ def candidates(words: list[dict], truth: str | None) -> list[dict]:
     return out
 
 
-def build(out: Path, repos: dict[str, Path], seed: int = 40) -> list[dict]:
+def build(out: Path, repos: dict[str, Path], seed: int = 40, lowres: bool = True) -> list[dict]:
     (out / "images").mkdir(parents=True, exist_ok=True)
     rows: list[dict] = []
     for source, pages in PAGES.items():
@@ -212,44 +217,67 @@ def build(out: Path, repos: dict[str, Path], seed: int = 40) -> list[dict]:
                 raw = _git_show(repos[suite], TRUTH[path]).decode("utf-8", "replace")
                 truth = " ".join(_norm(w) for w in raw.split() if _norm(w))
             words = verified_words(image)
-            cands = candidates(words, truth)
-            rng = random.Random(f"scans|{source}|{path}|{page}|{seed}")
-            rng.shuffle(cands)
-            chosen, used_lines = [], set()
-            for c in sorted(cands, key=lambda c: c["kind"] == "scan_key", reverse=True):  # keys first: rare
-                if c["line"] in used_lines:
-                    continue
-                used_lines.add(c["line"])
-                chosen.append(c)
-                if len(chosen) == PER_PAGE:
-                    break
-            name = f"images/{source}_{Path(path).stem}{'' if page is None else f'_p{page}'}.png"
-            image.save(out / name)
-            for i, c in enumerate(chosen):
-                wordings = QUESTIONS[c["kind"]]
-                tpl = wordings[i % len(wordings)]
-                query = tpl.format(p=c.get("phrase", ""), k=c.get("key", ""))
-                rows.append(
-                    dict(
-                        id=f"{source}/{Path(name).stem}/{i}",
-                        query=query,
-                        answer=" ".join(w["text"] for w in c["answer"]),
-                        boxes=[w["box"] for w in c["answer"]],
-                        key=c.get("phrase") or c.get("key", ""),
-                        key_boxes=[],
-                        image=name,
-                        doc_type="realscan",
-                        paraphrased=False,
-                        alt_boxes=[],
-                        template=f"{c['kind']}_{wordings.index(tpl)}",
-                        image_size=list(image.size),
-                        render={"kind": c["kind"], "suite": suite, "file": path, "page": page},
-                        source=source,
-                    )
-                )
+            rows += _questions(out, source, suite, path, page, image, words, truth, seed, "")
+            scale = LOWRES_SIDE / max(image.size)
+            if lowres and scale < 0.75:  # the same scan at a low resolution: the OCR misreads more
+                small = image.resize((round(image.width * scale), round(image.height * scale)), Image.LANCZOS)
+                scaled = [dict(w, box=[round(v * scale) for v in w["box"]]) for w in words]
+                rows += _questions(out, source, suite, path, page, small, scaled, truth, seed, "_low")
     with open(out / "questions.jsonl", "w") as f:
         for r in rows:
             f.write(json.dumps(r) + "\n")
+    return rows
+
+
+def _questions(
+    out: Path,
+    source: str,
+    suite: str,
+    path: str,
+    page: int | None,
+    image: Image.Image,
+    words: list[dict],
+    truth: str | None,
+    seed: int,
+    tag: str,
+) -> list[dict]:
+    """Up to ``PER_PAGE`` questions on one page image (one a line), the image written to ``out/images``."""
+    rows: list[dict] = []
+    cands = candidates(words, truth)
+    rng = random.Random(f"scans|{source}|{path}|{page}|{seed}{tag}")
+    rng.shuffle(cands)
+    chosen, used_lines = [], set()
+    for c in sorted(cands, key=lambda c: c["kind"] == "scan_key", reverse=True):  # keys first: rare
+        if c["line"] in used_lines:
+            continue
+        used_lines.add(c["line"])
+        chosen.append(c)
+        if len(chosen) == PER_PAGE:
+            break
+    name = f"images/{source}_{Path(path).stem}{'' if page is None else f'_p{page}'}{tag}.png"
+    image.save(out / name)
+    for i, c in enumerate(chosen):
+        wordings = QUESTIONS[c["kind"]]
+        tpl = wordings[i % len(wordings)]
+        query = tpl.format(p=c.get("phrase", ""), k=c.get("key", ""))
+        rows.append(
+            dict(
+                id=f"{source}/{Path(name).stem}/{i}",
+                query=query,
+                answer=" ".join(w["text"] for w in c["answer"]),
+                boxes=[w["box"] for w in c["answer"]],
+                key=c.get("phrase") or c.get("key", ""),
+                key_boxes=[],
+                image=name,
+                doc_type="realscan",
+                paraphrased=False,
+                alt_boxes=[],
+                template=f"{c['kind']}_{wordings.index(tpl)}",
+                image_size=list(image.size),
+                render={"kind": c["kind"], "suite": suite, "file": path, "page": page, "lowres": bool(tag)},
+                source=source,
+            )
+        )
     return rows
 
 

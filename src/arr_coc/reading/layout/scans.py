@@ -21,6 +21,7 @@ Depends on nothing but the standard library and NumPy (plain boxes in, plain box
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -86,6 +87,7 @@ def _edits(a: str, b: str) -> int:
     return prev[-1]
 
 
+@lru_cache(maxsize=65536)
 def ocr_token_sim(a: str, b: str) -> float:
     """Similarity of a question's token ``a`` and a page token ``b`` read by OCR, in [0, 1].
 
@@ -112,17 +114,27 @@ def ocr_token_sim(a: str, b: str) -> float:
 
 
 def match_span(
-    toks: Sequence[str], target: Sequence[str], start: int = 0, end: int | None = None
+    toks: Sequence[str], target: Sequence[str], start: int = 0, end: int | None = None, floor: float = 0.7
 ) -> tuple[int, int, float] | None:
-    """The best occurrence of ``target`` in ``toks[start:end]``: ``(first, last, score)`` (indices into ``toks``,
-    score the mean token similarity, ``ocr_token_sim``), or None. A page token may hold two target tokens glued
-    ("deuien") and two page tokens may hold one split target token ("lin", "zen"); ties go to the earliest."""
+    """The best occurrence of ``target`` in ``toks[start:end]`` scoring at least ``floor``: ``(first, last, score)``
+    (indices into ``toks``, score the mean token similarity, ``ocr_token_sim``), or None. A page token may hold two
+    target tokens glued ("deuien") and two page tokens may hold one split target token ("lin", "zen"); ties go to
+    the earliest. Only positions where the phrase's first token (or its first two, glued) can start are tried when
+    a miss there would leave the phrase under ``floor``."""
     end = len(toks) if end is None else end
     n = len(target)
     if n == 0:
         return None
     best: tuple[int, int, float] | None = None
+    must_start = (n - 1) / n < floor  # a phrase missing its first token cannot reach the floor
+    head = target[0] + target[1] if n > 1 else target[0]
     for i in range(start, end):
+        if must_start and not (
+            ocr_token_sim(target[0], toks[i]) > 0
+            or ocr_token_sim(head, toks[i]) > 0
+            or (i + 1 < end and ocr_token_sim(target[0], toks[i] + toks[i + 1]) > 0)
+        ):
+            continue
         got, j, t = 0.0, i, 0
         while t < n and j < end:
             s = ocr_token_sim(target[t], toks[j])
@@ -138,6 +150,6 @@ def match_span(
                     continue
             got, j, t = got + s, j + 1, t + 1
         score = got / n
-        if t == n and (best is None or score > best[2] + 1e-9):
+        if t == n and score >= floor and (best is None or score > best[2] + 1e-9):
             best = (i, j - 1, score)
     return best

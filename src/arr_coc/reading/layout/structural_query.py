@@ -309,7 +309,7 @@ def _match_words(layout: Layout, phrase: str, start: int = 0, end: int | None = 
             best, best_at = score, i
     if best_at is None or best < 0.6:
         got = match_span(toks, target, start, end)  # OCR noise: glued, split or misread words (layout.scans)
-        return (got[0], got[1]) if got is not None and got[2] >= 0.7 else None
+        return None if got is None else got[:2]
     return best_at, best_at + n - 1
 
 
