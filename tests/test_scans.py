@@ -125,3 +125,18 @@ def test_builder_candidates_from_verified_words():
     assert after and after[0]["answer"][0]["text"] == "brown"
     truth = "the quick brown fox"
     assert all(c["line"] == 0 for c in scans_data.candidates(words, truth) if c["kind"] != "scan_key")
+
+
+def test_forms_with_tight_short_boxes_keep_their_units():
+    from arr_coc.reading.layout.scans import tight_prose
+
+    form = [
+        TextBox(t, (20 + 200 * (i % 2), 14 + (i // 2) * 20, 120 + 200 * (i % 2), 46 + (i // 2) * 20), 0.9)
+        for i, t in enumerate(["Name:", "Jane Doe", "Date:", "9/3/92", "Total:", "$18.20", "Ref:", "A-17"] * 2)
+    ]
+    assert tight_lines(form) and not tight_prose(form)
+    from arr_coc.reading.matching.matcher import QueryMatcher
+
+    got = list(QueryMatcher(semantic=False).units(form, 10, 25, (500, 200)))
+    want = word_units(form, 10, 25, (500, 200))
+    assert all(np.array_equal(a, b) for a, b in zip(got, want, strict=True))

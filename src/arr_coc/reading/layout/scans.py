@@ -6,10 +6,11 @@ Two weak spots of the text path on real scans (issue 40; ``benchmarks/scans_data
   (a 31 px word in a 62 px box). On running text set tight (typewriter pages, books, 300 dpi office scans) the box of
   one line overlaps the next line's box, so a word's cells (``word_units``, kept whole by ``select_units``) share
   cells with the words of the lines above and below, and keeping one word drags in all of them: at a tight budget
-  the answer's word no longer fits and is passed. ``tight_lines`` detects such a page from the boxes alone;
+  the answer's word no longer fits and is passed. ``tight_prose`` detects such a page from the boxes alone (lines
+  that overlap, ``tight_lines``, holding running text);
   ``core_boxes`` shrinks every box to its ink band (``CORE`` of its height, around its centre) and
-  ``QueryMatcher.units`` builds the word units from those on such pages only (pages whose lines do not overlap keep
-  their units exactly).
+  ``QueryMatcher.units`` builds the word units from those on such pages only (forms, receipts, tables and pages
+  whose lines do not overlap keep their units exactly).
 - **Misread words.** A question quotes the page as printed; OCR reads ``0`` for ``O``, ``rn`` for ``m``, drops or
   doubles a letter, glues two words or splits one. ``ocr_token_sim`` scores two tokens under those confusions (1.0
   equal; below 1 for a confusion-equal or near spelling, scaled by length) and ``match_span`` finds a phrase in a
@@ -29,6 +30,7 @@ import numpy as np
 CORE = 0.5  # share of an OCR box's height that holds the ink (the detector's unclip ratio is about 2)
 TIGHT_SHARE = 0.25  # a page is tight when at least this share of its line boxes overlaps the next line's box
 TIGHT_MIN = 4  # ... and at least this many do
+PROSE_WORDS = 4  # running text: the median line box holds this many words or more
 _CONFUSE = str.maketrans({"0": "o", "1": "l", "i": "l", "|": "l", "!": "l", "5": "s", "8": "b", "6": "b", "$": "s"})
 _DIGRAPHS = (("rn", "m"), ("cl", "d"), ("vv", "w"), ("ii", "u"), ("li", "h"))
 
@@ -57,6 +59,13 @@ def tight_lines(boxes: Sequence[Any]) -> bool:
                 overlapping += 1
                 break
     return overlapping >= TIGHT_MIN and overlapping >= TIGHT_SHARE * len(b)
+
+
+def tight_prose(boxes: Sequence[Any]) -> bool:
+    """Whether the page is running text set tight: ``tight_lines`` and its boxes hold ``PROSE_WORDS`` words or more
+    at the median (forms, receipts and tables, whose boxes hold a key or a value, keep their word units)."""
+    words = [len(str(getattr(x, "text", "")).split()) for x in boxes]
+    return bool(words) and float(np.median(words)) >= PROSE_WORDS and tight_lines(boxes)
 
 
 def core_boxes(boxes: Sequence[Any]) -> list[Any]:

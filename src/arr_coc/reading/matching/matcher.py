@@ -12,7 +12,7 @@ import numpy as np
 
 from ...attending import WordUnits
 from ..config import ReadingConfig
-from ..layout.scans import core_boxes, tight_lines
+from ..layout.scans import core_boxes, tight_prose
 from ..layout.structural_query import Evidence, parse, resolve
 from ..layout.structure import Layout, analyse, flat_layout
 from ..ocr.reader import TextBox
@@ -551,7 +551,7 @@ class QueryMatcher:
             f"units {rows} {cols} {tuple(original_size)}",
             boxes,
             lambda: WordUnits(
-                word_units(core_boxes(boxes) if tight_lines(boxes) else boxes, rows, cols, original_size, pad)
+                word_units(core_boxes(boxes) if tight_prose(boxes) else boxes, rows, cols, original_size, pad)
             ),
         )
 
