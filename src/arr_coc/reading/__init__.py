@@ -19,6 +19,7 @@ Three rooms and what they share (imports go down this list, never up; ``tests/te
         tables.py            tables: aligned baseline rows, their columns, header row and row-label column
         structural_query.py  ``parse`` / ``resolve``: a question about the page's structure -> ``Evidence``
         sections.py          a named section's extent (its column, on into the next, up to the next heading)
+        scans.py             scanned pages: word units on tight lines, OCR-noise tolerant phrase matching
     config.py        ``ReadingConfig``: every weight and threshold of the text path in one serialisable object
                      (sections ocr, lexical, semantic, keys, layout, structure, and page = ``PageLayoutConfig``)
     ocr/             the OCR engine: page image -> ``TextBox`` es

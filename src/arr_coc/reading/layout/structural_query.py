@@ -45,6 +45,7 @@ import re
 from dataclasses import dataclass, field
 
 from ..text import fold
+from .scans import match_span
 from .sections import named_evidence
 from .structure import Box, Layout
 
@@ -177,10 +178,14 @@ def parse(query: str) -> StructuralQuery:
     q = _norm(query or "")[:512]
     f: dict = {}
     # right after / before a quoted phrase ("follows", "comes next after", "is printed just before")
-    m = re.search(rf"(?:after|follows?|following|behind)\s+(?:the\s+(?:words?|phrase|text)\s+)?{_Q}(.+?){_Q}", q)
+    m = re.search(
+        rf"(?:after|follows?|following|behind)\s+(?:the\s+(?:words?|phrase|text)\s+)?{_Q}(.+?){_Q}(?![a-z])", q
+    )
     if m:
         f["after"] = m.group(1).strip()
-    m = re.search(rf"(?:before|precedes?|preceding|ahead of)\s+(?:the\s+(?:words?|phrase|text)\s+)?{_Q}(.+?){_Q}", q)
+    m = re.search(
+        rf"(?:before|precedes?|preceding|ahead of)\s+(?:the\s+(?:words?|phrase|text)\s+)?{_Q}(.+?){_Q}(?![a-z])", q
+    )
     if m and "after" not in f:
         f["before"] = m.group(1).strip()
     m = re.search(r"\bassigned to\s+[`'\"]?([a-z_][a-z0-9_.]*)", q)
@@ -304,7 +309,8 @@ def _match_words(layout: Layout, phrase: str, start: int = 0, end: int | None = 
         if score > best + 1e-9:
             best, best_at = score, i
     if best_at is None or best < 0.6:
-        return None
+        got = match_span(toks, target, start, end)  # OCR noise: glued, split or misread words (layout.scans)
+        return None if got is None else got[:2]
     return best_at, best_at + n - 1
 
 

@@ -12,6 +12,7 @@ import numpy as np
 
 from ...attending import WordUnits
 from ..config import ReadingConfig
+from ..layout.scans import core_boxes, tight_prose
 from ..layout.structural_query import Evidence, parse, resolve
 from ..layout.structure import Layout, analyse, flat_layout
 from ..ocr.reader import TextBox
@@ -549,7 +550,9 @@ class QueryMatcher:
         return self.page_cached(
             f"units {rows} {cols} {tuple(original_size)}",
             boxes,
-            lambda: WordUnits(word_units(boxes, rows, cols, original_size, pad)),
+            lambda: WordUnits(
+                word_units(core_boxes(boxes) if tight_prose(boxes) else boxes, rows, cols, original_size, pad)
+            ),
         )
 
     def evidence(self, boxes: Sequence[TextBox], query: str, layout: Layout | None = None) -> Evidence | None:
