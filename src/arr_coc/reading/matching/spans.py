@@ -26,19 +26,21 @@ Example:
     >>> from arr_coc.reading.ocr.reader import TextBox
     >>> boxes = [TextBox("see XpowN below", (0, 0, 150, 10)), TextBox("XpowN returns x**N mod P.", (0, 20, 250, 30))]
     >>> [(s.line, round(s.score, 2)) for s in key_spans(boxes, "What does XpowN return?")]
-    [(1, 1.0), (0, 0.55)]
+    [(1, 1.0), (0, 0.64)]
 """
 
 from __future__ import annotations
 
 import re
+import threading
+from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
 from ..config import LayoutConfig, LexicalConfig
-from .lexical import STOP_WORDS, token_sim, tokens
+from .lexical import STOP_WORDS, answer_types, token_sim, tokens
 from .propagation import span_cells
 
 # question words and auxiliaries: they frame the question and are never printed with its answer
@@ -60,6 +62,11 @@ class SpanConfig:
         defines: an occurrence followed by a definition mark (":", "--", "=") gathers the question's link words
             (its words that are not content words: "is", "for") as if they stood right after it ("X: ..." reads as
             "X is ..."), times this.
+        guard_evidence: leave a page whose text path found structural evidence (a table cell named by its row and
+            column, a structural question: ``Allocation.evidence``) to its own selection: that rule is more specific.
+        guard_typed: leave a question that asks for a kind of value (a date, an amount, a count:
+            ``lexical.answer_types``) to the page's own selection: the matcher's type prior finds that value beside
+            or below its key, where reading order after the key may not reach.
     """
 
     window: int = 4
@@ -67,6 +74,8 @@ class SpanConfig:
     after: float = 0.9
     horizon: int = 16
     defines: float = 1.0
+    guard_evidence: bool = True
+    guard_typed: bool = True
 
 
 @dataclass(frozen=True)
@@ -132,9 +141,29 @@ def _letter_spaced(parts: list[tuple[str, tuple[float, float, float, float]]]) -
     return out
 
 
+_WORDS: OrderedDict[tuple, list[Word]] = OrderedDict()  # the last pages' words (a next question reads them again)
+_WORDS_LOCK = threading.Lock()
+PAGES_KEPT = 32
+
+
 def reading_words(boxes: Sequence, pad: float = 0.25) -> list[Word]:
     """The page's words in reading order (:func:`_lines`), each box split at its spaces with a word's box its share of
-    the box's width by characters, widened by ``pad`` characters each side (``propagation.word_units``' rule)."""
+    the box's width by characters, widened by ``pad`` characters each side (``propagation.word_units``' rule).
+    The last ``PAGES_KEPT`` pages' words are kept (keyed on the boxes' texts and positions): do not modify them."""
+    key = (pad, *((b.text, *b.box) for b in boxes))
+    with _WORDS_LOCK:
+        if key in _WORDS:
+            _WORDS.move_to_end(key)
+            return _WORDS[key]
+    words = _reading_words(boxes, pad)
+    with _WORDS_LOCK:
+        _WORDS[key] = words
+        while len(_WORDS) > PAGES_KEPT:
+            _WORDS.popitem(last=False)
+    return words
+
+
+def _reading_words(boxes: Sequence, pad: float) -> list[Word]:
     out: list[Word] = []
     for n, line in enumerate(_lines(boxes)):
         parts = []
@@ -171,13 +200,14 @@ def key_spans(boxes: Sequence, query: str, config: SpanConfig = SpanConfig(), wo
     lex = LexicalConfig()
     terms = content + link
     # (W, Q) each word's match to each term: its best token (content terms fuzzy, link words exactly)
+    distinct: dict[str, int] = {}
+    pairs = [(w, distinct.setdefault(t, len(distinct))) for w, word in enumerate(words) for t in word.tokens]
     match = np.zeros((len(words), len(terms)), dtype=np.float32)
-    for w, word in enumerate(words):
-        for q, term in enumerate(terms):
-            if q < len(content):
-                match[w, q] = max((token_sim(term, t, lex) for t in word.tokens), default=0.0)
-            else:
-                match[w, q] = float(term in word.tokens)
+    if pairs:
+        at, ids = np.array(pairs, dtype=np.int64).T  # (P,) each token's word and distinct id
+        for q, term in enumerate(terms):  # each distinct token compared once
+            sim = [token_sim(term, t, lex) if q < len(content) else float(t == term) for t in distinct]
+            np.maximum.at(match[:, q], at, np.asarray(sim, dtype=np.float32)[ids])
     match[match < lex.present_sim] = 0.0
     # page IDF of each term over the lines: a word on most lines ("is") counts little
     n_lines = words[-1].line + 1
@@ -189,7 +219,8 @@ def key_spans(boxes: Sequence, query: str, config: SpanConfig = SpanConfig(), wo
     if total <= 0:
         return []
     sentence = np.cumsum([0] + [int(w.ends) for w in words[:-1]])  # (W,) each word's sentence number
-    link_weight = float(idf[len(content) :].sum())
+    # a definition mark is one more occurrence of the link words (a page may print "X:" and never "X is")
+    link_weight = float(np.log((n_lines + 1) / (df[len(content) :] + 1.5)).clip(min=0.0).sum())
     spans = []
     for t in np.flatnonzero(match[:, : len(content)].max(1) > 0):
         lo, hi = max(0, t - config.window), min(len(words), t + config.window + 1)
@@ -210,8 +241,11 @@ def key_spans(boxes: Sequence, query: str, config: SpanConfig = SpanConfig(), wo
     top = max((s for s, _, _ in spans), default=0.0)
     if top <= 0:
         return []
-    ranked = sorted(spans, key=lambda s: (-s[0], s[1]))
-    return [Span(s / top, f, la, words[f].line) for s, f, la in ranked]
+    best_of: dict[tuple[int, int], float] = {}  # one span a phrase (found from its subject and from its verb)
+    for score, f, la in spans:
+        best_of[(f, la)] = max(best_of.get((f, la), 0.0), score)
+    ranked = sorted(best_of.items(), key=lambda s: (-s[1], s[0]))
+    return [Span(s / top, f, la, words[f].line) for (f, la), s in ranked]
 
 
 def span_priorities(
@@ -265,6 +299,10 @@ def refocus(allocation, query: str, k: int, weight: float, config: SpanConfig = 
 
     boxes = list(getattr(allocation, "text_boxes", None) or [])
     if k <= 0 or weight <= 0 or not boxes or not query:
+        return None
+    if config.guard_evidence and getattr(allocation, "evidence", None) is not None:
+        return None
+    if config.guard_typed and answer_types(query):
         return None
     rows, cols = allocation.grid
     prio = span_priorities(boxes, query, rows, cols, tuple(allocation.original), config)
