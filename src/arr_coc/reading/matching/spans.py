@@ -309,7 +309,7 @@ def refocus(allocation, query: str, k: int, weight: float, config: SpanConfig = 
     if not prio.any():
         return None
     scores = torch.from_numpy(focused(allocation.scores, prio, weight))
-    return select(scores, k, units=list(allocation.units))
+    return select(scores, k, units=allocation.units)  # the page's WordUnits: their selection tables are cached
 
 
 __all__ = ["FRAME_WORDS", "Span", "SpanConfig", "Word", "focused", "key_spans", "question_terms", "reading_words",
