@@ -6,6 +6,8 @@
           ──► page relevance p_i = the page's best text-prior match (0-1: lexical, MiniLM, key -> value rules)
           ──► share: one joint top-K over all pages' cells, each page's scores (min-max over the page) times
               w_i = exp((p_i - max p) / temperature); words kept whole across the document
+          ──► each page's share spent from its key spans first (where the question's words stand together, then the
+              text after them: ``arr_coc.reading.matching.spans``; ``PagesConfig.focus``)
           ──► every page in order, a page that gets nothing with an empty ``kept``
 
 Why so: a page's relevance comes from the same text path that chooses its cells, so a page whose words match the
