@@ -8,6 +8,9 @@ The PDFs (none is TeX Live documentation; none is a test file of camelot or pdfp
 
     apt-get download libidn2-doc gnutls-doc libgcrypt20-doc    # + the installed libtasn1-doc, shared-mime-info,
     # zlib1g-dev (crc-doc), nettle-dev, fontconfig, valgrind, bzip2 (gunzip the .pdf.gz ones into the folder)
+    apt-get download bash-doc glpk-doc libmpfr-doc shishi-doc  # added after the in-page rule was fixed (LATE):
+    # bashref.pdf, glpk.pdf, mpfr.pdf(.gz), shishi.pdf as bash-doc-bashref.pdf, glpk-doc-glpk.pdf,
+    # libmpfr-doc-mpfr.pdf, shishi-doc-shishi.pdf
 
 The set: each PDF gives one or two windows of 8 consecutive pages (:func:`windows`); on each page, every line that
 reads "<subject> <verb> <object>" (verb in :data:`VERBS`: "X returns Y", "X is Y", ...) or "<key>: <value>" becomes
@@ -259,8 +262,11 @@ def recall_table(rows: list[dict], holdout: set[str]) -> list[str]:
     def mean(rs: list[dict], key: str) -> str:
         return f"{np.mean([r[key] for r in rs]):.3f}" if rs else "-"
 
+    late = set(LATE.split(","))
     groups = [("all", rows), ("held-out sources", [r for r in rows if r["source"] in holdout]),
               ("tuning sources", [r for r in rows if r["source"] not in holdout])]  # fmt: skip
+    if late & {r["source"] for r in rows}:
+        groups.insert(2, ("held out, added after the in-page rule", [r for r in rows if r["source"] in late]))
     for s in sorted({r["source"] for r in rows}):
         groups.append((f"{s}{' (held out)' if s in holdout else ''}", [r for r in rows if r["source"] == s]))
     head = "| questions | n | " + " | ".join(
@@ -273,7 +279,8 @@ def recall_table(rows: list[dict], holdout: set[str]) -> list[str]:
     return lines
 
 
-HOLDOUT = "gnutls,nettle-dev-nettle,valgrind-valgrind_manual,zlib1g-dev-crc-doc.1.0,shared-mime-info-spec"
+LATE = "bash-doc-bashref,glpk-doc-glpk,libmpfr-doc-mpfr,shishi-doc-shishi"  # sources added after the in-page rule
+HOLDOUT = "gnutls,nettle-dev-nettle,valgrind-valgrind_manual,zlib1g-dev-crc-doc.1.0,shared-mime-info-spec," + LATE
 
 
 def main(argv: Sequence[str] | None = None) -> int:

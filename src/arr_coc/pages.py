@@ -6,6 +6,8 @@
           ──► page relevance p_i = the page's best text-prior match (0-1: lexical, MiniLM, key -> value rules)
           ──► share: one joint top-K over all pages' cells, each page's scores (min-max over the page) times
               w_i = exp((p_i - max p) / temperature); words kept whole across the document
+          ──► each page's share spent from its key spans first (where the question's words stand together, then the
+              text after them: ``arr_coc.reading.matching.spans``; ``PagesConfig.focus``)
           ──► every page in order, a page that gets nothing with an empty ``kept``
 
 Why so: a page's relevance comes from the same text path that chooses its cells, so a page whose words match the
@@ -73,6 +75,9 @@ class PagesConfig:
         look_keep: the first look keeps pages whose word score is at least this share of the best page's.
         look_max: at most this many pages are read in full after the first look.
         workers: threads reading pages (0: the CPU count, at most 8).
+        focus: a read page spends its share from its key spans first: the words where the question's words stand
+            together and the text after them (``arr_coc.reading.matching.spans``), blended with its own scores at
+            this weight; 0: its own scores alone.
     """
 
     temperature: float = 0.05
@@ -82,6 +87,7 @@ class PagesConfig:
     look_keep: float = 0.5
     look_max: int = 4
     workers: int = 0
+    focus: float = 0.5
 
 
 @dataclass
@@ -156,6 +162,7 @@ class DocumentAllocation:
     notes: list[str] = field(default_factory=list)
     floor: int | str = "auto"
     temperature: float = 0.05
+    focus: float = 0.0
     realizer: Realizer | None = field(default=None, repr=False)
     ahead: threading.Thread | None = field(default=None, repr=False)
 
@@ -180,7 +187,9 @@ class DocumentAllocation:
         k = document_budget(
             budget, self.n_tokens, None if best is None else allocations[best], self.realizer or default_realizer()
         )
-        return decide_pages(allocations, relevance, self.specific, k, self.floor, self.temperature)
+        return decide_pages(
+            allocations, relevance, self.specific, k, self.floor, self.temperature, self.query, self.focus
+        )
 
     @property
     def n_tokens(self) -> int:
@@ -378,11 +387,15 @@ def decide_pages(
     k: int,
     floor: int | str = "auto",
     temperature: float = 0.05,
+    query: str = "",
+    focus: float = 0.0,
 ) -> list[torch.Tensor]:
     """Each page's kept indices for ``k`` tokens over the document (the step after reading; see :func:`share`).
 
     ``floor="auto"``: no floor when some page stands out (``specific``), else an even split of ``k`` (each page its
-    own best cells; the remainder one more token to the first pages). Pages without an allocation keep nothing."""
+    own best cells; the remainder one more token to the first pages). Pages without an allocation keep nothing.
+    ``focus`` > 0: each read page's share is then spent from its key spans for ``query`` first
+    (``arr_coc.reading.matching.spans.refocus``; :attr:`PagesConfig.focus`)."""
     scores = [
         torch.from_numpy(np.ascontiguousarray(a.scores, dtype=np.float32)).flatten()
         if a is not None
@@ -390,7 +403,13 @@ def decide_pages(
         for a in allocations
     ]
     units = [list(a.units) if a is not None else [] for a in allocations]
-    return split_pages(scores, units, relevance, specific, k, floor, temperature)
+    keeps = split_pages(scores, units, relevance, specific, k, floor, temperature)
+    from .reading.matching.spans import refocus
+
+    for i, a in enumerate(allocations):  # the page's share, spent from where the question's words stand together
+        better = refocus(a, query, int(keeps[i].numel()), focus) if a is not None and focus else None
+        keeps[i] = keeps[i] if better is None else better
+    return keeps
 
 
 def split_pages(
@@ -581,7 +600,9 @@ def allocate_pages(
     k = document_budget(parsed, sum(sizes), best_page, realizer)
     if not specific or (floor != "auto" and floor > 0):
         read_all(range(n), "texture")  # every page keeps cells: the pages not read get their texture scores
-    keeps = decide_pages([allocs.get(i) for i in range(n)], relevance, specific, k, floor, config.temperature)
+    keeps = decide_pages(
+        [allocs.get(i) for i in range(n)], relevance, specific, k, floor, config.temperature, text, config.focus
+    )
     t4 = time.perf_counter()
     loaded = all(isinstance(p, Page) for p in (document if isinstance(document, (list, tuple)) else [None]))
     if not loaded:
@@ -622,6 +643,7 @@ def allocate_pages(
         requested=k,
         floor=floor,
         temperature=config.temperature,
+        focus=config.focus,
         realizer=realizer,
         ahead=ahead,
         timings_ms={
