@@ -493,7 +493,7 @@ def lexical_scores(texts: Sequence[str], query: str, cfg: LexicalConfig, page: L
     n = len(texts)
     terms = query_terms(query, cfg)
     phrases = key_phrases(query) if foreign_words(query) else ()
-    quoted = quote_scores(texts, query) if foreign_words(query) else None  # a CJK quotation, as characters
+    quoted = quote_scores(texts, query) if foreign_words(query) else None  # a quotation, found whole (``quotes``)
     if n == 0 or not (terms or phrases or quoted is not None):
         return np.zeros(n, dtype=np.float32)
     page = page if page is not None else LexicalPage(texts)

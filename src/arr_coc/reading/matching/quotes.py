@@ -1,4 +1,4 @@
-"""Finding the printed text a question quotes in Chinese or Japanese, character by character.
+"""Finding the printed text a foreign question quotes: Chinese or Japanese by characters, other scripts by words.
 
 The token path (``lexical.tokens``) drops hiragana and CJK function characters: they are particles and
 endings, not content, in a question. A quotation is the page's own text, though, and a Japanese one is
