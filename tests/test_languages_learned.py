@@ -74,6 +74,11 @@ def test_quotations_and_their_boxes() -> None:
     lines = ["Vermeiden Sie, in Shell-Skripten zu verwenden,", "Vermeiden:", "Vermeiden Sie, in"]
     assert inline_values(lines, de).tolist() == [1.0, 0.0, 0.0]  # the quotation with more after it: the answer
     assert inline_values(["x"], "What is the total?") is None  # English questions are never read this way
+    # a CJK quotation held by most of its bigrams counts only where no box holds it whole (an OCR misreading)
+    zh = "「正则表达式被」后面写的是什么？"
+    lines = ["正则表达式被使用在许多文本处理工具中。", "正则表达式描述要匹配的模式"]
+    assert inline_values(lines, zh).tolist() == [1.0, 0.0]
+    assert inline_values(lines[1:], zh).tolist() == [1.0]  # 4 of its 5 bigrams, and no box holds it whole
 
 
 def test_english_questions_skip_the_quotation_rule() -> None:

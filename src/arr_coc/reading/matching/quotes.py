@@ -96,19 +96,26 @@ def inline_values(texts: Sequence[str], query: str) -> np.ndarray | None:
     if not (quotes or words):
         return None
     out = np.zeros(len(texts), dtype=np.float32)
+    flats = ["".join(fold(t).split()) for t in texts]
+    # a CJK quotation held by a share of its bigrams only where no box holds it whole (an OCR misreading): a box
+    # holding "正则表达式" does not hold "正则表达式被" when another box does
+    whole = {q: any(q in f for f in flats) for q in quotes}
     for i, t in enumerate(texts):
-        boxed, flat = _words(t), "".join(fold(t).split())
-        rest = [boxed.split(w, 1)[1] for w in words if w in boxed] + [_cjk_rest(flat, q) for q in quotes]
+        boxed = _words(t)
+        rest = [boxed.split(w, 1)[1] for w in words if w in boxed]
+        rest += [_cjk_rest(flats[i], q, exact=whole[q]) for q in quotes]
         out[i] = float(any(_NON_WORD.sub("", r) for r in rest))
     return out
 
 
-def _cjk_rest(flat: str, quote: str) -> str:
+def _cjk_rest(flat: str, quote: str, exact: bool = False) -> str:
     """What ``flat`` holds after ``quote`` ("" when it does not hold it): the quotation whole, or (an OCR
     misreading, "ラルスクリーン" for "フルスクリーン") at least ``INLINE_SHARE`` of its character
-    bigrams, then what follows the last one held."""
+    bigrams, then what follows the last one held; ``exact``: the quotation whole only."""
     if quote in flat:
         return flat.split(quote, 1)[1]
+    if exact:
+        return ""
     grams = _bigrams(quote)
     ends = [flat.find(g) + 2 for g in grams if g in flat]
     return flat[max(ends) :] if ends and len(ends) >= INLINE_SHARE * len(grams) else ""
