@@ -2,8 +2,13 @@
 (Osamu Aoki et al., GPL-2+), whose translations Debian ships as PDFs (``debian-reference-<language>``), pages
 rendered and questions made from the PDF's text layer, in the realdocs schema (``benchmarks/languages.py --real``).
 
+Other books (``--sources devref maintguide``; each book a source of its own, so the figure is not one book's):
+Debian's Developer's Reference (``developers-reference-{de,fr,ja}``, GPL-2) and the New Maintainers' Guide
+(``maint-guide-{de,es,fr,ja,zh-cn}``, GPL-2+), the PDFs those packages ship.
+
 Steps:
-    fetch   ``apt-get download debian-reference-{zh-cn,ja,de,fr,es}`` and ``dpkg-deb -x`` them into ``--debs``
+    fetch   ``apt-get download`` the books' packages (``debian-reference-{zh-cn,ja,de,fr,es}``, ...) and
+            ``dpkg-deb -x`` them into ``--debs``
     make    per language ``--pages`` pages drawn (seeded) from the body of the book (not the first or last 15
             pages), ``--per-page`` questions a page: a printed line of at least 6 words (CJK: 12 characters); the
             question quotes its first 3 words (CJK: 6 characters) and asks, in the page's language, what follows;
@@ -11,14 +16,14 @@ Steps:
             only when it holds more of its language's function words than of English's (the translations leave some
             passages in English); evidence boxes = the answer's
             characters from the text layer (one box a word; a CJK answer one box), scaled to the page rendered by
-            pdftoppm at ``--dpi``
+            pdftoppm at ``--dpi``; a line with a character past the page's edge (cut off by the render) is not used
 
 The question is a reading one ("What follows «...» on the page?"): the page's own words, in its script, locate the
 answer. It measures whether the text path reads real typeset text in each script (OCR head, tokens, CJK bigrams)
 and keeps the answer's words, not whether it understands a paraphrase.
 
-Each line carries ``language``, ``source`` ("debianref-<language>": the book is the source) and ``render`` (file,
-page, dpi, package, version, licence). Nothing of the PDFs goes into this repository.
+Each line carries ``language``, ``source`` ("debianref-<language>", "devref-...": the book is the source) and
+``render`` (file, page, dpi, package, version, licence). Nothing of the PDFs goes into this repository.
 
 Example::
 
@@ -26,6 +31,7 @@ Example::
     python benchmarks/languages_real.py make --debs /tmp/debref --out /tmp/lang-real --pages 8 --per-page 3
     python benchmarks/languages_real.py make --debs /tmp/debref --out /tmp/lang-real1 --seed 1 --exclude /tmp/lang-real
     python benchmarks/languages.py --dev-seeds --test-seeds --real /tmp/lang-real --ocr-cache /tmp/lang-ocr
+    python benchmarks/languages_real.py fetch --debs /tmp/books --sources devref maintguide   # + --sources on make
 """
 
 from __future__ import annotations
@@ -41,6 +47,20 @@ from pathlib import Path
 
 PACKAGES = {lang: f"debian-reference-{pkg}" for lang, pkg in
             (("zh", "zh-cn"), ("ja", "ja"), ("de", "de"), ("fr", "fr"), ("es", "es"))}  # fmt: skip
+# the other books: (source, language) -> (package, the PDF inside it); each book is a source of its own (its
+# authors, translators and typesetting), so the figure is not one book's
+BOOKS = {
+    ("devref", "de"): ("developers-reference-de", "usr/share/developers-reference/de/developers-reference.pdf"),
+    ("devref", "fr"): ("developers-reference-fr", "usr/share/developers-reference/fr/developers-reference.pdf"),
+    ("devref", "ja"): ("developers-reference-ja", "usr/share/developers-reference/ja/developers-reference.pdf"),
+    ("maintguide", "de"): ("maint-guide-de", "usr/share/doc/maint-guide-de/maint-guide.de.pdf"),
+    ("maintguide", "es"): ("maint-guide-es", "usr/share/doc/maint-guide-es/maint-guide.es.pdf"),
+    ("maintguide", "fr"): ("maint-guide-fr", "usr/share/doc/maint-guide-fr/maint-guide.fr.pdf"),
+    ("maintguide", "ja"): ("maint-guide-ja", "usr/share/doc/maint-guide-ja/maint-guide.ja.pdf"),
+    ("maintguide", "zh"): ("maint-guide-zh-cn", "usr/share/doc/maint-guide-zh-cn/maint-guide.zh-cn.pdf"),
+}
+SOURCES = ("debianref", "devref", "maintguide")
+LICENCES = {"debianref": "GPL-2+", "devref": "GPL-2", "maintguide": "GPL-2+"}
 WORDING = {
     "zh": "「{key}」后面写的是什么？",
     "ja": "「{key}」の後に何と書いてありますか？",
@@ -62,18 +82,26 @@ FUNCTION_WORDS = {
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
 
 
-def pdf_of(debs: Path, lang: str) -> Path:
+def pdf_of(debs: Path, lang: str, source: str = "debianref") -> Path:
+    if source != "debianref":
+        return debs / "x" / BOOKS[(source, lang)][1]
     pkg = PACKAGES[lang]
     return debs / "x" / "usr" / "share" / "debian-reference" / f"debian-reference.{pkg.split('-', 2)[2]}.pdf"
 
 
-def fetch(debs: Path) -> None:
+def books(sources: Sequence[str]) -> list[tuple[str, str, str]]:
+    """(source, language, package) of every book of ``sources``, the Debian Reference's in its first order."""
+    out = [("debianref", lang, pkg) for lang, pkg in PACKAGES.items()] if "debianref" in sources else []
+    return out + [(src, lang, pkg) for (src, lang), (pkg, _) in BOOKS.items() if src in sources]
+
+
+def fetch(debs: Path, sources: Sequence[str] = ("debianref",)) -> None:
     """``apt-get download`` the packages into ``debs`` and unpack them into ``debs/x``."""
     debs.mkdir(parents=True, exist_ok=True)
-    for pkg in PACKAGES.values():
+    for _, _, pkg in books(sources):
         subprocess.run(["apt-get", "download", pkg], cwd=debs, check=True, capture_output=True)
-    for deb in sorted(debs.glob("debian-reference-*.deb")):
-        subprocess.run(["dpkg-deb", "-x", str(deb), str(debs / "x")], check=True)
+        for deb in sorted(debs.glob(f"{pkg}_*.deb")):
+            subprocess.run(["dpkg-deb", "-x", str(deb), str(debs / "x")], check=True)
 
 
 def _box(chars: list[dict], scale: float) -> list[int]:
@@ -91,6 +119,8 @@ def line_questions(pg, lang: str, scale: float) -> list[dict]:
     out = []
     for ln in lines:
         chars = [c for c in ln["chars"] if c.get("text")]
+        if any(c["x1"] > pg.width or c["bottom"] > pg.height or c["x0"] < 0 or c["top"] < 0 for c in chars):
+            continue  # text past the page's edge (cut off by the render): not on the page image
         if lang in ("zh", "ja"):
             solid = [c for c in chars if not c["text"].isspace()]
             if len(solid) < KEY_CHARS + ANSWER_CHARS:
@@ -127,20 +157,27 @@ def line_questions(pg, lang: str, scale: float) -> list[dict]:
 
 
 def make(
-    debs: Path, out: Path, n_pages: int, per_page: int, dpi: int, seed: int, exclude: Path | None = None
+    debs: Path,
+    out: Path,
+    n_pages: int,
+    per_page: int,
+    dpi: int,
+    seed: int,
+    exclude: Path | None = None,
+    sources: Sequence[str] = ("debianref",),
 ) -> list[dict]:
-    """Pages and questions of every language's book (seeded); pages already in ``exclude`` (another set's folder)
-    are not drawn again."""
+    """Pages and questions of every language's book of ``sources`` (seeded); pages already in ``exclude`` (another
+    set's folder) are not drawn again."""
     import pdfplumber
     from PIL import Image
 
     (out / "images").mkdir(parents=True, exist_ok=True)
     scale = dpi / 72.0
     questions: list[dict] = []
-    for lang, pkg in PACKAGES.items():
-        path = pdf_of(debs, lang)
+    for source, lang, pkg in books(sources):
+        path = pdf_of(debs, lang, source)
         version = next((p.name.split("_")[1] for p in debs.glob(f"{pkg}_*.deb")), "?")
-        rng = random.Random(f"{seed}/{lang}")
+        rng = random.Random(f"{seed}/{lang}" if source == "debianref" else f"{seed}/{source}/{lang}")
         with pdfplumber.open(path) as pdf:
             order = list(range(15, len(pdf.pages) - 15))
             rng.shuffle(order)
@@ -148,13 +185,13 @@ def make(
             for p in order:
                 if done >= n_pages:
                     break
-                if exclude is not None and (exclude / "images" / f"debianref_{lang}_p{p + 1}.png").is_file():
+                if exclude is not None and (exclude / "images" / f"{source}_{lang}_p{p + 1}.png").is_file():
                     continue
                 cands = line_questions(pdf.pages[p], lang, scale)
                 if len(cands) < per_page:
                     continue
                 picked = rng.sample(cands, per_page)
-                name = f"debianref_{lang}_p{p + 1}"
+                name = f"{source}_{lang}_p{p + 1}"
                 base = out / "images" / name
                 cmd = ["pdftoppm", "-r", str(dpi), "-f", str(p + 1), "-l", str(p + 1), "-png", "-singlefile",
                        str(path), str(base)]  # fmt: skip
@@ -175,19 +212,19 @@ def make(
                             "alt_boxes": [],
                             "image_size": [w, h],
                             "language": lang,
-                            "source": f"debianref-{lang}",
+                            "source": f"{source}-{lang}",
                             "render": {
                                 "file": path.name,
                                 "page": p + 1,
                                 "dpi": dpi,
                                 "package": pkg,
                                 "version": version,
-                                "licence": "GPL-2+",
+                                "licence": LICENCES[source],
                             },  # fmt: skip
                         }
                     )
                 done += 1
-        print(f"{lang}: {done} pages", file=sys.stderr)
+        print(f"{source} {lang}: {done} pages", file=sys.stderr)
     (out / "questions.jsonl").write_text("".join(json.dumps(q, ensure_ascii=False) + "\n" for q in questions))
     return questions
 
@@ -205,11 +242,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     m.add_argument("--dpi", type=int, default=120)
     m.add_argument("--seed", type=int, default=0)
     m.add_argument("--exclude", type=Path, default=None, help="another set's folder: its pages are not drawn")
+    for q in (f, m):
+        q.add_argument("--sources", nargs="+", default=["debianref"], choices=SOURCES, help="books (default: one)")
     args = p.parse_args(argv)
     if args.cmd == "fetch":
-        fetch(args.debs)
+        fetch(args.debs, args.sources)
     else:
-        qs = make(args.debs, args.out, args.pages, args.per_page, args.dpi, args.seed, args.exclude)
+        qs = make(args.debs, args.out, args.pages, args.per_page, args.dpi, args.seed, args.exclude, args.sources)
         print(f"{len(qs)} questions in {args.out}")
     return 0
 

@@ -43,6 +43,8 @@ Three rooms and what they share (imports go down this list, never up; ``tests/te
         paraphrase.py    foreign questions that name no printed key: concepts -> the keys documents print (de/fr/es)
         spans.py         key spans: the question's words where they stand together, then the text after them
                          (``arr_coc.pages`` spends a document page's share from them first)
+        quotes.py        a foreign question's quotation found as characters; the box holding it and more: the answer
+        script_neutral.py  the learned features' text measures in any script (English values unchanged)
         learned.py       the learned scorer: ``box_features``, ``BoxScorer`` (reads the matcher through the
                          ``RuleQuantities`` protocol: no import of ``matcher``)
         matcher.py       ``QueryMatcher``: keys, answer-type prior, layout rule, evidence chain, structural evidence,

@@ -57,6 +57,7 @@ from torch import nn
 
 from ..ocr.reader import TextBox
 from .lexical import FOREIGN_HINT, VALUE_PATTERNS, answer_types, has_type, tokens
+from .script_neutral import cased_share, cjk_org, spaced, word_count
 from .semantic import semantic_scores
 
 if TYPE_CHECKING:
@@ -247,7 +248,7 @@ def box_features(
     col[f"wh_{_wh(query)}"][:] = 1.0
     col["q_named"][:] = float(keys.max() > 0)
     col["q_structural"][:] = float(evidence is not None)
-    col["q_len"][:] = math.log1p(len(query.split()))
+    col["q_len"][:] = math.log1p(word_count(query))
     return out
 
 
@@ -277,17 +278,18 @@ def page_features(boxes: Sequence[TextBox], layout: Layout, original_size: tuple
     texts = [b.text for b in boxes]
     norm = [" ".join(tokens(t)) for t in texts]
     freq = Counter(norm)
-    for j, t in enumerate(texts):
-        letters = [c for c in t if c.isalpha()]
+    for j, t in enumerate(texts):  # script-neutral: the values of text without CJK are as before
         col["n_chars"][j] = math.log1p(len(t))
-        col["n_words"][j] = math.log1p(len(t.split()))
+        col["n_words"][j] = math.log1p(word_count(t))
         col["digit_share"][j] = sum(c.isdigit() for c in t) / max(len(t), 1)
-        col["upper_share"][j] = sum(c.isupper() for c in letters) / max(len(letters), 1)
+        col["upper_share"][j] = cased_share(t)
         col["colon_end"][j] = float(t.rstrip().endswith((":", "=", "：")))
         col["page_freq"][j] = math.log(freq[norm[j]]) if norm[j] else 0.0
+        ts = spaced(t)  # "号码12345678": a boundary between the Han and the digits
         for kind in TYPES:
-            col[f"is_{kind}"][j] = float(has_type(t, kind))
-        col["digit_run"][j] = float(bool(_DIGIT_RUN.search(t)) and not VALUE_PATTERNS["date"].search(t))
+            col[f"is_{kind}"][j] = float(has_type(ts, kind))
+        col["is_org"][j] = max(col["is_org"][j], float(cjk_org(t)))
+        col["digit_run"][j] = float(bool(_DIGIT_RUN.search(ts)) and not VALUE_PATTERNS["date"].search(ts))
 
     for b in layout.blocks:
         if b.role in ROLES:

@@ -19,6 +19,7 @@ import numpy as np
 from ..config import LexicalConfig
 from ..text import clean, fold
 from .paraphrase import PARAPHRASE_BELOW, PARAPHRASE_WEIGHT, key_phrases
+from .quotes import QUOTED, quote_scores
 
 MAX_QUERY_CHARS = LexicalConfig.max_query_chars  # default truncation of long queries (``LexicalConfig``)
 MAX_QUERY_TOKENS = LexicalConfig.max_query_tokens  # default number of query content tokens matched
@@ -200,8 +201,7 @@ def query_terms(query: str, cfg: LexicalConfig) -> list[tuple[str, float]]:
     return list(terms.items())
 
 
-# a quotation in a question worded in another language: 「…」, 『…』, “…”, „…“, «…», "…"
-_QUOTED = re.compile(r"「([^」]+)」|『([^』]+)』|“([^”]+)”|„([^“”]+)[“”]|«\s*([^»]+?)\s*»|\"([^\"]+)\"")
+_QUOTED = QUOTED  # a quotation in a question worded in another language (``quotes.QUOTED``)
 
 
 def _quoted_terms(query: str) -> list[str]:
@@ -356,13 +356,16 @@ def foreign(query: str) -> bool:
     return not query.isascii() or FOREIGN_HINT.search(query) is not None
 
 
+_FOREIGN_MARKS = re.compile("[„«»¿¡]")  # German, French and Spanish quotation and question marks
+
+
 @functools.lru_cache(maxsize=65536)
 def foreign_words(query: str) -> bool:
     """Whether ``query`` is worded in another language than English: a Chinese or Japanese character, a German,
-    French, Spanish, Italian or Portuguese question word (``FOREIGN_HINT``), or at least two of those languages'
-    function words (``FOREIGN_STOP_WORDS``) and more of them than English ones. Stricter than ``foreign``: an English
-    question naming "Café de Paris" (or an OCR'd "Bill No. han Au No") stays English."""
-    if _CJK_RUN.search(query) or FOREIGN_HINT.search(query):
+    French, Spanish, Italian or Portuguese question word (``FOREIGN_HINT``), a „, «, », ¿ or ¡, or at least two of
+    those languages' function words (``FOREIGN_STOP_WORDS``) and more of them than English ones. Stricter than
+    ``foreign``: an English question naming "Café de Paris" (or an OCR'd "Bill No. han Au No") stays English."""
+    if _CJK_RUN.search(query) or FOREIGN_HINT.search(query) or _FOREIGN_MARKS.search(query):
         return True
     toks = tokens(query)
     other = sum(t in FOREIGN_STOP_WORDS for t in toks)
@@ -490,12 +493,14 @@ def lexical_scores(texts: Sequence[str], query: str, cfg: LexicalConfig, page: L
     n = len(texts)
     terms = query_terms(query, cfg)
     phrases = key_phrases(query) if foreign_words(query) else ()
-    if n == 0 or not (terms or phrases):
+    quoted = quote_scores(texts, query) if foreign_words(query) else None  # a quotation, found whole (``quotes``)
+    if n == 0 or not (terms or phrases or quoted is not None):
         return np.zeros(n, dtype=np.float32)
     page = page if page is not None else LexicalPage(texts)
     if page.n != n:
         raise ValueError(f"the lexical page has {page.n} texts, got {n}")
     out = _term_scores(page, terms, cfg)
+    out = out if quoted is None else np.maximum(out, quoted)
     if phrases and float(out.max()) < PARAPHRASE_BELOW:
         for phrase in phrases:
             out = np.maximum(out, np.float32(PARAPHRASE_WEIGHT) * _term_scores(page, query_terms(phrase, cfg), cfg))

@@ -20,6 +20,7 @@ from .crossing import cross_cells, split_cell_query
 from .learned import BoxScorer, box_features
 from .lexical import LexicalPage, answer_types, foreign_words, has_type, lexical_scores
 from .propagation import CellPainter, Neighbours, paint_boxes, propagate, word_units
+from .quotes import INLINE_OTHERS, inline_values
 from .semantic import MiniLMEmbedder, semantic_scores, semantic_similarities
 
 
@@ -469,6 +470,9 @@ class QueryMatcher:
         if prior.any():
             # the question asks for a kind of value: candidates of that kind rank first, the rest are damped
             values = np.where(prior > 0, prior + (1.0 - prior) * values, kc.off_type_damp * values)
+        inline = inline_values([b.text for b in boxes], query) if foreign_words(query) else None
+        if inline is not None and inline.any():  # a box holding the quoted text and what follows it: the answer
+            values = np.where(inline > 0, np.float32(1.0), np.float32(INLINE_OTHERS) * values)
         scores = np.maximum.reduce([values, kc.key_score * keys, np.full(n, kc.other_text, dtype=np.float32)])
         chain = self._chain(contrib, values)
         scores[givers] = np.maximum(scores[givers], chain)
