@@ -329,8 +329,8 @@ def load(data: Path, path: Path = QUESTIONS) -> list[tuple[dict, Question]]:
             continue
         p = json.loads(line)
         q = base[p["rephrases"]]
-        out.append((p, Question(p["id"], p["query"], q.boxes, doc=q.doc, doc_type=q.doc_type, paraphrased=True,
-                                template=p["concept"], origin="jsonl", source=p["source"], image=q.image)))  # fmt: skip
+        kw = {"doc": q.doc, "doc_type": q.doc_type, "template": p["concept"], "source": p["source"]}
+        out.append((p, Question(p["id"], p["query"], q.boxes, paraphrased=True, image_path=q.image_path, **kw)))
     return out
 
 
@@ -344,6 +344,9 @@ def run(args: argparse.Namespace) -> int:
 
     rows = load(args.data, args.questions)
     rows = [(p, q) for p, q in rows if p["style"] in args.styles and p["split"] in args.splits]
+    if args.ids:
+        keep = set(Path(args.ids).read_text().split())
+        rows = [(p, q) for p, q in rows if p["id"] in keep]
     if args.limit:
         rows = rows[: args.limit]
     ocr = DiskOcrCache(args.ocr_cache)
@@ -393,6 +396,37 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+def kept_recall(args: argparse.Namespace) -> int:
+    """Recall at 11.1% of two ``benchmarks/kept_sets.py --realdocs`` outputs (before, after) of the same data, by
+    doc_type, wording and template, and every question whose kept set differs, with both recalls."""
+    from PIL import Image
+
+    from arr_coc.training.data import evidence_cells, grid_of, load_jsonl
+
+    questions = load_jsonl(args.data)
+    runs = [json.loads(Path(k).read_text()) for k in args.kept]
+    rec: list[dict[str, float]] = [{} for _ in runs]
+    for q in questions:
+        with Image.open(q.image_path) as im:
+            size = im.size
+        rows, cols = grid_of(*size)
+        cells = evidence_cells(q.boxes, size, rows, cols)
+        for r, run in zip(rec, runs, strict=True):
+            r[q.id] = float(np.isin(cells, run[q.id]["11.1%"]).mean())
+    for by in ("doc_type", "wording", "template"):
+        print(f"\n## by {by} (recall at 11.1%: " + " -> ".join(str(k) for k in args.kept) + ")")
+        key = {"doc_type": lambda q: q.doc_type, "wording": lambda q: "paraphrased" if q.paraphrased else "literal",
+               "template": lambda q: q.template}[by]  # fmt: skip
+        for g in sorted({key(q) for q in questions}):
+            ids = [q.id for q in questions if key(q) == g]
+            print(f"| {g} (n={len(ids)}) | " + " | ".join(f"{np.mean([r[i] for i in ids]):.3f}" for r in rec) + " |")
+    print("\n## kept sets that differ (id, template, recall in each run, query)")
+    for q in questions:
+        if any(run[q.id]["11.1%"] != runs[0][q.id]["11.1%"] for run in runs[1:]):
+            print(f"{q.id} [{q.template}] " + " ".join(f"{r[q.id]:.2f}" for r in rec) + f" {q.query!r}")
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(description="Paraphrased questions on realdocs-dev's pages (make the set / run it).")
     sub = p.add_subparsers(dest="cmd", required=True)
@@ -408,8 +442,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     r.add_argument("--splits", default="dev,held-out", type=lambda s: s.split(","))
     r.add_argument("--show", default="A dev", type=lambda s: s.split(","), help="groups whose misses are printed")
     r.add_argument("--limit", type=int, default=0)
+    r.add_argument("--ids", default=None, help="a file of question ids: only those")
     r.add_argument("--out", default=None, help="markdown report; per-question JSON beside it")
+    k = sub.add_parser("kept-recall", help="recall at 11.1% of kept_sets.py --realdocs outputs, and what differs")
+    k.add_argument("--data", type=Path, required=True)
+    k.add_argument("kept", nargs="+", type=Path, help="kept_sets.py --realdocs JSON files (the first: before)")
     args = p.parse_args(argv)
+    if args.cmd == "kept-recall":
+        return kept_recall(args)
     if args.cmd == "make":
         objs = make(args.data)
         args.out.write_text("".join(json.dumps(o, ensure_ascii=False) + "\n" for o in objs))

@@ -19,6 +19,7 @@ import numpy as np
 from ..config import LexicalConfig
 from ..text import clean, fold
 from .paraphrase import PARAPHRASE_BELOW, PARAPHRASE_WEIGHT, key_phrases
+from .paraphrase_en import context_words, english_key_phrases, english_types, label_hits
 
 MAX_QUERY_CHARS = LexicalConfig.max_query_chars  # default truncation of long queries (``LexicalConfig``)
 MAX_QUERY_TOKENS = LexicalConfig.max_query_tokens  # default number of query content tokens matched
@@ -187,8 +188,9 @@ def query_terms(query: str, cfg: LexicalConfig) -> list[tuple[str, float]]:
     quoted = _quoted_terms(query) if foreign_q else []
     for tok in quoted:  # the printed text itself comes first, each of its tokens a full term
         terms.setdefault(tok, 1.0)
+    context = () if foreign_q else _context_tokens(query)  # "When was this bill written?": not "BILL"
     for tok in tokens(query):
-        if tok in stop and not (len(tok) == 1 and tok in upper_single):
+        if (tok in stop and not (len(tok) == 1 and tok in upper_single)) or tok in context:
             continue
         if len(tok) == 1 and tok.isalpha() and tok not in upper_single:
             continue
@@ -198,6 +200,13 @@ def query_terms(query: str, cfg: LexicalConfig) -> list[tuple[str, float]]:
         if len(terms) >= cfg.max_query_tokens:
             break
     return list(terms.items())
+
+
+@functools.lru_cache(maxsize=4096)
+def _context_tokens(query: str) -> frozenset[str]:
+    """Tokens of the words an English question for a date, an amount or the issuer does not match
+    (``paraphrase_en.context_words``)."""
+    return frozenset(t for w in context_words(answer_types(query)) for t in tokens(w))
 
 
 # a quotation in a question worded in another language: 「…」, 『…』, “…”, „…“, «…», "…"
@@ -334,6 +343,8 @@ def answer_types(query: str) -> tuple[str, ...]:
     several, possibly none; in English, and in Chinese, Japanese and the European languages (``哪一天``, ``いくら``,
     ``Wie viel``, ``Quel montant``) when the question is not plain English."""
     found = [name for name, pat in _ANSWER_TYPE_PATTERNS if pat.search(query)]
+    found += [name for name in english_types(query) if name not in found]  # paraphrased wordings ("who sold")
+    found.sort(key=_TYPE_ORDER.index)
     if foreign(query):  # another language's words ("Wie viel", "いくら")
         found += [name for name, pat in _FOREIGN_TYPE_PATTERNS.items() if name not in found and pat.search(query)]
         found.sort(key=_TYPE_ORDER.index)
@@ -489,7 +500,7 @@ def lexical_scores(texts: Sequence[str], query: str, cfg: LexicalConfig, page: L
     """
     n = len(texts)
     terms = query_terms(query, cfg)
-    phrases = key_phrases(query) if foreign_words(query) else ()
+    phrases = key_phrases(query) if foreign_words(query) else english_key_phrases(query)
     if n == 0 or not (terms or phrases):
         return np.zeros(n, dtype=np.float32)
     page = page if page is not None else LexicalPage(texts)
@@ -498,7 +509,9 @@ def lexical_scores(texts: Sequence[str], query: str, cfg: LexicalConfig, page: L
     out = _term_scores(page, terms, cfg)
     if phrases and float(out.max()) < PARAPHRASE_BELOW:
         for phrase in phrases:
-            out = np.maximum(out, np.float32(PARAPHRASE_WEIGHT) * _term_scores(page, query_terms(phrase, cfg), cfg))
+            terms = query_terms(phrase, cfg)  # a key of stop words alone ("TO:") is found as a printed label
+            hits = _term_scores(page, terms, cfg) if terms else label_hits(texts, phrase)
+            out = np.maximum(out, np.float32(PARAPHRASE_WEIGHT) * hits)
     return out
 
 
