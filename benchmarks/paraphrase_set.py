@@ -347,8 +347,11 @@ def run(args: argparse.Namespace) -> int:
     if args.ids:
         keep = set(Path(args.ids).read_text().split())
         rows = [(p, q) for p, q in rows if p["id"] in keep]
+    if args.shuffle:  # a seeded order: the questions done so far are a fair sample (``--out``'s .partial.jsonl)
+        random.Random(SEED).shuffle(rows)
     if args.limit:
         rows = rows[: args.limit]
+    partial = open(f"{args.out}.partial.jsonl", "w") if args.out else None  # noqa: SIM115
     ocr = DiskOcrCache(args.ocr_cache)
     _, _, final = realizers(args.relevance)
     scorers = {"rules": None, **({"learned": final} if final is not None else {})}
@@ -358,6 +361,10 @@ def run(args: argparse.Namespace) -> int:
     for i, (_, q) in enumerate(rows):
         for name, realizer in scorers.items():
             res[name].append(recall_of(q, ocr, realizer)[label])
+        if partial is not None:
+            p = rows[i][0]
+            partial.write(json.dumps({**p, **{s: res[s][-1] for s in scorers}}) + "\n")
+            partial.flush()
         if (i + 1) % 100 == 0:
             print(f"  {i + 1}/{len(rows)}, {time.perf_counter() - t0:.0f} s", file=sys.stderr, flush=True)
     command = "python benchmarks/paraphrase_set.py " + " ".join(sys.argv[1:])
@@ -427,6 +434,47 @@ def kept_recall(args: argparse.Namespace) -> int:
     return 0
 
 
+def touched(args: argparse.Namespace) -> int:
+    """The realdocs-schema questions this checkout's English paraphrase rules change, written one id a line: those
+    whose answer types differ from the types the question's words alone give, those whose lexical scores on their
+    page (OCR boxes from ``--ocr-cache``) differ from the scores of the question's own words, and those a loose
+    table-cell split (``cell_wording``) finds a crossing for. Every other question runs the same code on the same
+    numbers as before, so its kept set is unchanged (``kept_sets.py`` on the listed ones alone then compares all)."""
+    from arr_coc.reading import Reading
+    from arr_coc.reading.config import LexicalConfig
+    from arr_coc.reading.matching import lexical
+    from arr_coc.reading.matching.crossing import split_cell_query
+    from arr_coc.training.data import load_jsonl
+    from arr_coc.training.evidence import DiskOcrCache
+
+    cfg, ocr, out = LexicalConfig(), DiskOcrCache(args.ocr_cache), []
+    matcher = Reading().matcher(semantic=False)
+
+    def before(t: str, texts: list[str]) -> tuple[tuple[str, ...], np.ndarray]:
+        """(answer types, lexical scores) without this change: its lexicon, types and context words patched out."""
+        saved = lexical.english_key_phrases, lexical.english_types, lexical._context_tokens
+        lexical.english_key_phrases = lexical.english_types = lexical._context_tokens = lambda q: ()
+        try:
+            return lexical.answer_types(t), lexical.lexical_scores(texts, t, cfg)
+        finally:
+            lexical.english_key_phrases, lexical.english_types, lexical._context_tokens = saved
+
+    for q in load_jsonl(args.data):
+        t = q.query
+        if lexical.foreign_words(t):
+            continue
+        boxes = ocr.read(q.load_image())
+        texts = [b.text for b in boxes]
+        types, lex = before(t, texts)
+        if types != lexical.answer_types(t) or not np.array_equal(lex, lexical.lexical_scores(texts, t, cfg)):
+            out.append(q.id)
+        elif not split_cell_query(t) and matcher.table_cell(boxes, t) is not None:
+            out.append(q.id)
+    Path(args.out).write_text("\n".join(out) + "\n")
+    print(f"{len(out)} questions touched -> {args.out}")
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(description="Paraphrased questions on realdocs-dev's pages (make the set / run it).")
     sub = p.add_subparsers(dest="cmd", required=True)
@@ -443,11 +491,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     r.add_argument("--show", default="A dev", type=lambda s: s.split(","), help="groups whose misses are printed")
     r.add_argument("--limit", type=int, default=0)
     r.add_argument("--ids", default=None, help="a file of question ids: only those")
+    r.add_argument("--shuffle", action="store_true", help="run the questions in a seeded random order")
     r.add_argument("--out", default=None, help="markdown report; per-question JSON beside it")
     k = sub.add_parser("kept-recall", help="recall at 11.1% of kept_sets.py --realdocs outputs, and what differs")
     k.add_argument("--data", type=Path, required=True)
     k.add_argument("kept", nargs="+", type=Path, help="kept_sets.py --realdocs JSON files (the first: before)")
+    t = sub.add_parser("touched", help="ids of the realdocs questions the English paraphrase rules can change")
+    t.add_argument("--data", type=Path, required=True)
+    t.add_argument("--ocr-cache", type=Path, default=None)
+    t.add_argument("--out", type=Path, required=True)
     args = p.parse_args(argv)
+    if args.cmd == "touched":
+        return touched(args)
     if args.cmd == "kept-recall":
         return kept_recall(args)
     if args.cmd == "make":

@@ -37,7 +37,7 @@ MEMO = ["MEMORANDUM", "TO:", "J. Smith", "FROM:", "R. Jones", "RE:", "Sampling p
 @pytest.mark.parametrize(
     ("question", "want"),
     [
-        ("How much was charged in total?", "total"),
+        ("How much was charged in total?", "payable"),
         ("What was the price before tax?", "subtotal"),
         ("How much change was given back?", "change"),
         ("By when must it be done?", "deadline"),

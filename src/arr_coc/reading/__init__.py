@@ -39,6 +39,8 @@ Three rooms and what they share (imports go down this list, never up; ``tests/te
                          word units
         crossing.py      a table cell named by its column header and row label: ``Evidence(rule="table-cell")``
         paraphrase.py    foreign questions that name no printed key: concepts -> the keys documents print (de/fr/es)
+        paraphrase_en.py English questions that name no printed key: concepts -> printed keys, answer types
+        cell_wording.py  a table-cell question in another wording: loose (header, label) splits
         learned.py       the learned scorer: ``box_features``, ``BoxScorer`` (reads the matcher through the
                          ``RuleQuantities`` protocol: no import of ``matcher``)
         matcher.py       ``QueryMatcher``: keys, answer-type prior, layout rule, evidence chain, structural evidence,

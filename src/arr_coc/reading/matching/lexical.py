@@ -500,7 +500,8 @@ def lexical_scores(texts: Sequence[str], query: str, cfg: LexicalConfig, page: L
     """
     n = len(texts)
     terms = query_terms(query, cfg)
-    phrases = key_phrases(query) if foreign_words(query) else english_key_phrases(query)
+    english = not foreign_words(query)
+    phrases = english_key_phrases(query) if english else key_phrases(query)
     if n == 0 or not (terms or phrases):
         return np.zeros(n, dtype=np.float32)
     page = page if page is not None else LexicalPage(texts)
@@ -510,13 +511,17 @@ def lexical_scores(texts: Sequence[str], query: str, cfg: LexicalConfig, page: L
     if phrases and float(out.max()) < PARAPHRASE_BELOW:
         for phrase in phrases:
             terms = query_terms(phrase, cfg)  # a key of stop words alone ("TO:") is found as a printed label
-            hits = _term_scores(page, terms, cfg) if terms else label_hits(texts, phrase)
+            # an English key counts where it is printed whole ("Total:" is not "Amount due", nor "Total due")
+            hits = _term_scores(page, terms, cfg, full=english) if terms else label_hits(texts, phrase)
             out = np.maximum(out, np.float32(PARAPHRASE_WEIGHT) * hits)
     return out
 
 
-def _term_scores(page: LexicalPage, terms: list[tuple[str, float]], cfg: LexicalConfig) -> np.ndarray:
-    """(N,) ``lexical_scores`` of the page's texts for the query terms ``terms``."""
+def _term_scores(
+    page: LexicalPage, terms: list[tuple[str, float]], cfg: LexicalConfig, full: bool = False
+) -> np.ndarray:
+    """(N,) ``lexical_scores`` of the page's texts for the query terms ``terms`` (``full``: only the boxes holding
+    every term, at least ``present_sim``; the others 0)."""
     out = np.zeros(page.n, dtype=np.float32)
     if not terms or not page.boxes.size:
         return out
@@ -543,6 +548,8 @@ def _term_scores(page: LexicalPage, terms: list[tuple[str, float]], cfg: Lexical
     r = recall.astype(np.float64)
     score = np.maximum(cfg.recall_mix * r + (1.0 - cfg.recall_mix) * precision, cfg.recall_only * r)  # (B,)
     matched = best.max(axis=1) > 0  # (B,) boxes matching no term keep 0
+    if full:
+        matched &= (best >= cfg.present_sim).all(axis=1)
     out[page.boxes[matched]] = score[matched]
     return np.clip(out, 0.0, 1.0)
 

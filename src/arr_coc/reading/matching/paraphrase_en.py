@@ -15,7 +15,7 @@ FUNSD's and SROIE's documents print, and their English synonyms), not from one b
 
 Example:
     >>> english_key_phrases("How much was charged in total?")[:3]
-    ('total', 'grand total', 'amount due')
+    ('amount due', 'balance due', 'total due')
     >>> english_key_phrases("Who is this memo addressed to?")[:2]
     ('to', 'attention')
 """
@@ -68,12 +68,31 @@ LEXICON: tuple[tuple[str, str, tuple[str, ...], tuple[str, ...]], ...] = (
         ("gst", "tax", "vat", "sst", "service tax", "service charge", "gst amount", "tax amount", "total gst"),
         ("total",),
     ),
+    (  # what must be or was paid: the keys of an amount due, not a bare "Total" (a subtotal line, a count of items)
+        "payable",
+        r"\bcharged?\b|\bpa(?:y|id|yable|yment)\b|\bowe[ds]?\b|\bowing\b|\bdue\b|\bbill(?:ed)? for\b",
+        (
+            "amount due",
+            "balance due",
+            "total due",
+            "amount payable",
+            "total payable",
+            "net payable",
+            "to pay",
+            "net amount",
+            "nett total",
+            "net total",
+            "grand total",
+            "total amount",
+            "rounded total",
+        ),
+        ("total",),
+    ),
     (
         "total",
-        r"\bhow much\b|\bcharged?\b|\bpa(?:y|id|yable|yment)\b|\bowe[ds]?\b|\bowing\b|\bcost\w*\b|\bspen[dt]\b|"
-        r"\bsum\b|\baltogether\b|\bin total\b|\btotal\w*\b|\boverall\b|\bbottom line\b|\bfinal (?:amount|price|"
-        r"figure|bill|sum)\b|\bgrand\b|\bamount\b|\bdue\b|\bprice of the (?:whole|entire)\b|\bcame? to\b|\bworth\b|"
-        r"\bbill(?:ed)? for\b|\badd(?:s|ed)? up\b",
+        r"\bhow much\b|\bcost\w*\b|\bspen[dt]\b|\bsum\b|\baltogether\b|\bin total\b|\btotal\w*\b|\boverall\b|"
+        r"\bbottom line\b|\bfinal (?:amount|price|figure|bill|sum)\b|\bgrand\b|\bamount\b|"
+        r"\bprice of the (?:whole|entire)\b|\bcame? to\b|\bworth\b|\badd(?:s|ed)? up\b",
         (
             "total",
             "grand total",
