@@ -45,6 +45,8 @@ Three rooms and what they share (imports go down this list, never up; ``tests/te
                          (``arr_coc.pages`` spends a document page's share from them first)
         quotes.py        a foreign question's quotation found as characters; the box holding it and more: the answer
         script_neutral.py  the learned features' text measures in any script (English values unchanged)
+        paraphrase_en.py English questions that name no printed key: concepts -> printed keys, answer types
+        cell_wording.py  a table-cell question in another wording: loose (header, label) splits
         learned.py       the learned scorer: ``box_features``, ``BoxScorer`` (reads the matcher through the
                          ``RuleQuantities`` protocol: no import of ``matcher``)
         matcher.py       ``QueryMatcher``: keys, answer-type prior, layout rule, evidence chain, structural evidence,

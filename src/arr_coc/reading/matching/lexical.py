@@ -19,6 +19,7 @@ import numpy as np
 from ..config import LexicalConfig
 from ..text import clean, fold
 from .paraphrase import PARAPHRASE_BELOW, PARAPHRASE_WEIGHT, key_phrases
+from .paraphrase_en import context_words, english_key_phrases, english_types, label_hits
 from .quotes import QUOTED, quote_scores
 
 MAX_QUERY_CHARS = LexicalConfig.max_query_chars  # default truncation of long queries (``LexicalConfig``)
@@ -188,8 +189,9 @@ def query_terms(query: str, cfg: LexicalConfig) -> list[tuple[str, float]]:
     quoted = _quoted_terms(query) if foreign_q else []
     for tok in quoted:  # the printed text itself comes first, each of its tokens a full term
         terms.setdefault(tok, 1.0)
+    context = () if foreign_q else _context_tokens(query)  # "When was this bill written?": not "BILL"
     for tok in tokens(query):
-        if tok in stop and not (len(tok) == 1 and tok in upper_single):
+        if (tok in stop and not (len(tok) == 1 and tok in upper_single)) or tok in context:
             continue
         if len(tok) == 1 and tok.isalpha() and tok not in upper_single:
             continue
@@ -202,6 +204,13 @@ def query_terms(query: str, cfg: LexicalConfig) -> list[tuple[str, float]]:
 
 
 _QUOTED = QUOTED  # a quotation in a question worded in another language (``quotes.QUOTED``)
+
+
+@functools.lru_cache(maxsize=4096)
+def _context_tokens(query: str) -> frozenset[str]:
+    """Tokens of the words an English question for a date, an amount or the issuer does not match
+    (``paraphrase_en.context_words``)."""
+    return frozenset(t for w in context_words(answer_types(query)) for t in tokens(w))
 
 
 def _quoted_terms(query: str) -> list[str]:
@@ -334,6 +343,8 @@ def answer_types(query: str) -> tuple[str, ...]:
     several, possibly none; in English, and in Chinese, Japanese and the European languages (``哪一天``, ``いくら``,
     ``Wie viel``, ``Quel montant``) when the question is not plain English."""
     found = [name for name, pat in _ANSWER_TYPE_PATTERNS if pat.search(query)]
+    found += [name for name in english_types(query) if name not in found]  # paraphrased wordings ("who sold")
+    found.sort(key=_TYPE_ORDER.index)
     if foreign(query):  # another language's words ("Wie viel", "いくら")
         found += [name for name, pat in _FOREIGN_TYPE_PATTERNS.items() if name not in found and pat.search(query)]
         found.sort(key=_TYPE_ORDER.index)
@@ -492,8 +503,9 @@ def lexical_scores(texts: Sequence[str], query: str, cfg: LexicalConfig, page: L
     """
     n = len(texts)
     terms = query_terms(query, cfg)
-    phrases = key_phrases(query) if foreign_words(query) else ()
-    quoted = quote_scores(texts, query) if foreign_words(query) else None  # a quotation, found whole (``quotes``)
+    english = not foreign_words(query)
+    phrases = english_key_phrases(query) if english else key_phrases(query)
+    quoted = None if english else quote_scores(texts, query)  # a foreign quotation, found whole (``quotes``)
     if n == 0 or not (terms or phrases or quoted is not None):
         return np.zeros(n, dtype=np.float32)
     page = page if page is not None else LexicalPage(texts)
@@ -503,12 +515,18 @@ def lexical_scores(texts: Sequence[str], query: str, cfg: LexicalConfig, page: L
     out = out if quoted is None else np.maximum(out, quoted)
     if phrases and float(out.max()) < PARAPHRASE_BELOW:
         for phrase in phrases:
-            out = np.maximum(out, np.float32(PARAPHRASE_WEIGHT) * _term_scores(page, query_terms(phrase, cfg), cfg))
+            terms = query_terms(phrase, cfg)  # a key of stop words alone ("TO:") is found as a printed label
+            # an English key counts where it is printed whole ("Total:" is not "Amount due", nor "Total due")
+            hits = _term_scores(page, terms, cfg, full=english) if terms else label_hits(texts, phrase)
+            out = np.maximum(out, np.float32(PARAPHRASE_WEIGHT) * hits)
     return out
 
 
-def _term_scores(page: LexicalPage, terms: list[tuple[str, float]], cfg: LexicalConfig) -> np.ndarray:
-    """(N,) ``lexical_scores`` of the page's texts for the query terms ``terms``."""
+def _term_scores(
+    page: LexicalPage, terms: list[tuple[str, float]], cfg: LexicalConfig, full: bool = False
+) -> np.ndarray:
+    """(N,) ``lexical_scores`` of the page's texts for the query terms ``terms`` (``full``: only the boxes holding
+    every term, at least ``present_sim``; the others 0)."""
     out = np.zeros(page.n, dtype=np.float32)
     if not terms or not page.boxes.size:
         return out
@@ -535,6 +553,8 @@ def _term_scores(page: LexicalPage, terms: list[tuple[str, float]], cfg: Lexical
     r = recall.astype(np.float64)
     score = np.maximum(cfg.recall_mix * r + (1.0 - cfg.recall_mix) * precision, cfg.recall_only * r)  # (B,)
     matched = best.max(axis=1) > 0  # (B,) boxes matching no term keep 0
+    if full:
+        matched &= (best >= cfg.present_sim).all(axis=1)
     out[page.boxes[matched]] = score[matched]
     return np.clip(out, 0.0, 1.0)
 

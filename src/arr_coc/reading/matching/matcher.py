@@ -16,6 +16,7 @@ from ..layout.scans import core_boxes, tight_prose
 from ..layout.structural_query import Evidence, parse, resolve
 from ..layout.structure import Layout, analyse, flat_layout
 from ..ocr.reader import TextBox
+from .cell_wording import loose_cell_splits
 from .crossing import cross_cells, split_cell_query
 from .learned import BoxScorer, box_features
 from .lexical import LexicalPage, answer_types, foreign_words, has_type, lexical_scores
@@ -577,6 +578,8 @@ class QueryMatcher:
         if not (self.query_parsing and self.config.structure.table_cells and boxes and query):
             return None
         splits = split_cell_query(self.clip(query))
+        if not splits and not foreign_words(query):  # another wording of a cell question ("For 1985, ... under X?")
+            splits = loose_cell_splits(self.clip(query))
         if not splits:
             return None
         lay = self.config.layout

@@ -1,0 +1,341 @@
+"""Printed keys for English questions that name none: a concept lexicon of receipts, invoices, letters and forms.
+
+"How much was charged in total?" asks for what a receipt prints as "Amount due", "Grand total" or "Net payable";
+"Who is the recipient?" for a memo's "TO:"; "What is this about?" for its "Subject:" or "Re:". The question's own
+words (``lexical``) and the MiniLM (``semantic``) miss many of these: "charged" is printed nowhere, and "TO:" is a
+stop word. ``english_key_phrases(question)`` returns the printed keys of every concept the question asks about;
+``lexical.lexical_scores`` scores each as a query of its own (a key that is all stop words, "TO:", "FROM:", "RE:",
+by ``label_hits``: the box's text is that key, or starts with it and a colon), keeps a box's best, times
+``PARAPHRASE_WEIGHT``, when the question's own words match no box at least ``PARAPHRASE_BELOW``.
+
+Concepts are tested in order; each lists the concepts it rules out when its cue is in the question ("before tax"
+asks for the subtotal, not the tax or the total; "due date" for a date, not an amount). Cues are matched on the
+question in lower case. The lexicon was written from the vocabulary of receipts, invoices, memos and forms (the keys
+FUNSD's and SROIE's documents print, and their English synonyms), not from one benchmark's question templates.
+
+Example:
+    >>> english_key_phrases("How much was charged in total?")[:3]
+    ('amount due', 'balance due', 'total due')
+    >>> english_key_phrases("Who is this memo addressed to?")[:2]
+    ('to', 'attention')
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Sequence
+
+import numpy as np
+
+# (concept, cue in the question (lower case), printed keys, concepts it rules out)
+LEXICON: tuple[tuple[str, str, tuple[str, ...], tuple[str, ...]], ...] = (
+    (
+        "subtotal",
+        r"\bbefore (?:the )?(?:tax|gst|vat|service charge|discount)|\bsub-?total\b|\bexcluding (?:tax|gst|vat)\b|"
+        r"\bpre-?tax\b|\bnet of tax\b",
+        ("subtotal", "sub total", "sub-total", "total excl gst", "total excluding gst", "amount before tax"),
+        ("tax", "total"),
+    ),
+    (
+        "deadline",
+        r"\bby when\b|\bdue (?:date|by|on)\b|\bcut-?off\b|\bdeadline\b|\bno later than\b|\blatest date\b|"
+        r"\bexpir\w*\b|\bvalid until\b",
+        ("deadline", "due date", "target date", "expiry date", "expiration date", "closing date", "due by"),
+        ("total", "date"),
+    ),
+    (
+        "received",
+        r"\barriv\w*\b|\bcame in\b|\bcome in\b|\bwas received\b|\bwhen was it received\b|\bdelivered on\b",
+        ("date received", "received", "date recd", "recd", "received on"),
+        ("date",),
+    ),
+    (
+        "change",
+        r"\bchange (?:was )?(?:given|returned|back|due)\b|\bgiven back\b|\bhow much change\b|\bchange\b",
+        ("change", "change due", "cash change"),
+        ("total",),
+    ),
+    (
+        "tendered",
+        r"\btendered\b|\bhanded over\b|\bcash (?:given|paid|received)\b|\bpaid in cash\b|\bhow much cash\b",
+        ("cash", "tendered", "cash tendered", "amount tendered", "cash received"),
+        ("total",),
+    ),
+    (
+        "tax",
+        r"\btax(?:es)?\b|\bgst\b|\bvat\b|\bsst\b|\bservice charge\b|\bduty\b|\blevy\b",
+        ("gst", "tax", "vat", "sst", "service tax", "service charge", "gst amount", "tax amount", "total gst"),
+        ("total",),
+    ),
+    (  # what must be or was paid: the keys of an amount due, not a bare "Total" (a subtotal line, a count of items)
+        "payable",
+        r"\bcharged?\b|\bpa(?:y|id|yable|yment)\b|\bowe[ds]?\b|\bowing\b|\bdue\b|\bbill(?:ed)? for\b",
+        (
+            "amount due",
+            "balance due",
+            "total due",
+            "amount payable",
+            "total payable",
+            "net payable",
+            "to pay",
+            "net amount",
+            "nett total",
+            "net total",
+            "grand total",
+            "total amount",
+            "rounded total",
+        ),
+        ("total",),
+    ),
+    (
+        "total",
+        r"\bhow much\b|\bcost\w*\b|\bspen[dt]\b|\bsum\b|\baltogether\b|\bin total\b|\btotal\w*\b|\boverall\b|"
+        r"\bbottom line\b|\bfinal (?:amount|price|figure|bill|sum)\b|\bgrand\b|\bamount\b|"
+        r"\bprice of the (?:whole|entire)\b|\bcame? to\b|\bworth\b|\badd(?:s|ed)? up\b",
+        (
+            "total",
+            "grand total",
+            "amount due",
+            "total amount",
+            "net total",
+            "nett total",
+            "total due",
+            "balance due",
+            "amount payable",
+            "total payable",
+            "net payable",
+            "to pay",
+            "total rm",
+            "total incl gst",
+            "total inclusive gst",
+            "rounded total",
+            "net amount",
+            "total sales",
+        ),
+        (),
+    ),
+    (
+        "time",
+        r"\bwhat time\b|\bat what hour\b|\bwhich hour\b|\bo'?clock\b|\btime of day\b",
+        ("time",),
+        (),
+    ),
+    (
+        "date",
+        r"\bwhen\b|\b(?:what|which) day\b|\bday of\b|\bdated?\b|\bon what day\b|\bthe day\b|\bissued on\b",
+        ("date", "dated", "invoice date", "receipt date", "transaction date", "bill date", "doc date", "date of issue"),
+        (),
+    ),
+    (
+        "phone",
+        r"\b(?:tele)?phone\b|\bcall(?:ed)?\b|\bring\b|\brung\b|\bdial\w*\b|\breach(?:ed)?\b|\bcontact number\b|"
+        r"\bmobile\b|\bcell\b|\bhotline\b",
+        ("tel", "phone", "telephone", "tel no", "phone no", "phone number", "mobile", "hp", "contact", "hotline"),
+        (),
+    ),
+    (
+        "fax",
+        r"\bfax\w*\b|\bfacsimile\b",
+        ("fax", "fax no", "fax number", "facsimile"),
+        ("phone",),
+    ),
+    (
+        "email",
+        r"\be-?mail\w*\b|\belectronic(?:ally)? mail\b",
+        ("email", "e-mail"),
+        (),
+    ),
+    (
+        "recipient",
+        r"\baddressed\b|\baddressee\b|\brecipient\b|\bsent to\b|\bintended for\b|\bwho (?:is|was) (?:it|this) "
+        r"(?:for|to)\b|\bwho (?:gets|got|receives?d?)\b|\battention of\b|\bdirected to\b|\bwritten to\b",
+        ("to", "attention", "attn", "recipient", "addressee"),
+        (),
+    ),
+    (
+        "copies",
+        r"\bwho else\b|\bother recipients\b|\balso (?:sent|received|got|went)\b|\bcop(?:y|ies|ied)\b|"
+        r"\bdistribut\w*\b|\bin the loop\b",
+        ("cc", "copies", "copies to", "copy to", "bcc", "distribution"),
+        ("recipient",),
+    ),
+    (
+        "sender",
+        r"\bsen(?:t|der|ds)\b|\bwho wrote\b|\bwritten by\b|\bfrom whom\b|\boriginat\w*\b|\bcame from\b|\bauthor\w*\b|"
+        r"\bsigned by\b|\bdrew (?:it |this )?up\b|\bdrawn up\b|\bprepared\b|\bhanded in\b|\bfiled\b",
+        ("from", "sender", "author", "prepared by", "submitted by", "reported by", "originator", "by"),
+        (),
+    ),
+    (
+        "requester",
+        r"\basked for\b|\brequest\w*\b|\bordered by\b",
+        ("requested by", "request", "requestor", "requester", "work requested by"),
+        (),
+    ),
+    (
+        "subject",
+        r"\babout\b|\btopic\b|\bconcern\w*\b|\bregarding\b|\bsubject\b|\bmatter\b|\btheme\b|\bpurpose\b",
+        ("subject", "re", "subj", "topic", "regarding"),
+        (),
+    ),
+    (
+        "customer",
+        r"\bcustomer\b|\bclient\b|\bbuyer\b|\bpurchaser\b|\bbill(?:ed)? to\b|\bsold to\b|\baccount holder\b",
+        ("client", "customer", "account name", "bill to", "sold to", "buyer", "customer name"),
+        ("recipient",),
+    ),
+    (
+        "signature",
+        r"\bsign\w*\b|\bendors\w*\b|\bautograph\b|\bapprov\w*\b|\bauthori[sz]\w*\b",
+        ("signature", "signed", "approved by", "authorized by", "authorised by"),
+        (),
+    ),
+    (
+        "maker",
+        r"\bmak(?:e[rs]?|ing)\b|\bmade\b|\bproduc(?:ed|er|es)\b|\bmanufactur\w*\b",
+        ("manufacturer", "mfr", "mfg", "made by", "producer", "brand"),
+        (),
+    ),
+    (
+        "supplier",
+        r"\bprovid\w*\b|\bsuppl\w*\b|\bdeliver\w*\b|\bvendor\b|\bsource[sd]? from\b",
+        ("supplier", "vendor", "provider"),
+        (),
+    ),
+    (
+        "brand",
+        r"\bbrand\b|\bmake\b|\blabel\b|\bmarque\b",
+        ("brand", "brand name", "item brand"),
+        (),
+    ),
+    (
+        "product",
+        r"\bitem\b|\bgoods\b|\bproduct\b|\bwhat is being sold\b|\bmerchandise\b|\bcommodity\b",
+        ("product", "item", "description", "goods"),
+        (),
+    ),
+    (
+        "department",
+        r"\bunit\b|\bsection of\b|\bdepartment\b|\bdivision\b|\bgroup\b|\bteam\b|\boffice\b",
+        ("department", "dept", "division", "group", "unit"),
+        (),
+    ),
+    (
+        "comments",
+        r"\bremarks?\b|\bnotes?\b|\bcomment\w*\b|\bobservations?\b|\bfeedback\b",
+        ("comments", "remarks", "notes", "comment", "observations"),
+        (),
+    ),
+    (
+        "balance",
+        r"\bremain\w*\b|\bleft over\b|\bbalance\b|\boutstanding\b",
+        ("balance", "new balance", "balance due", "remaining", "outstanding"),
+        (),
+    ),
+    (
+        "address",
+        r"\bwhere\b|\blocated\b|\blocation\b|\baddress\b|\bsituated\b|\bmailing\b|\bsite\b|\bpremises\b",
+        ("address", "location", "site", "add", "mailing address"),
+        (),
+    ),
+    (
+        "region",
+        r"\bregion\b|\bpart of the world\b|\bcountry\b|\bnation\b|\bterritory\b|\barea\b|\bmarket\b",
+        ("country", "state", "region", "area", "market", "territory", "geographical areas"),
+        (),
+    ),
+    (
+        "agency",
+        r"\bbureau\b|\bagency\b|\bauthority\b|\binstitution\b",
+        ("agency", "organization", "organisation"),
+        (),
+    ),
+    (
+        "number",
+        r"\breference\b|\bidentifier\b|\bserial\b|\bref\b|\bcode\b",
+        ("no", "number", "ref", "reference", "code", "id"),
+        (),
+    ),
+)
+_CUES = tuple((name, re.compile(cue), keys, rules_out) for name, cue, keys, rules_out in LEXICON)
+
+
+@functools.lru_cache(maxsize=4096)
+def concepts(question: str) -> tuple[str, ...]:
+    """The concepts ``question`` asks about, in ``LEXICON``'s order, those ruled out by an earlier one dropped."""
+    q = question.lower().replace("’", "'")
+    found: list[str] = []
+    out: set[str] = set()
+    for name, cue, _, rules_out in _CUES:
+        if name not in out and cue.search(q):
+            found.append(name)
+            out.update(rules_out)
+    return tuple(found)
+
+
+@functools.lru_cache(maxsize=4096)
+def english_key_phrases(question: str) -> tuple[str, ...]:
+    """The printed keys of every concept ``question`` asks about (``concepts``), most specific concept first."""
+    keys = {name: k for name, _, k, _ in LEXICON}
+    return tuple(dict.fromkeys(p for name in concepts(question) for p in keys[name]))
+
+
+def label_hits(texts: Sequence[str], phrase: str) -> np.ndarray:
+    """(N,) 1.0 where a box prints ``phrase`` as a label: its text is the phrase (case, punctuation and spaces
+    aside: "TO:", "To", "Re :") or starts with it followed by a colon ("TO: Mr. Smith"); 0 elsewhere. For keys made
+    of stop words, which token matching never sees."""
+    words = phrase.split()
+    body = r"\W*".join(map(re.escape, words))
+    pat = re.compile(rf"^\W*{body}\W*$|^\W*{body}\s*[:;.]", re.I)
+    return np.array([1.0 if pat.search(t) else 0.0 for t in texts], dtype=np.float32)
+
+
+# Answer types of paraphrased English wordings that ``lexical._ANSWER_TYPE_PATTERNS`` does not read: "Who sold these
+# items?" and "Who did I buy this from?" ask for the issuer (an organisation), "day of purchase?" for a date, "the
+# bottom line" and "what it came to" for an amount
+TYPE_CUES: tuple[tuple[str, re.Pattern[str]], ...] = (
+    ("date", re.compile(r"\bday\b|\bdate of\b", re.I)),
+    (
+        "money",
+        re.compile(
+            r"\bbottom line\b|\bfinal (?:figure|sum|bill)\b|\baltogether\b|\bcame to\b|\bcomes? to\b|"
+            r"\bpayable\b|\bgrand sum\b|\bowing\b|\bworth\b",
+            re.I,
+        ),
+    ),
+    (
+        "org",
+        re.compile(
+            r"\bwho sold\b|\bsold (?:by|these|this|it|the|me|us)\b|\b(?:bought|purchased?|ordered|got)\b(?: \w+){0,3} "
+            r"from\b|\boutlets?\b|\btraders?\b|\bdealers?\b|\bmerchants?\b|\bretailers?\b|\bbusiness\b|"
+            r"\bbrand of the (?:shop|store)\b|\btrading name\b",
+            re.I,
+        ),
+    ),
+)
+
+
+@functools.lru_cache(maxsize=4096)
+def english_types(question: str) -> tuple[str, ...]:
+    """Answer types ``question`` asks for through the paraphrased wordings of ``TYPE_CUES``."""
+    return tuple(name for name, pat in TYPE_CUES if pat.search(question))
+
+
+# Words that describe the document or the transaction, not a key printed on it: in an English question asking for a
+# date, an amount or the issuer, they are not matched ("When was this bill written?" asks for the date, not for the
+# line reading "BILL"; "Who sold these items?" for the shop, not for "ITEMS"). For a date or the issuer, the payment
+# words go too ("When was this paid for?"); a question for an amount keeps them (its own cue, "How much was paid?")
+CONTEXT_WORDS = frozenset(
+    """receipt receipts bill invoice purchase purchases purchased sale sales sold buy bought items item goods
+    transaction checkout printed issued written made customer shopper document memo letter""".split()
+)
+PAYMENT_WORDS = frozenset("paid pay payment spent".split())
+
+
+def context_words(kinds: Sequence[str]) -> frozenset[str]:
+    """The words of ``CONTEXT_WORDS`` (and ``PAYMENT_WORDS`` for a date or the issuer) a question asking for values
+    of ``kinds`` (``lexical.answer_types``) does not match; none for other questions."""
+    if not {"date", "org"} & set(kinds):
+        return CONTEXT_WORDS if "money" in kinds else frozenset()
+    return CONTEXT_WORDS | PAYMENT_WORDS
