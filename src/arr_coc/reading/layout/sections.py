@@ -67,7 +67,9 @@ def words_of(text: str) -> list[str]:
     return re.findall(r"[a-z0-9]+", fold(text))
 
 
-def _tok_eq(a: str, b: str) -> float:
+def tok_eq(a: str, b: str) -> float:
+    """How far two folded tokens are the same word: 1 equal, 0.8 one a prefix of the other (4+ letters) or one OCR
+    slip apart, else 0 (also ``structural_query``'s phrase match)."""
     if a == b:
         return 1.0
     if len(a) >= 4 and len(b) >= 4 and (a.startswith(b) or b.startswith(a)):
@@ -87,7 +89,7 @@ def _title_score(line: str, name: str) -> float:
     # a name with letters spaced out by the text layer ("L A T E X") or glued by the OCR: compare without spaces
     if "".join(want) == "".join(have):
         return 1.0
-    got = sum(max(_tok_eq(w, h) for h in have) for w in want) / len(want)
+    got = sum(max(tok_eq(w, h) for h in have) for w in want) / len(want)
     return got * (1.0 - 0.05 * max(0, len(have) - len(want)))
 
 
@@ -268,7 +270,7 @@ def match_phrase(layout: Layout, ids: tuple[int, ...] | list[int], phrase: str) 
     best, at = 0.0, None
     for p in range(0, max(1, len(toks) - n + 1)):
         window = toks[p : p + n]
-        s = sum(_tok_eq(a, b) for a, b in zip(window, target, strict=False)) / n
+        s = sum(tok_eq(a, b) for a, b in zip(window, target, strict=False)) / n
         if s > best + 1e-9:
             best, at = s, p
     if at is None or best < 0.6:

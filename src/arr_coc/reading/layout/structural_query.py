@@ -46,7 +46,7 @@ from dataclasses import dataclass, field
 
 from ..text import fold
 from .scans import match_span
-from .sections import named_evidence
+from .sections import named_evidence, tok_eq
 from .structure import Box, Layout
 
 __all__ = ["StructuralQuery", "Evidence", "parse", "resolve", "ORDINALS", "RULES"]
@@ -305,7 +305,7 @@ def _match_words(layout: Layout, phrase: str, start: int = 0, end: int | None = 
     n = len(target)
     for i in range(start, max(start, end - n + 1)):
         window = toks[i : i + n]
-        score = sum(_tok_eq(a, b) for a, b in zip(window, target, strict=False)) / n
+        score = sum(tok_eq(a, b) for a, b in zip(window, target, strict=False)) / n
         if score > best + 1e-9:
             best, best_at = score, i
     if best_at is None or best < 0.6:
@@ -314,23 +314,13 @@ def _match_words(layout: Layout, phrase: str, start: int = 0, end: int | None = 
     return best_at, best_at + n - 1
 
 
-def _tok_eq(a: str, b: str) -> float:
-    if a == b:
-        return 1.0
-    if len(a) >= 4 and len(b) >= 4 and (a.startswith(b) or b.startswith(a)):
-        return 0.8
-    if len(a) >= 4 and len(a) == len(b) and sum(x != y for x, y in zip(a, b, strict=True)) == 1:
-        return 0.8  # one OCR slip
-    return 0.0
-
-
 def _text_score(text: str, name: str) -> float:
     """Share of ``name``'s words found in ``text`` (OCR slips allowed)."""
     want = _words(name)
     have = _words(text)
     if not want or not have:
         return 0.0
-    return sum(max(_tok_eq(w, h) for h in have) for w in want) / len(want)
+    return sum(max(tok_eq(w, h) for h in have) for w in want) / len(want)
 
 
 def _word_regions(layout: Layout, idx: range | list[int]) -> list[Box]:

@@ -147,10 +147,15 @@ def _fold(text: str) -> str:
 
 def concepts(question: str) -> tuple[str, ...]:
     """The concepts ``question`` asks about, in ``LEXICON``'s order, those ruled out by an earlier one dropped."""
-    q = _fold(question)
+    return cued(_fold(question), _CUES)
+
+
+def cued(q: str, cues) -> tuple[str, ...]:
+    """The names of ``cues`` (``(name, cue pattern, keys, names it rules out)`` rows, in order) whose pattern is found
+    in the folded question ``q``, those ruled out by an earlier one dropped (also ``paraphrase_en``'s)."""
     found: list[str] = []
     out: set[str] = set()
-    for name, cue, _, rules_out in _CUES:
+    for name, cue, _, rules_out in cues:
         if name not in out and cue.search(q):
             found.append(name)
             out.update(rules_out)

@@ -28,6 +28,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from .paraphrase import cued
+
 # (concept, cue in the question (lower case), printed keys, concepts it rules out)
 LEXICON: tuple[tuple[str, str, tuple[str, ...], tuple[str, ...]], ...] = (
     (
@@ -264,14 +266,7 @@ _CUES = tuple((name, re.compile(cue), keys, rules_out) for name, cue, keys, rule
 @functools.lru_cache(maxsize=4096)
 def concepts(question: str) -> tuple[str, ...]:
     """The concepts ``question`` asks about, in ``LEXICON``'s order, those ruled out by an earlier one dropped."""
-    q = question.lower().replace("’", "'")
-    found: list[str] = []
-    out: set[str] = set()
-    for name, cue, _, rules_out in _CUES:
-        if name not in out and cue.search(q):
-            found.append(name)
-            out.update(rules_out)
-    return tuple(found)
+    return cued(question.lower().replace("’", "'"), _CUES)
 
 
 @functools.lru_cache(maxsize=4096)
