@@ -65,7 +65,8 @@ class Scoring:
         prior (torch.Tensor of shape (T, rows, cols) or None): the text prior (mode ``"text"``, or given).
         mode: ``"text"`` or ``"texture"``: the path that ran.
         relevance: the model's :class:`~arr_coc.model.Relevance` (maps, weights, texture, timings).
-        boxes: the OCR boxes of each frame (mode ``"text"``).
+        boxes: the OCR boxes of each frame (mode ``"text"``), in the pixels of the picture the OCR read.
+        sizes: (W, H) of each frame's picture the OCR read (mode ``"text"``): what maps its boxes to the grid.
         evidence: each frame's structural evidence (``Evidence``, or None) (mode ``"text"``).
         timings_ms: host wall time of ``ocr`` (the OCR look-up or read, the matching, the word units), ``texture``,
             ``scoring`` and ``select``, and ``digest`` (the pages' digests of a decision's text items read from their
@@ -80,6 +81,7 @@ class Scoring:
     boxes: list[list[Any]] = field(default_factory=list)
     evidence: list[Any] = field(default_factory=list)
     timings_ms: dict[str, float] = field(default_factory=dict)
+    sizes: list[tuple[int, int]] = field(default_factory=list)
 
 
 @dataclass

@@ -404,12 +404,9 @@ def decide_pages(
     ]
     units = [list(a.units) if a is not None else [] for a in allocations]
     keeps = split_pages(scores, units, relevance, specific, k, floor, temperature)
-    from .reading.matching.spans import refocus
+    from .reading.matching.spans import refocus_pages
 
-    for i, a in enumerate(allocations):  # the page's share, spent from where the question's words stand together
-        better = refocus(a, query, int(keeps[i].numel()), focus) if a is not None and focus else None
-        keeps[i] = keeps[i] if better is None else better
-    return keeps
+    return refocus_pages(allocations, keeps, query, focus)  # one rule with compress / vLLM (document_budget.py)
 
 
 def split_pages(

@@ -182,11 +182,12 @@ class TextPrior:
     boxes: list[list[Any]] = field(default_factory=list)
     evidence: list[Any] = field(default_factory=list)
     ocr_ms: float = 0.0
+    sizes: list[tuple[int, int]] = field(default_factory=list)  # (W, H) of each picture the OCR read
 
     def scoring(self, rel: Relevance, mode: str) -> Scoring:
         """The item's :class:`~arr_coc.deciding.Scoring` from its relevance."""
         timings = {"ocr": self.ocr_ms, **rel.timings_ms}
-        return Scoring(rel.scores, self.units, self.prior, mode, rel, self.boxes, self.evidence, timings)
+        return Scoring(rel.scores, self.units, self.prior, mode, rel, self.boxes, self.evidence, timings, self.sizes)
 
 
 def item_text_prior(
@@ -208,4 +209,5 @@ def item_text_prior(
     # pictures: given, or the frames' digested pictures (digested_pictures), or else copied to the host here
     pics = list(pictures) if pictures is not None else pictures_from_frames(frames)
     prior, boxes, evidence, units = text_prior_maps(pics, query or "", grid[0], grid[1], text_options, reader, realizer)
-    return TextPrior(prior.to(frames.device), units, boxes, evidence, (time.perf_counter() - t0) * 1e3)
+    sizes = [p.size if isinstance(p, Image.Image) else (int(p.shape[1]), int(p.shape[0])) for p in pics]  # (W, H)
+    return TextPrior(prior.to(frames.device), units, boxes, evidence, (time.perf_counter() - t0) * 1e3, sizes)

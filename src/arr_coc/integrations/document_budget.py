@@ -11,6 +11,10 @@ over a document's pages (:func:`arr_coc.pages.split_pages`, not a copy of it):
   its share of the question's rarer words), so it needs the text path (``text_prior=True``, the ``"decide"`` path);
   when no page stands out (:func:`arr_coc.pages.stands_out`), or without the text path (texture, a custom scorer),
   the budget is split evenly and every image keeps its own most relevant cells;
+* each page's share is then spent from its key spans first, where the question's words stand together and the text
+  after them (:func:`arr_coc.reading.matching.spans.refocus_pages`, ``PagesConfig.focus``: the in-page rule of
+  :func:`arr_coc.pages.decide_pages`, the same function), on the page's OCR boxes of the text path; so for the same
+  pages, question and budget the kept cells are ``allocate_pages``' (:class:`ScoredPage` gives it a scoring);
 * a page can get nothing: it keeps ZERO visual tokens. Its vision markers (``<|vision_start|>``
   ``<|vision_end|>``) and every text token stay, at their original positions: the language model still sees that
   a page was there and where, the prompt's text (e.g. "Page 3:") keeps its place, and every other token keeps the
@@ -23,8 +27,10 @@ Rows with one image, videos, and the default ``budget_scope="item"`` are decided
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import torch
 
 from arr_coc.attending import TokenBudget
@@ -58,6 +64,39 @@ def prompt_groups(samples: Sequence[int], kinds: Sequence[str]) -> dict[int, lis
     return {s: at for s, at in groups.items() if len(at) >= 2}
 
 
+@dataclass(frozen=True)
+class ScoredPage:
+    """One image of a prompt as the in-page rule reads a page (the fields of an ``Allocation`` it uses), from the
+    realizer's ``Scoring`` of that image (:meth:`of`).
+
+    Attributes:
+        scores (np.ndarray of shape (rows * cols,)): what the page split ranked; units: its word cells.
+        text_boxes: its OCR boxes; evidence: its structural evidence (or None); grid: (rows, cols);
+        original: (W, H) of the picture its boxes are in.
+    """
+
+    scores: np.ndarray
+    units: Any
+    text_boxes: list[Any]
+    evidence: Any
+    grid: tuple[int, int]
+    original: tuple[int, int]
+
+    @classmethod
+    def of(cls, scoring: Any, scores: torch.Tensor) -> ScoredPage | None:
+        """The page of a one-frame text-mode ``scoring`` whose boxes' picture size is known; else None (the
+        page's share is kept as the split gave it)."""
+        if scoring is None or scoring.mode != "text" or not scoring.boxes or not getattr(scoring, "sizes", None):
+            return None
+        t, rows, cols = scoring.scores.shape
+        if t != 1:
+            return None
+        size = tuple(int(v) for v in scoring.sizes[0])
+        ev = scoring.evidence[0] if scoring.evidence else None
+        flat = scores.detach().float().cpu().numpy()
+        return cls(flat, scoring.units, list(scoring.boxes[0]), ev, (int(rows), int(cols)), size)  # type: ignore[arg-type]
+
+
 def split_prompt(
     scores: Sequence[torch.Tensor],
     budget: TokenBudget,
@@ -85,6 +124,8 @@ def split_prompt(
         over sum N_i (at least 1).
     """
     from arr_coc.pages import PagesConfig, document_budget, match_pages, split_pages, stands_out
+    from arr_coc.query import normalize_text
+    from arr_coc.reading.matching.spans import refocus_pages
     from arr_coc.realizing import default_realizer
 
     config = config or PagesConfig()
@@ -103,6 +144,10 @@ def split_prompt(
     k = document_budget(budget, sum(int(s.numel()) for s in flat), best_scores, realizer or default_realizer())
     floor: int | str = min_tokens if specific and min_tokens > 0 else "auto"
     keeps = split_pages(flat, units, relevance, specific, k, floor, config.temperature)
+    if read and text and config.focus:  # each page's share spent from its key spans first (as decide_pages)
+        assert scorings is not None
+        pages = [ScoredPage.of(sc, s) for sc, s in zip(scorings, flat, strict=True)]
+        keeps = refocus_pages(pages, keeps, normalize_text(text), config.focus)
     return [keep.to(s.device) for keep, s in zip(keeps, scores, strict=True)]
 
 

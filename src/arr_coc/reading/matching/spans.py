@@ -19,8 +19,9 @@ each gathers in its sentence, and the budget is spent from the best one along it
 what question-answering systems long did with surface patterns ("<subject> <verb> <answer>"), as a ranking over
 the page's words with no pattern list and no learned weight.
 
-Used by ``arr_coc.pages`` inside a document's decision only (the in-page selection of a page that got a small share of
-a document's budget); single-page ``allocate`` never calls it.
+Used inside a document's decision only (the in-page selection of a page that got a small share of a document's
+budget: ``arr_coc.pages.decide_pages``, and ``compress(budget_scope="prompt")`` / the vLLM plugin's multi-image requests
+through the same :func:`refocus_pages`); single-page ``allocate`` and per-item ``compress`` never call it.
 
 Example:
     >>> from arr_coc.reading.ocr.reader import TextBox
@@ -312,5 +313,19 @@ def refocus(allocation, query: str, k: int, weight: float, config: SpanConfig = 
     return select(scores, k, units=allocation.units)  # the page's WordUnits: their selection tables are cached
 
 
+def refocus_pages(pages: Sequence, keeps: Sequence, query: str, weight: float) -> list:
+    """Each page's share ``keeps[i]`` ((k_i,) indices; its count unchanged) spent from its key spans first
+    (:func:`refocus`; ``weight`` 0: ``keeps`` as given): the in-page step of a document's decision, ONE function for
+    ``arr_coc.pages.decide_pages`` and for ``compress(budget_scope="prompt")`` / the vLLM plugin
+    (``arr_coc.integrations.document_budget.split_prompt``). ``pages[i]``: an ``Allocation``, or anything with its
+    ``scores``, ``units``, ``text_boxes``, ``evidence``, ``grid`` and ``original`` (the boxes' picture size, (W, H)),
+    or None (its share kept as given)."""
+    out = list(keeps)
+    for i, page in enumerate(pages):  # the page's share, spent from where the question's words stand together
+        better = refocus(page, query, int(out[i].numel()), weight) if page is not None and weight else None
+        out[i] = out[i] if better is None else better
+    return out
+
+
 __all__ = ["FRAME_WORDS", "Span", "SpanConfig", "Word", "focused", "key_spans", "question_terms", "reading_words",
-           "refocus", "span_priorities"]  # fmt: skip
+           "refocus", "refocus_pages", "span_priorities"]  # fmt: skip
