@@ -7,10 +7,9 @@ from __future__ import annotations
 import importlib.util
 from types import SimpleNamespace
 
-import numpy as np
 import pytest
 import torch
-from PIL import Image, ImageDraw
+from spans_pages import LINES, QUESTION, config, pages, read_by_stand_in
 
 from arr_coc.attending import TokenBudget
 from arr_coc.deciding import Scoring
@@ -19,61 +18,13 @@ from arr_coc.pages import PagesConfig, decide_pages
 from arr_coc.reading.ocr.reader import TextBox
 
 HAS_OCR = importlib.util.find_spec("rapidocr") is not None and importlib.util.find_spec("onnxruntime") is not None
-QUESTION = "What does XpowN return?"
-# relative boxes (x0, y0, x1, y1 in [0, 1]) of each page's lines; page 2 answers (spans.py's example page)
-LINES = [
-    [("Chapter 1 General remarks on the weather", (0.05, 0.05, 0.9, 0.09)),
-     ("and the seasons of the year in the north", (0.05, 0.15, 0.9, 0.19)),
-     ("XpowN is mentioned here once in passing", (0.05, 0.6, 0.9, 0.64))],
-    [("result ^= Multiply(m, XpowN(d));", (0.05, 0.05, 0.85, 0.09)),
-     ("see XpowN below for the loop", (0.05, 0.2, 0.72, 0.24)),
-     ("// XpowN returns x**N mod P(x). Then", (0.05, 0.5, 0.92, 0.54)),
-     ("the table is reduced.", (0.05, 0.65, 0.55, 0.69))],
-    [("Appendix B Index of terms", (0.05, 0.05, 0.7, 0.09)),
-     ("weather seasons north year", (0.05, 0.3, 0.7, 0.34))],
-]  # fmt: skip
-MARKS = [(200, 0, 0), (0, 200, 0), (0, 0, 200)]  # each page's corner colour: how the stand-in reader knows it
 SIZE = (336, 448)  # (W, H): already the Qwen2.5-VL grid's size (12 x 16 merged cells): no resize anywhere
-
-
-class PageReader:
-    """OCR stand-in: each page's lines, in the pixels of the picture it is given (any size), found by its corner."""
-
-    loaded = True
-
-    def warmup(self) -> None:
-        pass
-
-    def read(self, picture):
-        pixels = np.asarray(picture.convert("RGB") if isinstance(picture, Image.Image) else picture)
-        h, w = pixels.shape[:2]
-        corner = pixels[h - 6, w - 6].astype(int)
-        page = int(np.argmin([np.abs(corner - m).sum() for m in MARKS]))
-        return [TextBox(t, (x0 * w, y0 * h, x1 * w, y1 * h)) for t, (x0, y0, x1, y1) in LINES[page]]
-
-
-def pages() -> list[Image.Image]:
-    out = []
-    for lines, mark in zip(LINES, MARKS, strict=True):
-        img = Image.new("RGB", SIZE, "white")
-        draw = ImageDraw.Draw(img)
-        for _, (x0, y0, x1, y1) in lines:
-            draw.rectangle((x0 * SIZE[0], y0 * SIZE[1], x1 * SIZE[0], y1 * SIZE[1]), fill=(20, 20, 20))
-        draw.rectangle((SIZE[0] - 28, SIZE[1] - 28, SIZE[0], SIZE[1]), fill=mark)
-        out.append(img)
-    return out
 
 
 def realizer():
     from arr_coc import Realizer
-    from arr_coc.config import RelevanceConfig
-    from arr_coc.reading import Reading, ReadingConfig
 
-    r = Realizer(RelevanceConfig(term_weights=(3.0, 0.0, 0.5), reading={"semantic": {"enabled": False}}))
-    reading = Reading(ReadingConfig().replace(semantic={"enabled": False}))
-    reading.reader = PageReader()
-    r._reading = reading
-    return r
+    return read_by_stand_in(Realizer(config()))
 
 
 # ----- the rule on scorings: the same function as decide_pages --------------------------------------------------------
@@ -119,7 +70,7 @@ def tiny():
     from arr_coc.testing import tiny_model
 
     model, processor = tiny_model("qwen2.5-vl")
-    imgs = pages()
+    imgs = pages(SIZE)
     content = [{"type": "image"} for _ in imgs] + [{"type": "text", "text": QUESTION}]
     text = processor.apply_chat_template([{"role": "user", "content": content}], tokenize=False,
                                          add_generation_prompt=True)  # fmt: skip

@@ -339,6 +339,38 @@ def test_document_budget_below_the_page_count_is_one_clear_error_and_the_engine_
     assert len(after["tokens"]) == 4
 
 
+def test_document_budget_keeps_the_cells_of_the_librarys_document_decision(engine, tmp_path):
+    """A multi-image request in mode 'text': each image keeps the cells ``allocate_pages`` keeps for the same pages,
+    question and budget (floor 1: vLLM needs a placeholder per image): the page split, then each page's share spent
+    from its key spans (``spans.refocus_pages``, shared with ``decide_pages``). The OCR is a stand-in
+    (tests/spans_pages.py) set on the realizer the plugin holds for the request's relevance folder."""
+    pytest.importorskip("rapidocr", reason="the [ocr] extra is not installed")
+    from plugin_checks import MAX_PIXELS
+    from spans_pages import QUESTION as ASKED
+    from spans_pages import config, pages, read_by_stand_in
+
+    from arr_coc import Realizer
+    from arr_coc.pages import PagesConfig, allocate_pages
+    from arr_coc.vllm.options import decision_device, realizer_for
+
+    llm, folder = engine
+    relevance = tmp_path / "relevance"
+    Realizer(config()).save_pretrained(relevance)
+    realizer = read_by_stand_in(realizer_for(str(relevance), decision_device()))  # the one the plugin will use
+    imgs = pages((280, 420))  # already the checkpoint's grid (10 x 15 cells): no resize
+    prompt = chat_prompt(folder, imgs, ASKED)
+    options = {"budget": 12, "mode": "text", "budget_scope": "prompt", "relevance": str(relevance)}
+    keeps, _ = processor_keeps(llm, prompt, imgs, options)
+    common = dict(family=FAMILY, max_pixels=MAX_PIXELS[FAMILY], mode="text", floor=1, realizer=realizer)
+    doc = allocate_pages(imgs, ASKED, 12, **common)
+    assert doc.specific and [p.budget for p in doc.pages] == [1, 10, 1]
+    assert [k.tolist() for k in keeps] == [p.keep.tolist() for p in doc.pages]
+    plain = allocate_pages(imgs, ASKED, 12, config=PagesConfig(focus=0.0), **common)
+    assert [k.tolist() for k in keeps] != [p.keep.tolist() for p in plain.pages]  # the in-page rule ran
+    (got,) = generate(llm, [request(prompt, imgs, options)])
+    assert len(got["tokens"]) == 4
+
+
 def test_a_page_in_two_documents_has_two_cache_keys(engine):
     """The split depends on every page, so a page's processor / encoder cache key holds the whole document."""
     llm, folder = engine
