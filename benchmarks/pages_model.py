@@ -20,6 +20,16 @@ page), one question, the same tiny model, ``foveate=True``: the unpruned model, 
 document. Per row: the prompt the language model prefills (tokens), the visual tokens kept, pages that keep none,
 patches the vision tower encodes, and wall time (median of ``--repeat``) of the decision + tower
 (``CompressedModel._plan``) and of the model's forward on the pruned inputs.
+
+Decision (``--decision N``): what the in-page key-span rule costs the document decision of a 4-image prompt
+(``integrations.document_budget.split_prompt``, the step ``compress(budget_scope="prompt")`` and the vLLM plugin run
+after scoring): pages 1-4 of ``examples/report.pdf`` (Qwen2.5-VL grid, the text layer's boxes), their scorings as
+``Realizer.decide`` gives them (:func:`document_scorings`), 1% of their tokens, question :data:`Q_DOC`; before = no
+rule (``PagesConfig(focus=0)``: the path of main f9708bb), after = the rule (``focus=0.5``); ``--decision-pdf``,
+``--decision-pages``, ``--decision-query``: other pages (a dense manual's). Ops and host syncs
+(``arr_coc.profiling.OpCounter``), and wall time over N paired rounds (before and after alternating, first one or the
+other by turns), warm (the pages' reading-order words cached, as a second question or a second forward finds them)
+and cold (``spans``' word cache cleared before each run: a first question on the pages).
 """
 
 from __future__ import annotations
@@ -41,6 +51,7 @@ if str(ROOT) not in sys.path:
 
 FAMILY = "qwen2.5-vl"
 Q_PDF = "Where should bugs be reported?"
+Q_DOC = "What grew in every region?"
 
 
 def tiny(max_pixels: int) -> tuple[object, object]:
@@ -164,6 +175,80 @@ def prefill(pdf: str, page_tokens: int, count: int, repeat: int, mode: str, log)
     return lines
 
 
+def document_scorings(pdf: Path = ROOT / "examples" / "report.pdf", pages: str = "1-4", query: str = Q_DOC) -> list:
+    """The pages' ``Scoring`` objects as ``compress``'s decision hands them to ``split_prompt`` (scores, word units,
+    text prior, boxes, evidence, the boxes' picture size), from ``allocate_pages`` on the PDF (every page read, its
+    text layer's boxes: no OCR)."""
+    from arr_coc.deciding import Scoring
+    from arr_coc.pages import allocate_pages
+
+    doc = allocate_pages(str(pdf), query, 1.0, family=FAMILY, mode="text", pages=pages, first_look_pages=False,
+                         read_ahead_pages=False)  # fmt: skip
+    out = []
+    for p in doc.pages:
+        a = p.allocation
+        assert a is not None
+        prior = torch.from_numpy(a.components["text_prior"])[None]  # (1, rows, cols)
+        out.append(Scoring(torch.from_numpy(a.scores)[None], a.units, prior, "text", boxes=[a.text_boxes],
+                           evidence=[a.evidence], sizes=[tuple(a.original)]))  # fmt: skip
+    return out
+
+
+def document_decision(scorings: list, focus: float, budget: float = 0.01, query: str = Q_DOC) -> list:
+    """``split_prompt`` on the pages' scorings: each page's kept indices."""
+    from arr_coc.attending import TokenBudget
+    from arr_coc.integrations.document_budget import split_prompt
+    from arr_coc.pages import PagesConfig
+
+    flat = [s.scores.flatten() for s in scorings]
+    return split_prompt(flat, TokenBudget.parse(budget), query, scorings, config=PagesConfig(focus=focus))
+
+
+def decision(rounds: int, pdf: Path, pages: str, query: str, log) -> list[str]:
+    """The before / after table of the document decision (see the module doc)."""
+    from arr_coc.profiling import OpCounter
+    from arr_coc.reading.matching import spans
+
+    scorings = document_scorings(pdf, pages, query)
+    counts, kept = {}, {}
+    for focus in (0.0, 0.5):
+        kept[focus] = document_decision(scorings, focus, query=query)  # warm-up
+        with OpCounter() as c:
+            document_decision(scorings, focus, query=query)
+        counts[focus] = c
+    times: dict[tuple[str, float], list[float]] = {}
+    for cold in (False, True):
+        for r in range(rounds):
+            for focus in (0.0, 0.5) if r % 2 == 0 else (0.5, 0.0):
+                if cold:
+                    spans._WORDS.clear()
+                t0 = time.perf_counter()
+                document_decision(scorings, focus, query=query)
+                times.setdefault(("cold" if cold else "warm", focus), []).append((time.perf_counter() - t0) * 1e3)
+        log(f"  {'cold' if cold else 'warm'}: {rounds} rounds")
+    shares = [[int(k.numel()) for k in kept[f]] for f in (0.0, 0.5)]
+    changed = sum(not torch.equal(a, b) for a, b in zip(kept[0.0], kept[0.5], strict=True))
+    lines = [
+        "| document decision, 4 pages | aten ops | host syncs | ms warm (median) | ms cold (median) |",
+        "|---|---:|---:|---:|---:|",
+    ]
+    for focus, label in ((0.0, "before: no in-page rule (focus 0)"), (0.5, "after: the in-page rule (focus 0.5)")):
+        c = counts[focus]
+        lines.append(f"| {label} | {c.n_ops} | {c.n_syncs} | {statistics.median(times[('warm', focus)]):.2f} | "
+                     f"{statistics.median(times[('cold', focus)]):.2f} |")  # fmt: skip
+    for kind in ("warm", "cold"):
+        diffs = [b - a for a, b in zip(times[(kind, 0.0)], times[(kind, 0.5)], strict=True)]
+        lines.append(f"| after - before, {kind}, paired (median of {rounds}; min-max) | "
+                     f"{counts[0.5].n_ops - counts[0.0].n_ops} | {counts[0.5].n_syncs - counts[0.0].n_syncs} | "
+                     f"{statistics.median(diffs):+.2f} ({min(diffs):+.2f} to {max(diffs):+.2f}) | |")  # fmt: skip
+    n = sum(int(s.scores.numel()) for s in scorings)
+    lines += ["", f"{pdf.name} pages {pages}, {query!r}: {len(scorings)} pages, {n} tokens, kept per page "
+              f"{shares[1]} (the same shares before: {shares[0] == shares[1]}); pages whose kept cells the rule "
+              f"changed: {changed}. Before: "
+              f"{counts[0.0].summary(6)}. After: {counts[0.5].summary(6)}."]  # fmt: skip
+    return lines
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--data", type=Path, default=None, help="realdocs-schema folder (questions.jsonl + images)")
@@ -173,6 +258,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--page-tokens", type=int, default=320, help="the prefill table's bound of tokens a page")
     p.add_argument("--count", type=int, default=64, help="the prefill table's token count")
     p.add_argument("--repeat", type=int, default=3)
+    p.add_argument("--decision", type=int, default=0, help="rounds of the 4-page document decision's table (0: none)")
+    p.add_argument("--decision-pdf", type=Path, default=ROOT / "examples" / "report.pdf", help="its PDF")
+    p.add_argument("--decision-pages", default="1-4", help="its 4 pages")
+    p.add_argument("--decision-query", default=Q_DOC, help="its question")
     p.add_argument("--out", type=Path, default=Path("/tmp/pages_model.md"))
     args = p.parse_args(argv)
     torch.manual_seed(0)
@@ -187,6 +276,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.pdf:
         lines += ["Prefill of a 20-page PDF:", "", *prefill(args.pdf, args.page_tokens, args.count, args.repeat,
                                                            args.mode, log), ""]  # fmt: skip
+    if args.decision:
+        table = decision(args.decision, args.decision_pdf, args.decision_pages, args.decision_query, log)
+        lines += ["The document decision of a 4-image prompt, before / after the in-page rule:", "", *table, ""]
     text = "\n".join(lines)
     print(text)
     args.out.write_text(text + "\n")

@@ -84,8 +84,8 @@ class ScoredPage:
 
     @classmethod
     def of(cls, scoring: Any, scores: torch.Tensor) -> ScoredPage | None:
-        """The page of a one-frame text-mode ``scoring`` whose boxes' picture size is known; else None (the
-        page's share is kept as the split gave it)."""
+        """The page of a one-frame text-mode ``scoring`` whose boxes' picture size is known, ``scores`` (N,) on the
+        host; else None (the page's share is kept as the split gave it)."""
         if scoring is None or scoring.mode != "text" or not scoring.boxes or not getattr(scoring, "sizes", None):
             return None
         t, rows, cols = scoring.scores.shape
@@ -93,7 +93,7 @@ class ScoredPage:
             return None
         size = tuple(int(v) for v in scoring.sizes[0])
         ev = scoring.evidence[0] if scoring.evidence else None
-        flat = scores.detach().float().cpu().numpy()
+        flat = scores.detach().float().numpy()  # (N,) on the host already (split_prompt's scores)
         return cls(flat, scoring.units, list(scoring.boxes[0]), ev, (int(rows), int(cols)), size)  # type: ignore[arg-type]
 
 
@@ -146,7 +146,7 @@ def split_prompt(
     keeps = split_pages(flat, units, relevance, specific, k, floor, config.temperature)
     if read and text and config.focus:  # each page's share spent from its key spans first (as decide_pages)
         assert scorings is not None
-        pages = [ScoredPage.of(sc, s) for sc, s in zip(scorings, flat, strict=True)]
+        pages = [ScoredPage.of(sc, s) if k.numel() else None for sc, s, k in zip(scorings, flat, keeps, strict=True)]
         keeps = refocus_pages(pages, keeps, normalize_text(text), config.focus)
     return [keep.to(s.device) for keep, s in zip(keeps, scores, strict=True)]
 
