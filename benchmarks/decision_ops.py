@@ -32,6 +32,12 @@ Rows:
 
 * The text path's OCR page keys hashed where the frames lie (``arr_coc.caching.device_digests``, what a text-mode
   decision on a GPU runs instead of copying each frame to the host and hashing it there): 1 and 8 frames.
+* The document decision of a 4-image prompt (``integrations.document_budget.split_prompt``: one budget over the
+  pages, then each page's share spent from its key spans, the step ``compress(budget_scope="prompt")`` and the vLLM
+  plugin run after scoring): pages 1-4 of ``examples/report.pdf``, their scorings from the text layer
+  (``benchmarks/pages_model.py``'s ``document_scorings``), 1% of their tokens, before the in-page rule
+  (``PagesConfig(focus=0)``, main f9708bb's path) and with it. Its tensors are host copies of the scores (one
+  ``.cpu()`` a page, the syncs counted here on a GPU): what the rule adds runs on the host and launches nothing.
 * ``Realizer.relevance`` and ``compress`` with the texture as a CUDA graph (``EngineConfig.texture_graphs``): the
   replay counted as one launch (``arr_coc.graphs.opaque_capture`` stands in for the graph on the CPU); the rest as it
   runs.
@@ -58,6 +64,8 @@ from arr_coc.texture import frames_from_image
 
 ROOT = Path(__file__).resolve().parents[1]
 QUERY = "How much must be paid?"
+if str(ROOT) not in sys.path:  # run as a script: make `benchmarks` importable
+    sys.path.insert(0, str(ROOT))
 
 
 def _frames(n: int) -> tuple[torch.Tensor, tuple[int, int]]:
@@ -121,6 +129,22 @@ def relevance_rows(realizer: arr_coc.Realizer) -> list[dict]:
         rows.append(dict(what="Realizer.relevance, texture, the texture as a CUDA graph", batch=f"{n} frame"
                          f"{'s' if n > 1 else ''}", ops=c.n_ops + launches, syncs=c.n_syncs,
                          detail=f"{c.n_ops} ops outside the graph + {launches} replay; " + c.summary(6)))  # fmt: skip
+    return rows
+
+
+def document_rows() -> list[dict]:
+    """The document decision of a 4-image prompt, before and with the in-page rule (see the module doc)."""
+    from benchmarks.pages_model import Q_DOC, document_decision, document_scorings
+
+    scorings = document_scorings()
+    rows = []
+    for focus, label in ((0.0, "before the in-page rule"), (0.5, "with the in-page rule")):
+        document_decision(scorings, focus)  # warm-up (the pages' words, the units' tables)
+        with OpCounter() as c:
+            document_decision(scorings, focus)
+        rows.append(dict(what=f"the document decision of a 4-image prompt (split_prompt, text), {label}",
+                         batch="4 pages", ops=c.n_ops, syncs=c.n_syncs,
+                         detail=f"report.pdf pages 1-4, {Q_DOC!r}, 1%; " + c.summary(6)))  # fmt: skip
     return rows
 
 
@@ -190,6 +214,7 @@ def main(argv: list[str] | None = None) -> int:
     if not args.no_compress:
         rows += compress_rows(realizer)
         rows += compress_rows(graphed_realizer(), [(False, 1, False), (False, 8, True), (True, 1, False)], graphs=True)
+    rows += document_rows()  # last: the rows above run as they did before it was added
     lines = [
         "Ops and host syncs per decision, counted on the CPU (`arr_coc.profiling.OpCounter`), CPU banding off.",
         f"Command: `python benchmarks/decision_ops.py{' --no-compress' if args.no_compress else ''}` "
