@@ -97,6 +97,9 @@ def test_compress_keeps_the_cells_allocate_pages_keeps(tiny, budget):
             cm(**inputs)
         got = [a.keep.tolist() for a in cm.last_allocation[0]]
         assert got == [p.keep.tolist() for p in doc.pages], foveate
+        if foveate:  # the tower encoded each page's kept patches only: none for the pages that keep nothing
+            feats = cm.last_inputs.mm_encoder_outputs["image"].pooler_output
+            assert [int(f.shape[0]) for f in feats] == [len(k) for k in got]
 
 
 def test_the_refocused_path_at_full_budget_is_the_model(tiny):
