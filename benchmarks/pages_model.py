@@ -28,8 +28,9 @@ after scoring): pages 1-4 of ``examples/report.pdf`` (Qwen2.5-VL grid, the text 
 rule (``PagesConfig(focus=0)``: the path of main f9708bb), after = the rule (``focus=0.5``); ``--decision-pdf``,
 ``--decision-pages``, ``--decision-query``: other pages (a dense manual's). Ops and host syncs
 (``arr_coc.profiling.OpCounter``), and wall time over N paired rounds (before and after alternating, first one or the
-other by turns), warm (the pages' reading-order words cached, as a second question or a second forward finds them)
-and cold (``spans``' word cache cleared before each run: a first question on the pages).
+other by turns; wall time and the thread's CPU time, which contention on a shared machine inflates less), warm (the
+pages' reading-order words cached, as a second question or a second forward finds them) and cold (``spans``' word
+cache cleared before each run: a first question on the pages).
 """
 
 from __future__ import annotations
@@ -216,31 +217,36 @@ def decision(rounds: int, pdf: Path, pages: str, query: str, log) -> list[str]:
         with OpCounter() as c:
             document_decision(scorings, focus, query=query)
         counts[focus] = c
-    times: dict[tuple[str, float], list[float]] = {}
-    for cold in (False, True):
+    times: dict[tuple[str, str, float], list[float]] = {}  # (clock, warm / cold, focus) -> ms per run
+    for kind in ("warm", "cold"):
         for r in range(rounds):
             for focus in (0.0, 0.5) if r % 2 == 0 else (0.5, 0.0):
-                if cold:
+                if kind == "cold":
                     spans._WORDS.clear()
-                t0 = time.perf_counter()
+                t0, c0 = time.perf_counter(), time.thread_time()
                 document_decision(scorings, focus, query=query)
-                times.setdefault(("cold" if cold else "warm", focus), []).append((time.perf_counter() - t0) * 1e3)
-        log(f"  {'cold' if cold else 'warm'}: {rounds} rounds")
+                times.setdefault(("wall", kind, focus), []).append((time.perf_counter() - t0) * 1e3)
+                times.setdefault(("cpu", kind, focus), []).append((time.thread_time() - c0) * 1e3)
+        log(f"  {kind}: {rounds} rounds")
     shares = [[int(k.numel()) for k in kept[f]] for f in (0.0, 0.5)]
     changed = sum(not torch.equal(a, b) for a, b in zip(kept[0.0], kept[0.5], strict=True))
+    cols = [(clock, kind) for clock in ("wall", "cpu") for kind in ("warm", "cold")]
     lines = [
-        "| document decision, 4 pages | aten ops | host syncs | ms warm (median) | ms cold (median) |",
-        "|---|---:|---:|---:|---:|",
+        "| document decision, 4 pages | aten ops | host syncs | wall ms, warm | wall ms, cold | CPU ms, warm | "
+        "CPU ms, cold |",
+        "|---|---:|---:|---:|---:|---:|---:|",
     ]
     for focus, label in ((0.0, "before: no in-page rule (focus 0)"), (0.5, "after: the in-page rule (focus 0.5)")):
         c = counts[focus]
-        lines.append(f"| {label} | {c.n_ops} | {c.n_syncs} | {statistics.median(times[('warm', focus)]):.2f} | "
-                     f"{statistics.median(times[('cold', focus)]):.2f} |")  # fmt: skip
-    for kind in ("warm", "cold"):
-        diffs = [b - a for a, b in zip(times[(kind, 0.0)], times[(kind, 0.5)], strict=True)]
-        lines.append(f"| after - before, {kind}, paired (median of {rounds}; min-max) | "
-                     f"{counts[0.5].n_ops - counts[0.0].n_ops} | {counts[0.5].n_syncs - counts[0.0].n_syncs} | "
-                     f"{statistics.median(diffs):+.2f} ({min(diffs):+.2f} to {max(diffs):+.2f}) | |")  # fmt: skip
+        cells = " | ".join(f"{statistics.median(times[(clock, kind, focus)]):.2f}" for clock, kind in cols)
+        lines.append(f"| {label} (medians) | {c.n_ops} | {c.n_syncs} | {cells} |")
+    diffs = {
+        col: [y - x for x, y in zip(times[(*col, 0.0)], times[(*col, 0.5)], strict=True)] for col in cols
+    }  # after - before, run by run
+    cells = " | ".join(f"{statistics.median(d):+.2f} ({min(d):+.1f} to {max(d):+.1f})" for d in diffs.values())
+    lines.append(f"| after - before, paired (median of {rounds}; min to max) | "
+                 f"{counts[0.5].n_ops - counts[0.0].n_ops} | {counts[0.5].n_syncs - counts[0.0].n_syncs} | "
+                 f"{cells} |")  # fmt: skip
     n = sum(int(s.scores.numel()) for s in scorings)
     lines += ["", f"{pdf.name} pages {pages}, {query!r}: {len(scorings)} pages, {n} tokens, kept per page "
               f"{shares[1]} (the same shares before: {shares[0] == shares[1]}); pages whose kept cells the rule "
