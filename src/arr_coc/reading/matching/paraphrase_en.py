@@ -276,6 +276,44 @@ def english_key_phrases(question: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys(p for name in concepts(question) for p in keys[name]))
 
 
+_WORDS = re.compile(r"[^\W_]+")
+
+
+@functools.lru_cache(maxsize=4096)
+def cue_words(question: str, stop: frozenset[str]) -> tuple[tuple[str, tuple[frozenset[str], ...]], ...]:
+    """(concept, the words of each match of its cue in ``question`` beyond ``stop``) for every concept the question
+    asks about (``concepts``); a match of stop words alone ("how much", "when") has none."""
+    q = question.lower().replace("’", "'")
+    asked = concepts(question)
+    return tuple(
+        (name, tuple(frozenset(w for w in _WORDS.findall(m.group(0)) if w not in stop) for m in cue.finditer(q)))
+        for name, cue, _, _ in _CUES
+        if name in asked
+    )
+
+
+def printed_concepts(question: str, texts: Sequence[str], stop: frozenset[str]) -> frozenset[str]:
+    """The concepts ``question`` names in the page's own words: a match of the concept's cue whose words (beyond the
+    stop words ``stop``) one box of ``texts`` prints, each as a whole word (case and punctuation aside). "What is
+    written next to AUTHORIZATION NO?" on a page printing "AUTHORIZATION NO." names that key, not a signature;
+    "Name / Phone Ext" is that key, not a telephone number; "client" on an invoice printing "Client:" is that key.
+    The lexicon stands in for a word the page does not print ("charged" for "Amount due"); where it prints the
+    question's word, the question's own words find the key, and the concept's other keys would only outrank it."""
+    cues = cue_words(question, stop)
+    if not cues:
+        return frozenset()
+    boxes = {frozenset(_WORDS.findall(t.lower())) for t in texts}
+    return frozenset(name for name, matches in cues if any(m and any(m <= b for b in boxes) for m in matches))
+
+
+def unprinted_key_phrases(question: str, texts: Sequence[str], stop: frozenset[str]) -> tuple[str, ...]:
+    """``english_key_phrases`` of the concepts the page does not print the question's word for
+    (``printed_concepts``): what ``lexical.lexical_scores`` looks up on the page of ``texts``."""
+    skip = printed_concepts(question, texts, stop)
+    keys = {name: k for name, _, k, _ in LEXICON}
+    return tuple(dict.fromkeys(p for name in concepts(question) if name not in skip for p in keys[name]))
+
+
 def label_hits(texts: Sequence[str], phrase: str) -> np.ndarray:
     """(N,) 1.0 where a box prints ``phrase`` as a label: its text is the phrase (case, punctuation and spaces
     aside: "TO:", "To", "Re :") or starts with it followed by a colon ("TO: Mr. Smith"); 0 elsewhere. For keys made
