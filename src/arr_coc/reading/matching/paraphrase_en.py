@@ -6,7 +6,9 @@ words (``lexical``) and the MiniLM (``semantic``) miss many of these: "charged" 
 stop word. ``english_key_phrases(question)`` returns the printed keys of every concept the question asks about;
 ``lexical.lexical_scores`` scores each as a query of its own (a key that is all stop words, "TO:", "FROM:", "RE:",
 by ``label_hits``: the box's text is that key, or starts with it and a colon), keeps a box's best, times
-``PARAPHRASE_WEIGHT``, when the question's own words match no box at least ``PARAPHRASE_BELOW``.
+``PARAPHRASE_WEIGHT``, when the question's own words match no box at least ``PARAPHRASE_BELOW``, and only for the
+concepts whose cue word the page does not print (``printed_concepts``): "What is written next to AUTHORIZATION NO?"
+names that printed key in part, and the lexicon's signature keys ("APPROVED BY") must not outrank it.
 
 Concepts are tested in order; each lists the concepts it rules out when its cue is in the question ("before tax"
 asks for the subtotal, not the tax or the total; "due date" for a date, not an amount). Cues are matched on the
