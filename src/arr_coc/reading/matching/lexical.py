@@ -12,14 +12,14 @@ import functools
 import re
 import threading
 import unicodedata
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 import numpy as np
 
 from ..config import LexicalConfig
 from ..text import clean, fold
 from .paraphrase import PARAPHRASE_BELOW, PARAPHRASE_WEIGHT, key_phrases
-from .paraphrase_en import context_words, english_key_phrases, english_types, label_hits
+from .paraphrase_en import context_words, english_key_phrases, english_types, label_hits, unprinted_key_phrases
 from .quotes import QUOTED, quote_scores
 
 MAX_QUERY_CHARS = LexicalConfig.max_query_chars  # default truncation of long queries (``LexicalConfig``)
@@ -173,13 +173,14 @@ def content_tokens(text: str) -> tuple[str, ...]:
     return tuple(t for t in tokens(text) if len(t) == 1 or t not in STOP_WORDS)
 
 
-def query_terms(query: str, cfg: LexicalConfig) -> list[tuple[str, float]]:
+def query_terms(query: str, cfg: LexicalConfig, context: bool = False) -> list[tuple[str, float]]:
     """(token, weight) of the query's content words; single letters survive only if written in upper case.
 
     The query is truncated to ``cfg.max_query_chars`` characters and at most ``cfg.max_query_tokens`` terms are kept;
     words describing the question rather than its content (``META_WORDS``) weigh ``cfg.meta_weight``, others 1. A
     question worded in another language (``foreign_words``) also drops the European function words
-    (``FOREIGN_STOP_WORDS``).
+    (``FOREIGN_STOP_WORDS``). An English question for a date, an amount or the issuer drops the words describing
+    the document (``paraphrase_en.context_words``) unless ``context`` (``lexical_scores`` keeps them, unmatched).
     """
     query = query[: cfg.max_query_chars]
     foreign_q = foreign_words(query)
@@ -189,7 +190,7 @@ def query_terms(query: str, cfg: LexicalConfig) -> list[tuple[str, float]]:
     quoted = _quoted_terms(query) if foreign_q else []
     for tok in quoted:  # the printed text itself comes first, each of its tokens a full term
         terms.setdefault(tok, 1.0)
-    context = () if foreign_q else _context_tokens(query)  # "When was this bill written?": not "BILL"
+    context = () if foreign_q or context else _context_tokens(query)  # "When was this bill written?": not "BILL"
     for tok in tokens(query):
         if (tok in stop and not (len(tok) == 1 and tok in upper_single)) or tok in context:
             continue
@@ -502,7 +503,7 @@ def lexical_scores(texts: Sequence[str], query: str, cfg: LexicalConfig, page: L
     keeping its best, times ``PARAPHRASE_WEIGHT``.
     """
     n = len(texts)
-    terms = query_terms(query, cfg)
+    terms = query_terms(query, cfg, context=True)
     english = not foreign_words(query)
     phrases = english_key_phrases(query) if english else key_phrases(query)
     quoted = None if english else quote_scores(texts, query)  # a foreign quotation, found whole (``quotes``)
@@ -511,9 +512,12 @@ def lexical_scores(texts: Sequence[str], query: str, cfg: LexicalConfig, page: L
     page = page if page is not None else LexicalPage(texts)
     if page.n != n:
         raise ValueError(f"the lexical page has {page.n} texts, got {n}")
-    out = _term_scores(page, terms, cfg)
+    # the question's words describing the document match no box but still weigh in it (``_context_tokens``)
+    out = _term_scores(page, terms, cfg, unmatched=() if not english else _context_tokens(query))
     out = out if quoted is None else np.maximum(out, quoted)
     if phrases and float(out.max()) < PARAPHRASE_BELOW:
+        if english:  # not a concept the question names in the page's own words (``paraphrase_en.printed_concepts``)
+            phrases = unprinted_key_phrases(query, texts, STOP_WORDS)
         for phrase in phrases:
             terms = query_terms(phrase, cfg)  # a key of stop words alone ("TO:") is found as a printed label
             # an English key counts where it is printed whole ("Total:" is not "Amount due", nor "Total due")
@@ -523,10 +527,15 @@ def lexical_scores(texts: Sequence[str], query: str, cfg: LexicalConfig, page: L
 
 
 def _term_scores(
-    page: LexicalPage, terms: list[tuple[str, float]], cfg: LexicalConfig, full: bool = False
+    page: LexicalPage,
+    terms: list[tuple[str, float]],
+    cfg: LexicalConfig,
+    full: bool = False,
+    unmatched: Collection[str] = (),
 ) -> np.ndarray:
     """(N,) ``lexical_scores`` of the page's texts for the query terms ``terms`` (``full``: only the boxes holding
-    every term, at least ``present_sim``; the others 0)."""
+    every term, at least ``present_sim``; the others 0; ``unmatched``: terms that match no box but keep their weight
+    in the query's, as a term the page does not print does)."""
     out = np.zeros(page.n, dtype=np.float32)
     if not terms or not page.boxes.size:
         return out
@@ -537,6 +546,9 @@ def _term_scores(
     # (B, Q) each box's best match to each term (max is exact), C-contiguous: each row is summed as the row alone
     best = np.ascontiguousarray(np.maximum.reduceat(sims, page.starts, axis=1).T)
     df = (best >= cfg.present_sim).sum(axis=0).astype(np.float32)  # (Q,) page frequency of each query term
+    off = np.array([q in unmatched for q, _ in terms])  # (Q,)
+    if off.any():
+        sims, best = np.where(off[:, None], np.float32(0.0), sims), np.where(off, np.float32(0.0), best)
     weights = term_w / np.maximum(df, 1.0) ** cfg.df_power  # (Q,)
     wsum = float(weights.sum())
     recall = (weights * best).sum(axis=1) / wsum  # (B,) a row's sum has the bits of that row summed alone

@@ -6,7 +6,9 @@ words (``lexical``) and the MiniLM (``semantic``) miss many of these: "charged" 
 stop word. ``english_key_phrases(question)`` returns the printed keys of every concept the question asks about;
 ``lexical.lexical_scores`` scores each as a query of its own (a key that is all stop words, "TO:", "FROM:", "RE:",
 by ``label_hits``: the box's text is that key, or starts with it and a colon), keeps a box's best, times
-``PARAPHRASE_WEIGHT``, when the question's own words match no box at least ``PARAPHRASE_BELOW``.
+``PARAPHRASE_WEIGHT``, when the question's own words match no box at least ``PARAPHRASE_BELOW``, and only for the
+concepts whose cue word the page does not print (``printed_concepts``): "What is written next to AUTHORIZATION NO?"
+names that printed key in part, and the lexicon's signature keys ("APPROVED BY") must not outrank it.
 
 Concepts are tested in order; each lists the concepts it rules out when its cue is in the question ("before tax"
 asks for the subtotal, not the tax or the total; "due date" for a date, not an amount). Cues are matched on the
@@ -274,6 +276,44 @@ def english_key_phrases(question: str) -> tuple[str, ...]:
     """The printed keys of every concept ``question`` asks about (``concepts``), most specific concept first."""
     keys = {name: k for name, _, k, _ in LEXICON}
     return tuple(dict.fromkeys(p for name in concepts(question) for p in keys[name]))
+
+
+_WORDS = re.compile(r"[^\W_]+")
+
+
+@functools.lru_cache(maxsize=4096)
+def cue_words(question: str, stop: frozenset[str]) -> tuple[tuple[str, tuple[frozenset[str], ...]], ...]:
+    """(concept, the words of each match of its cue in ``question`` beyond ``stop``) for every concept the question
+    asks about (``concepts``); a match of stop words alone ("how much", "when") has none."""
+    q = question.lower().replace("’", "'")
+    asked = concepts(question)
+    return tuple(
+        (name, tuple(frozenset(w for w in _WORDS.findall(m.group(0)) if w not in stop) for m in cue.finditer(q)))
+        for name, cue, _, _ in _CUES
+        if name in asked
+    )
+
+
+def printed_concepts(question: str, texts: Sequence[str], stop: frozenset[str]) -> frozenset[str]:
+    """The concepts ``question`` names in the page's own words: a match of the concept's cue whose words (beyond the
+    stop words ``stop``) one box of ``texts`` prints, each as a whole word (case and punctuation aside). "What is
+    written next to AUTHORIZATION NO?" on a page printing "AUTHORIZATION NO." names that key, not a signature;
+    "Name / Phone Ext" is that key, not a telephone number; "client" on an invoice printing "Client:" is that key.
+    The lexicon stands in for a word the page does not print ("charged" for "Amount due"); where it prints the
+    question's word, the question's own words find the key, and the concept's other keys would only outrank it."""
+    cues = cue_words(question, stop)
+    if not cues:
+        return frozenset()
+    boxes = {frozenset(_WORDS.findall(t.lower())) for t in texts}
+    return frozenset(name for name, matches in cues if any(m and any(m <= b for b in boxes) for m in matches))
+
+
+def unprinted_key_phrases(question: str, texts: Sequence[str], stop: frozenset[str]) -> tuple[str, ...]:
+    """``english_key_phrases`` of the concepts the page does not print the question's word for
+    (``printed_concepts``): what ``lexical.lexical_scores`` looks up on the page of ``texts``."""
+    skip = printed_concepts(question, texts, stop)
+    keys = {name: k for name, _, k, _ in LEXICON}
+    return tuple(dict.fromkeys(p for name in concepts(question) if name not in skip for p in keys[name]))
 
 
 def label_hits(texts: Sequence[str], phrase: str) -> np.ndarray:
