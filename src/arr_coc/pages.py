@@ -609,7 +609,8 @@ def allocate_pages(
         close_document(doc)  # a PDF this call opened: closed now (the pages it rendered keep their pixels)
     ahead = None
     # the pages this question skipped that no question has rendered yet (a rendered page was read or read ahead)
-    skipped = [i for i in range(n) if reads.get(i) is None and doc[i].lines and not doc[i].rendered]
+    # (``text``, not ``lines``: a page's boxes are read when first asked for, here by the read-ahead's thread)
+    skipped = [i for i in range(n) if reads.get(i) is None and (doc[i].text or "").strip() and not doc[i].rendered]
     if loaded and read_ahead_pages and mode == "text" and text_layer and skipped:
         ahead = threading.Thread(
             target=read_ahead, args=(doc, skipped, run, text_options, realizer), name="arr_coc-read-ahead", daemon=True

