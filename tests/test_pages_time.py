@@ -86,3 +86,31 @@ def test_embedder_threads_get_the_vectors_of_one_thread():
         assert got[k].shape == (4, 384) and np.abs(got[k] - expected[k]).max() < 1e-5
     again = shared.embed(sets[0])  # every text is cached now
     assert np.array_equal(again, np.stack([shared._cache[t] for t in sets[0]]))
+
+
+def test_likely_pages_prepared_together_keep_the_cells_of_pages_read_one_by_one(tmp_path, monkeypatch):
+    from arr_coc import page_reads
+    from arr_coc.documents import load_document
+    from arr_coc.pages import PagesConfig, allocate_pages
+    from arr_coc.realizing import ocr_available
+
+    if not ocr_available():
+        pytest.skip("the [ocr] extra is not installed")
+    path = tmp_path / "manual.pdf"
+    path.write_bytes(make_pdf([["Chapter 1", "Report bugs to help at example dot org", "Total due 42.00"],
+                               ["Chapter 2", "Report bugs to help at example dot org", "Amount paid 17"],
+                               ["Chapter 3", "Nothing here but weather"]]))  # fmt: skip
+    query = "Where should bugs be reported to help?"
+    calls = []
+    real = page_reads.prepare_pages
+    monkeypatch.setattr("arr_coc.pages.prepare_pages", lambda *a: calls.append(list(a[1])) or real(*a))
+    pages = load_document(str(path))
+    together = allocate_pages(pages, query, budget=24, mode="text", config=PagesConfig(workers=2))
+    together.wait(timeout=120)
+    assert calls == [[0, 1]] and all(len(p.sized) == 1 for p in pages[:2])  # pages 1-2 prepared in one pass
+    fresh = load_document(str(path))
+    alone = allocate_pages(fresh, query, budget=24, mode="text", config=PagesConfig(workers=1), read_ahead_pages=False)
+    assert [p.read for p in together.pages] == [p.read for p in alone.pages] == ["text", "text", "skipped"]
+    assert [p.kept_cells for p in together.pages] == [p.kept_cells for p in alone.pages]
+    allocate_pages(pages, query, budget=24, mode="text", config=PagesConfig(workers=2))
+    assert calls == [[0, 1], [0, 1]]  # called again, but its pages are prepared: nothing to do

@@ -70,13 +70,14 @@ def prepare_pages(
     them in one pass, each text once (a header, a footer, a line that several pages print), split over ``workers``
     threads (the embedder's forward passes run outside its lock), while the same pool renders each page and resizes
     it to its grid (``sizes[i]``: (W, H); :func:`sized`). The page reads that follow find their boxes embedded and
-    their pictures ready. Pages without a text layer are left to their reader."""
+    their pictures ready. Pages without a text layer are left to their reader, and so are pages already prepared
+    (a next question: read, or read ahead); nothing is done for fewer than two new pages."""
     from .text_prior import reading_for
 
-    _, matcher = reading_for(text_options, realizer)
-    with_layer = [i for i in todo if pages[i].lines]
-    if not with_layer:
+    with_layer = [i for i in todo if sizes[i] not in pages[i].sized and pages[i].lines]
+    if len(with_layer) < 2:
         return
+    _, matcher = reading_for(text_options, realizer)
     texts = list(dict.fromkeys(t for i in with_layer for t, _ in pages[i].lines))
     jobs: list[Any] = []
     if matcher.semantic and texts:
