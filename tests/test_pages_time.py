@@ -114,3 +114,29 @@ def test_likely_pages_prepared_together_keep_the_cells_of_pages_read_one_by_one(
     assert [p.kept_cells for p in together.pages] == [p.kept_cells for p in alone.pages]
     allocate_pages(pages, query, budget=24, mode="text", config=PagesConfig(workers=2))
     assert calls == [[0, 1], [0, 1]]  # called again, but its pages are prepared: nothing to do
+
+
+@needs_minilm
+def test_a_text_that_threads_embed_at_once_is_embedded_once():
+    import time
+
+    from arr_coc.reading import MiniLMEmbedder
+
+    embedder = MiniLMEmbedder(cache_items=64)
+    embedder.warmup()
+    forward, rows = embedder._encoder, []
+
+    def slow(ids, mask):  # long enough that the threads overlap
+        rows.append(int(ids.shape[0]))
+        time.sleep(0.2)
+        return forward(ids, mask)
+
+    embedder._encoder = slow
+    question = "Where should bugs be reported?"
+    got: list = [None] * 4
+    threads = [threading.Thread(target=lambda k=k: got.__setitem__(k, embedder.embed([question]))) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert rows == [1] and all(np.array_equal(g, got[0]) for g in got)  # one forward pass, one vector for all

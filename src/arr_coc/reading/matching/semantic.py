@@ -131,6 +131,7 @@ class MiniLMEmbedder:
         self._encoder: BertEncoder | None = None  # the model's forward without transformers' per-call machinery
         self._tok: Any = None
         self._lock = threading.Lock()
+        self._pending: dict[str, threading.Event] = {}  # texts a thread is embedding now (set when cached)
 
     @classmethod
     def from_config(cls, cfg: SemanticConfig) -> MiniLMEmbedder:
@@ -181,31 +182,49 @@ class MiniLMEmbedder:
         """``(len(texts), 384)`` float32 unit vectors; texts already seen come from the cache.
 
         The cache and the tokenizer are used under the lock; the forward passes run outside it (torch releases the
-        interpreter lock), so threads embedding different pages' texts use the cores together. Each text's vector
-        is the same as under one lock: batches are formed from the caller's texts alone, as before."""
+        interpreter lock), so threads embedding different pages' texts use the cores together. A text that another
+        thread is embedding right now is waited for, not embedded twice (with the cache on). Each text's vector is
+        the same as under one lock: batches are formed from the caller's new texts alone, as before."""
         import torch
 
         self._load()
         texts = list(texts)
         with self._lock:
             found, todo, batches = self._plan_locked(texts)
-        if todo:
-            vecs = np.zeros((len(todo), EMBED_DIM), dtype=np.float32)  # (B, 384)
-            with torch.inference_mode():
-                for idx, enc in batches:
-                    assert self._encoder is not None
-                    hidden = self._encoder(enc["input_ids"], enc["attention_mask"])  # (b, L, 384)
-                    mask = enc["attention_mask"].unsqueeze(-1).to(hidden.dtype)  # (b, L, 1)
-                    pooled = (hidden * mask).sum(1) / mask.sum(1).clamp_min(1e-9)  # (b, 384)
-                    vecs[idx] = torch.nn.functional.normalize(pooled, dim=-1).float().cpu().numpy()
+            theirs = {t: self._pending[t] for t in dict.fromkeys(texts) if t not in found and t in self._pending}
+            todo_set = set(todo) - set(theirs)
+            mine = {t: self._pending.setdefault(t, threading.Event()) for t in todo_set} if self.cache_items else {}
+            if theirs:  # tokenized again without the texts another thread is embedding
+                found, todo, batches = self._plan_locked([t for t in texts if t not in theirs])
+        try:
+            if todo:
+                vecs = np.zeros((len(todo), EMBED_DIM), dtype=np.float32)  # (B, 384)
+                with torch.inference_mode():
+                    for idx, enc in batches:
+                        assert self._encoder is not None
+                        hidden = self._encoder(enc["input_ids"], enc["attention_mask"])  # (b, L, 384)
+                        mask = enc["attention_mask"].unsqueeze(-1).to(hidden.dtype)  # (b, L, 1)
+                        pooled = (hidden * mask).sum(1) / mask.sum(1).clamp_min(1e-9)  # (b, 384)
+                        vecs[idx] = torch.nn.functional.normalize(pooled, dim=-1).float().cpu().numpy()
+                with self._lock:
+                    for t, v in zip(todo, vecs, strict=True):
+                        found[t] = v
+                        if self.cache_items:
+                            self._cache[t] = v
+                            self._cache.move_to_end(t)
+                    while len(self._cache) > self.cache_items:
+                        self._cache.popitem(last=False)
+        finally:
             with self._lock:
-                for t, v in zip(todo, vecs, strict=True):
-                    found[t] = v
-                    if self.cache_items:
-                        self._cache[t] = v
-                        self._cache.move_to_end(t)
-                while len(self._cache) > self.cache_items:
-                    self._cache.popitem(last=False)
+                for t, event in mine.items():
+                    if self._pending.get(t) is event:
+                        del self._pending[t]
+                    event.set()
+        for t, event in theirs.items():
+            event.wait()
+            with self._lock:
+                v = self._cache.get(t)
+            found[t] = v if v is not None else self.embed([t])[0]  # its thread failed, or the cache let it go
         if not texts:
             return np.zeros((0, EMBED_DIM), np.float32)
         return np.stack([found[t] for t in texts]).astype(np.float32)  # (N, 384)
