@@ -11,6 +11,9 @@ The PDFs (none is TeX Live documentation; none is a test file of camelot or pdfp
     apt-get download bash-doc glpk-doc libmpfr-doc shishi-doc  # added after the in-page rule was fixed (LATE):
     # bashref.pdf, glpk.pdf, mpfr.pdf(.gz), shishi.pdf as bash-doc-bashref.pdf, glpk-doc-glpk.pdf,
     # libmpfr-doc-mpfr.pdf, shishi-doc-shishi.pdf
+    apt-get download autoconf-doc flex-doc gnuplot-doc r-doc-pdf sdcc-doc docbook-xsl-doc-pdf  # a fresh held-out
+    # set, in a folder of its own, run once (results/pages.md): <package>-<pdf name>.pdf as above, every source
+    # named in --holdout
 
 The set: each PDF gives one or two windows of 8 consecutive pages (:func:`windows`); on each page, every line that
 reads "<subject> <verb> <object>" (verb in :data:`VERBS`: "X returns Y", "X is Y", ...) or "<key>: <value>" becomes

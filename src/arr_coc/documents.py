@@ -49,6 +49,33 @@ MAX_DPI = 300  # a page is never rendered finer than this (a scanner's resolutio
 _RENDER_LOCK = threading.Lock()  # PDFium is not thread-safe: one page rendered at a time in the process
 
 
+class _Layer:
+    """``Page.lines``: a PDF page's text-layer boxes, read from the open PDF when first asked (``Page.layer``), so a
+    20-page document whose first look points to 4 pages reads 4 pages' boxes, not 20 (the first look needs only each
+    page's text). () once the PDF is closed if they were never asked for; set directly like a plain field."""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.slot = f"_{name}"
+
+    def __get__(self, page: Any, owner: type | None = None) -> tuple:
+        if page is None:
+            return ()  # the field's default
+        if page.__dict__.get("layer") is not None:
+            with _RENDER_LOCK:
+                layer = page.__dict__.get("layer")
+                if layer is not None:
+                    page.__dict__[self.slot] = layer()
+                    page.__dict__["layer"] = None
+        return page.__dict__.get(self.slot, ())
+
+    def __set__(self, page: Any, value: tuple) -> None:
+        if value is self:  # ``__init__``'s default (``field(default=...)`` passes the descriptor itself)
+            page.__dict__.setdefault(self.slot, ())
+            return
+        page.__dict__[self.slot] = tuple(value)
+        page.__dict__["layer"] = None  # a value given: nothing left to read
+
+
 @dataclass
 class Page:
     """One page of a document; a PDF's page is rendered when its pixels are first asked for (:attr:`image`), so a
@@ -70,7 +97,8 @@ class Page:
     pixels: Image.Image | None = field(default=None, repr=False)
     render: Callable[[], Image.Image] | None = field(default=None, repr=False)
     handle: Any = field(default=None, repr=False)  # the open PDF a page not yet rendered renders from
-    lines: tuple = field(default=(), repr=False)  # a PDF page's text layer as boxes (``arr_coc.page_text``)
+    lines: tuple = field(default=_Layer(), repr=False)  # a PDF page's text layer as boxes (``arr_coc.page_text``)
+    layer: Callable[[], tuple] | None = field(default=None, repr=False)  # reads ``lines`` when first asked (PDF)
     sized: dict = field(default_factory=dict, repr=False)  # the page resized to a model's grid, by (W, H)
 
     @property
@@ -101,6 +129,7 @@ def close_document(pages: Sequence[Page]) -> None:
             if p.pixels is None:
                 p.render = None
             p.handle = None
+            p.__dict__["layer"] = None  # boxes never asked for stay unread: ``lines`` is () (``text`` is kept)
 
 
 def is_pdf(source: Any) -> bool:
@@ -234,7 +263,6 @@ def load_pdf(
                 textpage = page.get_textpage()
                 text = textpage.get_text_range()
                 w, h = page.get_size()
-                lines = text_lines(textpage, w, h)
                 textpage.close()
             except Exception as err:  # PDFium's own errors on a broken page  # noqa: BLE001
                 raise ValueError(f"page {i + 1} of {what} could not be read ({err}); the PDF may be damaged") from None
@@ -242,11 +270,28 @@ def load_pdf(
                 page.close()
             size = (math.ceil(w * scale), math.ceil(h * scale))  # what PDFium renders
             render = functools.partial(_render, pdf, i, scale, size, what)
-            out.append(Page(size, "page", i + 1, text, render=render, handle=pdf, lines=lines))
+            layer = functools.partial(_layer, pdf, i, what)  # the boxes: read when a question needs the page
+            out.append(Page(size, "page", i + 1, text, render=render, handle=pdf, layer=layer))
         return out
     except BaseException:
         pdf.close()
         raise
+
+
+def _layer(pdf: Any, index: int, what: str) -> tuple:
+    """Page ``index``'s text-layer boxes (:func:`~arr_coc.page_text.text_lines`; the caller holds the render lock)."""
+    page = pdf[index]
+    try:
+        textpage = page.get_textpage()
+        try:
+            w, h = page.get_size()
+            return text_lines(textpage, w, h)
+        finally:
+            textpage.close()
+    except Exception as err:  # PDFium's own errors on a broken page  # noqa: BLE001
+        raise ValueError(f"page {index + 1} of {what} could not be read ({err}); the PDF may be damaged") from None
+    finally:
+        page.close()
 
 
 def _render(pdf: Any, index: int, scale: float, size: tuple[int, int], what: str) -> Image.Image:

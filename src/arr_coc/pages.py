@@ -35,7 +35,6 @@ Example:
 
 from __future__ import annotations
 
-import atexit
 import math
 import os
 import re
@@ -48,11 +47,11 @@ from typing import Any
 
 import numpy as np
 import torch
-from PIL import Image
 
 from .attending import Budget, TokenBudget, WordUnits, select
 from .documents import Page, close_document, load_document
 from .grid import GridSpec
+from .page_reads import _AHEAD, prepare_pages, read_ahead, sized
 from .page_text import LayerReader
 from .query import normalize_text
 from .realizing import Allocation, Realizer, allocate, default_realizer, query_notes, resolve_mode
@@ -449,45 +448,6 @@ def document_budget(
     return parsed.resolve(n_tokens)
 
 
-def sized(page: Page, size: tuple[int, int]) -> Any:
-    """``page``'s image resized to ``size`` (W, H) as the processor resizes it (PIL bicubic), kept on the page: a
-    page whose boxes come from its text layer is scored on this picture (``allocate`` resizes it to the same size:
-    a copy, the same frames), so a next question skips the resize of the rendered page and the hash of its pixels."""
-    if size not in page.sized:
-        image = page.image
-        page.sized[size] = image if image.size == size else image.resize(size, Image.Resampling.BICUBIC)
-    return page.sized[size]
-
-
-_AHEAD_STOP = threading.Event()  # set at exit: a read-ahead stops after its current page
-_AHEAD: list[threading.Thread] = []
-
-
-@atexit.register
-def _stop_read_ahead() -> None:
-    """At exit, let running read-aheads finish their page (a thread killed inside torch aborts the process)."""
-    _AHEAD_STOP.set()
-    for t in list(_AHEAD):
-        t.join(timeout=30)
-
-
-def read_ahead(pages: Sequence[Page], todo: Sequence[int], run: Any, text_options: Any, realizer: Realizer) -> None:
-    """Prepare pages a question did not read, for the next question (one page at a time, in the caller's thread):
-    render it, embed its text layer's boxes (MiniLM: the first question's cost on a dense page; each text is cached
-    by the embedder) and compute its texture (the engine's page cache). ``run(i, "texture")`` allocates page i."""
-    from .text_prior import reading_for
-
-    _, matcher = reading_for(text_options, realizer)
-    for i in todo:
-        if _AHEAD_STOP.is_set():
-            return
-        page = pages[i]
-        _ = page.image  # rendered now (kept on the page)
-        if page.lines and matcher.semantic:
-            matcher.embedder.embed([t for t, _ in page.lines])
-        run(i, "texture")
-
-
 def allocate_pages(
     document: Any,
     query: str | None,
@@ -583,6 +543,8 @@ def allocate_pages(
         for i, a in zip(todo, done, strict=True):
             allocs[i], reads[i] = a, a.mode
 
+    if mode == "text" and text_layer and workers > 1 and len(likely) > 1:  # one pass over the pages' boxes
+        prepare_pages(doc, likely, [g.resized for g in grids], text_options, realizer, workers)
     read_all(likely, mode)
     relevance = page_relevances(allocs, text, config)
     best = max(relevance.values(), default=0.0)
@@ -606,7 +568,8 @@ def allocate_pages(
         close_document(doc)  # a PDF this call opened: closed now (the pages it rendered keep their pixels)
     ahead = None
     # the pages this question skipped that no question has rendered yet (a rendered page was read or read ahead)
-    skipped = [i for i in range(n) if reads.get(i) is None and doc[i].lines and not doc[i].rendered]
+    # (``text``, not ``lines``: a page's boxes are read when first asked for, here by the read-ahead's thread)
+    skipped = [i for i in range(n) if reads.get(i) is None and (doc[i].text or "").strip() and not doc[i].rendered]
     if loaded and read_ahead_pages and mode == "text" and text_layer and skipped:
         ahead = threading.Thread(
             target=read_ahead, args=(doc, skipped, run, text_options, realizer), name="arr_coc-read-ahead", daemon=True
@@ -664,6 +627,7 @@ __all__ = [
     "first_look",
     "match_pages",
     "page_relevance",
+    "prepare_pages",
     "read_ahead",
     "share",
     "split_pages",

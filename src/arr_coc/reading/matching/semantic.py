@@ -131,6 +131,7 @@ class MiniLMEmbedder:
         self._encoder: BertEncoder | None = None  # the model's forward without transformers' per-call machinery
         self._tok: Any = None
         self._lock = threading.Lock()
+        self._pending: dict[str, threading.Event] = {}  # texts a thread is embedding now (set when cached)
 
     @classmethod
     def from_config(cls, cfg: SemanticConfig) -> MiniLMEmbedder:
@@ -178,51 +179,81 @@ class MiniLMEmbedder:
         self.embed(["warm up"])
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
-        """``(len(texts), 384)`` float32 unit vectors; texts already seen come from the cache."""
+        """``(len(texts), 384)`` float32 unit vectors; texts already seen come from the cache.
+
+        The cache and the tokenizer are used under the lock; the forward passes run outside it (torch releases the
+        interpreter lock), so threads embedding different pages' texts use the cores together. A text that another
+        thread is embedding right now is waited for, not embedded twice (with the cache on). Each text's vector is
+        the same as under one lock: batches are formed from the caller's new texts alone, as before."""
         import torch
 
         self._load()
+        texts = list(texts)
         with self._lock:
-            return self._embed_locked(list(texts), torch)
-
-    def _embed_locked(self, texts: list[str], torch: Any) -> np.ndarray:
+            found, todo, batches = self._plan_locked(texts)
+            theirs = {t: self._pending[t] for t in dict.fromkeys(texts) if t not in found and t in self._pending}
+            todo_set = set(todo) - set(theirs)
+            mine = {t: self._pending.setdefault(t, threading.Event()) for t in todo_set} if self.cache_items else {}
+            if theirs:  # tokenized again without the texts another thread is embedding
+                found, todo, batches = self._plan_locked([t for t in texts if t not in theirs])
+        try:
+            if todo:
+                vecs = np.zeros((len(todo), EMBED_DIM), dtype=np.float32)  # (B, 384)
+                with torch.inference_mode():
+                    for idx, enc in batches:
+                        assert self._encoder is not None
+                        hidden = self._encoder(enc["input_ids"], enc["attention_mask"])  # (b, L, 384)
+                        mask = enc["attention_mask"].unsqueeze(-1).to(hidden.dtype)  # (b, L, 1)
+                        pooled = (hidden * mask).sum(1) / mask.sum(1).clamp_min(1e-9)  # (b, 384)
+                        vecs[idx] = torch.nn.functional.normalize(pooled, dim=-1).float().cpu().numpy()
+                with self._lock:
+                    for t, v in zip(todo, vecs, strict=True):
+                        found[t] = v
+                        if self.cache_items:
+                            self._cache[t] = v
+                            self._cache.move_to_end(t)
+                    while len(self._cache) > self.cache_items:
+                        self._cache.popitem(last=False)
+        finally:
+            with self._lock:
+                for t, event in mine.items():
+                    if self._pending.get(t) is event:
+                        del self._pending[t]
+                    event.set()
+        for t, event in theirs.items():
+            event.wait()
+            with self._lock:
+                v = self._cache.get(t)
+            found[t] = v if v is not None else self.embed([t])[0]  # its thread failed, or the cache let it go
         if not texts:
             return np.zeros((0, EMBED_DIM), np.float32)
+        return np.stack([found[t] for t in texts]).astype(np.float32)  # (N, 384)
+
+    def _plan_locked(self, texts: list[str]) -> tuple[dict[str, np.ndarray], list[str], list[tuple[list[int], Any]]]:
+        """Under the lock: the cached vectors of ``texts``, the texts still to embed, and their tokenized batches
+        (indices into the texts to embed, the tokenizer's tensors); texts of similar length go together, so a page's
+        short labels are not padded to its longest sentence."""
         found: dict[str, np.ndarray] = {}
         for t in dict.fromkeys(texts):
             if t in self._cache:
                 self._cache.move_to_end(t)
                 found[t] = self._cache[t]
         todo = [t for t in dict.fromkeys(texts) if t not in found]
-        if todo:
-            # texts of similar length go together, so a page's short labels are not padded to its longest sentence
-            if len(todo) == 1:  # a new question on a page already read: nothing to sort
-                order = [0]
-            else:
-                lengths = [
-                    len(ids) for ids in self._tok(todo, truncation=True, max_length=self.max_tokens)["input_ids"]
-                ]
-                order = sorted(range(len(todo)), key=lambda i: lengths[i])
-            vecs = np.zeros((len(todo), EMBED_DIM), dtype=np.float32)  # (B, 384)
-            with torch.inference_mode():
-                for start in range(0, len(order), self.batch_size):
-                    idx = order[start : start + self.batch_size]
-                    batch = [todo[i] for i in idx]
-                    enc = self._tok(
-                        batch, padding=True, truncation=True, max_length=self.max_tokens, return_tensors="pt"
-                    )
-                    assert self._encoder is not None
-                    hidden = self._encoder(enc["input_ids"], enc["attention_mask"])  # (b, L, 384)
-                    mask = enc["attention_mask"].unsqueeze(-1).to(hidden.dtype)  # (b, L, 1)
-                    pooled = (hidden * mask).sum(1) / mask.sum(1).clamp_min(1e-9)  # (b, 384)
-                    vecs[idx] = torch.nn.functional.normalize(pooled, dim=-1).float().cpu().numpy()
-            for t, v in zip(todo, vecs, strict=True):
-                found[t] = v
-                if self.cache_items:
-                    self._cache[t] = v
-            while len(self._cache) > self.cache_items:
-                self._cache.popitem(last=False)
-        return np.stack([found[t] for t in texts]).astype(np.float32)  # (N, 384)
+        if not todo:
+            return found, todo, []
+        if len(todo) == 1:  # a new question on a page already read: nothing to sort
+            order = [0]
+        else:
+            lengths = [len(ids) for ids in self._tok(todo, truncation=True, max_length=self.max_tokens)["input_ids"]]
+            order = sorted(range(len(todo)), key=lambda i: lengths[i])
+        batches = []
+        for start in range(0, len(order), self.batch_size):
+            idx = order[start : start + self.batch_size]
+            enc = self._tok(
+                [todo[i] for i in idx], padding=True, truncation=True, max_length=self.max_tokens, return_tensors="pt"
+            )
+            batches.append((idx, enc))
+        return found, todo, batches
 
 
 # Chinese and Japanese characters: the English MiniLM's word pieces mostly miss them (its similarities to a CJK
