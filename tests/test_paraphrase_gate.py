@@ -101,3 +101,14 @@ def test_context_words_match_no_box_but_weigh_in_the_question() -> None:
     assert got["RECEIPT"] == 0.0 and got["Issued by cashier 2"] == 0.0  # the document's words locate nothing
     alone = lexical_scores(page, "Which company?", cfg)[0]
     assert 0.0 < got["Company Reg No.: 75495-W"] < alone  # a box naming one word of three is a partial match
+
+
+def test_a_cue_word_in_running_text_names_no_key() -> None:
+    page = [
+        "The information in this facsimile message is confidential and intended only for the addressee",
+        "Fax Number:",
+        "(910) 741-5000",
+    ]
+    q = "What is the facsimile number?"
+    assert not printed_concepts(q, page, STOP_WORDS)  # a sentence is not a key: the lexicon is looked up
+    assert _top(page, q) == "Fax Number:"

@@ -279,6 +279,7 @@ def english_key_phrases(question: str) -> tuple[str, ...]:
 
 
 _WORDS = re.compile(r"[^\W_]+")
+KEY_WORDS = 6  # a box of at most this many words can be a key (with its value); a longer one is running text
 
 
 @functools.lru_cache(maxsize=4096)
@@ -296,7 +297,8 @@ def cue_words(question: str, stop: frozenset[str]) -> tuple[tuple[str, tuple[fro
 
 def printed_concepts(question: str, texts: Sequence[str], stop: frozenset[str]) -> frozenset[str]:
     """The concepts ``question`` names in the page's own words: a match of the concept's cue whose words (beyond the
-    stop words ``stop``) one box of ``texts`` prints, each as a whole word (case and punctuation aside). "What is
+    stop words ``stop``) one key-like box of ``texts`` (at most ``KEY_WORDS`` words) prints, each as a whole word
+    (case and punctuation aside); a word in a sentence ("... this facsimile message is ...") names no key. "What is
     written next to AUTHORIZATION NO?" on a page printing "AUTHORIZATION NO." names that key, not a signature;
     "Name / Phone Ext" is that key, not a telephone number; "client" on an invoice printing "Client:" is that key.
     The lexicon stands in for a word the page does not print ("charged" for "Amount due"); where it prints the
@@ -304,7 +306,7 @@ def printed_concepts(question: str, texts: Sequence[str], stop: frozenset[str]) 
     cues = cue_words(question, stop)
     if not cues:
         return frozenset()
-    boxes = {frozenset(_WORDS.findall(t.lower())) for t in texts}
+    boxes = {frozenset(w) for w in (_WORDS.findall(t.lower()) for t in texts) if len(w) <= KEY_WORDS}
     return frozenset(name for name, matches in cues if any(m and any(m <= b for b in boxes) for m in matches))
 
 
