@@ -52,10 +52,17 @@ def realizers(folder: Path | None) -> tuple[dict[str, int], dict[int, object], o
     """(page -> fold, fold -> Realizer, final Realizer) of a checkpoint folder (empty / None without one)."""
     if folder is None:
         return {}, {}, None
+    from arr_coc.reading.matching.gated import gate_of
     from arr_coc.realizing import Realizer, relevance_folder
 
-    folder = relevance_folder(folder)  # a built-in name ("learned") -> the shipped folder (no folds: in-sample)
-    final = Realizer.from_pretrained(folder)
+    gate, base = gate_of(folder)  # "hybrid[-floor][:FOLDER]": the same folder(s), gated (reading/matching/gated.py)
+    name = str(folder).partition(":")[0] if gate else ""
+
+    def load(path: Path) -> object:
+        return Realizer.from_pretrained(f"{name}:{path}" if gate else path)
+
+    folder = relevance_folder(base)  # a built-in name ("learned") -> the shipped folder (no folds: in-sample)
+    final = load(folder)
     fold_of: dict[str, int] = {}
     per_fold: dict[int, object] = {}
     if (folder / "folds.json").is_file():
@@ -63,7 +70,7 @@ def realizers(folder: Path | None) -> tuple[dict[str, int], dict[int, object], o
         for k in sorted(set(fold_of.values())):
             sub = folder / "folds" / str(k)
             if (sub / "scorer.json").is_file():
-                per_fold[k] = Realizer.from_pretrained(sub)
+                per_fold[k] = load(sub)
     return fold_of, per_fold, final
 
 
