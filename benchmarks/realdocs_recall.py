@@ -126,6 +126,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--relevance", type=Path, default=None, help="a checkpoint folder (arr-coc train) or built-in name to compare"
     )
     p.add_argument("--ocr-cache", type=Path, default=None, help="folder caching each page's OCR boxes")
+    p.add_argument("--no-rules", action="store_true", help="with --relevance: score only the checkpoint")
     p.add_argument("--limit", type=int, default=0, help="only the first N questions")
     p.add_argument("--pages", type=int, default=0, help="only the first N pages of each doc_type (all their questions)")
     p.add_argument("--ocr-backend", choices=("onnxruntime", "torch"), default="onnxruntime", help="OcrConfig.backend")
@@ -150,13 +151,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         reader = TextReader(backend=args.ocr_backend, device=args.ocr_device, dtype=args.ocr_dtype)
     ocr = DiskOcrCache(args.ocr_cache, reader)
     fold_of, per_fold, final = realizers(args.relevance)
-    recalls: dict[str, list[dict[str, float]]] = {"rules": []}
+    recalls: dict[str, list[dict[str, float]]] = {} if args.no_rules and final is not None else {"rules": []}
     if final is not None:
         recalls["learned"] = []
     held = 0
     t0 = time.perf_counter()
     for i, q in enumerate(questions):
-        recalls["rules"].append(recall_of(q, ocr, None))
+        if "rules" in recalls:
+            recalls["rules"].append(recall_of(q, ocr, None))
         if final is not None:
             fold = fold_of.get(q.doc)
             held += fold in per_fold
