@@ -384,6 +384,10 @@ def run(args: argparse.Namespace) -> int:
         else f"- {len(rows)} questions; recall / full-hit at {label}",
         f"- wall time {time.perf_counter() - t0:.0f} s",
     ]
+    gates = [getattr(getattr(r, "box_scorer", None), "pages", None) for r in (final, *per_fold.values())]
+    if any(gates):  # a gated checkpoint (hybrid:FOLDER): how often each side scored a page (one call a question)
+        n_l, n_r = (sum(g[k] for g in gates if g) for k in ("learned", "rules"))
+        lines.append(f"- gate: {n_l} calls scored by the learned scorer, {n_r} by the rules")
 
     def groups(key) -> list[str]:
         names = sorted({key(p) for p, _ in rows})

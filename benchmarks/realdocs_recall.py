@@ -186,6 +186,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"- learned: {args.relevance}; no folds.json: every question scored by its final scorer, so pages of its "
             "training data are scored IN-SAMPLE (optimistic; a shipped checkpoint has no folds)"
         )
+    scorers = [getattr(r, "box_scorer", None) for r in (final, *per_fold.values())]
+    gates = [sc.pages for sc in scorers if hasattr(sc, "pages")]
+    if gates:  # a gated checkpoint (hybrid:FOLDER): how often each side scored a page (one call a question)
+        lines.append(f"- gate: {sum(g['learned'] for g in gates)} calls scored by the learned scorer, "
+                     f"{sum(g['rules'] for g in gates)} by the rules")  # fmt: skip
     lines.append(f"- wall time {wall:.0f} s (2 shared CPU cores, under contention; OCR from cache where cached)")
     for by in ("doc_type", "wording", "template"):
         lines += ["", f"## By {by} at 11.1%", "", *table(questions, recalls, by)]
