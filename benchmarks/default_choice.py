@@ -33,9 +33,14 @@ NAMES = ("rules", "learned", "hybrid", "hybrid-floor")
 
 def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--run", type=Path, required=True, help="an arr-coc train output folder (folds.json, folds/<k>)")
-    p.add_argument("--data", action="append", default=[], help="the run's --data (repeatable)")
-    p.add_argument("--docgen-dev", type=int, default=12)
+    p.add_argument("--run", type=Path, default=None, help="an arr-coc train output folder (folds.json, folds/<k>)")
+    p.add_argument(
+        "--checkpoint", default=None, help="instead of --run: one checkpoint folder or built-in name for every question"
+    )
+    p.add_argument("--data", action="append", default=[], help="realdocs-schema questions (repeatable)")
+    p.add_argument("--paraphrases", default=None, help="also the paraphrase set's questions of this split (held-out)")
+    p.add_argument("--split", action="append", default=[], help="NAME=JSONL: report the questions of JSONL as NAME")
+    p.add_argument("--docgen-dev", type=int, default=0)
     p.add_argument("--ocr-cache", required=True)
     p.add_argument("--feature-cache", required=True)
     p.add_argument("--out", type=Path, default=None, help="per-question JSON")
@@ -47,20 +52,36 @@ def main(argv: Sequence[str] | None = None) -> int:
     from arr_coc.training.data import docgen_questions, load_jsonl
     from arr_coc.training.evidence import BUDGETS, DiskOcrCache, extract, recall_at, rule_scores
 
+    if (args.run is None) == (args.checkpoint is None):
+        p.error("give one of --run and --checkpoint")
     questions = [q for d in args.data for q in load_jsonl(d)]
+    if args.paraphrases:
+        from benchmarks.paraphrase_set import load
+
+        base = args.data[0] if args.data else "/work/data/realdocs-dev"
+        questions = [q for par, q in load(Path(base)) if par["split"] == args.paraphrases]
     if args.docgen_dev:
         questions += docgen_questions("dev", args.docgen_dev, 0)
+    split_of = {}
+    for spec in args.split:
+        name, _, path = spec.partition("=")
+        split_of.update({q.id: name for q in load_jsonl(path)})
     matcher = QueryMatcher(default_reading().config, embedder=default_reading().embedder)
     records = extract(questions, matcher, DiskOcrCache(args.ocr_cache), None, args.feature_cache, True)
-    fold_of = {k: int(v) for k, v in json.loads((args.run / "folds.json").read_text()).items()}
-    scorers = {}
-    for k in sorted(set(fold_of.values())):
-        sub = args.run / "folds" / str(k)
-        scorers[k] = BoxScorer.load(sub) if (sub / "scorer.json").is_file() else None
+    if args.run is not None:
+        fold_of = {k: int(v) for k, v in json.loads((args.run / "folds.json").read_text()).items()}
+        scorers = {}
+        for k in sorted(set(fold_of.values())):
+            sub = args.run / "folds" / str(k)
+            scorers[k] = BoxScorer.load(sub) if (sub / "scorer.json").is_file() else None
+    else:
+        from arr_coc.realizing import relevance_folder
+
+        fold_of, scorers = {}, {0: BoxScorer.load(relevance_folder(args.checkpoint))}
     rows = []
     agree_pages = {"learned": 0, "rules": 0}
     for r in records:
-        f = fold_of.get(r.question.doc)
+        f = fold_of.get(r.question.doc) if args.run is not None else 0
         if f is None or scorers.get(f) is None:
             continue
         sc = scorers[f]
@@ -78,7 +99,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         rows.append(
             {
                 "id": q.id,
-                "doc_type": q.doc_type,
+                "doc_type": split_of.get(q.id, q.doc_type) if split_of else q.doc_type,
                 "paraphrased": bool(q.paraphrased),
                 "fold": f,
                 "sure": gate.pages["learned"] > 0,
@@ -86,7 +107,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             }
         )
     kinds = sorted({r["doc_type"] for r in rows})
-    print(f"{len(rows)} questions of {len(records)} scored by their fold's scorer ({args.run})")
+    print(
+        f"{len(rows)} questions of {len(records)} scored by "
+        + (f"their fold's scorer ({args.run})" if args.run else args.checkpoint)
+    )
     print("| kind (n) | " + " | ".join(NAMES) + " | agree gate: pages learned |")
     print("|---|" + "---:|" * (len(NAMES) + 1))
     for kind in [*kinds, "literal", "paraphrased", "overall"]:
