@@ -122,6 +122,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             or (kind == "literal" and not r["paraphrased"])
             or (kind == "paraphrased" and r["paraphrased"])
         ]
+        if not sel:
+            continue
         cells = []
         for n in NAMES:
             by_fold = [np.mean([r[n] for r in sel if r["fold"] == f]) for f in sorted({r["fold"] for r in sel})]
