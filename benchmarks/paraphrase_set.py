@@ -353,13 +353,18 @@ def run(args: argparse.Namespace) -> int:
         rows = rows[: args.limit]
     partial = open(f"{args.out}.partial.jsonl", "w") if args.out else None  # noqa: SIM115
     ocr = DiskOcrCache(args.ocr_cache)
-    _, _, final = realizers(args.relevance)
+    fold_of, per_fold, final = realizers(args.relevance)
     scorers = {"rules": None, **({"learned": final} if final is not None else {})}
+    if args.no_rules and final is not None:  # the rules' figures are another run's
+        del scorers["rules"]
+    held = sum(q.doc in fold_of and fold_of[q.doc] in per_fold for _, q in rows)  # scored by their fold's scorer
     label = BUDGETS[0][0]
     res: dict[str, list[float]] = {name: [] for name in scorers}
     t0 = time.perf_counter()
     for i, (_, q) in enumerate(rows):
         for name, realizer in scorers.items():
+            if name == "learned" and q.doc in fold_of and fold_of[q.doc] in per_fold:
+                realizer = per_fold[fold_of[q.doc]]  # a checkpoint with folds: the page's held-out fold
             res[name].append(recall_of(q, ocr, realizer)[label])
         if partial is not None:
             p = rows[i][0]
@@ -372,12 +377,17 @@ def run(args: argparse.Namespace) -> int:
         f"# Paraphrased questions on realdocs-dev's pages ({args.questions.name})",
         "",
         f"- command: `{command}`",
-        f"- {len(rows)} questions; recall / full-hit at {label} of the tokens; learned: {args.relevance} (in-sample "
-        "on realdocs-dev's pages)"
+        f"- {len(rows)} questions; recall / full-hit at {label} of the tokens; learned: {args.relevance} ("
+        + (f"{held} questions scored by their page's held-out fold (folds.json), the others " if held else "")
+        + "in-sample on realdocs-dev's pages)"
         if final is not None
         else f"- {len(rows)} questions; recall / full-hit at {label}",
         f"- wall time {time.perf_counter() - t0:.0f} s",
     ]
+    gates = [getattr(getattr(r, "box_scorer", None), "pages", None) for r in (final, *per_fold.values())]
+    if any(gates):  # a gated checkpoint (hybrid:FOLDER): how often each side scored a page (one call a question)
+        n_l, n_r = (sum(g[k] for g in gates if g) for k in ("learned", "rules"))
+        lines.append(f"- gate: {n_l} calls scored by the learned scorer, {n_r} by the rules")
 
     def groups(key) -> list[str]:
         names = sorted({key(p) for p, _ in rows})
@@ -486,6 +496,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     r.add_argument("--questions", type=Path, default=QUESTIONS)
     r.add_argument("--ocr-cache", type=Path, default=None)
     r.add_argument("--relevance", type=Path, default=None, help="a checkpoint folder or built-in name (learned)")
+    r.add_argument("--no-rules", action="store_true", help="with --relevance: score only the checkpoint")
     r.add_argument("--styles", default="A,B", type=lambda s: s.split(","))
     r.add_argument("--splits", default="dev,held-out", type=lambda s: s.split(","))
     r.add_argument("--show", default="A dev", type=lambda s: s.split(","), help="groups whose misses are printed")

@@ -52,10 +52,17 @@ def realizers(folder: Path | None) -> tuple[dict[str, int], dict[int, object], o
     """(page -> fold, fold -> Realizer, final Realizer) of a checkpoint folder (empty / None without one)."""
     if folder is None:
         return {}, {}, None
+    from arr_coc.reading.matching.gated import gate_of
     from arr_coc.realizing import Realizer, relevance_folder
 
-    folder = relevance_folder(folder)  # a built-in name ("learned") -> the shipped folder (no folds: in-sample)
-    final = Realizer.from_pretrained(folder)
+    gate, base = gate_of(folder)  # "hybrid[-floor][:FOLDER]": the same folder(s), gated (reading/matching/gated.py)
+    name = str(folder).partition(":")[0] if gate else ""
+
+    def load(path: Path) -> object:
+        return Realizer.from_pretrained(f"{name}:{path}" if gate else path)
+
+    folder = relevance_folder(base)  # a built-in name ("learned") -> the shipped folder (no folds: in-sample)
+    final = load(folder)
     fold_of: dict[str, int] = {}
     per_fold: dict[int, object] = {}
     if (folder / "folds.json").is_file():
@@ -63,7 +70,7 @@ def realizers(folder: Path | None) -> tuple[dict[str, int], dict[int, object], o
         for k in sorted(set(fold_of.values())):
             sub = folder / "folds" / str(k)
             if (sub / "scorer.json").is_file():
-                per_fold[k] = Realizer.from_pretrained(sub)
+                per_fold[k] = load(sub)
     return fold_of, per_fold, final
 
 
@@ -119,6 +126,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--relevance", type=Path, default=None, help="a checkpoint folder (arr-coc train) or built-in name to compare"
     )
     p.add_argument("--ocr-cache", type=Path, default=None, help="folder caching each page's OCR boxes")
+    p.add_argument("--no-rules", action="store_true", help="with --relevance: score only the checkpoint")
     p.add_argument("--limit", type=int, default=0, help="only the first N questions")
     p.add_argument("--pages", type=int, default=0, help="only the first N pages of each doc_type (all their questions)")
     p.add_argument("--ocr-backend", choices=("onnxruntime", "torch"), default="onnxruntime", help="OcrConfig.backend")
@@ -143,13 +151,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         reader = TextReader(backend=args.ocr_backend, device=args.ocr_device, dtype=args.ocr_dtype)
     ocr = DiskOcrCache(args.ocr_cache, reader)
     fold_of, per_fold, final = realizers(args.relevance)
-    recalls: dict[str, list[dict[str, float]]] = {"rules": []}
+    recalls: dict[str, list[dict[str, float]]] = {} if args.no_rules and final is not None else {"rules": []}
     if final is not None:
         recalls["learned"] = []
     held = 0
     t0 = time.perf_counter()
     for i, q in enumerate(questions):
-        recalls["rules"].append(recall_of(q, ocr, None))
+        if "rules" in recalls:
+            recalls["rules"].append(recall_of(q, ocr, None))
         if final is not None:
             fold = fold_of.get(q.doc)
             held += fold in per_fold
@@ -177,6 +186,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"- learned: {args.relevance}; no folds.json: every question scored by its final scorer, so pages of its "
             "training data are scored IN-SAMPLE (optimistic; a shipped checkpoint has no folds)"
         )
+    scorers = [getattr(r, "box_scorer", None) for r in (final, *per_fold.values())]
+    gates = [sc.pages for sc in scorers if hasattr(sc, "pages")]
+    if gates:  # a gated checkpoint (hybrid:FOLDER): how often each side scored a page (one call a question)
+        lines.append(f"- gate: {sum(g['learned'] for g in gates)} calls scored by the learned scorer, "
+                     f"{sum(g['rules'] for g in gates)} by the rules")  # fmt: skip
     lines.append(f"- wall time {wall:.0f} s (2 shared CPU cores, under contention; OCR from cache where cached)")
     for by in ("doc_type", "wording", "template"):
         lines += ["", f"## By {by} at 11.1%", "", *table(questions, recalls, by)]

@@ -118,6 +118,9 @@ class RelevanceModel(nn.Module):
                 scorer that needs features this version no longer computes; the message names the file and field
                 (``arr_coc.checkpoint_check``).
         """
+        from .reading.matching.gated import GatedScorer, gate_of  # "hybrid[:FOLDER]": learned where sure
+
+        gate, folder = gate_of(folder)
         folder = relevance_folder(folder)
         if not (folder / "config.json").is_file():
             raise FileNotFoundError(
@@ -129,6 +132,7 @@ class RelevanceModel(nn.Module):
             from .reading.matching.learned import BoxScorer
 
             scorer = BoxScorer.load(folder)
+            scorer = GatedScorer(scorer, gate) if gate else scorer
         return cls(config, box_scorer=scorer).eval().requires_grad_(False)
 
     @classmethod
