@@ -364,7 +364,7 @@ def _pdf_questions(job: tuple) -> list[dict]:
 
     import pdfplumber
 
-    pdf_path, coll, repo_line, out, dpi, max_pages, max_per, seed = job
+    pdf_path, coll, repo_line, out, dpi, max_pages, max_per, seed, erase = job
     stem = pdf_path.stem
     source = f"{coll}:{stem}"
     rng = random.Random(f"{seed}/{coll}/{stem}")
@@ -388,7 +388,8 @@ def _pdf_questions(job: tuple) -> list[dict]:
                 except Exception:  # noqa: BLE001 - a page pdfplumber cannot read gives no question
                     continue
                 if picked:
-                    picked_pages.append((p, picked))
+                    edges = [(e["x0"], e["top"], e["x1"], e["bottom"]) for e in pg.edges] if erase else []
+                    picked_pages.append((p, picked, edges))
     except Exception:  # noqa: BLE001 - a broken or slow test PDF gives no question
         return []
     finally:
@@ -397,7 +398,7 @@ def _pdf_questions(job: tuple) -> list[dict]:
 
     questions = []
     prefix = "tabula" if coll == "tabula" else f"tab_{coll}"
-    for p, picked in picked_pages:
+    for p, picked, edges in picked_pages:
         name = f"{prefix}_{re.sub(r'[^A-Za-z0-9_]+', '_', stem)}_p{p}"
         if name.rsplit("_p", 1)[0] in NOT_TABLES:
             continue
@@ -407,6 +408,14 @@ def _pdf_questions(job: tuple) -> list[dict]:
             continue
         with Image.open(f"{base}.png") as im:
             w, h = im.size
+            if edges:  # --erase-rules: the same page with its ruling lines painted white (a borderless table)
+                from PIL import ImageDraw
+
+                page = im.convert("RGB")
+                draw = ImageDraw.Draw(page)
+                for x0, y0, x1, y1 in edges:
+                    draw.rectangle([x0 * scale - 2, y0 * scale - 2, x1 * scale + 2, y1 * scale + 2], fill="white")
+                page.save(f"{base}.png")
         text = hashlib.sha1(" ".join(sorted(x["page_text"] for x in picked[:1])).encode()).hexdigest()
         for i, x in enumerate(picked):
             template, wording = rng.choice(WORDINGS)
@@ -452,6 +461,7 @@ def make(
     jobs: int = 2,
     only: Sequence[str] = (),
     files: Sequence[str] = (),
+    erase_rules: bool = False,
 ) -> list[dict]:
     """Questions and rendered pages of every PDF under ``src/<collection>/`` (each with a ``MANIFEST.txt``),
     sorted and seeded; writes ``questions.jsonl`` and one file a group (``split_of``)."""
@@ -467,7 +477,7 @@ def make(
             if files and f"{folder.name}/{pdf_path.name}" not in files:
                 continue
             pages = min(max_pages, MAX_PAGES.get(folder.name, max_pages))
-            work.append((pdf_path, folder.name, repo_line, out, dpi, pages, max_per, seed))
+            work.append((pdf_path, folder.name, repo_line, out, dpi, pages, max_per, seed, erase_rules))
     with Pool(jobs) as pool:
         found = [q for qs in pool.imap(_pdf_questions, work, chunksize=4) for q in qs]
     # a page whose text another source already has (pdf.js keeps one paper under several names) counts once
@@ -541,6 +551,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     m.add_argument("--seed", type=int, default=17)
     m.add_argument("--jobs", type=int, default=2)
     m.add_argument("--collections", nargs="*", default=(), help="only these collections (folders of --src)")
+    m.add_argument("--erase-rules", action="store_true", help="paint the pages' ruling lines white (borderless)")
     m.add_argument(
         "--files",
         type=Path,
@@ -560,7 +571,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"copied {n} PDFs to {a.src / a.collection}")
         return 0
     files = set(a.files.read_text().split()) if a.files else ()
-    qs = make(a.src, a.out, a.dpi, a.max_pages, a.max_per_page, a.seed, a.jobs, a.collections, files)
+    qs = make(a.src, a.out, a.dpi, a.max_pages, a.max_per_page, a.seed, a.jobs, a.collections, files, a.erase_rules)
     sources = sorted({q["source"] for q in qs})
     print(f"wrote {a.out / 'questions.jsonl'}: {len(qs)} questions, {len({q['image'] for q in qs})} pages")
     for s in sources:
