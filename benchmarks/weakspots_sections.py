@@ -519,8 +519,14 @@ def report(data: Path, results: Sequence[Path], budget: str = "11.1%") -> str:
 
     out = ["| run | split (questions, sources) | recall | [min-max over sources] | " + " | ".join(QUESTIONS) + " |"]
     out.append("|---|---|---:|---:|" + "---:|" * len(QUESTIONS))
+    runs = []
     for res in results:
-        rows = [(meta[r["id"]], r["rules"][budget]) for r in json.loads(res.read_text())["questions"]]
+        qs = json.loads(res.read_text())["questions"]
+        for scorer in ("rules", "learned"):  # the learned scorer's column where the run made one (--relevance)
+            if all(scorer in r for r in qs):
+                runs.append((res.stem if scorer == "rules" else f"{res.stem} learned", qs, scorer))
+    for name_of_run, qs, scorer in runs:
+        rows = [(meta[r["id"]], r[scorer][budget]) for r in qs]
         for name in names.values():
             got = [(k, s, v) for (k, s), v in rows if split(s) == name]
             if not got:
@@ -532,7 +538,7 @@ def report(data: Path, results: Sequence[Path], budget: str = "11.1%") -> str:
                 kinds.append(f"{np.mean(vs):.3f} ({len(vs)})" if vs else "-")
             mean = np.mean([v for *_, v in got])
             out.append(
-                f"| {res.stem} | {name} ({len(got)}, {len(per)}) | {mean:.3f} | [{min(per):.2f}-{max(per):.2f}] | "
+                f"| {name_of_run} | {name} ({len(got)}, {len(per)}) | {mean:.3f} | [{min(per):.2f}-{max(per):.2f}] | "
                 + " | ".join(kinds)
                 + " |"
             )
