@@ -34,7 +34,7 @@ import numpy as np
 from ..text import fold
 from .page import _END_PUNCT, PROSE_WORDS, Layout
 
-__all__ = ["Extent", "named_extent", "words_of", "match_phrase"]
+__all__ = ["Extent", "named_extent", "words_of", "match_phrase", "long_section_name"]
 
 MATCH_MIN = 0.75  # share of the title's words a heading line must spell
 EXTRA_WORDS = 2  # a heading line may hold this many words besides the title's (and its section number)
@@ -44,6 +44,9 @@ NARROW = 0.6  # a column's line is narrower than this share of the page's text w
 GUTTER_SHARE = 0.1  # a gutter is covered by at most this share of the narrow lines (an author block) ...
 GUTTER_MIN = 1.0  # ... and at least this many body line heights wide ...
 SIDE_SHARE = 0.15  # ... with at least this share of the narrow lines wholly on each side
+FOOTNOTE_HEIGHT = 0.92  # a footnote's lines are lower than this share of the body's line height
+MIN_COLUMN = 6.0  # a layout column at least this many body line heights wide
+PROSE_SHARE = 0.8  # where no gutter shows, again from the narrow lines at least this share of their median length
 _CAPTION_RE = re.compile(r"^\s*(?:fig(?:ure)?|table|tab|algorithm|listing)\.?\s*\d", re.I)
 _NUM_HEAD_RE = re.compile(r"^\s*(?:\d{1,2}(?:\.\d{1,2})*\.?|[IVX]{1,5}\.|[A-H]\.\d{0,2})\s+\S")
 _NUMBER_STRIP_RE = re.compile(
@@ -99,15 +102,34 @@ def line_columns(layout: Layout) -> list[int]:
     hide it from ``Layout.columns`` on a paper's first page, not from these. Used only where the layout found one
     column; the layout's columns otherwise, and where the narrow lines show no gutter either."""
     lines = layout.lines
-    if len(layout.columns) >= 2:
+    h = max(1.0, layout.body_height)
+    if sum(c[1] - c[0] >= MIN_COLUMN * h for c in layout.columns) >= 2:  # a margin stamp's strip is no column
         return [ln.column for ln in lines]
     x0 = min(ln.box[0] for ln in lines)
     x1 = max(ln.box[2] for ln in lines)
     width = x1 - x0
     narrow = [ln for ln in lines if ln.box[2] - ln.box[0] < NARROW * width]
-    h = max(1.0, layout.body_height)
     if len(narrow) < 8 or width < 4 * h:
         return [ln.column for ln in lines]
+    cuts = _gutter_cuts(narrow, x0, width, h)
+    if not cuts:  # a figure's labels may cross the gutter: the column's prose lines alone (near the usual length)
+        usual = float(np.median([ln.box[2] - ln.box[0] for ln in narrow]))
+        prose = [ln for ln in narrow if ln.box[2] - ln.box[0] >= PROSE_SHARE * usual]
+        cuts = _gutter_cuts(prose, x0, width, h) if len(prose) >= 8 else []
+    if not cuts:
+        return [ln.column for ln in lines]
+    edges = [x0, *cuts, x1]
+    out = []
+    for ln in lines:
+        cx = (ln.box[0] + ln.box[2]) / 2
+        k = next((c for c in range(len(edges) - 1) if edges[c] <= cx <= edges[c + 1]), 0)
+        out.append(-1 if ln.box[0] < edges[k] - h or ln.box[2] > edges[k + 1] + h else k)
+    return out
+
+
+def _gutter_cuts(narrow: list, x0: float, width: float, h: float) -> list[float]:
+    """The x of each gutter among ``narrow`` lines: a run at least ``GUTTER_MIN`` line heights wide that at most
+    ``GUTTER_SHARE`` of them cover, with ``SIDE_SHARE`` of them wholly on each side."""
     n = int(width) + 1
     cover = np.zeros(n + 1, dtype=np.int32)
     for ln in narrow:
@@ -130,15 +152,7 @@ def line_columns(layout: Layout) -> list[int]:
         if x > 0 and end < n and end - x >= GUTTER_MIN * h and min(left, right) >= SIDE_SHARE * len(narrow):
             cuts.append(cut)
         x = end
-    if not cuts:
-        return [ln.column for ln in lines]
-    edges = [x0, *cuts, x1]
-    out = []
-    for ln in lines:
-        cx = (ln.box[0] + ln.box[2]) / 2
-        k = next((c for c in range(len(edges) - 1) if edges[c] <= cx <= edges[c + 1]), 0)
-        out.append(-1 if ln.box[0] < edges[k] - h or ln.box[2] > edges[k + 1] + h else k)
-    return out
+    return cuts
 
 
 def _reading_order(layout: Layout, cols: list[int]) -> list[int]:
@@ -213,6 +227,17 @@ def _is_stop(
     return flagged and _heads_prose(layout, order, pos, cols)
 
 
+def _small_footnote(layout: Layout, block, i: int, before: list[int]) -> bool:
+    """Whether line ``i`` of ``block`` is a footnote's: the block is one and the line is set smaller than the
+    section's lines ``before`` it (the page's body where none); a column's foot in the body's size is running text
+    the layout may have joined to the other column's footnotes."""
+    if block.role != "footnote":
+        return False
+    ref = np.median([layout.lines[j].box[3] - layout.lines[j].box[1] for j in before]) if before else None
+    box = layout.lines[i].box
+    return box[3] - box[1] < FOOTNOTE_HEIGHT * float(ref if ref is not None else layout.body_height)
+
+
 def named_extent(layout: Layout, name: str) -> Extent | None:
     """The section titled ``name`` on ``layout`` (None when no line reads as that title well enough)."""
     if not layout.lines or not words_of(name):
@@ -233,7 +258,7 @@ def named_extent(layout: Layout, name: str) -> Extent | None:
         if _is_stop(layout, order, p, cols, blocks, numbered):
             break
         k = blocks.get(order[p])
-        if k is None or layout.blocks[k].role != "footnote":  # a footnote is no part of the running text
+        if k is None or not _small_footnote(layout, layout.blocks[k], order[p], lines):  # not running text
             lines.append(order[p])
     if not lines:
         return None
@@ -311,3 +336,18 @@ def named_evidence(layout: Layout, sq) -> tuple[str, list, str] | None:
     target = ext.last_lines if sq.word_of == "last" else ext.lines[:1]
     regions = [layout.lines[i].box for i in target]
     return "word-of-unit", regions + head, f"section {title!r} (extent), {sq.word_of} word"
+
+
+_LONG_NAME_RE = re.compile(
+    r"\bin the (?!(?:first|second|third|last|next|previous|same|this|that|left|right|middle|other)\b)"
+    r"([a-z0-9][^\"'\u201c\u201d\u2018\u2019\u00ab\u00bb?]{0,120}?)\s+(?:section|part|chapter)\b"
+)
+
+
+def long_section_name(q: str) -> str | None:
+    """A section named unquoted by a long title in a folded question ("the next word after 'align' in the rq3: is it
+    useful to align summary units section"), which ``structural_query.parse``'s short form (at most four plain
+    words) misses; asked only where the question also asks a word after / before, a year or a first / last word,
+    the questions ``named_evidence`` answers."""
+    m = _LONG_NAME_RE.search(q)
+    return m.group(1).strip() if m else None

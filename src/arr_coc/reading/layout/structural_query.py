@@ -46,7 +46,7 @@ from dataclasses import dataclass, field
 
 from ..text import fold
 from .scans import match_span
-from .sections import named_evidence, tok_eq
+from .sections import long_section_name, named_evidence, tok_eq
 from .structure import Box, Layout
 
 __all__ = ["StructuralQuery", "Evidence", "parse", "resolve", "ORDINALS", "RULES"]
@@ -219,6 +219,8 @@ def parse(query: str) -> StructuralQuery:
             f["named"] = m.group(1).strip()
     if re.search(r"\b(?:which|what) year\b|\byear (?:is|was) (?:mentioned|given|named|stated)\b", q):
         f["year"] = True
+    if "named" not in f and f.keys() & {"after", "before", "word_of", "year"} and (name := long_section_name(q)):
+        f["named"] = name  # a long unquoted title (``sections.long_section_name``)
     m = re.search(rf"\b(?:begins?|starts?|beginning|starting|opens?|opening)\s+(?:with\s+)?{_Q}(.+?){_Q}", q)
     if m:
         f["starts_with"] = m.group(1).strip()
