@@ -49,6 +49,8 @@ Three rooms and what they share (imports go down this list, never up; ``tests/te
         cell_wording.py  a table-cell question in another wording: loose (header, label) splits
         learned.py       the learned scorer: ``box_features``, ``BoxScorer`` (reads the matcher through the
                          ``RuleQuantities`` protocol: no import of ``matcher``)
+        gated.py         ``--relevance hybrid`` / ``hybrid-floor``: the learned scorer where its ensemble agrees, else
+                         the rules (opt-in; the default is the rules)
         matcher.py       ``QueryMatcher``: keys, answer-type prior, layout rule, evidence chain, structural evidence,
                          final per-box scores, painting
     pipeline.py      ``Reading`` (reader + embedder + matchers, owned by the caller), ``default_reading()`` (the one
