@@ -21,7 +21,7 @@ PAGES = [
 
 
 def _old_word_scores(texts: list[str | None], query: str) -> list[float]:
-    """The formula before compound names: plain words only."""
+    """The formula before compound names: plain words only (pages' short texts: the old 4,000-character cut is moot)."""
     text = normalize_text(query)
     keys = {w.lower() for w in re.findall(r"[A-Za-z0-9]+", text) if len(w) > 1 and w.isupper()}
     q = {w for w in re.findall(r"[a-z0-9]+", text.lower()) if len(w) > 1 and (w not in _STOP or w in keys)}
@@ -66,3 +66,12 @@ def test_other_joiners_and_numbers():
 def test_a_question_without_a_printed_name_scores_as_before(query):
     texts = [*PAGES, "total due 42 TO FROM", None, "weather total gcry md open"]
     assert word_scores(texts, query) == pytest.approx(_old_word_scores(texts, query), abs=0.0)
+
+
+def test_a_long_page_counts_whole():
+    """A dense reference page prints 7,000-17,000 characters: a word past the first 4,000 still counts."""
+    long_page = "filler words here " * 300 + "column.count.back select 1"
+    texts = ["column count back", long_page, "column count back front"]
+    assert len(long_page) > 4000
+    scores = word_scores(texts, "What is column.count.back?")
+    assert max(range(3), key=lambda i: scores[i]) == 1
