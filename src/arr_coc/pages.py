@@ -54,6 +54,7 @@ from .grid import GridSpec
 from .page_reads import _AHEAD, prepare_pages, read_ahead, sized
 from .page_text import LayerReader
 from .query import normalize_text
+from .reading.text import clean
 from .realizing import Allocation, Realizer, allocate, default_realizer, query_notes, resolve_mode
 
 
@@ -220,17 +221,29 @@ _STOP = frozenset(
 )
 
 
+# a compound name: letters/digits joined by '.', '_', '::' or '-' with no space ("column.count.back",
+# "asn1_der_decoding", "std::vector"), with at least one letter (a number such as "3.14" stays its parts)
+_COMPOUND = re.compile(r"(?<![a-z0-9])[a-z0-9]+(?:(?:::|[._-])[a-z0-9]+)+")
+
+
+def _compounds(lowered: str) -> set[str]:
+    """The compound names in lower-cased text: each also counts as one word of its own (its parts count as before)."""
+    return {c for c in _COMPOUND.findall(lowered) if re.search(r"[a-z]", c)}
+
+
 def _words(text: str) -> set[str]:
     """The question's content words, lower-cased: function words dropped, unless written in capitals (a printed key
-    such as "TO" or "FROM" in "What is written next to TO?")."""
+    such as "TO" or "FROM" in "What is written next to TO?"); plus each compound name whole (``_compounds``)."""
     text = normalize_text(text)
     keys = {w.lower() for w in re.findall(r"[A-Za-z0-9]+", text) if len(w) > 1 and w.isupper()}
-    return {w for w in _WORD.findall(text.lower()) if len(w) > 1 and (w not in _STOP or w in keys)}
+    words = {w for w in _WORD.findall(text.lower()) if len(w) > 1 and (w not in _STOP or w in keys)}
+    return words | _compounds(text.lower())
 
 
 def word_scores(texts: Sequence[str | None], query: str) -> list[float]:
     """Each page's IDF-weighted share of the question's content words found in its text, in [0, 1] (IDF over these
-    pages: a word on every page counts little). 0 for every page when the question has no content word.
+    pages: a word on every page counts little). 0 for every page when the question has no content word. A page's
+    whole text counts (a dense reference page prints 7,000-17,000 characters).
 
     Example:
         >>> [round(v, 2) for v in word_scores(["total due 42", "weather total", "weather"], "What is the total due?")]
@@ -239,7 +252,11 @@ def word_scores(texts: Sequence[str | None], query: str) -> list[float]:
     q = _words(query)
     if not q:
         return [0.0] * len(texts)
-    bags = [set(_WORD.findall(normalize_text(t).lower())) if t else set() for t in texts]
+    lowered = [clean(t).lower() if t else "" for t in texts]  # a page's whole text (not cut to a query's length)
+    bags = [set(_WORD.findall(t)) | _compounds(t) for t in lowered]
+    q = {w for w in q if w.isalnum() or any(w in b for b in bags)}  # a compound no page prints tells nothing
+    if not q:
+        return [0.0] * len(texts)
     idf = {w: math.log((len(texts) + 1) / (0.5 + sum(w in b for b in bags))) for w in q}
     total = sum(idf.values()) or 1.0
     return [sum(idf[w] for w in q if w in b) / total for b in bags]
