@@ -190,12 +190,11 @@ class MiniLMEmbedder:
         self._load()
         texts = list(texts)
         with self._lock:
-            found, todo, batches = self._plan_locked(texts)
-            theirs = {t: self._pending[t] for t in dict.fromkeys(texts) if t not in found and t in self._pending}
-            todo_set = set(todo) - set(theirs)
-            mine = {t: self._pending.setdefault(t, threading.Event()) for t in todo_set} if self.cache_items else {}
-            if theirs:  # tokenized again without the texts another thread is embedding
-                found, todo, batches = self._plan_locked([t for t in texts if t not in theirs])
+            found, todo = self._cached_locked(texts)
+            theirs = {t: self._pending[t] for t in todo if t in self._pending}
+            todo = [t for t in todo if t not in theirs]  # the texts another thread is embedding are waited for
+            mine = {t: self._pending.setdefault(t, threading.Event()) for t in todo} if self.cache_items else {}
+            batches = self._batches_locked(todo)
         try:
             if todo:
                 vecs = np.zeros((len(todo), EMBED_DIM), dtype=np.float32)  # (B, 384)
@@ -229,18 +228,21 @@ class MiniLMEmbedder:
             return np.zeros((0, EMBED_DIM), np.float32)
         return np.stack([found[t] for t in texts]).astype(np.float32)  # (N, 384)
 
-    def _plan_locked(self, texts: list[str]) -> tuple[dict[str, np.ndarray], list[str], list[tuple[list[int], Any]]]:
-        """Under the lock: the cached vectors of ``texts``, the texts still to embed, and their tokenized batches
-        (indices into the texts to embed, the tokenizer's tensors); texts of similar length go together, so a page's
-        short labels are not padded to its longest sentence."""
+    def _cached_locked(self, texts: list[str]) -> tuple[dict[str, np.ndarray], list[str]]:
+        """Under the lock: the cached vectors of ``texts`` and the distinct texts still to embed, in order."""
         found: dict[str, np.ndarray] = {}
         for t in dict.fromkeys(texts):
             if t in self._cache:
                 self._cache.move_to_end(t)
                 found[t] = self._cache[t]
-        todo = [t for t in dict.fromkeys(texts) if t not in found]
+        return found, [t for t in dict.fromkeys(texts) if t not in found]
+
+    def _batches_locked(self, todo: list[str]) -> list[tuple[list[int], Any]]:
+        """Under the lock (the tokenizer is not shared across threads): the tokenized batches of the texts to embed
+        (indices into ``todo``, the tokenizer's tensors); texts of similar length go together, so a page's short
+        labels are not padded to its longest sentence."""
         if not todo:
-            return found, todo, []
+            return []
         if len(todo) == 1:  # a new question on a page already read: nothing to sort
             order = [0]
         else:
@@ -253,7 +255,7 @@ class MiniLMEmbedder:
                 [todo[i] for i in idx], padding=True, truncation=True, max_length=self.max_tokens, return_tensors="pt"
             )
             batches.append((idx, enc))
-        return found, todo, batches
+        return batches
 
 
 # Chinese and Japanese characters: the English MiniLM's word pieces mostly miss them (its similarities to a CJK
