@@ -364,7 +364,8 @@ def _pdf_questions(job: tuple) -> list[dict]:
 
     import pdfplumber
 
-    pdf_path, coll, repo_line, out, dpi, max_pages, max_per, seed, erase = job
+    pdf_path, coll, repo_line, out, dpi, max_pages, max_per, seed, erase = job[:9]
+    page_fn = job[9] if len(job) > 9 else page_questions  # weakspots_tables4 passes its own
     stem = pdf_path.stem
     source = f"{coll}:{stem}"
     rng = random.Random(f"{seed}/{coll}/{stem}")
@@ -382,7 +383,7 @@ def _pdf_questions(job: tuple) -> list[dict]:
                 if pg.bbox[0] != 0 or pg.bbox[1] != 0 or pg.rotation:
                     continue
                 try:
-                    picked = page_questions(pg, scale, rng, max_per)
+                    picked = page_fn(pg, scale, rng, max_per)
                 except TimeoutError:
                     raise
                 except Exception:  # noqa: BLE001 - a page pdfplumber cannot read gives no question
@@ -462,6 +463,7 @@ def make(
     only: Sequence[str] = (),
     files: Sequence[str] = (),
     erase_rules: bool = False,
+    page_fn=None,
 ) -> list[dict]:
     """Questions and rendered pages of every PDF under ``src/<collection>/`` (each with a ``MANIFEST.txt``),
     sorted and seeded; writes ``questions.jsonl`` and one file a group (``split_of``)."""
@@ -477,7 +479,8 @@ def make(
             if files and f"{folder.name}/{pdf_path.name}" not in files:
                 continue
             pages = min(max_pages, MAX_PAGES.get(folder.name, max_pages))
-            work.append((pdf_path, folder.name, repo_line, out, dpi, pages, max_per, seed, erase_rules))
+            job = (pdf_path, folder.name, repo_line, out, dpi, pages, max_per, seed, erase_rules)
+            work.append(job if page_fn is None else (*job, page_fn))
     with Pool(jobs) as pool:
         found = [q for qs in pool.imap(_pdf_questions, work, chunksize=4) for q in qs]
     # a page whose text another source already has (pdf.js keeps one paper under several names) counts once
