@@ -26,7 +26,11 @@ its ``split_of`` groups and ``NOT_TABLES``). The criteria, written before anythi
 * Label column (``label_column``): the first column whose body cells are mostly distinct non-numeric text (60% of
   the body rows hold text that is not a number -- ``_num``: a year or a cell with a letter counts as text -- and
   80% of those texts distinct); not always column 0.
-* Cells: every other column; a cell's text is its words in reading order, wrapped lines joined (``clean``), and
+* Cells: the columns right of the label column (added after the first development measurement: realdocs-dev's
+  by-eye value columns are never left of the label -- cam_20: label 1, values 2-3; cam_medicine: label 2, values
+  4-5 -- and on PyMuPDF's test-4055, two tables side by side that pdfplumber reads as one, a "Form Code" left of
+  the right table's label asked for the left table's code: a wrong answer key); a cell's text is its words in
+  reading order, wrapped lines joined (``clean``), and
   ``make_dev.py``'s filters: answer 1-8 words printed once on the page (as a cell and as a phrase), label non-empty,
   at most 8 words and unique in its column, header non-empty, at most 16 words and unique among the headers, word
   boxes at least 5 px high; and the text decoded (no ``(cid:N)``). No geometric check of the value against its
@@ -184,7 +188,7 @@ def page_questions4(pg, scale: float, rng: random.Random, max_per: int) -> list[
                 continue
             for c in range(ncol):
                 hd, cell = headers[c], rows[r].cells[c]
-                if c == lcol or not hd or not cell or list(headers.values()).count(hd) != 1 or _number_header(hd):
+                if c <= lcol or not hd or not cell or list(headers.values()).count(hd) != 1 or _number_header(hd):
                     continue
                 if len(hd.split()) > 2 * MAX_WORDS:
                     continue
