@@ -262,6 +262,25 @@ def make4(src: Path, out: Path, dpi: int, max_pages: int, seed: int, jobs: int, 
     return qs
 
 
+def make_pdfs(pdfs: Sequence[Path], out: Path, dpi: int, seed: int) -> list[dict]:
+    """The same rules on page 1 of each PDF in ``pdfs`` (realdocs-dev's 13 table PDFs: the by-eye choices of
+    ``make_dev.py`` against these rules on the same pages), one source a PDF, group "dev"; writes
+    ``questions.jsonl``."""
+    from weakspots_tables import _pdf_questions
+
+    (out / "images").mkdir(parents=True, exist_ok=True)
+    qs = []
+    for pdf in sorted(pdfs):
+        repo = f"{pdf.name} (realdocs-dev's table PDFs)"
+        job = (pdf, "rd", repo, out, dpi, 1, PER_PAGE, seed, False, page_questions4)
+        for q in _pdf_questions(job):
+            q.pop("page_text", None)
+            q["split"] = "dev"
+            qs.append(q)
+    (out / "questions.jsonl").write_text("".join(json.dumps(q) + "\n" for q in qs))
+    return qs
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = p.add_subparsers(dest="cmd", required=True)
@@ -273,7 +292,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     m.add_argument("--seed", type=int, default=17)
     m.add_argument("--jobs", type=int, default=2)
     m.add_argument("--collections", nargs="*", default=(), help="only these collections (folders of --src)")
+    r = sub.add_parser("pdfs", help="the same rules on page 1 of the PDFs given (realdocs-dev's own table PDFs)")
+    r.add_argument("pdfs", nargs="+", type=Path)
+    r.add_argument("--out", required=True, type=Path)
+    r.add_argument("--dpi", type=int, default=150)
+    r.add_argument("--seed", type=int, default=17)
     a = p.parse_args(argv)
+    if a.cmd == "pdfs":
+        qs = make_pdfs(a.pdfs, a.out, a.dpi, a.seed)
+        print(f"wrote {a.out / 'questions.jsonl'}: {len(qs)} questions, {len({q['image'] for q in qs})} pages")
+        return 0
     qs = make4(a.src, a.out, a.dpi, a.max_pages, a.seed, a.jobs, a.collections)
     print(f"wrote {a.out / 'questions.jsonl'}: {len(qs)} questions, {len({q['image'] for q in qs})} pages")
     for s in sorted({q["source"] for q in qs}):
