@@ -40,6 +40,11 @@ its ``split_of`` groups and ``NOT_TABLES``). The criteria, written before anythi
 * At most 4 questions a page (``make_dev.py``'s ``--max-per-image``), 2 pages a source (seeded), 8 questions a
   source; a page whose text another source has counts once. If more than ``MAX_TOTAL`` questions remain, whole
   sources are drawn (seeded, sorted names) until the next would pass it: OCR costs 10-30 s a new page here.
+
+The "last" group, named before it was built or measured (helper tables4b): two collections added after every
+figure above, with the generator unchanged -- docling-eval's ``tests/data/`` (github:docling-project/docling-eval,
+MIT) and pypdf's ``resources/`` (github:py-pdf/pypdf, BSD-3-Clause); every source of theirs is "last"
+(``weakspots_tables.LAST``), built with ``make --collections doclingeval pypdf`` and measured once, never tuned on.
 """
 
 from __future__ import annotations
