@@ -41,10 +41,12 @@ its ``split_of`` groups and ``NOT_TABLES``). The criteria, written before anythi
   source; a page whose text another source has counts once. If more than ``MAX_TOTAL`` questions remain, whole
   sources are drawn (seeded, sorted names) until the next would pass it: OCR costs 10-30 s a new page here.
 
-The "last" group, named before it was built or measured (helper tables4b): two collections added after every
-figure above, with the generator unchanged -- docling-eval's ``tests/data/`` (github:docling-project/docling-eval,
-MIT) and pypdf's ``resources/`` (github:py-pdf/pypdf, BSD-3-Clause); every source of theirs is "last"
-(``weakspots_tables.LAST``), built with ``make --collections doclingeval pypdf`` and measured once, never tuned on.
+The "last" group, named before it was measured (helper tables4b): collections added after every figure above,
+with the generator unchanged -- docling-eval's ``tests/data/`` (github:docling-project/docling-eval, MIT), pypdf's
+``resources/`` (github:py-pdf/pypdf, BSD-3-Clause), and, added when those two gave only 4 questions from 1 source
+(a count, before any recall), deepdoctection's ``_tests/test_objects/`` at d5e60d4 (FedEx annual-report pages;
+Apache-2.0) and pymupdf/RAG's ``examples/`` (AGPL-3.0). Every source of theirs is "last" (``weakspots_tables.LAST``),
+built with ``make --collections doclingeval pypdf deepdoctection pymupdfrag``, measured once, never tuned on.
 """
 
 from __future__ import annotations
