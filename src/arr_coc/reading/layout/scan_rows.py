@@ -12,7 +12,8 @@ Two slips of the text path on real scans (issue 40, round 4; ``benchmarks/scans_
   (``scans.core_boxes``). The structural evidence ("the word right before 'of any'") was still painted with the full
   boxes, so its top-scored cells fell in the ink bands of the neighbouring lines, whose words were kept first and
   spent the budget (a DIBCO fragment at 12 x 31 cells: the answer's word passed for the line above).
-  ``ink_regions`` paints the evidence on the same ink band as the units, on those pages only.
+  ``ink_regions`` paints word evidence (the phrase and its neighbours) on the same ink band as the units, on those
+  pages only.
 
 Depends on ``.scans`` only (plain boxes and strings in, plain boxes and indices out).
 """
@@ -23,6 +24,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from .scans import core_boxes, tight_prose
+
+WORD_RULE = "after-phrase"  # the structural rule whose regions are single words (``structural_query.resolve``)
 
 
 def word_tokens(words: Sequence[Sequence[str]]) -> tuple[list[str], list[int], list[int]]:
@@ -49,7 +52,9 @@ def word_tokens(words: Sequence[Sequence[str]]) -> tuple[list[str], list[int], l
     return toks, owner, first
 
 
-def ink_regions(regions: Sequence[Any], boxes: Sequence[Any]) -> list[Any]:
-    """``regions`` (``TextBox``-like) on their ink band where the page is tight running text (``tight_prose`` of
-    its OCR ``boxes``, the rule its word units follow); unchanged otherwise."""
-    return core_boxes(regions) if tight_prose(boxes) else list(regions)
+def ink_regions(regions: Sequence[Any], boxes: Sequence[Any], rule: str) -> list[Any]:
+    """``regions`` (``TextBox``-like) on their ink band where they are words (``rule`` ``after-phrase``: the phrase
+    and its neighbours, one OCR word box each) and the page is tight running text (``tight_prose`` of its OCR
+    ``boxes``, the rule its word units follow); unchanged otherwise (a section, a table's cells, a block of lines:
+    their regions span several lines and keep their extent)."""
+    return core_boxes(regions) if rule == WORD_RULE and tight_prose(boxes) else list(regions)

@@ -615,7 +615,7 @@ class QueryMatcher:
         key = f"painter {rows} {cols} {tuple(original_size)}"
         out = self.page_cached(key, boxes, lambda: CellPainter(boxes, rows, cols, original_size)).paint(scores)
         if ev is not None and ev.regions:
-            regions = ink_regions([TextBox("", r) for r in ev.regions], boxes)  # tight lines: the ink band (scan_rows)
+            regions = ink_regions([TextBox("", r) for r in ev.regions], boxes, ev.rule)  # tight lines: ink (scan_rows)
             ev_map = paint_boxes(regions, ev.weights or [1.0] * len(regions), rows, cols, original_size)
             out = np.where(ev_map > 0, ev_map, self.evidence_damp * out).astype(np.float32)
         return out, ev
