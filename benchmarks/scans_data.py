@@ -40,6 +40,11 @@ Held out (built with the others, measured ONCE at the end, never read for misses
   project's filled-in control form, 25 the typed report documentation page);
 - ``meditations``: a scanned book page, Marcus Aurelius' Meditations (tesseract.js ``benchmarks/data/meditations.jpg``).
 
+Fax copies (``--copies fax``, round 4, built into their own folder AFTER the held-out sources read 1.000 as scanned
+and at 1000 px, so that the final check has a condition where the OCR errs; the same split of sources, and measured
+once with no change after it): every page of 1330 px or more as a standard-resolution fax shows it (``fax_copy``:
+204 x 98 dpi, black and white, speckled, each scan line shown twice), ``render.fax``.
+
 Answer boxes: tesseract (``/usr/bin/tesseract``, an OCR independent of the project's PP-OCR) reads every page twice,
 at its resolution and enlarged 1.5x; a word is used (as answer or context) only where both readings give the same
 text at the same place (IoU >= 0.5) with confidence >= 80, and, where the suite ships the page's true text
@@ -107,6 +112,8 @@ TRUTH = {  # page -> the suite's true text
 }
 HELD_OUT = "unlv"  # added last, never tuned on
 MAX_SIDE = 2400  # pages are scaled down to this long side (the UNLV and linn.png scans are 3300 px)
+FAX_SIDE = 2156  # a fax copy's long side (204 dpi across an 11 in page; its lines at half that, 98 dpi)
+FAX_SPECKLE = 0.002  # share of a fax copy's pixels flipped (line noise)
 LOWRES_SIDE = 1000  # and each page of 1330 px or more again at this long side (about 100 dpi for a letter page)
 PER_PAGE = 10  # questions a page, at most
 MIN_CONF = 80.0
@@ -247,10 +254,31 @@ def candidates(words: list[dict], truth: str | None) -> list[dict]:
     return out
 
 
+def fax_copy(image: Image.Image, sx: float, rng: random.Random) -> Image.Image:
+    """``image`` as a standard-resolution fax shows it: scaled by ``sx`` across and ``sx / 2`` down (204 x 98 dpi),
+    thresholded to black and white, ``FAX_SPECKLE`` of its pixels flipped, each scan line then shown twice."""
+    w, h = round(image.width * sx), round(image.height * sx / 2)
+    grey = image.convert("L").resize((w, h), Image.LANCZOS)
+    bits = grey.point(lambda v: 255 if v > 150 else 0)
+    px = bits.load()
+    for _ in range(round(FAX_SPECKLE * w * h)):
+        x, y = rng.randrange(w), rng.randrange(h)
+        px[x, y] = 255 - px[x, y]
+    return bits.resize((w, 2 * h), Image.NEAREST).convert("RGB")
+
+
 def build(
-    out: Path, repos: dict[str, Path], seed: int = 40, lowres: bool = True, sources: Sequence[str] = ()
+    out: Path,
+    repos: dict[str, Path],
+    seed: int = 40,
+    lowres: bool = True,
+    sources: Sequence[str] = (),
+    full: bool = True,
+    fax: bool = False,
 ) -> list[dict]:
-    """Write the questions of ``sources`` (default: every source whose suite is in ``repos``) to ``out``."""
+    """Write the questions of ``sources`` (default: every source whose suite is in ``repos``) to ``out``: each page
+    as scanned (``full``), at ``LOWRES_SIDE`` (``lowres``) and as a fax (``fax``), the last two for pages of 1330 px
+    or more."""
     (out / "images").mkdir(parents=True, exist_ok=True)
     rows: list[dict] = []
     for source, pages in PAGES.items():
@@ -265,12 +293,18 @@ def build(
                 raw = _git_show(repos[suite], TRUTH[path]).decode("utf-8", "replace")
                 truth = " ".join(_norm(w) for w in raw.split() if _norm(w))
             words = verified_words(image)
-            rows += _questions(out, source, suite, path, page, image, words, truth, seed, "")
+            if full:
+                rows += _questions(out, source, suite, path, page, image, words, truth, seed, "")
             scale = LOWRES_SIDE / max(image.size)
             if lowres and scale < 0.75:  # the same scan at a low resolution: the OCR misreads more
                 small = image.resize((round(image.width * scale), round(image.height * scale)), Image.LANCZOS)
                 scaled = [dict(w, box=[round(v * scale) for v in w["box"]]) for w in words]
                 rows += _questions(out, source, suite, path, page, small, scaled, truth, seed, "_low")
+            if fax and scale < 0.75:  # the same scan sent by fax: half the vertical resolution, 1 bit, speckles
+                sx = FAX_SIDE / max(image.size)
+                faxed = fax_copy(image, sx, random.Random(f"fax|{source}|{path}|{page}|{seed}"))
+                scaled = [dict(w, box=[round(v * sx) for v in w["box"]]) for w in words]
+                rows += _questions(out, source, suite, path, page, faxed, scaled, truth, seed, "_fax")
     with open(out / "questions.jsonl", "w") as f:
         for r in rows:
             f.write(json.dumps(r) + "\n")
@@ -322,7 +356,14 @@ def _questions(
                 alt_boxes=[],
                 template=f"{c['kind']}_{wordings.index(tpl)}",
                 image_size=list(image.size),
-                render={"kind": c["kind"], "suite": suite, "file": path, "page": page, "lowres": bool(tag)},
+                render={
+                    "kind": c["kind"],
+                    "suite": suite,
+                    "file": path,
+                    "page": page,
+                    "lowres": tag == "_low",
+                    "fax": tag == "_fax",
+                },
                 source=source,
             )
         )
@@ -340,6 +381,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     b.add_argument("--tesseract-js", type=Path, help="git dir of github:naptha/tesseract.js")
     b.add_argument("--ocrd-assets", type=Path, help="git dir of github:OCR-D/assets")
     b.add_argument("--sources", nargs="*", default=(), help="only these sources (round 4: NEW_SOURCES)")
+    b.add_argument("--copies", nargs="*", default=("full", "low"), help="full, low, fax (round 4: fax alone)")
     b.add_argument("--seed", type=int, default=40)
     args = p.parse_args(argv)
     suites = {
@@ -349,7 +391,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         "tessjs": args.tesseract_js,
         "ocrd": args.ocrd_assets,
     }
-    rows = build(args.out, {k: v for k, v in suites.items() if v is not None}, args.seed, sources=args.sources)
+    rows = build(
+        args.out,
+        {k: v for k, v in suites.items() if v is not None},
+        args.seed,
+        sources=args.sources,
+        full="full" in args.copies,
+        lowres="low" in args.copies,
+        fax="fax" in args.copies,
+    )
     counts: dict[str, int] = {}
     for r in rows:
         k = f"{r['source']} {r['render']['kind']}"
