@@ -110,3 +110,20 @@ def test_round4_sources_split_before_measuring():
     dev = set(scans_data.NEW_SOURCES) - set(scans_data.NEW_HELD_OUT)
     assert dev == {"journal", "oldbook", "dewarp", "dibco"}
     assert all(s in scans_data.__doc__ for s in scans_data.NEW_SOURCES)
+
+
+def test_fax_copy_is_black_and_white_with_lines_shown_twice():
+    import random
+
+    from PIL import Image, ImageDraw
+
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import scans_data
+
+    page = Image.new("RGB", (400, 300), "white")
+    ImageDraw.Draw(page).text((20, 20), "the quick brown fox", fill="black")
+    fax = scans_data.fax_copy(page, 0.5, random.Random(0))
+    arr = np.asarray(fax.convert("L"))
+    assert fax.size == (200, 150)
+    assert set(np.unique(arr).tolist()) <= {0, 255} and (arr == 0).any()
+    assert np.array_equal(arr[0::2], arr[1::2])  # 98 dpi lines, each shown twice
