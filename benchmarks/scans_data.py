@@ -43,7 +43,8 @@ Held out (built with the others, measured ONCE at the end, never read for misses
 Fax copies (``--copies fax``, round 4, built into their own folder AFTER the held-out sources read 1.000 as scanned
 and at 1000 px, so that the final check has a condition where the OCR errs; the same split of sources, and measured
 once with no change after it): every page of 1330 px or more as a standard-resolution fax shows it (``fax_copy``:
-204 x 98 dpi, black and white, speckled, each scan line shown twice), ``render.fax``.
+204 x 98 dpi, black and white, speckled, each scan line shown twice), ``render.fax``. Known defect, kept so the
+measured copies stay reproducible: the fixed threshold (150) turns a dark page black (``oldbook``: 69% of its pixels).
 
 Answer boxes: tesseract (``/usr/bin/tesseract``, an OCR independent of the project's PP-OCR) reads every page twice,
 at its resolution and enlarged 1.5x; a word is used (as answer or context) only where both readings give the same
