@@ -45,6 +45,7 @@ import re
 from dataclasses import dataclass, field
 
 from ..text import fold
+from .scan_rows import word_tokens
 from .scans import match_span
 from .sections import long_section_name, named_evidence, tok_eq
 from .structure import Box, Layout
@@ -301,8 +302,9 @@ def _match_words(layout: Layout, phrase: str, start: int = 0, end: int | None = 
     target = _words(phrase)
     if not target:
         return None
-    toks = [(_words(w.text) or [""])[0] if len(_words(w.text)) <= 1 else " ".join(_words(w.text)) for w in layout.words]
-    end = len(toks) if end is None else end
+    # token by token: a word OCR read as "New-York." holds two tokens (layout.scan_rows)
+    toks, owner, first = word_tokens([_words(w.text) for w in layout.words])
+    start, end = first[start], first[len(layout.words) if end is None else end]
     best, best_at = 0.0, None
     n = len(target)
     for i in range(start, max(start, end - n + 1)):
@@ -312,8 +314,8 @@ def _match_words(layout: Layout, phrase: str, start: int = 0, end: int | None = 
             best, best_at = score, i
     if best_at is None or best < 0.6:
         got = match_span(toks, target, start, end)  # OCR noise: glued, split or misread words (layout.scans)
-        return None if got is None else got[:2]
-    return best_at, best_at + n - 1
+        return None if got is None else (owner[got[0]], owner[got[1]])
+    return owner[best_at], owner[best_at + n - 1]
 
 
 def _text_score(text: str, name: str) -> float:

@@ -12,6 +12,7 @@ import numpy as np
 
 from ...attending import WordUnits
 from ..config import ReadingConfig
+from ..layout.scan_rows import ink_regions
 from ..layout.scans import core_boxes, tight_prose
 from ..layout.structural_query import Evidence, parse, resolve
 from ..layout.structure import Layout, analyse, flat_layout
@@ -614,7 +615,7 @@ class QueryMatcher:
         key = f"painter {rows} {cols} {tuple(original_size)}"
         out = self.page_cached(key, boxes, lambda: CellPainter(boxes, rows, cols, original_size)).paint(scores)
         if ev is not None and ev.regions:
-            regions = [TextBox("", r) for r in ev.regions]
+            regions = ink_regions([TextBox("", r) for r in ev.regions], boxes, ev.rule)  # tight lines: ink (scan_rows)
             ev_map = paint_boxes(regions, ev.weights or [1.0] * len(regions), rows, cols, original_size)
             out = np.where(ev_map > 0, ev_map, self.evidence_damp * out).astype(np.float32)
         return out, ev
