@@ -51,3 +51,67 @@ def test_style_c_forms_do_not_print_the_key() -> None:
             if key in {"to", "from"}:
                 continue
             assert f" {key} " not in f" {' '.join(re.sub(r'[^a-z ]', ' ', q.query.lower()).split())} ", q.query
+
+
+# --- the lexicon's changes from development sources' misses (style A, B, C on dev sources) ---
+
+
+def test_a_question_for_when_or_how_many_asks_for_no_business() -> None:
+    from arr_coc.reading.matching.lexical import answer_types
+
+    assert answer_types("When did I shop here?") == ("date",)  # "shop" is the verb
+    assert "org" in answer_types("Which shop issued this receipt?")  # the noun, unchanged
+    assert "org" not in answer_types("What share of the top-100 index firms had 0 reclassifications?")
+    assert "org" not in answer_types("How many companies applied the amendment?")
+    assert "org" in answer_types("Which company issued this receipt?")
+
+
+def test_the_kind_of_business_or_the_visit_asks_for_the_issuer() -> None:
+    from arr_coc.reading.matching.lexical import answer_types
+    from arr_coc.reading.matching.paraphrase_en import concepts
+
+    for q in ("Which pharmacy is this?", "Which petrol station is this from?", "Who issued the bill?"):
+        assert "org" in answer_types(q), q
+    assert "org" in answer_types("Where did I buy this?") and "address" not in concepts("Where did I buy this?")
+    assert "address" in concepts("Where is it located?") and "org" not in answer_types("Where is it located?")
+
+
+def test_new_cues_recipient_office_maker() -> None:
+    from arr_coc.reading.matching.paraphrase_en import concepts
+
+    assert "recipient" in concepts("Who is the memo for?") and "recipient" in concepts("Who is meant to receive this?")
+    assert concepts("Where is their office?") == ("address",)  # a place, not a department
+    assert "department" in concepts("Which office is it from?")
+    assert "maker" not in concepts("What proportion of the firms made 1 reclassification?")
+    assert "maker" in concepts("Who made it?") and "maker" in concepts("Which firm makes the product?")
+    assert "product" in concepts("Which cigarettes does this cover?")
+
+
+def test_a_rating_box_is_not_the_products_key() -> None:
+    """"goods" is no product key: it stems to "good", the rating boxes of a promotion form ("POOR FAIR GOOD")."""
+    from arr_coc.reading.config import LexicalConfig
+    from arr_coc.reading.matching.lexical import lexical_scores
+
+    s = lexical_scores(["GOOD", "ITEM/BRAND:", "Newport Sunglasses"], "Which product is being offered?", LexicalConfig())
+    assert s[1] > s[0]
+
+
+def test_a_date_question_does_not_match_the_customers_activity() -> None:
+    from arr_coc.reading.config import LexicalConfig
+    from arr_coc.reading.matching.lexical import lexical_scores
+
+    s = lexical_scores(["Thank You For Shopping", "18/05/18"], "When did I shop here?", LexicalConfig())
+    assert s[0] == 0.0
+    # a question for the business keeps the word: "shop" can be in its name
+    s = lexical_scores(["KEDAI SHOP", "18/05/18"], "Which shop issued this?", LexicalConfig())
+    assert s[0] > 0.0
+
+
+def test_a_printed_cue_word_still_skips_its_concept() -> None:
+    """Round 5's rule holds for the new cues: a concept the page prints the question's word for is not looked up."""
+    from arr_coc.reading.matching.lexical import STOP_WORDS
+    from arr_coc.reading.matching.paraphrase_en import printed_concepts, unprinted_key_phrases
+
+    assert "department" in printed_concepts("Which office is it from?", ["OFFICE:", "DEPT."], STOP_WORDS)
+    assert "dept" not in unprinted_key_phrases("Which office is it from?", ["OFFICE:", "DEPT."], STOP_WORDS)
+    assert "dept" in unprinted_key_phrases("Which office is it from?", ["DEPT.", "Sales"], STOP_WORDS)

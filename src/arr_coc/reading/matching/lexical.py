@@ -19,7 +19,14 @@ import numpy as np
 from ..config import LexicalConfig
 from ..text import clean, fold
 from .paraphrase import PARAPHRASE_BELOW, PARAPHRASE_WEIGHT, key_phrases
-from .paraphrase_en import context_words, english_key_phrases, english_types, label_hits, unprinted_key_phrases
+from .paraphrase_en import (
+    context_words,
+    english_key_phrases,
+    english_types,
+    english_untyped,
+    label_hits,
+    unprinted_key_phrases,
+)
 from .quotes import QUOTED, quote_scores
 
 MAX_QUERY_CHARS = LexicalConfig.max_query_chars  # default truncation of long queries (``LexicalConfig``)
@@ -346,6 +353,8 @@ def answer_types(query: str) -> tuple[str, ...]:
     found = [name for name, pat in _ANSWER_TYPE_PATTERNS if pat.search(query)]
     found += [name for name in english_types(query) if name not in found]  # paraphrased wordings ("who sold")
     found.sort(key=_TYPE_ORDER.index)
+    if not foreign(query):  # "When did I shop here?" asks for no business (``paraphrase_en.english_untyped``)
+        found = [name for name in found if name not in english_untyped(query)]
     if foreign(query):  # another language's words ("Wie viel", "いくら")
         found += [name for name, pat in _FOREIGN_TYPE_PATTERNS.items() if name not in found and pat.search(query)]
         found.sort(key=_TYPE_ORDER.index)
