@@ -88,11 +88,12 @@ def test_new_cues_recipient_office_maker() -> None:
 
 
 def test_a_rating_box_is_not_the_products_key() -> None:
-    """"goods" is no product key: it stems to "good", the rating boxes of a promotion form ("POOR FAIR GOOD")."""
+    """ "goods" is no product key: it stems to "good", the rating boxes of a promotion form ("POOR FAIR GOOD")."""
     from arr_coc.reading.config import LexicalConfig
     from arr_coc.reading.matching.lexical import lexical_scores
 
-    s = lexical_scores(["GOOD", "ITEM/BRAND:", "Newport Sunglasses"], "Which product is being offered?", LexicalConfig())
+    texts = ["GOOD", "ITEM/BRAND:", "Newport Sunglasses"]
+    s = lexical_scores(texts, "Which product is being offered?", LexicalConfig())
     assert s[1] > s[0]
 
 
