@@ -116,3 +116,14 @@ def test_a_printed_cue_word_still_skips_its_concept() -> None:
     assert "department" in printed_concepts("Which office is it from?", ["OFFICE:", "DEPT."], STOP_WORDS)
     assert "dept" not in unprinted_key_phrases("Which office is it from?", ["OFFICE:", "DEPT."], STOP_WORDS)
     assert "dept" in unprinted_key_phrases("Which office is it from?", ["DEPT.", "Sales"], STOP_WORDS)
+
+
+def test_the_day_of_a_payment_asks_for_a_date_not_an_amount() -> None:
+    from arr_coc.reading.matching.lexical import answer_types
+    from arr_coc.reading.matching.paraphrase_en import concepts
+
+    assert answer_types("the day I paid") == ("date",) and concepts("the day I paid") == ("date",)
+    assert "money" not in answer_types("When was I charged?") and "payable" not in concepts("When was I charged?")
+    assert "money" in answer_types("How much was paid on the day?")  # names an amount: both
+    assert "payable" in concepts("How much was paid on the day?")
+    assert "maker" not in concepts("On what date was this sale made?")

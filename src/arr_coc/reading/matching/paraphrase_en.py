@@ -272,10 +272,27 @@ LEXICON: tuple[tuple[str, str, tuple[str, ...], tuple[str, ...]], ...] = (
 _CUES = tuple((name, re.compile(cue), keys, rules_out) for name, cue, keys, rules_out in LEXICON)
 
 
+# A question for the day of a payment ("the day I paid", "When was I charged?") asks for a date, not an amount: its
+# payment words describe the transaction (``PAYMENT_WORDS``); one that also names an amount ("How much was paid on
+# the day?", "When is the total due?") keeps both
+ASKS_DATE = re.compile(r"^\W*when\b|\b(?:the|which|what) (?:day|date)\b|\bon what day\b|\bday of\b", re.I)
+ASKS_AMOUNT = re.compile(
+    r"\bhow much\b|\bamounts?\b|\btotals?\b|\bcosts?\b|\bprices?\b|\bsum\b|\bfees?\b|\bbalance\b", re.I
+)
+AMOUNT_CONCEPTS = frozenset({"subtotal", "change", "tendered", "tax", "payable", "total"})
+
+
+def date_not_amount(question: str) -> bool:
+    """Whether ``question`` asks for a date and names no amount (``ASKS_DATE``, ``ASKS_AMOUNT``)."""
+    return bool(ASKS_DATE.search(question)) and not ASKS_AMOUNT.search(question)
+
+
 @functools.lru_cache(maxsize=4096)
 def concepts(question: str) -> tuple[str, ...]:
-    """The concepts ``question`` asks about, in ``LEXICON``'s order, those ruled out by an earlier one dropped."""
-    return cued(question.lower().replace("’", "'"), _CUES)
+    """The concepts ``question`` asks about, in ``LEXICON``'s order, those ruled out by an earlier one dropped (and
+    the amounts, in a question for the day of a payment: ``date_not_amount``)."""
+    found = cued(question.lower().replace("’", "'"), _CUES)
+    return tuple(c for c in found if c not in AMOUNT_CONCEPTS) if date_not_amount(question) else found
 
 
 @functools.lru_cache(maxsize=4096)
@@ -385,8 +402,9 @@ NOT_ORG = re.compile(
 
 @functools.lru_cache(maxsize=4096)
 def english_untyped(question: str) -> tuple[str, ...]:
-    """Answer types an English ``question`` does not ask for although its words name them (``NOT_ORG``)."""
-    return ("org",) if NOT_ORG.search(question) else ()
+    """Answer types an English ``question`` does not ask for although its words name them: the business in a question
+    for a date or a number (``NOT_ORG``), an amount in a question for the day of a payment (``date_not_amount``)."""
+    return (("org",) if NOT_ORG.search(question) else ()) + (("money",) if date_not_amount(question) else ())
 
 
 # Words that describe the document or the transaction, not a key printed on it: in an English question asking for a
