@@ -127,3 +127,25 @@ def test_the_day_of_a_payment_asks_for_a_date_not_an_amount() -> None:
     assert "money" in answer_types("How much was paid on the day?")  # names an amount: both
     assert "payable" in concepts("How much was paid on the day?")
     assert "maker" not in concepts("On what date was this sale made?")
+
+
+def test_the_pronoun_i_is_no_identifier() -> None:
+    """ "Tell me who I bought this from." matched OCR's "1" ("1 SCREW") through the lone upper-case "I"."""
+    from arr_coc.reading.config import LexicalConfig
+    from arr_coc.reading.matching.lexical import lexical_scores, query_terms
+
+    cfg = LexicalConfig()
+    for q in ("Tell me who I bought this from.", "the day I paid", "I need to know what this cost me", "I'm lost"):
+        assert "i" not in dict(query_terms(q, cfg)), q
+    for q in ("What is in Part I of the form?", "Is Widget I sold?", "What is Schedule I?"):
+        assert "i" in dict(query_terms(q, cfg)), q  # an identifier
+    assert lexical_scores(["1 SCREW", "1"], "the day I paid", cfg).max() == 0.0
+
+
+def test_a_question_for_a_date_looks_up_date_keys_only() -> None:
+    from arr_coc.reading.matching.paraphrase_en import concepts
+
+    assert concepts("When did the customer shop here?") == ("date",)  # not "Customer:"
+    assert concepts("When was the memo sent?") == ("date",)  # not "FROM:"
+    assert "received" in concepts("When did it arrive?")
+    assert "customer" in concepts("Who is the customer?")

@@ -26,6 +26,7 @@ from .paraphrase_en import (
     english_untyped,
     label_hits,
     unprinted_key_phrases,
+    without_pronoun_i,
 )
 from .quotes import QUOTED, quote_scores
 
@@ -192,7 +193,10 @@ def query_terms(query: str, cfg: LexicalConfig, context: bool = False) -> list[t
     query = query[: cfg.max_query_chars]
     foreign_q = foreign_words(query)
     stop = STOP_WORDS | FOREIGN_STOP_WORDS if foreign_q else STOP_WORDS
-    upper_single = {m.lower() for m in re.findall(r"\b[A-Z]\b", clean(query))}
+    # single upper-case letters, the English pronoun "I" aside (``paraphrase_en.without_pronoun_i``)
+    upper_single = {
+        m.lower() for m in re.findall(r"\b[A-Z]\b", clean(query if foreign_q else without_pronoun_i(query)))
+    }
     terms: dict[str, float] = {}
     quoted = _quoted_terms(query) if foreign_q else []
     for tok in quoted:  # the printed text itself comes first, each of its tokens a full term

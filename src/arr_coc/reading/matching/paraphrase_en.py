@@ -287,12 +287,41 @@ def date_not_amount(question: str) -> bool:
     return bool(ASKS_DATE.search(question)) and not ASKS_AMOUNT.search(question)
 
 
+# the concepts whose keys print a date: what a question for a date alone looks up ("When did the customer shop
+# here?" asks for the date, not for "Customer:"; "When was the memo sent?" not for "FROM:")
+DATE_CONCEPTS = frozenset({"deadline", "received", "date", "time"})
+
+
 @functools.lru_cache(maxsize=4096)
 def concepts(question: str) -> tuple[str, ...]:
-    """The concepts ``question`` asks about, in ``LEXICON``'s order, those ruled out by an earlier one dropped (and
-    the amounts, in a question for the day of a payment: ``date_not_amount``)."""
+    """The concepts ``question`` asks about, in ``LEXICON``'s order, those ruled out by an earlier one dropped (and,
+    in a question for a date that names no amount, ``date_not_amount``, all but the dates: ``DATE_CONCEPTS``)."""
     found = cued(question.lower().replace("’", "'"), _CUES)
-    return tuple(c for c in found if c not in AMOUNT_CONCEPTS) if date_not_amount(question) else found
+    return tuple(c for c in found if c in DATE_CONCEPTS) if date_not_amount(question) else found
+
+
+# the English pronoun "I", which ``lexical.query_terms`` would keep as a single upper-case letter (an identifier:
+# "Part I", "Widget A"): a lone "I" first or after a word in lower case, before a word in lower case ("Tell me who I
+# bought this from.", "the day I paid", "I need to know", "I'm"); it matched OCR's "1" ("1 SCREW")
+_PRONOUN_NEXT = re.compile(r"^(?:'[a-z]+)?$")
+
+
+def without_pronoun_i(question: str) -> str:
+    """``question`` with the pronoun "I" blanked, for finding its upper-case single letters ("Part I" keeps it)."""
+    words = question.split()
+    out = []
+    for k, w in enumerate(words):
+        head, tail = w[:1], w[1:]
+        prev = words[k - 1] if k else ""
+        nxt = words[k + 1] if k + 1 < len(words) else ""
+        pronoun = (
+            head == "I"
+            and _PRONOUN_NEXT.match(tail) is not None
+            and (not prev or prev[:1].islower())
+            and (tail != "" or nxt[:1].islower())
+        )
+        out.append(" " if pronoun else w)
+    return " ".join(out)
 
 
 @functools.lru_cache(maxsize=4096)
