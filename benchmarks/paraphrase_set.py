@@ -493,6 +493,46 @@ def touched(args: argparse.Namespace) -> int:
     return 0
 
 
+def signatures(args: argparse.Namespace) -> int:
+    """A digest per question (this set's wordings, realdocs-dev's questions, docgen's test split) of everything the
+    English lexicon and the lexical gate derive from its words alone: answer types, concepts, printed keys, cue
+    matches, the context words it holds, query terms. Run with two checkouts' ``src`` on PYTHONPATH and compare the
+    files: a question whose digest is the same gets the same lexical scores and answer types on any page, so only
+    the others need running in both (how the before / after figures of issue 40's para4 part were composed)."""
+    import hashlib
+
+    from arr_coc.evaluation import docgen
+    from arr_coc.reading.config import LexicalConfig
+    from arr_coc.reading.matching import lexical
+    from arr_coc.reading.matching import paraphrase_en as pe
+
+    cfg = LexicalConfig()
+
+    def sig(q: str) -> str:
+        terms = lexical.query_terms(q, cfg, context=True)
+        ctx = sorted(set(lexical._context_tokens(q)) & {t for t, _ in terms})
+        parts = [
+            lexical.answer_types(q),
+            pe.concepts(q),
+            pe.english_key_phrases(q),
+            [(name, sorted(sorted(m) for m in ms)) for name, ms in pe.cue_words(q, lexical.STOP_WORDS)],  # sets sorted
+        ]
+        parts += [ctx, lexical.query_terms(q, cfg), terms, lexical.foreign_words(q)]
+        return hashlib.sha1(repr(parts).encode()).hexdigest()
+
+    out = {}
+    for path in (QUESTIONS, QUESTIONS_C):
+        for p in (json.loads(x) for x in path.read_text().splitlines() if x.strip()):
+            out[f"para:{p['id']}"] = sig(p["query"])
+    for q in (json.loads(x) for x in (args.data / "questions.jsonl").read_text().splitlines() if x.strip()):
+        out[f"rd:{q['id']}"] = sig(q["query"])
+    for sample in docgen.generate("test", args.n_per_kind, 0):
+        out[f"dg:{sample.id}:{sample.query}"] = sig(sample.query)
+    Path(args.out).write_text(json.dumps(out))
+    print(f"{len(out)} question digests -> {args.out}")
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(description="Paraphrased questions on realdocs-dev's pages (make the set / run it).")
     sub = p.add_subparsers(dest="cmd", required=True)
@@ -519,7 +559,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     t.add_argument("--data", type=Path, required=True)
     t.add_argument("--ocr-cache", type=Path, default=None)
     t.add_argument("--out", type=Path, required=True)
+    g = sub.add_parser("signatures", help="digests of what the lexicon reads in each question (compare two checkouts)")
+    g.add_argument("--data", type=Path, required=True)
+    g.add_argument("--n-per-kind", type=int, default=12, help="docgen test samples per kind (evidence_recall's)")
+    g.add_argument("--out", type=Path, required=True)
     args = p.parse_args(argv)
+    if args.cmd == "signatures":
+        return signatures(args)
     if args.cmd == "touched":
         return touched(args)
     if args.cmd == "kept-recall":
