@@ -16,6 +16,9 @@ Two writers' styles:
 * ``A``: full questions ("How much was charged in total?", "Who sold these items?");
 * ``B``: terse or indirect requests, another phrasing family ("amount owed?", "Tell me who I bought this from.").
   Held out LAST: never looked at while the matcher was changed; reported apart.
+* ``C`` (``paraphrase_questions_c.jsonl``): another writer, who had not read the lexicon: one everyday wording per
+  question without the printed key's content words ("What amount remains after this transaction?" for "NEW
+  BALANCE", "Which restaurant served this meal?"), on every held-out source and a sample of dev sources.
 
 Sources are realdocs-dev's (``arr_coc.training.data.derive_sources``: a FUNSD Bates range, a receipt's issuer, a
 table PDF's family); ``held_out_sources`` takes, per doc_type, seeded whole sources up to ``HELD_OUT_SHARE`` of the
@@ -48,6 +51,10 @@ if str(ROOT) not in sys.path:
 from arr_coc.training.data import Question, derive_sources  # noqa: E402
 
 QUESTIONS = Path(__file__).with_name("paraphrase_questions.jsonl")
+# style C: a second writer's wordings (para4, issue 40), one per question of every held-out source and of a seeded
+# sample of dev sources (40 forms, 40 receipts, 20 tables), written from each question's printed key and answer only,
+# before the lexicon was read or changed; hand-written, so ``make`` does not rewrite them
+QUESTIONS_C = Path(__file__).with_name("paraphrase_questions_c.jsonl")
 SEED = 40
 HELD_OUT_SHARE = 0.3
 PER_QUESTION = {"A": 2, "B": 1}  # wordings drawn per realdocs-dev question and style
@@ -318,13 +325,14 @@ def make(data: Path) -> list[dict]:
     return out
 
 
-def load(data: Path, path: Path = QUESTIONS) -> list[tuple[dict, Question]]:
-    """(paraphrase object, realdocs ``Question`` with the paraphrase's text) for every line of ``path``."""
+def load(data: Path, path: Path | Sequence[Path] = (QUESTIONS, QUESTIONS_C)) -> list[tuple[dict, Question]]:
+    """(paraphrase object, realdocs ``Question`` with the paraphrase's text) for every line of ``path`` (files)."""
     from arr_coc.training.data import load_jsonl
 
     base = {q.id: q for q in load_jsonl(data)}
     out = []
-    for line in path.read_text().splitlines():
+    paths = [path] if isinstance(path, Path) else list(path)
+    for line in (ln for pth in paths for ln in pth.read_text().splitlines()):
         if not line.strip():
             continue
         p = json.loads(line)
@@ -374,7 +382,7 @@ def run(args: argparse.Namespace) -> int:
             print(f"  {i + 1}/{len(rows)}, {time.perf_counter() - t0:.0f} s", file=sys.stderr, flush=True)
     command = "python benchmarks/paraphrase_set.py " + " ".join(sys.argv[1:])
     lines = [
-        f"# Paraphrased questions on realdocs-dev's pages ({args.questions.name})",
+        f"# Paraphrased questions on realdocs-dev's pages ({', '.join(q.name for q in args.questions)})",
         "",
         f"- command: `{command}`",
         f"- {len(rows)} questions; recall / full-hit at {label} of the tokens; learned: {args.relevance} ("
@@ -485,6 +493,46 @@ def touched(args: argparse.Namespace) -> int:
     return 0
 
 
+def signatures(args: argparse.Namespace) -> int:
+    """A digest per question (this set's wordings, realdocs-dev's questions, docgen's test split) of everything the
+    English lexicon and the lexical gate derive from its words alone: answer types, concepts, printed keys, cue
+    matches, the context words it holds, query terms. Run with two checkouts' ``src`` on PYTHONPATH and compare the
+    files: a question whose digest is the same gets the same lexical scores and answer types on any page, so only
+    the others need running in both (how the before / after figures of issue 40's para4 part were composed)."""
+    import hashlib
+
+    from arr_coc.evaluation import docgen
+    from arr_coc.reading.config import LexicalConfig
+    from arr_coc.reading.matching import lexical
+    from arr_coc.reading.matching import paraphrase_en as pe
+
+    cfg = LexicalConfig()
+
+    def sig(q: str) -> str:
+        terms = lexical.query_terms(q, cfg, context=True)
+        ctx = sorted(set(lexical._context_tokens(q)) & {t for t, _ in terms})
+        parts = [
+            lexical.answer_types(q),
+            pe.concepts(q),
+            pe.english_key_phrases(q),
+            [(name, sorted(sorted(m) for m in ms)) for name, ms in pe.cue_words(q, lexical.STOP_WORDS)],  # sets sorted
+        ]
+        parts += [ctx, lexical.query_terms(q, cfg), terms, lexical.foreign_words(q)]
+        return hashlib.sha1(repr(parts).encode()).hexdigest()
+
+    out = {}
+    for path in (QUESTIONS, QUESTIONS_C):
+        for p in (json.loads(x) for x in path.read_text().splitlines() if x.strip()):
+            out[f"para:{p['id']}"] = sig(p["query"])
+    for q in (json.loads(x) for x in (args.data / "questions.jsonl").read_text().splitlines() if x.strip()):
+        out[f"rd:{q['id']}"] = sig(q["query"])
+    for sample in docgen.generate("test", args.n_per_kind, 0):
+        out[f"dg:{sample.id}:{sample.query}"] = sig(sample.query)
+    Path(args.out).write_text(json.dumps(out))
+    print(f"{len(out)} question digests -> {args.out}")
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(description="Paraphrased questions on realdocs-dev's pages (make the set / run it).")
     sub = p.add_subparsers(dest="cmd", required=True)
@@ -493,11 +541,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     mk.add_argument("--out", type=Path, default=QUESTIONS)
     r = sub.add_parser("run", help="recall at 11.1% on the set")
     r.add_argument("--data", type=Path, required=True, help="the realdocs-dev folder the set rephrases")
-    r.add_argument("--questions", type=Path, default=QUESTIONS)
+    r.add_argument("--questions", type=Path, nargs="+", default=[QUESTIONS, QUESTIONS_C])
     r.add_argument("--ocr-cache", type=Path, default=None)
     r.add_argument("--relevance", type=Path, default=None, help="a checkpoint folder or built-in name (learned)")
     r.add_argument("--no-rules", action="store_true", help="with --relevance: score only the checkpoint")
-    r.add_argument("--styles", default="A,B", type=lambda s: s.split(","))
+    r.add_argument("--styles", default="A,B,C", type=lambda s: s.split(","))
     r.add_argument("--splits", default="dev,held-out", type=lambda s: s.split(","))
     r.add_argument("--show", default="A dev", type=lambda s: s.split(","), help="groups whose misses are printed")
     r.add_argument("--limit", type=int, default=0)
@@ -511,7 +559,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     t.add_argument("--data", type=Path, required=True)
     t.add_argument("--ocr-cache", type=Path, default=None)
     t.add_argument("--out", type=Path, required=True)
+    g = sub.add_parser("signatures", help="digests of what the lexicon reads in each question (compare two checkouts)")
+    g.add_argument("--data", type=Path, required=True)
+    g.add_argument("--n-per-kind", type=int, default=12, help="docgen test samples per kind (evidence_recall's)")
+    g.add_argument("--out", type=Path, required=True)
     args = p.parse_args(argv)
+    if args.cmd == "signatures":
+        return signatures(args)
     if args.cmd == "touched":
         return touched(args)
     if args.cmd == "kept-recall":

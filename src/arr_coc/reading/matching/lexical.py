@@ -19,7 +19,15 @@ import numpy as np
 from ..config import LexicalConfig
 from ..text import clean, fold
 from .paraphrase import PARAPHRASE_BELOW, PARAPHRASE_WEIGHT, key_phrases
-from .paraphrase_en import context_words, english_key_phrases, english_types, label_hits, unprinted_key_phrases
+from .paraphrase_en import (
+    context_words,
+    english_key_phrases,
+    english_types,
+    english_untyped,
+    label_hits,
+    unprinted_key_phrases,
+    without_pronoun_i,
+)
 from .quotes import QUOTED, quote_scores
 
 MAX_QUERY_CHARS = LexicalConfig.max_query_chars  # default truncation of long queries (``LexicalConfig``)
@@ -185,7 +193,10 @@ def query_terms(query: str, cfg: LexicalConfig, context: bool = False) -> list[t
     query = query[: cfg.max_query_chars]
     foreign_q = foreign_words(query)
     stop = STOP_WORDS | FOREIGN_STOP_WORDS if foreign_q else STOP_WORDS
-    upper_single = {m.lower() for m in re.findall(r"\b[A-Z]\b", clean(query))}
+    # single upper-case letters, the English pronoun "I" aside (``paraphrase_en.without_pronoun_i``)
+    upper_single = {
+        m.lower() for m in re.findall(r"\b[A-Z]\b", clean(query if foreign_q else without_pronoun_i(query)))
+    }
     terms: dict[str, float] = {}
     quoted = _quoted_terms(query) if foreign_q else []
     for tok in quoted:  # the printed text itself comes first, each of its tokens a full term
@@ -346,6 +357,8 @@ def answer_types(query: str) -> tuple[str, ...]:
     found = [name for name, pat in _ANSWER_TYPE_PATTERNS if pat.search(query)]
     found += [name for name in english_types(query) if name not in found]  # paraphrased wordings ("who sold")
     found.sort(key=_TYPE_ORDER.index)
+    if not foreign(query):  # "When did I shop here?" asks for no business (``paraphrase_en.english_untyped``)
+        found = [name for name in found if name not in english_untyped(query)]
     if foreign(query):  # another language's words ("Wie viel", "いくら")
         found += [name for name, pat in _FOREIGN_TYPE_PATTERNS.items() if name not in found and pat.search(query)]
         found.sort(key=_TYPE_ORDER.index)

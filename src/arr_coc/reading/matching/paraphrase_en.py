@@ -32,6 +32,9 @@ import numpy as np
 
 from .paraphrase import cued
 
+# "where did I buy / shop / eat": a question for the business the customer visited (``TYPE_CUES``' "org")
+_VISITED = r"(?:did|do|have) (?:i|we|you|they) (?:buy|shop|eat|dine|purchase|get|order|go)\b"
+
 # (concept, cue in the question (lower case), printed keys, concepts it rules out)
 LEXICON: tuple[tuple[str, str, tuple[str, ...], tuple[str, ...]], ...] = (
     (
@@ -153,7 +156,9 @@ LEXICON: tuple[tuple[str, str, tuple[str, ...], tuple[str, ...]], ...] = (
     (
         "recipient",
         r"\baddressed\b|\baddressee\b|\brecipient\b|\bsent to\b|\bintended for\b|\bwho (?:is|was) (?:it|this) "
-        r"(?:for|to)\b|\bwho (?:gets|got|receives?d?)\b|\battention of\b|\bdirected to\b|\bwritten to\b",
+        r"(?:for|to)\b|\bwho (?:gets|got|receives?d?)\b|\battention of\b|\bdirected to\b|\bwritten to\b|"
+        r"\bwho (?:is|was) (?:the|this|that) (?:memo|letter|message|fax|note|document) (?:\w+ )?for\b|"
+        r"\b(?:meant|supposed|intended) (?:to receive|for)\b|\bto receive\b|\bfor whom\b",
         ("to", "attention", "attn", "recipient", "addressee"),
         (),
     ),
@@ -197,7 +202,8 @@ LEXICON: tuple[tuple[str, str, tuple[str, ...], tuple[str, ...]], ...] = (
     ),
     (
         "maker",
-        r"\bmak(?:e[rs]?|ing)\b|\bmade\b|\bproduc(?:ed|er|es)\b|\bmanufactur\w*\b",
+        r"\bmak(?:e[rs]?|ing)\b|\bwho made\b|\bmade (?:by|it|this|them|these)\b|\bproduc(?:ed|er|es)\b|"
+        r"\bmanufactur\w*\b",
         ("manufacturer", "mfr", "mfg", "made by", "producer", "brand"),
         (),
     ),
@@ -215,13 +221,13 @@ LEXICON: tuple[tuple[str, str, tuple[str, ...], tuple[str, ...]], ...] = (
     ),
     (
         "product",
-        r"\bitem\b|\bgoods\b|\bproduct\b|\bwhat is being sold\b|\bmerchandise\b|\bcommodity\b",
-        ("product", "item", "description", "goods"),
+        r"\bitem\b|\bgoods\b|\bproduct\b|\bwhat is being sold\b|\bmerchandise\b|\bcommodity\b|\bcigarettes?\b",
+        ("product", "item", "description"),
         (),
     ),
     (
         "department",
-        r"\bunit\b|\bsection of\b|\bdepartment\b|\bdivision\b|\bgroup\b|\bteam\b|\boffice\b",
+        r"\bunit\b|\bsection of\b|\bdepartment\b|\bdivision\b|\bgroup\b|\bteam\b|\b(?:which|what) office\b",
         ("department", "dept", "division", "group", "unit"),
         (),
     ),
@@ -239,7 +245,8 @@ LEXICON: tuple[tuple[str, str, tuple[str, ...], tuple[str, ...]], ...] = (
     ),
     (
         "address",
-        r"\bwhere\b|\blocated\b|\blocation\b|\baddress\b|\bsituated\b|\bmailing\b|\bsite\b|\bpremises\b",
+        rf"\bwhere\b(?! {_VISITED})|\blocated\b|\blocation\b|\baddress\b|\bsituated\b|\bmailing\b|\bsite\b|"
+        r"\bpremises\b",
         ("address", "location", "site", "add", "mailing address"),
         (),
     ),
@@ -251,7 +258,7 @@ LEXICON: tuple[tuple[str, str, tuple[str, ...], tuple[str, ...]], ...] = (
     ),
     (
         "agency",
-        r"\bbureau\b|\bagency\b|\bauthority\b|\binstitution\b",
+        r"\bbureau\b|\bagency\b|\bauthority\b|\binstitution\b|\b(?:which|what) body\b|\borgani[sz]ation\b",
         ("agency", "organization", "organisation"),
         (),
     ),
@@ -265,10 +272,56 @@ LEXICON: tuple[tuple[str, str, tuple[str, ...], tuple[str, ...]], ...] = (
 _CUES = tuple((name, re.compile(cue), keys, rules_out) for name, cue, keys, rules_out in LEXICON)
 
 
+# A question for the day of a payment ("the day I paid", "When was I charged?") asks for a date, not an amount: its
+# payment words describe the transaction (``PAYMENT_WORDS``); one that also names an amount ("How much was paid on
+# the day?", "When is the total due?") keeps both
+ASKS_DATE = re.compile(r"^\W*when\b|\b(?:the|which|what) (?:day|date)\b|\bon what day\b|\bday of\b", re.I)
+ASKS_AMOUNT = re.compile(
+    r"\bhow much\b|\bamounts?\b|\btotals?\b|\bcosts?\b|\bprices?\b|\bsum\b|\bfees?\b|\bbalance\b", re.I
+)
+AMOUNT_CONCEPTS = frozenset({"subtotal", "change", "tendered", "tax", "payable", "total"})
+
+
+def date_not_amount(question: str) -> bool:
+    """Whether ``question`` asks for a date and names no amount (``ASKS_DATE``, ``ASKS_AMOUNT``)."""
+    return bool(ASKS_DATE.search(question)) and not ASKS_AMOUNT.search(question)
+
+
+# the concepts whose keys print a date: what a question for a date alone looks up ("When did the customer shop
+# here?" asks for the date, not for "Customer:"; "When was the memo sent?" not for "FROM:")
+DATE_CONCEPTS = frozenset({"deadline", "received", "date", "time"})
+
+
 @functools.lru_cache(maxsize=4096)
 def concepts(question: str) -> tuple[str, ...]:
-    """The concepts ``question`` asks about, in ``LEXICON``'s order, those ruled out by an earlier one dropped."""
-    return cued(question.lower().replace("’", "'"), _CUES)
+    """The concepts ``question`` asks about, in ``LEXICON``'s order, those ruled out by an earlier one dropped (and,
+    in a question for a date that names no amount, ``date_not_amount``, all but the dates: ``DATE_CONCEPTS``)."""
+    found = cued(question.lower().replace("’", "'"), _CUES)
+    return tuple(c for c in found if c in DATE_CONCEPTS) if date_not_amount(question) else found
+
+
+# the English pronoun "I", which ``lexical.query_terms`` would keep as a single upper-case letter (an identifier:
+# "Part I", "Widget A"): a lone "I" first or after a word in lower case, before a word in lower case ("Tell me who I
+# bought this from.", "the day I paid", "I need to know", "I'm"); it matched OCR's "1" ("1 SCREW")
+_PRONOUN_NEXT = re.compile(r"^(?:'[a-z]+)?$")
+
+
+def without_pronoun_i(question: str) -> str:
+    """``question`` with the pronoun "I" blanked, for finding its upper-case single letters ("Part I" keeps it)."""
+    words = question.split()
+    out = []
+    for k, w in enumerate(words):
+        head, tail = w[:1], w[1:]
+        prev = words[k - 1] if k else ""
+        nxt = words[k + 1] if k + 1 < len(words) else ""
+        pronoun = (
+            head == "I"
+            and _PRONOUN_NEXT.match(tail) is not None
+            and (not prev or prev[:1].islower())
+            and (tail != "" or nxt[:1].islower())
+        )
+        out.append(" " if pronoun else w)
+    return " ".join(out)
 
 
 @functools.lru_cache(maxsize=4096)
@@ -328,6 +381,13 @@ def label_hits(texts: Sequence[str], phrase: str) -> np.ndarray:
     return np.array([1.0 if pat.search(t) else 0.0 for t in texts], dtype=np.float32)
 
 
+# the kinds of business a receipt comes from ("Which pharmacy is this?", "Which petrol station is it from?")
+_BUSINESS = (
+    r"(?:petrol |gas |service )?stations?|pharmac(?:y|ies)|chemists?|drugstores?|diners?|cafes?|cafés?|bakery|"
+    r"bakeries|supermarkets?|hypermarkets?|minimarts?|marts?|establishments?|bookshops?|bookstores?|hotels?|garages?|"
+    r"kiosks?|stalls?"
+)
+
 # Answer types of paraphrased English wordings that ``lexical._ANSWER_TYPE_PATTERNS`` does not read: "Who sold these
 # items?" and "Who did I buy this from?" ask for the issuer (an organisation), "day of purchase?" for a date, "the
 # bottom line" and "what it came to" for an amount
@@ -346,7 +406,9 @@ TYPE_CUES: tuple[tuple[str, re.Pattern[str]], ...] = (
         re.compile(
             r"\bwho sold\b|\bsold (?:by|these|this|it|the|me|us)\b|\b(?:bought|purchased?|ordered|got)\b(?: \w+){0,3} "
             r"from\b|\boutlets?\b|\btraders?\b|\bdealers?\b|\bmerchants?\b|\bretailers?\b|\bbusiness\b|"
-            r"\bbrand of the (?:shop|store)\b|\btrading name\b",
+            r"\bbrand of the (?:shop|store)\b|\btrading name\b|"
+            rf"\bwhere {_VISITED}|\bwho (?:issued|printed)\b|"
+            rf"\b(?:which|what) (?:\w+ )?(?:{_BUSINESS})\b",
             re.I,
         ),
     ),
@@ -359,6 +421,21 @@ def english_types(question: str) -> tuple[str, ...]:
     return tuple(name for name, pat in TYPE_CUES if pat.search(question))
 
 
+# A question that asks when, how many, how much or what share asks for a date or a number, not for the business its
+# words name: "When did I shop here?" ("shop" a verb), "What share of the index firms had 0 reclassifications?"
+NOT_ORG = re.compile(
+    r"^\W*when\b|\bhow (?:many|much)\b|\b(?:what|which) (?:share|percentage|proportion|fraction|percent|number)\b",
+    re.I,
+)
+
+
+@functools.lru_cache(maxsize=4096)
+def english_untyped(question: str) -> tuple[str, ...]:
+    """Answer types an English ``question`` does not ask for although its words name them: the business in a question
+    for a date or a number (``NOT_ORG``), an amount in a question for the day of a payment (``date_not_amount``)."""
+    return (("org",) if NOT_ORG.search(question) else ()) + (("money",) if date_not_amount(question) else ())
+
+
 # Words that describe the document or the transaction, not a key printed on it: in an English question asking for a
 # date, an amount or the issuer, they are not matched ("When was this bill written?" asks for the date, not for the
 # line reading "BILL"; "Who sold these items?" for the shop, not for "ITEMS"). For a date or the issuer, the payment
@@ -368,11 +445,14 @@ CONTEXT_WORDS = frozenset(
     transaction checkout printed issued written made customer shopper document memo letter""".split()
 )
 PAYMENT_WORDS = frozenset("paid pay payment spent".split())
+# what the customer did there, in a question for the date alone ("When did I shop here?": not "Thank you for shopping")
+ACTIVITY_WORDS = frozenset("shop shopped shopping eat ate eaten dine dined visit visited".split())
 
 
 def context_words(kinds: Sequence[str]) -> frozenset[str]:
-    """The words of ``CONTEXT_WORDS`` (and ``PAYMENT_WORDS`` for a date or the issuer) a question asking for values
-    of ``kinds`` (``lexical.answer_types``) does not match; none for other questions."""
+    """The words of ``CONTEXT_WORDS`` (and ``PAYMENT_WORDS`` for a date or the issuer, ``ACTIVITY_WORDS`` for a date
+    alone) a question asking for values of ``kinds`` (``lexical.answer_types``) does not match; none for other
+    questions."""
     if not {"date", "org"} & set(kinds):
         return CONTEXT_WORDS if "money" in kinds else frozenset()
-    return CONTEXT_WORDS | PAYMENT_WORDS
+    return CONTEXT_WORDS | PAYMENT_WORDS | (ACTIVITY_WORDS if "org" not in kinds else frozenset())
