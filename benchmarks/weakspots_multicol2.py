@@ -87,8 +87,9 @@ STYLES: dict[str, dict] = {
     "m2-lib-runin": dict(ncol=(2,), head=("runin",), face=("lib-serif",), gutter=(22, 40), float="table"),
     "m2-lib-centre": dict(ncol=(2, 3), head=("centred", "plain"), face=("lib-sans",), gutter=(20, 40), float="figure"),
     "m2-smallcaps3": dict(ncol=(3,), head=("smallcaps",), face=("dejavu-cond",), gutter=(14, 22), float="figure"),
-    "m2-mixed": dict(ncol=(2, 3), head=HEAD_STYLES, face=("lib-narrow", "lib-serif", "dejavu-sans"), gutter=(14, 40),
-                     float="any"),  # fmt: skip
+    "m2-mixed": dict(
+        ncol=(2, 3), head=HEAD_STYLES, face=("lib-narrow", "lib-serif", "dejavu-sans"), gutter=(14, 40), float="any"
+    ),  # fmt: skip
 }
 GROUPS = {
     "dev": ("m2-serif-num", "m2-sans-caps3", "m2-lib-runin", "m2-lib-centre"),
@@ -515,11 +516,23 @@ def make(out: Path, pages: int, seed: int = 41, gt_ocr: Path | None = None) -> l
                 image, rbox = docgen._scan_look(page.cv.image, box, look, rotate=True)
                 group = next(g for g, ss in GROUPS.items() if source in ss)
                 rows.append(
-                    dict(id=f"{source}/{p}/{i}", query=query, answer=answer, boxes=[list(rbox)], key="", key_boxes=[],
-                         image=name, doc_type="multicol_section", paraphrased=False, alt_boxes=[],
-                         template=f"{kind}_{_template_index(query, kind)}", image_size=list(image.size),
-                         render={"kind": kind, "head": page.head, "ncol": page.ncol, "face": page.face},
-                         source=source, group=group)  # fmt: skip
+                    dict(
+                        id=f"{source}/{p}/{i}",
+                        query=query,
+                        answer=answer,
+                        boxes=[list(rbox)],
+                        key="",
+                        key_boxes=[],
+                        image=name,
+                        doc_type="multicol_section",
+                        paraphrased=False,
+                        alt_boxes=[],
+                        template=f"{kind}_{_template_index(query, kind)}",
+                        image_size=list(image.size),
+                        render={"kind": kind, "head": page.head, "ncol": page.ncol, "face": page.face},
+                        source=source,
+                        group=group,
+                    )  # fmt: skip
                 )
             if image is None:
                 continue
