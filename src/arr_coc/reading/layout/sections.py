@@ -157,6 +157,7 @@ def _gutter_cuts(narrow: list, x0: float, width: float, h: float) -> list[float]
 
 SKEWS = np.linspace(-0.03, 0.03, 25)  # slopes tried for a scanned page's tilt (about +-1.7 degrees)
 SPLIT_SIDE = SIDE_SHARE  # a gutter between OCR boxes has this share of the narrow ones wholly on each side
+EDGE, EDGE_LINES = 2.0, 3  # at least 3 prose lines end (begin) within 2 line heights of a gutter on each side
 TRIM = 0.3  # line heights trimmed off both ends of each box when looking for a gutter between boxes
 
 
@@ -164,12 +165,15 @@ def _box_gutters(boxes: list[tuple[float, ...]], h: float) -> tuple[float, list[
     """(slope, gutters): the x of each gutter between the page's OCR boxes (after ``x - slope * y``, the page's
     tilt undone, and each narrow box trimmed by ``TRIM`` line heights at both ends: a tilted line's box, and the
     reader's margin round it, reach into a narrow gutter): a run of x that at most ``GUTTER_SHARE`` of the narrow
-    boxes cover, with ``SPLIT_SIDE`` of them wholly on each side; the slope whose gutters are widest."""
+    boxes cover, with ``SPLIT_SIDE`` of them wholly on each side, and ``EDGE_LINES`` lines of a column's prose (about
+    the usual narrow line's width: a table's cells are shorter) ending (beginning) within ``EDGE`` line heights of
+    it on each side; the slope whose gutters are widest."""
     x0 = min(b[0] for b in boxes)
     width = max(b[2] for b in boxes) - x0
     narrow = [b for b in boxes if b[2] - b[0] < NARROW * width and b[2] - b[0] > 2 * TRIM * h + 1]
     if len(narrow) < 8:
         return 0.0, []
+    usual = float(np.median([b[2] - b[0] for b in narrow])) - 2 * TRIM * h
     best: tuple[float, float, list] = (0.0, 0.0, [])
     for slope in SKEWS:
         sh = [
@@ -193,7 +197,12 @@ def _box_gutters(boxes: list[tuple[float, ...]], h: float) -> tuple[float, list[
             a, b = lo + x, lo + end
             left = sum(1 for _, v in sh if v <= b)
             right = sum(1 for u, _ in sh if u >= a)
-            if x > 0 and end < n and min(left, right) >= SPLIT_SIDE * len(narrow):
+            # a column's prose on each side: lines of about the usual narrow line's width that end (begin) at it
+            # (a table's cells are shorter)
+            wide = [(u, v) for u, v in sh if v - u >= PROSE_SHARE * usual]
+            ends = sum(1 for u, v in wide if a - EDGE * h <= v <= b)
+            starts = sum(1 for u, v in wide if a <= u <= b + EDGE * h)
+            if x > 0 and end < n and min(left, right) >= SPLIT_SIDE * len(narrow) and min(ends, starts) >= EDGE_LINES:
                 runs.append((a, b))
             x = end
         total = sum(b - a for a, b in runs)
