@@ -34,7 +34,7 @@ import numpy as np
 from ..text import fold
 from .page import _END_PUNCT, PROSE_WORDS, Layout
 
-__all__ = ["Extent", "named_extent", "words_of", "match_phrase", "long_section_name"]
+__all__ = ["Extent", "named_extent", "words_of", "match_phrase", "long_section_name", "separate_columns"]
 
 MATCH_MIN = 0.75  # share of the title's words a heading line must spell
 EXTRA_WORDS = 2  # a heading line may hold this many words besides the title's (and its section number)
@@ -155,6 +155,153 @@ def _gutter_cuts(narrow: list, x0: float, width: float, h: float) -> list[float]
     return cuts
 
 
+SKEWS = np.linspace(-0.03, 0.03, 25)  # slopes tried for a scanned page's tilt (about +-1.7 degrees)
+SPLIT_SIDE = SIDE_SHARE  # a gutter between OCR boxes has this share of the narrow ones wholly on each side
+EDGE, EDGE_LINES = 2.0, 3  # at least 3 prose lines end (begin) within 2 line heights of a gutter on each side
+TRIM = 0.3  # line heights trimmed off both ends of each box when looking for a gutter between boxes
+
+
+def _box_gutters(boxes: list[tuple[float, ...]], h: float) -> tuple[float, list[float]]:
+    """(slope, gutters): the x of each gutter between the page's OCR boxes (after ``x - slope * y``, the page's
+    tilt undone, and each narrow box trimmed by ``TRIM`` line heights at both ends: a tilted line's box, and the
+    reader's margin round it, reach into a narrow gutter): a run of x that at most ``GUTTER_SHARE`` of the narrow
+    boxes cover, with ``SPLIT_SIDE`` of them wholly on each side, and ``EDGE_LINES`` lines of a column's prose (about
+    the usual narrow line's width: a table's cells are shorter) ending (beginning) within ``EDGE`` line heights of
+    it on each side; the slope whose gutters are widest."""
+    x0 = min(b[0] for b in boxes)
+    width = max(b[2] for b in boxes) - x0
+    narrow = [b for b in boxes if b[2] - b[0] < NARROW * width and b[2] - b[0] > 2 * TRIM * h + 1]
+    if len(narrow) < 8:
+        return 0.0, []
+    usual = float(np.median([b[2] - b[0] for b in narrow])) - 2 * TRIM * h
+    best: tuple[float, float, list] = (0.0, 0.0, [])
+    for slope in SKEWS:
+        sh = [
+            (b[0] + TRIM * h - slope * (b[1] + b[3]) / 2, b[2] - TRIM * h - slope * (b[1] + b[3]) / 2) for b in narrow
+        ]
+        lo = min(u for u, _ in sh)
+        n = int(max(v for _, v in sh) - lo) + 2
+        cover = np.zeros(n + 1, dtype=np.int32)
+        for u, v in sh:
+            cover[int(u - lo)] += 1
+            cover[min(n, int(v - lo) + 1)] -= 1
+        free = np.cumsum(cover)[:n] <= max(1, int(GUTTER_SHARE * len(narrow)))
+        runs, x = [], 0
+        while x < n:
+            if not free[x]:
+                x += 1
+                continue
+            end = x
+            while end < n and free[end]:
+                end += 1
+            a, b = lo + x, lo + end
+            left = sum(1 for _, v in sh if v <= b)
+            right = sum(1 for u, _ in sh if u >= a)
+            # a column's prose on each side: lines of about the usual narrow line's width that end (begin) at it
+            # (a table's cells are shorter)
+            wide = [(u, v) for u, v in sh if v - u >= PROSE_SHARE * usual]
+            ends = sum(1 for u, v in wide if a - EDGE * h <= v <= b)
+            starts = sum(1 for u, v in wide if a <= u <= b + EDGE * h)
+            if x > 0 and end < n and min(left, right) >= SPLIT_SIDE * len(narrow) and min(ends, starts) >= EDGE_LINES:
+                runs.append((a, b))
+            x = end
+        total = sum(b - a for a, b in runs)
+        if total > best[0]:
+            best = (total, float(slope), [(a + b) / 2 for a, b in runs])
+    return best[1], best[2]
+
+
+def separate_columns(layout: Layout) -> tuple[Layout, float] | None:
+    """``(layout, shift)``: the page again with the OCR boxes of column k moved ``k * shift`` to the right, where
+    the layout joined boxes of two columns into one line (None where it joined none). The reader boxes each
+    column's line apart, but on a scanned page (tilted: every box is taller than its text) with justified text the
+    layout reads two boxes side by side on one baseline as one line; the gutter shows between the boxes themselves
+    (``_box_gutters``), and on a narrow gutter the reader itself may box two columns' lines as one, which is cut
+    at the gutter (``_cut``) where it lies below the top of the columns' prose (``_column_tops``); a box across a
+    gutter above it (a title, an abstract) belongs to no column and is left out. A box is in the column its centre
+    lies in; ``shift`` exceeds the page's width, so a box of the moved layout lies in column ``x0 // shift``
+    (``unshift``)."""
+    pairs = [(t, tuple(float(v) for v in b)) for t, b in layout.boxes]
+    if len(pairs) < 8:
+        return None
+    slope, gutters = _box_gutters([b for _, b in pairs], max(1.0, layout.body_height))
+    if not gutters:
+        return None
+
+    h = max(1.0, layout.body_height)
+
+    def crossed(b: tuple[float, ...]) -> list[float]:
+        off = slope * (b[1] + b[3]) / 2
+        return [g for g in gutters if b[0] + TRIM * h - off < g < b[2] - TRIM * h - off]
+
+    def column(b: tuple[float, ...]) -> int:
+        return sum(1 for g in gutters if g < (b[0] + b[2]) / 2 - slope * (b[1] + b[3]) / 2)
+
+    joined = any(len({column(pairs[i][1]) for i in ln.boxes}) > 1 for ln in layout.lines)
+    tops = _column_tops([b for _, b in pairs], gutters, slope)
+    pieces: list[tuple[str, tuple]] = []
+    for text, b in pairs:
+        across = crossed(b)
+        if not across:
+            pieces.append((text, b))
+        elif b[1] >= max(tops[g] for g in across) - 0.5 * h:  # two columns' lines the reader boxed as one
+            pieces += _cut(text, b, across, slope, h)
+            joined = True
+        # else: a title, an abstract or a wide figure above or across the columns: in no column
+    if not joined:
+        return None
+    from .structure import analyse
+
+    shift = float(np.ceil(max(b[2] for _, b in pairs))) + 1.0
+    moved = [(t, (b[0] + column(b) * shift, b[1], b[2] + column(b) * shift, b[3])) for t, b in pieces]
+    return analyse(moved), shift
+
+
+def _column_tops(boxes: list[tuple[float, ...]], gutters: list[float], slope: float) -> dict[float, float]:
+    """For each gutter, the y where the prose of the columns on both its sides has begun: the later of the two
+    columns' first line at least ``PROSE_SHARE`` of the usual narrow line's width (a running header, a heading
+    or a figure's label is shorter)."""
+    width = max(b[2] for b in boxes) - min(b[0] for b in boxes)
+    narrow = [b for b in boxes if b[2] - b[0] < NARROW * width]
+    usual = float(np.median([b[2] - b[0] for b in narrow])) if narrow else 0.0
+    prose = [b for b in narrow if b[2] - b[0] >= PROSE_SHARE * usual]
+    edges = [-np.inf, *gutters, np.inf]
+    out = {}
+    for k, g in enumerate(gutters):
+        sides = []
+        for lo, hi in ((edges[k], g), (g, edges[k + 2])):
+            ys = [b[1] for b in prose if lo < (b[0] + b[2]) / 2 - slope * (b[1] + b[3]) / 2 < hi]
+            sides.append(min(ys) if ys else np.inf)
+        out[g] = max(sides)
+    return out
+
+
+def _cut(text: str, box: tuple, across: list[float], slope: float, h: float) -> list[tuple[str, tuple]]:
+    """A box holding the lines of columns on both sides of the gutters ``across`` cut at each: the text at the space
+    whose place (the characters' share of the box's width) lies nearest to the gutter."""
+    off = slope * (box[1] + box[3]) / 2
+    out: list[tuple[str, tuple]] = []
+    x0 = box[0]
+    for g in across:
+        gx = g + off
+        words = text.strip()
+        spaces = [i for i, c in enumerate(words) if c == " "]
+        if not spaces:
+            break
+        want = len(words) * (gx - x0) / max(1.0, box[2] - x0)
+        k = min(spaces, key=lambda i: abs(i - want))
+        out.append((words[:k], (x0, box[1], gx - 0.5 * TRIM * h, box[3])))
+        text, x0 = words[k + 1 :], gx + 0.5 * TRIM * h
+    out.append((text.strip(), (x0, box[1], box[2], box[3])))
+    return [(t, b) for t, b in out if t]
+
+
+def unshift(box: tuple, shift: float) -> tuple:
+    """A box of ``separate_columns``' layout in the page's own pixels."""
+    k = int(box[0] // shift)
+    return (box[0] - k * shift, box[1], box[2] - k * shift, box[3])
+
+
 def _reading_order(layout: Layout, cols: list[int]) -> list[int]:
     """Line indices: each column top to bottom, columns left to right (lines crossing a gutter left out)."""
     return sorted(
@@ -213,10 +360,18 @@ def _wordy(text: str) -> bool:
     return re.search(r"[^\W\d_]{3}", text) is not None
 
 
+def _caps(text: str) -> bool:
+    """A line set in capitals ("RIVER TRADE", "2 FIELD SITES"): a word of three letters, no lower-case letter."""
+    letters = [c for c in text if c.isalpha()]
+    return _wordy(text) and all(c.isupper() for c in letters)
+
+
 def _is_stop(
-    layout: Layout, order: list[int], pos: int, cols: list[int], blocks: dict[int, int], numbered: bool
-) -> bool:
-    """Whether the line at ``order[pos]`` is the next section's heading."""
+    layout: Layout, order: list[int], pos: int, cols: list[int], blocks: dict[int, int], numbered: bool,
+    caps: bool = False,
+) -> bool:  # fmt: skip
+    """Whether the line at ``order[pos]`` is the next section's heading: a heading of the layout, or a line in the
+    named heading's own form (numbered; in capitals) that stands above prose."""
     i = order[pos]
     text = layout.lines[i].text
     if not _heading_like(text):
@@ -224,6 +379,7 @@ def _is_stop(
     k = blocks.get(i)
     role = layout.blocks[k].role if k is not None else "paragraph"
     flagged = role in ("heading", "title") or (numbered and _NUM_HEAD_RE.match(text) is not None)
+    flagged = flagged or (caps and _caps(text))
     return flagged and _heads_prose(layout, order, pos, cols)
 
 
@@ -238,6 +394,75 @@ def _small_footnote(layout: Layout, block, i: int, before: list[int]) -> bool:
     return box[3] - box[1] < FOOTNOTE_HEIGHT * float(ref if ref is not None else layout.body_height)
 
 
+_RUNIN_SMALL = {"of", "and", "the", "in", "on", "for", "to", "a", "an", "with", "at", "by"}
+RUNIN_MAX_WORDS = 6  # a run-in head ("Results.", "Data Collection.") is at most this many words
+PREFIX_DROP = 2  # an unquoted name may have run on into this many of the question's words ("called Soil mention")
+
+
+def _runin_score(text: str, name: str) -> tuple[float, int]:
+    """(score, words) where ``text`` opens with the title ``name`` as a run-in head: the title's words (after a
+    section number) end in "." or ":" and more text follows on the line ("Results. The harbour ..."); ``words``
+    is how many of the line's words the head takes (its number included). (0, 0) otherwise."""
+    want = words_of(name)
+    raw = text.split()
+    numbered = bool(raw) and _NUM_HEAD_RE.match(text) is not None and _NUMBER_STRIP_RE.match(text) is not None
+    toks = raw[1:] if numbered and re.fullmatch(r"[\dIVXA-H.]+", raw[0]) else raw
+    n = len(want)
+    if not want or n > RUNIN_MAX_WORDS or len(toks) <= n or toks[n - 1][-1:] not in (".", ":"):
+        return 0.0, 0
+    have = [" ".join(words_of(t)) for t in toks[:n]]
+    got = sum(tok_eq(w, h) for w, h in zip(want, have, strict=True)) / n
+    return got, n + len(raw) - len(toks)
+
+
+def _runin_head(layout: Layout, order: list[int], pos: int) -> bool:
+    """The line at ``order[pos]`` opens a paragraph with a run-in head: up to ``RUNIN_MAX_WORDS`` capitalised words
+    (small words between them aside) ending in "." or ":", then a capitalised word, and the line above it in its
+    column (if any) ends a sentence."""
+    toks = _NUMBER_STRIP_RE.sub("", layout.lines[order[pos]].text).split()
+    k = next((j for j, t in enumerate(toks[:RUNIN_MAX_WORDS]) if t[-1] in ".:"), None)
+    if k is None or k + 1 >= len(toks) or not toks[k + 1][:1].isupper():
+        return False
+    head = toks[: k + 1]
+    if not all(t[:1].isupper() or (0 < j and t.lower() in _RUNIN_SMALL) for j, t in enumerate(head)):
+        return False
+    if len(head) == 1 and len(re.sub(r"\W", "", head[0])) < 4:  # "A." "Fig." "No."
+        return False
+    if _CAPTION_RE.match(layout.lines[order[pos]].text):
+        return False
+    prev = layout.lines[order[pos - 1]].text.strip() if pos > 0 else ""
+    return not prev or prev[-1] in _END_PUNCT
+
+
+def _furniture(layout: Layout, order: list[int], pos: int, cols: list[int]) -> bool:
+    """The line at ``order[pos]`` is a page number or a running header's folio ("205", "pp. 396-496"): a column's
+    first or last line without a word (three letters running) or a year in it."""
+    i = order[pos]
+    edge = pos == 0 or cols[order[pos - 1]] != cols[i] or pos + 1 == len(order) or cols[order[pos + 1]] != cols[i]
+    text = layout.lines[i].text
+    return edge and not _wordy(text) and not _YEAR_RE.search(text)
+
+
+def _find_heading(layout: Layout, order: list[int], name: str) -> tuple[float, int, int]:
+    """(score, position in ``order``, run-in words) of the line that heads the section ``name``: a line that reads
+    as the title; else a paragraph opening with it as a run-in head ("Results. The ..."); else the same for the
+    name without its last one or two words (an unquoted name in a question runs on: "the section called Soil
+    mention"). ``run-in words``: 0 for a heading line, else how many of the line's words the run-in head takes."""
+    names = [name]
+    toks = name.split()
+    names += [" ".join(toks[:-d]) for d in range(1, PREFIX_DROP + 1) if len(toks) - d >= 1]
+    for cand in names:
+        scored = [(_title_score(layout.lines[i].text, cand), -p, p) for p, i in enumerate(order)]
+        best, _, pos = max(scored)
+        if best >= MATCH_MIN:
+            return best, pos, 0
+        runs = [(*_runin_score(layout.lines[i].text, cand), -p, p) for p, i in enumerate(order)]
+        best, n, _, pos = max(runs)
+        if best >= MATCH_MIN:
+            return best, pos, n
+    return 0.0, 0, 0
+
+
 def named_extent(layout: Layout, name: str) -> Extent | None:
     """The section titled ``name`` on ``layout`` (None when no line reads as that title well enough)."""
     if not layout.lines or not words_of(name):
@@ -246,26 +471,34 @@ def named_extent(layout: Layout, name: str) -> Extent | None:
     order = _reading_order(layout, cols)
     if not order:
         return None
-    scored = [(_title_score(layout.lines[i].text, name), -p, p) for p, i in enumerate(order)]
-    best, _, pos = max(scored)
+    best, pos, runin = _find_heading(layout, order, name)
     if best < MATCH_MIN:
         return None
     head = order[pos]
     numbered = _NUM_HEAD_RE.match(layout.lines[head].text) is not None
+    caps = not runin and _caps(layout.lines[head].text)
     blocks = _block_of(layout)
     lines: list[int] = []
     for p in range(pos + 1, len(order)):
-        if _is_stop(layout, order, p, cols, blocks, numbered):
+        if _is_stop(layout, order, p, cols, blocks, numbered, caps):
             break
+        if runin and _runin_head(layout, order, p):
+            break
+        if _furniture(layout, order, p, cols):
+            continue
         k = blocks.get(order[p])
         if k is None or not _small_footnote(layout, layout.blocks[k], order[p], lines):  # not running text
             lines.append(order[p])
+    if runin:  # the head line's words after the run-in title are the section's first words
+        lines.insert(0, head)
     if not lines:
         return None
     line_pos = {i: n for n, i in enumerate(lines)}
     words = sorted(
         (k for k, w in enumerate(layout.words) if w.line in line_pos), key=lambda k: line_pos[layout.words[k].line]
     )
+    if runin:
+        words = words[runin:]
     # its last word: the extent's last line, and its last line of prose when a caption, a table or a figure's
     # labels close the extent
     last = [lines[-1]]
@@ -314,6 +547,15 @@ def named_evidence(layout: Layout, sq) -> tuple[str, list, str] | None:
     falls back to its page-wide rules)."""
     if not sq.named or not (sq.after or sq.before or sq.year or sq.word_of):
         return None
+    sep = separate_columns(layout)
+    if sep is not None:  # lines of two columns read as one: the page again with its columns moved apart
+        got = _named_evidence(sep[0], sq)
+        if got is not None:
+            return got[0], [unshift(r, sep[1]) for r in got[1]], got[2] + ", columns separated"
+    return _named_evidence(layout, sq)
+
+
+def _named_evidence(layout: Layout, sq) -> tuple[str, list, str] | None:
     ext = named_extent(layout, sq.named)
     if ext is None:
         return None
