@@ -131,14 +131,25 @@ def _gutter_cuts(narrow: list, x0: float, width: float, h: float) -> list[float]
     """The x of each gutter among ``narrow`` lines: a run at least ``GUTTER_MIN`` line heights wide that at most
     ``GUTTER_SHARE`` of them cover, with ``SIDE_SHARE`` of them wholly on each side."""
     n = int(width) + 1
-    cover = np.zeros(n + 1, dtype=np.int32)
-    for ln in narrow:
-        cover[int(ln.box[0] - x0)] += 1
-        cover[min(n, int(ln.box[2] - x0) + 1)] -= 1
-    cover = np.cumsum(cover)[:n]
-    free = cover <= max(1, int(GUTTER_SHARE * len(narrow)))
     cuts: list[float] = []
-    x = 0
+    for x, end in _free_runs([(ln.box[0], ln.box[2]) for ln in narrow], x0, n):
+        cut = x0 + (x + end) / 2
+        left = sum(1 for ln in narrow if ln.box[2] <= cut)
+        right = sum(1 for ln in narrow if ln.box[0] >= cut)
+        if x > 0 and end < n and end - x >= GUTTER_MIN * h and min(left, right) >= SIDE_SHARE * len(narrow):
+            cuts.append(cut)
+    return cuts
+
+
+def _free_runs(spans: list[tuple[float, float]], lo: float, n: int) -> list[tuple[int, int]]:
+    """The runs ``[x, end)`` of the ``n`` whole x from ``lo`` that at most ``GUTTER_SHARE`` of ``spans`` (page x
+    ranges) cover (at most one where there are few), left to right."""
+    cover = np.zeros(n + 1, dtype=np.int32)
+    for u, v in spans:
+        cover[int(u - lo)] += 1
+        cover[min(n, int(v - lo) + 1)] -= 1
+    free = np.cumsum(cover)[:n] <= max(1, int(GUTTER_SHARE * len(spans)))
+    runs, x = [], 0
     while x < n:
         if not free[x]:
             x += 1
@@ -146,13 +157,9 @@ def _gutter_cuts(narrow: list, x0: float, width: float, h: float) -> list[float]
         end = x
         while end < n and free[end]:
             end += 1
-        cut = x0 + (x + end) / 2
-        left = sum(1 for ln in narrow if ln.box[2] <= cut)
-        right = sum(1 for ln in narrow if ln.box[0] >= cut)
-        if x > 0 and end < n and end - x >= GUTTER_MIN * h and min(left, right) >= SIDE_SHARE * len(narrow):
-            cuts.append(cut)
+        runs.append((x, end))
         x = end
-    return cuts
+    return runs
 
 
 SKEWS = np.linspace(-0.03, 0.03, 25)  # slopes tried for a scanned page's tilt (about +-1.7 degrees)
@@ -181,19 +188,8 @@ def _box_gutters(boxes: list[tuple[float, ...]], h: float) -> tuple[float, list[
         ]
         lo = min(u for u, _ in sh)
         n = int(max(v for _, v in sh) - lo) + 2
-        cover = np.zeros(n + 1, dtype=np.int32)
-        for u, v in sh:
-            cover[int(u - lo)] += 1
-            cover[min(n, int(v - lo) + 1)] -= 1
-        free = np.cumsum(cover)[:n] <= max(1, int(GUTTER_SHARE * len(narrow)))
-        runs, x = [], 0
-        while x < n:
-            if not free[x]:
-                x += 1
-                continue
-            end = x
-            while end < n and free[end]:
-                end += 1
+        runs = []
+        for x, end in _free_runs(sh, lo, n):
             a, b = lo + x, lo + end
             left = sum(1 for _, v in sh if v <= b)
             right = sum(1 for u, _ in sh if u >= a)
@@ -204,7 +200,6 @@ def _box_gutters(boxes: list[tuple[float, ...]], h: float) -> tuple[float, list[
             starts = sum(1 for u, v in wide if a <= u <= b + EDGE * h)
             if x > 0 and end < n and min(left, right) >= SPLIT_SIDE * len(narrow) and min(ends, starts) >= EDGE_LINES:
                 runs.append((a, b))
-            x = end
         total = sum(b - a for a, b in runs)
         if total > best[0]:
             best = (total, float(slope), [(a + b) / 2 for a, b in runs])
