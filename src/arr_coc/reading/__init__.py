@@ -20,6 +20,8 @@ Three rooms and what they share (imports go down this list, never up; ``tests/te
         structural_query.py  ``parse`` / ``resolve``: a question about the page's structure -> ``Evidence``
         sections.py          a named section's extent (its column, on into the next, up to the next heading)
         scans.py             scanned pages: word units on tight lines, OCR-noise tolerant phrase matching
+        scan_rows.py         scanned rows: a phrase matched token by token over words OCR joined; word evidence
+                             painted on the ink band on tight lines
     config.py        ``ReadingConfig``: every weight and threshold of the text path in one serialisable object
                      (sections ocr, lexical, semantic, keys, layout, structure, and page = ``PageLayoutConfig``)
     ocr/             the OCR engine: page image -> ``TextBox`` es
