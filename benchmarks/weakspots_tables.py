@@ -225,16 +225,17 @@ def _numeric(s: str) -> bool:
     return bool(t) and digits >= 0.5 * len(t) and not re.fullmatch(r"(1[89]|20)\d\d", t)
 
 
-def data_like(texts: list[list[str]], i: int) -> bool:
+def data_like(texts: list[list[str]], i: int, numeric=None) -> bool:
     """Row ``i`` looks like a data row of its table, so it can't be the header (the written criterion for every
     source): more than half its non-empty cells are numbers (years aside), or at least half of them are data-like
     in their column: the same text recurs below it in that column (a category: "Felony", "Person"), or the cell is
     a number shaped like the column's most common body cell ("1-1639" over "1-0334")."""
+    numeric = numeric or _numeric  # what counts as a number (round 4's generator passes its own)
     body = texts[i + 1 :]
     cells = [(c, x) for c, x in enumerate(texts[i]) if x]
     if not cells or not body:
         return False
-    if sum(_numeric(x) for _, x in cells) > 0.5 * len(cells):
+    if sum(numeric(x) for _, x in cells) > 0.5 * len(cells):
         return True
     hits = 0
     for c, x in cells:
@@ -245,19 +246,26 @@ def data_like(texts: list[list[str]], i: int) -> bool:
         common = max(set(shapes), key=shapes.count)
         if norm(x) and norm(x) in {norm(y) for y in below}:
             hits += 1
-        elif _numeric(x) and _shape(x) == common:
+        elif numeric(x) and _shape(x) == common:
             hits += 1
     return len(cells) >= 2 and hits >= 0.5 * len(cells)
 
 
-def page_questions(pg, scale: float, rng: random.Random, max_per: int) -> list[dict]:
-    """Unambiguous cell questions of one page (see the module docstring); each with its table ``strategy``."""
+def page_tables(pg) -> tuple[list, str, list]:
+    """(pdfplumber's words, the page's text padded with spaces, [(strategy, table)]): the ruled tables, else the
+    tables pdfplumber's text strategy finds (a page without rules)."""
     words = pg.extract_words()
     page_text = " " + " ".join(w["text"] for w in words) + " "
     found = [("lines", t) for t in pg.find_tables()]
     if not found:
         text = {"vertical_strategy": "text", "horizontal_strategy": "text"}
         found = [("text", t) for t in pg.find_tables(table_settings=text)]
+    return words, page_text, found
+
+
+def page_questions(pg, scale: float, rng: random.Random, max_per: int) -> list[dict]:
+    """Unambiguous cell questions of one page (see the module docstring); each with its table ``strategy``."""
+    words, page_text, found = page_tables(pg)
     cands = []
     for ti, (strategy, table) in enumerate(found):
         rows = [r for r in table.rows]

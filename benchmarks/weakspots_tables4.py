@@ -65,7 +65,7 @@ for p in (ROOT / "src", ROOT / "benchmarks"):
         sys.path.insert(0, str(p))
 
 from realdocs_extra import MAX_WORDS, MIN_BOX_H, clean, norm, word_boxes  # noqa: E402
-from weakspots_tables import GAP, _apart, _numeric, _shape, _text, _words_in, make  # noqa: E402
+from weakspots_tables import GAP, _apart, _numeric, _text, _words_in, data_like, make, page_tables  # noqa: E402
 
 from arr_coc.training.data import decoded_text as decoded  # noqa: E402
 
@@ -93,23 +93,7 @@ def _text_cells(t: list[str]) -> int:
 def data_like4(texts: list[list[str]], i: int) -> bool:
     """``weakspots_tables.data_like`` with ``_num`` for numbers: more than half the row's cells numbers, or at
     least half of them recurring below in their column or numbers shaped like the column's commonest body cell."""
-    body = texts[i + 1 :]
-    cells = [(c, x) for c, x in enumerate(texts[i]) if x]
-    if not cells or not body:
-        return False
-    if sum(_num(x) for _, x in cells) > 0.5 * len(cells):
-        return True
-    hits = 0
-    for c, x in cells:
-        below = [r[c] for r in body if c < len(r) and r[c]]
-        if not below:
-            continue
-        shapes = [_shape(y) for y in below]
-        if norm(x) and norm(x) in {norm(y) for y in below}:
-            hits += 1
-        elif _num(x) and _shape(x) == max(set(shapes), key=shapes.count):
-            hits += 1
-    return len(cells) >= 2 and hits >= 0.5 * len(cells)
+    return data_like(texts, i, _num)
 
 
 def header_rows(rows: list, texts: list[list[str]]) -> tuple[list[int], int] | None:
@@ -155,12 +139,7 @@ def _plausible_text_table(pg, words, rows, texts, hrows, body) -> bool:
 
 def page_questions4(pg, scale: float, rng: random.Random, max_per: int) -> list[dict]:
     """Cell questions of one page, asked as ``make_dev.py`` asks them (the module docstring's rules)."""
-    words = pg.extract_words()
-    page_text = " " + " ".join(w["text"] for w in words) + " "
-    found = [("lines", t) for t in pg.find_tables()]
-    if not found:
-        text = {"vertical_strategy": "text", "horizontal_strategy": "text"}
-        found = [("text", t) for t in pg.find_tables(table_settings=text)]
+    words, page_text, found = page_tables(pg)
     tables = []
     for ti, (strategy, table) in enumerate(found):
         rows = list(table.rows)
