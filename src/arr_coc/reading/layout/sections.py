@@ -188,14 +188,14 @@ def _box_gutters(boxes: list[tuple[float, ...]], h: float) -> tuple[float, list[
         ]
         lo = min(u for u, _ in sh)
         n = int(max(v for _, v in sh) - lo) + 2
+        # a column's prose on each side of a gutter: lines of about the usual narrow line's width that end (begin)
+        # at it (a table's cells are shorter)
+        wide = [(u, v) for u, v in sh if v - u >= PROSE_SHARE * usual]
         runs = []
         for x, end in _free_runs(sh, lo, n):
             a, b = lo + x, lo + end
             left = sum(1 for _, v in sh if v <= b)
             right = sum(1 for u, _ in sh if u >= a)
-            # a column's prose on each side: lines of about the usual narrow line's width that end (begin) at it
-            # (a table's cells are shorter)
-            wide = [(u, v) for u, v in sh if v - u >= PROSE_SHARE * usual]
             ends = sum(1 for u, v in wide if a - EDGE * h <= v <= b)
             starts = sum(1 for u, v in wide if a <= u <= b + EDGE * h)
             if x > 0 and end < n and min(left, right) >= SPLIT_SIDE * len(narrow) and min(ends, starts) >= EDGE_LINES:
@@ -219,11 +219,10 @@ def separate_columns(layout: Layout) -> tuple[Layout, float] | None:
     pairs = [(t, tuple(float(v) for v in b)) for t, b in layout.boxes]
     if len(pairs) < 8:
         return None
-    slope, gutters = _box_gutters([b for _, b in pairs], max(1.0, layout.body_height))
+    h = max(1.0, layout.body_height)
+    slope, gutters = _box_gutters([b for _, b in pairs], h)
     if not gutters:
         return None
-
-    h = max(1.0, layout.body_height)
 
     def crossed(b: tuple[float, ...]) -> list[float]:
         off = slope * (b[1] + b[3]) / 2
