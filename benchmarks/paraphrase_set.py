@@ -55,6 +55,10 @@ QUESTIONS = Path(__file__).with_name("paraphrase_questions.jsonl")
 # sample of dev sources (40 forms, 40 receipts, 20 tables), written from each question's printed key and answer only,
 # before the lexicon was read or changed; hand-written, so ``make`` does not rewrite them
 QUESTIONS_C = Path(__file__).with_name("paraphrase_questions_c.jsonl")
+# style D: a third writer's wordings (writerd, issue 40), one per question of style C's questions (the same held-out
+# and dev ones), written without reading the lexicon, the matching code or the A, B, C wordings: held out from the
+# matcher's development; ``run --styles D`` reads them (the default styles stay A,B,C)
+QUESTIONS_D = Path(__file__).with_name("paraphrase_questions_d.jsonl")
 SEED = 40
 HELD_OUT_SHARE = 0.3
 PER_QUESTION = {"A": 2, "B": 1}  # wordings drawn per realdocs-dev question and style
@@ -541,11 +545,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     mk.add_argument("--out", type=Path, default=QUESTIONS)
     r = sub.add_parser("run", help="recall at 11.1% on the set")
     r.add_argument("--data", type=Path, required=True, help="the realdocs-dev folder the set rephrases")
-    r.add_argument("--questions", type=Path, nargs="+", default=[QUESTIONS, QUESTIONS_C])
+    r.add_argument("--questions", type=Path, nargs="+", default=[QUESTIONS, QUESTIONS_C, QUESTIONS_D])
     r.add_argument("--ocr-cache", type=Path, default=None)
     r.add_argument("--relevance", type=Path, default=None, help="a checkpoint folder or built-in name (learned)")
     r.add_argument("--no-rules", action="store_true", help="with --relevance: score only the checkpoint")
-    r.add_argument("--styles", default="A,B,C", type=lambda s: s.split(","))
+    r.add_argument("--styles", default="A,B,C", type=lambda s: s.split(","), help="of A,B,C,D")
     r.add_argument("--splits", default="dev,held-out", type=lambda s: s.split(","))
     r.add_argument("--show", default="A dev", type=lambda s: s.split(","), help="groups whose misses are printed")
     r.add_argument("--limit", type=int, default=0)

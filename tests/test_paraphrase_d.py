@@ -1,0 +1,94 @@
+"""Style D of the paraphrase set (issue 40, writerd): a third writer's wordings, held out from the matcher's
+development (written without reading the lexicon, the matching code or the A, B, C wordings)."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+BENCH = Path(__file__).resolve().parents[1] / "benchmarks"
+DATA = Path("/work/data/realdocs-dev")
+# words a key can't be reworded without in English (and the "/" of a table key, row and column)
+FUNCTION_WORDS = {"a", "an", "and", "as", "at", "by", "for", "from", "in", "no", "of", "on", "or", "the", "to", "re"}
+
+
+def _rows(name: str) -> list[dict]:
+    return [json.loads(line) for line in (BENCH / name).read_text().splitlines() if line.strip()]
+
+
+def _words(text: str) -> list[str]:
+    return re.sub(r"[^a-z0-9 ]", " ", text.lower()).split()
+
+
+def _uses(query: str, word: str) -> bool:
+    """The query has ``word`` or a plain inflection of it ("dated" for "date", "reports" for "report")."""
+    forms = {word, word + "s", word + "es", word + "d", word + "ed"}
+    return any(w in forms for w in _words(query))
+
+
+def _keys() -> dict[str, dict]:
+    if not (DATA / "questions.jsonl").exists():
+        pytest.skip("realdocs-dev is not on this machine")
+    return {q["id"]: q for q in (json.loads(x) for x in (DATA / "questions.jsonl").read_text().splitlines() if x)}
+
+
+def test_style_d_has_the_format_and_the_questions_of_style_c() -> None:
+    d, c = _rows("paraphrase_questions_d.jsonl"), _rows("paraphrase_questions_c.jsonl")
+    fields = ["id", "rephrases", "query", "style", "concept", "doc_type", "source", "split"]
+    assert all(list(r) == fields for r in d)
+    assert {r["style"] for r in d} == {"D"} and len({r["id"] for r in d}) == len(d)
+    assert all(r["id"] == f"{r['rephrases']}_pD0" and r["query"].strip() for r in d)
+    assert len({r["query"] for r in d}) > len(d) // 2  # one writer's own wordings, not one template
+    # one wording per original, the same originals as style C (all held-out questions, 100 dev ones)
+    assert len({r["rephrases"] for r in d}) == len(d) == 274
+    assert [r["rephrases"] for r in d] == [r["rephrases"] for r in c]
+    assert sum(r["split"] == "held-out" for r in d) == 174 and sum(r["split"] == "dev" for r in d) == 100
+    first = {r["rephrases"]: r for r in _rows("paraphrase_questions.jsonl")}
+    assert {r["rephrases"] for r in d if r["split"] == "held-out"} == {
+        q for q, r in first.items() if r["split"] == "held-out"
+    }
+    for r in d:  # the source, split, concept and doc_type of the question's earlier wordings
+        f = first[r["rephrases"]]
+        assert (r["source"], r["split"], r["concept"], r["doc_type"]) == (
+            f["source"],
+            f["split"],
+            f["concept"],
+            f["doc_type"],
+        )
+
+
+def test_style_d_rephrases_realdocs_questions_and_loads() -> None:
+    import sys
+
+    keys = _keys()
+    d = _rows("paraphrase_questions_d.jsonl")
+    for r in d:
+        q = keys[r["rephrases"]]
+        assert q["doc_type"] == r["doc_type"] and r["concept"].startswith(f"{q['doc_type']}:")
+    sys.path.insert(0, str(BENCH.parent))
+    from benchmarks.paraphrase_set import QUESTIONS_D, load
+
+    rows = load(DATA, QUESTIONS_D)
+    assert len(rows) == len(d)
+    for p, q in rows:  # the wording, on the original's page with its answer boxes
+        assert q.paraphrased and q.query == p["query"] and q.doc_type == p["doc_type"]
+        assert [list(b) for b in q.boxes] == keys[p["rephrases"]]["boxes"]
+
+
+def test_style_d_avoids_the_keys_content_words() -> None:
+    """No wording uses a content word of its printed key: a form's label ("NEW BALANCE"), a receipt's field
+    ("company", "date", "total"), a table's column header (its row label names the row: it stays)."""
+    keys = _keys()
+    for r in _rows("paraphrase_questions_d.jsonl"):
+        key = keys[r["rephrases"]]["key"]
+        if r["doc_type"] == "realtable":
+            column, row = key.rsplit(" / ", 1)
+            words = set(_words(column)) - set(_words(row))
+            words = {w for w in words if not re.search(r"\d", w)}  # numbers, "T0-C1"'s parts: identifiers
+        else:
+            words = set(_words(key))
+        for w in words - FUNCTION_WORDS:
+            assert not _uses(r["query"], w), (r["id"], w)
