@@ -32,7 +32,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..text import fold
-from .page import _END_PUNCT, PROSE_WORDS, Layout
+from .page import _END_PUNCT, HEAD_WIDTH, PROSE_WORDS, Layout
 
 __all__ = ["Extent", "named_extent", "words_of", "match_phrase", "long_section_name", "separate_columns"]
 
@@ -46,6 +46,7 @@ GUTTER_MIN = 1.0  # ... and at least this many body line heights wide ...
 SIDE_SHARE = 0.15  # ... with at least this share of the narrow lines wholly on each side
 FOOTNOTE_HEIGHT = 0.92  # a footnote's lines are lower than this share of the body's line height
 MIN_COLUMN = 6.0  # a layout column at least this many body line heights wide
+SPACED_HEAD = 0.5  # a spaced heading has white space above it of at least this share of its height
 PROSE_SHARE = 0.8  # where no gutter shows, again from the narrow lines at least this share of their median length
 _CAPTION_RE = re.compile(r"^\s*(?:fig(?:ure)?|table|tab|algorithm|listing)\.?\s*\d", re.I)
 _NUM_HEAD_RE = re.compile(r"^\s*(?:\d{1,2}(?:\.\d{1,2})*\.?|[IVX]{1,5}\.|[A-H]\.\d{0,2})\s+\S")
@@ -385,7 +386,10 @@ def _small_footnote(layout: Layout, block, i: int, before: list[int]) -> bool:
         return False
     ref = np.median([layout.lines[j].box[3] - layout.lines[j].box[1] for j in before]) if before else None
     box = layout.lines[i].box
-    return box[3] - box[1] < FOOTNOTE_HEIGHT * float(ref if ref is not None else layout.body_height)
+    own = box[3] - box[1]
+    if re.match(r"\s*\d{1,2}\s+[^\W\d_]", layout.lines[i].text):  # a footnote's marker raises its first line
+        own = min(own, float(np.median([layout.lines[j].box[3] - layout.lines[j].box[1] for j in block.lines])))
+    return own < FOOTNOTE_HEIGHT * float(ref if ref is not None else layout.body_height)
 
 
 _RUNIN_SMALL = {"of", "and", "the", "in", "on", "for", "to", "a", "an", "with", "at", "by"}
@@ -437,6 +441,70 @@ def _furniture(layout: Layout, order: list[int], pos: int, cols: list[int]) -> b
     return edge and not _wordy(text) and not _YEAR_RE.search(text)
 
 
+def _running_head(layout: Layout, order: list[int], pos: int, cols: list[int], last: int, gap: float) -> bool:
+    """The line at ``order[pos]`` is a running header ("Rehabilitation Research and Practice") above a column the
+    section goes on in: the column's first line with a word in it, and either the line under it opens in lower case
+    where the section's ``last`` line (the previous column's foot) left a sentence open, or it lies above every
+    other column's first line with white space under it (3 usual gaps, a line's height)."""
+    i = order[pos]
+    if pos + 1 >= len(order) or cols[order[pos + 1]] != cols[i]:
+        return False
+    above = [order[q] for q in range(pos) if cols[order[q]] == cols[i]]
+    if any(_wordy(layout.lines[j].text) for j in above) or cols[last] == cols[i]:
+        return False
+    below, prev = layout.lines[order[pos + 1]].text.strip(), layout.lines[last].text.strip()
+    if below and below[0].islower() and prev and prev[-1] not in _END_PUNCT:
+        return True
+    # or it stands above every other column's first line, set apart from the text under it
+    box, nxt = layout.lines[i].box, layout.lines[order[pos + 1]].box
+    tops = {}
+    for j in order:
+        if cols[j] != cols[i] and _wordy(layout.lines[j].text):
+            tops.setdefault(cols[j], layout.lines[j].box[1])
+    return bool(tops) and box[3] < min(tops.values()) and nxt[1] - box[3] >= max(3 * gap, box[3] - box[1])
+
+
+def _line_gap(layout: Layout, order: list[int], cols: list[int]) -> float:
+    """The page's usual white space between a line and the next one in its column (the median)."""
+    gaps = [
+        layout.lines[j].box[1] - layout.lines[i].box[3]
+        for i, j in zip(order, order[1:], strict=False)
+        if cols[i] == cols[j] and layout.lines[j].box[1] > layout.lines[i].box[1]
+    ]
+    return float(np.median(gaps)) if gaps else 0.0
+
+
+def _spaced(layout: Layout, order: list[int], pos: int, cols: list[int], gap: float) -> bool:
+    """The line at ``order[pos]`` is a short line set apart from the line above it in its column by white space
+    (more than twice the page's usual gap and half a line): a heading's form that the layout need not class as one
+    (a body-size bold title joined to the paragraphs around it)."""
+    i = order[pos]
+    if pos == 0 or cols[order[pos - 1]] != cols[i] or not _heading_like(layout.lines[i].text):
+        return False
+    a, b = layout.lines[order[pos - 1]].box, layout.lines[i].box
+    h = b[3] - b[1]
+    return b[1] - a[3] >= max(2.0 * gap, SPACED_HEAD * h) and b[2] - b[0] <= HEAD_WIDTH * _column_width(layout, i)
+
+
+def _column_width(layout: Layout, i: int) -> float:
+    """The width of the widest line of prose in line ``i``'s layout column (its own width where none)."""
+    col = layout.lines[i].column
+    ws = [ln.box[2] - ln.box[0] for ln in layout.lines if ln.column == col and _prose(ln.text)]
+    return float(max(ws, default=layout.lines[i].box[2] - layout.lines[i].box[0]))
+
+
+def _spaced_stop(layout: Layout, order: list[int], pos: int, cols: list[int], gap: float) -> bool:
+    """Where the named heading is a spaced short line, the next one in that form, with a sentence ended above it and
+    prose under it, heads the next section."""
+    if not _spaced(layout, order, pos, cols, gap):
+        return False
+    prev = layout.lines[order[pos - 1]].text.strip()
+    if not prev or prev[-1] not in _END_PUNCT or not _heads_prose(layout, order, pos, cols):
+        return False
+    below = layout.lines[order[pos + 1]].box  # prose under it: a paragraph's line, not a figure's label
+    return below[2] - below[0] >= HEAD_WIDTH * _column_width(layout, order[pos + 1])
+
+
 def _find_heading(layout: Layout, order: list[int], name: str) -> tuple[float, int, int]:
     """(score, position in ``order``, run-in words) of the line that heads the section ``name``: a line that reads
     as the title; else a paragraph opening with it as a run-in head ("Results. The ..."); else the same for the
@@ -472,16 +540,23 @@ def named_extent(layout: Layout, name: str) -> Extent | None:
     numbered = _NUM_HEAD_RE.match(layout.lines[head].text) is not None
     caps = not runin and _caps(layout.lines[head].text)
     blocks = _block_of(layout)
+    gap = _line_gap(layout, order, cols)
+    spaced = not runin and _spaced(layout, order, pos, cols, gap)
     lines: list[int] = []
     for p in range(pos + 1, len(order)):
-        if _is_stop(layout, order, p, cols, blocks, numbered, caps):
+        if lines and _running_head(layout, order, p, cols, lines[-1], gap):
+            continue
+        k = blocks.get(order[p])
+        small = k is not None and _small_footnote(layout, layout.blocks[k], order[p], lines)
+        if not small and _is_stop(layout, order, p, cols, blocks, numbered, caps):  # "13 We experimented ..."
+            break
+        if spaced and _spaced_stop(layout, order, p, cols, gap):
             break
         if runin and _runin_head(layout, order, p):
             break
         if _furniture(layout, order, p, cols):
             continue
-        k = blocks.get(order[p])
-        if k is None or not _small_footnote(layout, layout.blocks[k], order[p], lines):  # not running text
+        if not small:  # a footnote's lines are not running text
             lines.append(order[p])
     if runin:  # the head line's words after the run-in title are the section's first words
         lines.insert(0, head)
