@@ -450,7 +450,9 @@ def _running_head(layout: Layout, order: list[int], pos: int, cols: list[int], l
     if pos + 1 >= len(order) or cols[order[pos + 1]] != cols[i]:
         return False
     above = [order[q] for q in range(pos) if cols[order[q]] == cols[i]]
-    if any(_wordy(layout.lines[j].text) for j in above) or cols[last] == cols[i]:
+    if not _heading_like(layout.lines[i].text) or any(_wordy(layout.lines[j].text) for j in above):
+        return False
+    if cols[last] == cols[i]:
         return False
     below, prev = layout.lines[order[pos + 1]].text.strip(), layout.lines[last].text.strip()
     if below and below[0].islower() and prev and prev[-1] not in _END_PUNCT:
