@@ -270,9 +270,10 @@ def _furniture(layout: Layout, order: list[int], pos: int, cols: list[int]) -> b
 
 def _running_head(layout: Layout, order: list[int], pos: int, cols: list[int], last: int, gap: float) -> bool:
     """The line at ``order[pos]`` is a running header ("Rehabilitation Research and Practice") above a column the
-    section goes on in: the column's first line with a word in it, and either the line under it opens in lower case
-    where the section's ``last`` line (the previous column's foot) left a sentence open, or it lies above every
-    other column's first line with white space under it (3 usual gaps, a line's height)."""
+    section goes on in: the column's first line with a word in it, heading-like, set apart from the text under it
+    (3 usual gaps and a line's height), and either the line under it opens in lower case where the section's
+    ``last`` line (the previous column's foot) left a sentence open, or it lies above every other column's first
+    line."""
     i = order[pos]
     if pos + 1 >= len(order) or cols[order[pos + 1]] != cols[i]:
         return False
@@ -281,16 +282,17 @@ def _running_head(layout: Layout, order: list[int], pos: int, cols: list[int], l
         return False
     if cols[last] == cols[i]:
         return False
+    box, nxt = layout.lines[i].box, layout.lines[order[pos + 1]].box
+    if nxt[1] - box[3] < max(3 * gap, box[3] - box[1]):  # set apart from the text under it
+        return False
     below, prev = layout.lines[order[pos + 1]].text.strip(), layout.lines[last].text.strip()
     if below and below[0].islower() and prev and prev[-1] not in _END_PUNCT:
         return True
-    # or it stands above every other column's first line, set apart from the text under it
-    box, nxt = layout.lines[i].box, layout.lines[order[pos + 1]].box
     tops = {}
     for j in order:
         if cols[j] != cols[i] and _wordy(layout.lines[j].text):
             tops.setdefault(cols[j], layout.lines[j].box[1])
-    return bool(tops) and box[3] < min(tops.values()) and nxt[1] - box[3] >= max(3 * gap, box[3] - box[1])
+    return bool(tops) and box[3] < min(tops.values())
 
 
 def _title_wrap(layout: Layout, order: list[int], pos: int, cols: list[int]) -> bool:
