@@ -44,6 +44,7 @@ BELOW_PITCH = 3.0  # the line under a heading lies within this many of its heigh
 FOOTNOTE_HEIGHT = 0.92  # a footnote's lines are lower than this share of the body's line height
 MIN_COLUMN = 6.0  # a layout column at least this many body line heights wide
 SPACED_HEAD = 0.5  # a spaced heading has white space above it of at least this share of its height
+_FOOTNOTE_MARK_RE = re.compile(r"\s*\d{1,2}\s+[^\W\d_]")  # "13 We experimented ..."
 _CAPTION_RE = re.compile(r"^\s*(?:fig(?:ure)?|table|tab|algorithm|listing)\.?\s*\d", re.I)
 _NUM_HEAD_RE = re.compile(r"^\s*(?:\d{1,2}(?:\.\d{1,2})*\.?|[IVX]{1,5}\.|[A-H]\.\d{0,2})\s+\S")
 _NUMBER_STRIP_RE = re.compile(
@@ -214,7 +215,7 @@ def _small_footnote(layout: Layout, block, i: int, before: list[int]) -> bool:
     ref = np.median([layout.lines[j].box[3] - layout.lines[j].box[1] for j in before]) if before else None
     box = layout.lines[i].box
     own = box[3] - box[1]
-    if re.match(r"\s*\d{1,2}\s+[^\W\d_]", layout.lines[i].text):  # a footnote's marker raises its first line
+    if _FOOTNOTE_MARK_RE.match(layout.lines[i].text):  # a footnote's marker raises its first line
         own = min(own, float(np.median([layout.lines[j].box[3] - layout.lines[j].box[1] for j in block.lines])))
     return own < FOOTNOTE_HEIGHT * float(ref if ref is not None else layout.body_height)
 
