@@ -144,9 +144,8 @@ def test_a_tables_cells_are_not_the_sections_last_line_of_prose():
     assert not _covers(regions, _box(boxes, "< 100 chars of text"))
 
 
-@pytest.mark.parametrize("width", [0.25, 0.9])
-def test_a_box_across_the_gutter_is_cut_only_where_both_parts_are_column_lines(width):
-    edges = [60.0, 590.0, 1120.0]
-    left_part = (590.0 - 60.0) * width
-    box = (590.0 - left_part, 300.0, 590.0 + (1120.0 - 590.0) * width, 320.0)
-    assert column_split._spans_columns(box, [590.0], edges, 0.0) == (width > column_split.CUT_WIDTH)
+@pytest.mark.parametrize("start", [147.0, 487.0])
+def test_a_box_across_the_gutter_is_cut_only_where_it_starts_at_its_columns_edge(start):
+    edges = [147.0, 620.0, 1120.0]  # a wide table's row starts inside the left column, two joined lines at its edge
+    box = (start, 300.0, 1090.0, 320.0)
+    assert column_split._spans_columns(box, edges, 0.0, 20.0) == (start == 147.0)

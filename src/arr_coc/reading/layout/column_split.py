@@ -13,7 +13,7 @@ NARROW = 0.6  # a column's line is narrower than this share of the page's text w
 PROSE_SHARE = 0.8  # where no gutter shows, again from the narrow lines at least this share of their median length
 GUTTER_SHARE = 0.1  # a gutter is covered by at most this share of the narrow lines (an author block) ...
 GUTTER_MIN = 1.0  # ... and at least this many body line heights wide ...
-CUT_WIDTH = 0.6  # a box is cut at a gutter where each part is at least this share of its column wide
+CUT_START = 3.0  # a box is cut at a gutter where it starts within this many line heights of its column's edge
 SIDE_SHARE = 0.15  # ... with at least this share of the narrow lines wholly on each side
 
 
@@ -129,7 +129,7 @@ def separate_columns(layout: Layout) -> tuple[Layout, float] | None:
         across = crossed(b)
         if not across:
             pieces.append((text, b))
-        elif b[1] >= max(tops[g] for g in across) - 0.5 * h and _spans_columns(b, across, edges, slope):
+        elif b[1] >= max(tops[g] for g in across) - 0.5 * h and _spans_columns(b, edges, slope, h):
             pieces += _cut(text, b, across, slope, h)  # two columns' lines the reader boxed as one
             joined = True
         # else: a title, an abstract, a wide figure or a wide table's row above or across the columns: in no column
@@ -161,17 +161,13 @@ def _column_tops(boxes: list[tuple[float, ...]], gutters: list[float], slope: fl
     return out
 
 
-def _spans_columns(box: tuple, across: list[float], edges: list[float], slope: float) -> bool:
-    """Each part of ``box`` cut at the gutters ``across`` is about a column's line wide (``CUT_WIDTH`` of its
-    column; ``edges``: the text's left edge, the gutters, its right edge): two columns' lines, not a wide table's
-    row or a figure's label that crosses the gutter."""
+def _spans_columns(box: tuple, edges: list[float], slope: float, h: float) -> bool:
+    """``box``, across a gutter, starts near its column's left edge (``edges``: the text's left edge, the gutters,
+    its right edge; within ``CUT_START`` line heights): two columns' lines the reader boxed as one, not a wide
+    table's row or a figure's label that starts inside a column and crosses the gutter."""
     off = slope * (box[1] + box[3]) / 2
-    xs = [box[0], *(g + off for g in across), box[2]]
-    for a, b in zip(xs, xs[1:], strict=False):
-        k = next((j for j in range(len(edges) - 1) if edges[j] + off <= (a + b) / 2 <= edges[j + 1] + off), None)
-        if k is None or b - a < CUT_WIDTH * (edges[k + 1] - edges[k]):
-            return False
-    return True
+    k = max(0, sum(1 for g in edges[1:-1] if g + off <= box[0]))
+    return box[0] - (edges[k] + off) <= CUT_START * h
 
 
 def _cut(text: str, box: tuple, across: list[float], slope: float, h: float) -> list[tuple[str, tuple]]:
