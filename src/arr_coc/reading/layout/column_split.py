@@ -166,8 +166,7 @@ def _spans_columns(box: tuple, edges: list[float], slope: float, h: float) -> bo
     its right edge; within ``CUT_START`` line heights): two columns' lines the reader boxed as one, not a wide
     table's row or a figure's label that starts inside a column and crosses the gutter."""
     off = slope * (box[1] + box[3]) / 2
-    k = max(0, sum(1 for g in edges[1:-1] if g + off <= box[0]))
-    return box[0] - (edges[k] + off) <= CUT_START * h
+    return any(abs(box[0] - (e + off)) <= CUT_START * h for e in edges[:-1])
 
 
 def _cut(text: str, box: tuple, across: list[float], slope: float, h: float) -> list[tuple[str, tuple]]:
