@@ -8,6 +8,8 @@
                          ``Layout`` into the ``Evidence`` to keep
     sections.py          ``named_extent``: the lines a named section's heading governs (its column, on into the
                          next column, up to the next heading that stands above prose)
+    column_split.py      ``separate_columns``: a page whose columns the layout joined (a tilted scan) again with
+                         each column's boxes moved apart (the named-section path only)
 
 Depends on ``arr_coc.reading.text`` only (no OCR engine, no matcher): any OCR output works.
 """

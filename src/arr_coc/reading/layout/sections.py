@@ -32,7 +32,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..text import fold
-from .page import _END_PUNCT, PROSE_WORDS, Layout
+from .column_split import NARROW, PROSE_SHARE, _gutter_cuts, separate_columns, unshift
+from .page import _END_PUNCT, HEAD_WIDTH, PROSE_WORDS, Layout
 
 __all__ = ["Extent", "named_extent", "words_of", "match_phrase", "long_section_name", "separate_columns"]
 
@@ -40,13 +41,10 @@ MATCH_MIN = 0.75  # share of the title's words a heading line must spell
 EXTRA_WORDS = 2  # a heading line may hold this many words besides the title's (and its section number)
 HEAD_MAX_WORDS = 10  # a heading line is at most this long
 BELOW_PITCH = 3.0  # the line under a heading lies within this many of its heights
-NARROW = 0.6  # a column's line is narrower than this share of the page's text width
-GUTTER_SHARE = 0.1  # a gutter is covered by at most this share of the narrow lines (an author block) ...
-GUTTER_MIN = 1.0  # ... and at least this many body line heights wide ...
-SIDE_SHARE = 0.15  # ... with at least this share of the narrow lines wholly on each side
 FOOTNOTE_HEIGHT = 0.92  # a footnote's lines are lower than this share of the body's line height
 MIN_COLUMN = 6.0  # a layout column at least this many body line heights wide
-PROSE_SHARE = 0.8  # where no gutter shows, again from the narrow lines at least this share of their median length
+SPACED_HEAD = 0.5  # a spaced heading has white space above it of at least this share of its height
+_FOOTNOTE_MARK_RE = re.compile(r"\s*\d{1,2}\s+[^\W\d_]")  # "13 We experimented ..."
 _CAPTION_RE = re.compile(r"^\s*(?:fig(?:ure)?|table|tab|algorithm|listing)\.?\s*\d", re.I)
 _NUM_HEAD_RE = re.compile(r"^\s*(?:\d{1,2}(?:\.\d{1,2})*\.?|[IVX]{1,5}\.|[A-H]\.\d{0,2})\s+\S")
 _NUMBER_STRIP_RE = re.compile(
@@ -125,175 +123,6 @@ def line_columns(layout: Layout) -> list[int]:
         k = next((c for c in range(len(edges) - 1) if edges[c] <= cx <= edges[c + 1]), 0)
         out.append(-1 if ln.box[0] < edges[k] - h or ln.box[2] > edges[k + 1] + h else k)
     return out
-
-
-def _gutter_cuts(narrow: list, x0: float, width: float, h: float) -> list[float]:
-    """The x of each gutter among ``narrow`` lines: a run at least ``GUTTER_MIN`` line heights wide that at most
-    ``GUTTER_SHARE`` of them cover, with ``SIDE_SHARE`` of them wholly on each side."""
-    n = int(width) + 1
-    cuts: list[float] = []
-    for x, end in _free_runs([(ln.box[0], ln.box[2]) for ln in narrow], x0, n):
-        cut = x0 + (x + end) / 2
-        left = sum(1 for ln in narrow if ln.box[2] <= cut)
-        right = sum(1 for ln in narrow if ln.box[0] >= cut)
-        if x > 0 and end < n and end - x >= GUTTER_MIN * h and min(left, right) >= SIDE_SHARE * len(narrow):
-            cuts.append(cut)
-    return cuts
-
-
-def _free_runs(spans: list[tuple[float, float]], lo: float, n: int) -> list[tuple[int, int]]:
-    """The runs ``[x, end)`` of the ``n`` whole x from ``lo`` that at most ``GUTTER_SHARE`` of ``spans`` (page x
-    ranges) cover (at most one where there are few), left to right."""
-    cover = np.zeros(n + 1, dtype=np.int32)
-    for u, v in spans:
-        cover[int(u - lo)] += 1
-        cover[min(n, int(v - lo) + 1)] -= 1
-    free = np.cumsum(cover)[:n] <= max(1, int(GUTTER_SHARE * len(spans)))
-    runs, x = [], 0
-    while x < n:
-        if not free[x]:
-            x += 1
-            continue
-        end = x
-        while end < n and free[end]:
-            end += 1
-        runs.append((x, end))
-        x = end
-    return runs
-
-
-SKEWS = np.linspace(-0.03, 0.03, 25)  # slopes tried for a scanned page's tilt (about +-1.7 degrees)
-SPLIT_SIDE = SIDE_SHARE  # a gutter between OCR boxes has this share of the narrow ones wholly on each side
-EDGE, EDGE_LINES = 2.0, 3  # at least 3 prose lines end (begin) within 2 line heights of a gutter on each side
-TRIM = 0.3  # line heights trimmed off both ends of each box when looking for a gutter between boxes
-
-
-def _box_gutters(boxes: list[tuple[float, ...]], h: float) -> tuple[float, list[float]]:
-    """(slope, gutters): the x of each gutter between the page's OCR boxes (after ``x - slope * y``, the page's
-    tilt undone, and each narrow box trimmed by ``TRIM`` line heights at both ends: a tilted line's box, and the
-    reader's margin round it, reach into a narrow gutter): a run of x that at most ``GUTTER_SHARE`` of the narrow
-    boxes cover, with ``SPLIT_SIDE`` of them wholly on each side, and ``EDGE_LINES`` lines of a column's prose (about
-    the usual narrow line's width: a table's cells are shorter) ending (beginning) within ``EDGE`` line heights of
-    it on each side; the slope whose gutters are widest."""
-    x0 = min(b[0] for b in boxes)
-    width = max(b[2] for b in boxes) - x0
-    narrow = [b for b in boxes if b[2] - b[0] < NARROW * width and b[2] - b[0] > 2 * TRIM * h + 1]
-    if len(narrow) < 8:
-        return 0.0, []
-    usual = float(np.median([b[2] - b[0] for b in narrow])) - 2 * TRIM * h
-    best: tuple[float, float, list] = (0.0, 0.0, [])
-    for slope in SKEWS:
-        sh = [
-            (b[0] + TRIM * h - slope * (b[1] + b[3]) / 2, b[2] - TRIM * h - slope * (b[1] + b[3]) / 2) for b in narrow
-        ]
-        lo = min(u for u, _ in sh)
-        n = int(max(v for _, v in sh) - lo) + 2
-        # a column's prose on each side of a gutter: lines of about the usual narrow line's width that end (begin)
-        # at it (a table's cells are shorter)
-        wide = [(u, v) for u, v in sh if v - u >= PROSE_SHARE * usual]
-        runs = []
-        for x, end in _free_runs(sh, lo, n):
-            a, b = lo + x, lo + end
-            left = sum(1 for _, v in sh if v <= b)
-            right = sum(1 for u, _ in sh if u >= a)
-            ends = sum(1 for u, v in wide if a - EDGE * h <= v <= b)
-            starts = sum(1 for u, v in wide if a <= u <= b + EDGE * h)
-            if x > 0 and end < n and min(left, right) >= SPLIT_SIDE * len(narrow) and min(ends, starts) >= EDGE_LINES:
-                runs.append((a, b))
-        total = sum(b - a for a, b in runs)
-        if total > best[0]:
-            best = (total, float(slope), [(a + b) / 2 for a, b in runs])
-    return best[1], best[2]
-
-
-def separate_columns(layout: Layout) -> tuple[Layout, float] | None:
-    """``(layout, shift)``: the page again with the OCR boxes of column k moved ``k * shift`` to the right, where
-    the layout joined boxes of two columns into one line (None where it joined none). The reader boxes each
-    column's line apart, but on a scanned page (tilted: every box is taller than its text) with justified text the
-    layout reads two boxes side by side on one baseline as one line; the gutter shows between the boxes themselves
-    (``_box_gutters``), and on a narrow gutter the reader itself may box two columns' lines as one, which is cut
-    at the gutter (``_cut``) where it lies below the top of the columns' prose (``_column_tops``); a box across a
-    gutter above it (a title, an abstract) belongs to no column and is left out. A box is in the column its centre
-    lies in; ``shift`` exceeds the page's width, so a box of the moved layout lies in column ``x0 // shift``
-    (``unshift``)."""
-    pairs = [(t, tuple(float(v) for v in b)) for t, b in layout.boxes]
-    if len(pairs) < 8:
-        return None
-    h = max(1.0, layout.body_height)
-    slope, gutters = _box_gutters([b for _, b in pairs], h)
-    if not gutters:
-        return None
-
-    def crossed(b: tuple[float, ...]) -> list[float]:
-        off = slope * (b[1] + b[3]) / 2
-        return [g for g in gutters if b[0] + TRIM * h - off < g < b[2] - TRIM * h - off]
-
-    def column(b: tuple[float, ...]) -> int:
-        return sum(1 for g in gutters if g < (b[0] + b[2]) / 2 - slope * (b[1] + b[3]) / 2)
-
-    joined = any(len({column(pairs[i][1]) for i in ln.boxes}) > 1 for ln in layout.lines)
-    tops = _column_tops([b for _, b in pairs], gutters, slope)
-    pieces: list[tuple[str, tuple]] = []
-    for text, b in pairs:
-        across = crossed(b)
-        if not across:
-            pieces.append((text, b))
-        elif b[1] >= max(tops[g] for g in across) - 0.5 * h:  # two columns' lines the reader boxed as one
-            pieces += _cut(text, b, across, slope, h)
-            joined = True
-        # else: a title, an abstract or a wide figure above or across the columns: in no column
-    if not joined:
-        return None
-    from .structure import analyse
-
-    shift = float(np.ceil(max(b[2] for _, b in pairs))) + 1.0
-    moved = [(t, (b[0] + column(b) * shift, b[1], b[2] + column(b) * shift, b[3])) for t, b in pieces]
-    return analyse(moved), shift
-
-
-def _column_tops(boxes: list[tuple[float, ...]], gutters: list[float], slope: float) -> dict[float, float]:
-    """For each gutter, the y where the prose of the columns on both its sides has begun: the later of the two
-    columns' first line at least ``PROSE_SHARE`` of the usual narrow line's width (a running header, a heading
-    or a figure's label is shorter)."""
-    width = max(b[2] for b in boxes) - min(b[0] for b in boxes)
-    narrow = [b for b in boxes if b[2] - b[0] < NARROW * width]
-    usual = float(np.median([b[2] - b[0] for b in narrow])) if narrow else 0.0
-    prose = [b for b in narrow if b[2] - b[0] >= PROSE_SHARE * usual]
-    edges = [-np.inf, *gutters, np.inf]
-    out = {}
-    for k, g in enumerate(gutters):
-        sides = []
-        for lo, hi in ((edges[k], g), (g, edges[k + 2])):
-            ys = [b[1] for b in prose if lo < (b[0] + b[2]) / 2 - slope * (b[1] + b[3]) / 2 < hi]
-            sides.append(min(ys) if ys else np.inf)
-        out[g] = max(sides)
-    return out
-
-
-def _cut(text: str, box: tuple, across: list[float], slope: float, h: float) -> list[tuple[str, tuple]]:
-    """A box holding the lines of columns on both sides of the gutters ``across`` cut at each: the text at the space
-    whose place (the characters' share of the box's width) lies nearest to the gutter."""
-    off = slope * (box[1] + box[3]) / 2
-    out: list[tuple[str, tuple]] = []
-    x0 = box[0]
-    for g in across:
-        gx = g + off
-        words = text.strip()
-        spaces = [i for i, c in enumerate(words) if c == " "]
-        if not spaces:
-            break
-        want = len(words) * (gx - x0) / max(1.0, box[2] - x0)
-        k = min(spaces, key=lambda i: abs(i - want))
-        out.append((words[:k], (x0, box[1], gx - 0.5 * TRIM * h, box[3])))
-        text, x0 = words[k + 1 :], gx + 0.5 * TRIM * h
-    out.append((text.strip(), (x0, box[1], box[2], box[3])))
-    return [(t, b) for t, b in out if t]
-
-
-def unshift(box: tuple, shift: float) -> tuple:
-    """A box of ``separate_columns``' layout in the page's own pixels."""
-    k = int(box[0] // shift)
-    return (box[0] - k * shift, box[1], box[2] - k * shift, box[3])
 
 
 def _reading_order(layout: Layout, cols: list[int]) -> list[int]:
@@ -385,7 +214,10 @@ def _small_footnote(layout: Layout, block, i: int, before: list[int]) -> bool:
         return False
     ref = np.median([layout.lines[j].box[3] - layout.lines[j].box[1] for j in before]) if before else None
     box = layout.lines[i].box
-    return box[3] - box[1] < FOOTNOTE_HEIGHT * float(ref if ref is not None else layout.body_height)
+    own = box[3] - box[1]
+    if _FOOTNOTE_MARK_RE.match(layout.lines[i].text):  # a footnote's marker raises its first line
+        own = min(own, float(np.median([layout.lines[j].box[3] - layout.lines[j].box[1] for j in block.lines])))
+    return own < FOOTNOTE_HEIGHT * float(ref if ref is not None else layout.body_height)
 
 
 _RUNIN_SMALL = {"of", "and", "the", "in", "on", "for", "to", "a", "an", "with", "at", "by"}
@@ -437,6 +269,97 @@ def _furniture(layout: Layout, order: list[int], pos: int, cols: list[int]) -> b
     return edge and not _wordy(text) and not _YEAR_RE.search(text)
 
 
+def _running_head(layout: Layout, order: list[int], pos: int, cols: list[int], last: int, gap: float) -> bool:
+    """The line at ``order[pos]`` is a running header ("Rehabilitation Research and Practice") above a column the
+    section goes on in: the column's first line with a word in it, heading-like, set apart from the text under it
+    (3 usual gaps and a line's height), and either the line under it opens in lower case where the section's
+    ``last`` line (the previous column's foot) left a sentence open, or it lies above every other column's first
+    line."""
+    i = order[pos]
+    if pos + 1 >= len(order) or cols[order[pos + 1]] != cols[i]:
+        return False
+    above = [order[q] for q in range(pos) if cols[order[q]] == cols[i]]
+    if not _heading_like(layout.lines[i].text) or any(_wordy(layout.lines[j].text) for j in above):
+        return False
+    if cols[last] == cols[i]:
+        return False
+    box, nxt = layout.lines[i].box, layout.lines[order[pos + 1]].box
+    if nxt[1] - box[3] < max(3 * gap, box[3] - box[1]):  # set apart from the text under it
+        return False
+    below, prev = layout.lines[order[pos + 1]].text.strip(), layout.lines[last].text.strip()
+    if below and below[0].islower() and prev and prev[-1] not in _END_PUNCT:
+        return True
+    tops = {}
+    for j in order:
+        if cols[j] != cols[i] and _wordy(layout.lines[j].text):
+            tops.setdefault(cols[j], layout.lines[j].box[1])
+    return bool(tops) and box[3] < min(tops.values())
+
+
+def _title_wrap(layout: Layout, order: list[int], pos: int, cols: list[int]) -> bool:
+    """The line right under the heading at ``order[pos]`` is its title's second line ("2 CHARACTERIZING EXPOSITORY"
+    / "WRITING"): close under it in its column, as tall, short, in the same case, with no section number."""
+    j = _below(layout, order, pos, cols)
+    if j is None or j != order[pos + 1]:
+        return False
+    a, b = layout.lines[order[pos]], layout.lines[j]
+    ha, hb = a.box[3] - a.box[1], b.box[3] - b.box[1]
+    return (
+        _heading_like(b.text)
+        and _NUM_HEAD_RE.match(b.text) is None
+        and len(b.text.split()) <= 4
+        and abs(ha - hb) <= 0.2 * ha
+        and b.box[1] - a.box[3] <= 0.5 * ha
+        and _caps(a.text) == _caps(b.text)
+    )
+
+
+def _line_gap(layout: Layout, order: list[int], cols: list[int]) -> float:
+    """The page's usual white space between a line and the next one in its column (the median)."""
+    gaps = [
+        layout.lines[j].box[1] - layout.lines[i].box[3]
+        for i, j in zip(order, order[1:], strict=False)
+        if cols[i] == cols[j] and layout.lines[j].box[1] > layout.lines[i].box[1]
+    ]
+    return float(np.median(gaps)) if gaps else 0.0
+
+
+def _spaced(layout: Layout, order: list[int], pos: int, cols: list[int], gap: float) -> bool:
+    """The line at ``order[pos]`` is a short line set apart from the line above it in its column by white space
+    (more than twice the page's usual gap and half a line): a heading's form that the layout need not class as one
+    (a body-size bold title joined to the paragraphs around it)."""
+    i = order[pos]
+    if pos == 0 or cols[order[pos - 1]] != cols[i] or not _heading_like(layout.lines[i].text):
+        return False
+    a, b = layout.lines[order[pos - 1]].box, layout.lines[i].box
+    h = b[3] - b[1]
+    return b[1] - a[3] >= max(2.0 * gap, SPACED_HEAD * h) and b[2] - b[0] <= HEAD_WIDTH * _column_width(layout, i)
+
+
+def _paragraph_line(layout: Layout, i: int) -> bool:
+    text, box = layout.lines[i].text.strip(), layout.lines[i].box
+    return text[-1:] in ".!?" or box[2] - box[0] >= HEAD_WIDTH * _column_width(layout, i)
+
+
+def _column_width(layout: Layout, i: int) -> float:
+    """The width of the widest line of prose in line ``i``'s layout column (its own width where none)."""
+    col = layout.lines[i].column
+    ws = [ln.box[2] - ln.box[0] for ln in layout.lines if ln.column == col and _prose(ln.text)]
+    return float(max(ws, default=layout.lines[i].box[2] - layout.lines[i].box[0]))
+
+
+def _spaced_stop(layout: Layout, order: list[int], pos: int, cols: list[int], gap: float) -> bool:
+    """Where the named heading is a spaced short line, the next one in that form, with a sentence ended above it and
+    prose under it, heads the next section."""
+    if not _spaced(layout, order, pos, cols, gap):
+        return False
+    prev = layout.lines[order[pos - 1]].text.strip()
+    if not prev or prev[-1] not in _END_PUNCT or not _heads_prose(layout, order, pos, cols):
+        return False
+    below = layout.lines[order[pos + 1]].box  # prose under it: a paragraph's line, not a figure's label
+    return below[2] - below[0] >= HEAD_WIDTH * _column_width(layout, order[pos + 1])
+
+
 def _find_heading(layout: Layout, order: list[int], name: str) -> tuple[float, int, int]:
     """(score, position in ``order``, run-in words) of the line that heads the section ``name``: a line that reads
     as the title; else a paragraph opening with it as a run-in head ("Results. The ..."); else the same for the
@@ -472,16 +395,25 @@ def named_extent(layout: Layout, name: str) -> Extent | None:
     numbered = _NUM_HEAD_RE.match(layout.lines[head].text) is not None
     caps = not runin and _caps(layout.lines[head].text)
     blocks = _block_of(layout)
+    gap = _line_gap(layout, order, cols)
+    spaced = not runin and _spaced(layout, order, pos, cols, gap)
     lines: list[int] = []
     for p in range(pos + 1, len(order)):
-        if _is_stop(layout, order, p, cols, blocks, numbered, caps):
+        if lines and _running_head(layout, order, p, cols, lines[-1], gap):
+            continue
+        if p == pos + 1 and not runin and _title_wrap(layout, order, pos, cols):
+            continue
+        k = blocks.get(order[p])
+        small = k is not None and _small_footnote(layout, layout.blocks[k], order[p], lines)
+        if not small and _is_stop(layout, order, p, cols, blocks, numbered, caps):  # "13 We experimented ..."
+            break
+        if spaced and _spaced_stop(layout, order, p, cols, gap):
             break
         if runin and _runin_head(layout, order, p):
             break
         if _furniture(layout, order, p, cols):
             continue
-        k = blocks.get(order[p])
-        if k is None or not _small_footnote(layout, layout.blocks[k], order[p], lines):  # not running text
+        if not small:  # a footnote's lines are not running text
             lines.append(order[p])
     if runin:  # the head line's words after the run-in title are the section's first words
         lines.insert(0, head)
@@ -497,6 +429,8 @@ def named_extent(layout: Layout, name: str) -> Extent | None:
     # labels close the extent
     last = [lines[-1]]
     prose = [i for i in lines if not _CAPTION_RE.match(layout.lines[i].text) and _prose_block(layout, blocks, i)]
+    if prose and prose[-1] != lines[-1]:  # a paragraph's line: as wide as the column, or ending a sentence
+        prose = [i for i in prose if _paragraph_line(layout, i)] or prose
     if prose and prose[-1] != lines[-1]:
         last.append(prose[-1])
     return Extent(head, tuple(lines), tuple(words), tuple(last), best)
