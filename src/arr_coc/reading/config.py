@@ -170,14 +170,22 @@ class SemanticConfig:
     # the English MiniLM's similarities to "¿Quién es el cliente?" pick lines of running text, not the key it names)
     cjk: bool = False  # embed questions holding Chinese or Japanese characters too (the English MiniLM misreads them:
     # off, they are matched lexically alone)
+    # semantic keys (``semantic_keys``): a printed label read as a question ("What is the address?") matched to an
+    # English question whose words name no key strongly. Off by default: on realdocs-dev's dev paraphrases it lowers
+    # recall at every threshold tried (receipts' issuer and date questions lose to labels such as "Cashier")
+    key_weight: float = 0.0  # key weight of the best label (0: off)
+    key_min_sim: float = 0.5  # ... when its similarity to the question reaches this
+    key_margin: float = 0.1  # ... and leads every other label's by this
+    key_words: int = 6  # a key-like box has at most this many words (and mostly letters)
 
     def __post_init__(self) -> None:
         if self.ceiling <= self.floor:
             raise ValueError(f"semantic.ceiling ({self.ceiling}) must exceed semantic.floor ({self.floor})")
-        _check_positive("semantic", band=self.band, max_tokens=self.max_tokens)
+        _check_positive("semantic", band=self.band, max_tokens=self.max_tokens, key_words=self.key_words)
         _check_unit(
             "semantic",
             weight=self.weight,
+            key_weight=self.key_weight,
             digit_share=self.digit_share,
             lexical_strong=self.lexical_strong,
             lexical_strong_factor=self.lexical_strong_factor,

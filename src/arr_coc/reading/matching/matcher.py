@@ -24,6 +24,7 @@ from .lexical import LexicalPage, answer_types, foreign_words, has_type, lexical
 from .propagation import CellPainter, Neighbours, paint_boxes, propagate, word_units
 from .quotes import INLINE_OTHERS, inline_values
 from .semantic import MiniLMEmbedder, semantic_scores, semantic_similarities
+from .semantic_keys import key_similarities, semantic_keys
 
 
 def _typed(boxes: Sequence[TextBox], kind: str) -> np.ndarray:
@@ -269,6 +270,13 @@ class QueryMatcher:
             self.embedder, [b.text for b in boxes], query, self.config.semantic, self.config.lexical.max_query_chars
         )
 
+    def label_keys(self, boxes: Sequence[TextBox], query: str) -> np.ndarray:
+        """(N,) the printed label an English question asks about, read as a question (``semantic_keys``)."""
+        texts = [b.text for b in boxes]
+        return semantic_keys(
+            texts, key_similarities(self.embedder, texts, query, self.config.semantic), self.config.semantic
+        )
+
     def semantic_scores(self, boxes: Sequence[TextBox], query: str) -> np.ndarray:
         """(N,) semantic key score in [0, 1], relative to the page's best match
         (``arr_coc.reading.matching.semantic.semantic_scores``)."""
@@ -346,6 +354,8 @@ class QueryMatcher:
                 found["sim"] = sim
             sem = w * semantic_scores(sim, self.config.semantic)  # (N,)
             keys = np.maximum(keys, np.where(sem >= kc.semantic_min * kc.min_match, sem, 0.0))
+            if lex_best < sc.lexical_strong and sc.key_weight > 0 and not foreign_words(query):  # ``semantic_keys``
+                keys = np.maximum(keys, self.label_keys(boxes, query))
         return keys.astype(np.float32)
 
     def clear(self) -> None:
