@@ -19,6 +19,8 @@ Three rooms and what they share (imports go down this list, never up; ``tests/te
         tables.py            tables: aligned baseline rows, their columns, header row and row-label column
         structural_query.py  ``parse`` / ``resolve``: a question about the page's structure -> ``Evidence``
         sections.py          a named section's extent (its column, on into the next, up to the next heading)
+        column_split.py      ``separate_columns``: columns the layout joined (a tilted scan, a line across a
+                             gutter) cut apart at the gutters between the OCR boxes
         scans.py             scanned pages: word units on tight lines, OCR-noise tolerant phrase matching
         scan_rows.py         scanned rows: a phrase matched token by token over words OCR joined; word evidence
                              painted on the ink band on tight lines
@@ -39,6 +41,8 @@ Three rooms and what they share (imports go down this list, never up; ``tests/te
     matching/        how much each box matters for a question, painted onto the token grid
         lexical.py       normalised tokens, fuzzy token similarity, per-box lexical score, answer types
         semantic.py      ``MiniLMEmbedder`` (all-MiniLM-L6-v2 with plain ``transformers``), per-box semantic score
+        semantic_keys.py a printed label read as a question, matched to the question by the MiniLM (off by
+                         default: measured on dev, it lowers recall)
         propagation.py   the layout rule (``propagate``, the ``layout`` section), grid painting (``paint_boxes``),
                          word units
         crossing.py      a table cell named by its column header and row label: ``Evidence(rule="table-cell")``
