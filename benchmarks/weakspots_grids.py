@@ -207,7 +207,31 @@ def render(kind: str, rng: random.Random) -> tuple[Image.Image, dict]:
             d.line([(xs[0], y + i * row_h), (xs[-1], y + i * row_h)], "black", 1)
     else:
         d.line([(xs[0], y + row_h - 2), (xs[-1], y + row_h - 2)], "black", 1)
+    _prose(d, rng, bottom + 3 * size, ImageFont.truetype(FONT, rng.randrange(16, 21)))
     return img, {"heads": heads, "labels": labels, "cells": cells, "ruled": ruled}
+
+
+def _prose(d: ImageDraw.ImageDraw, rng: random.Random, top: int, font) -> None:
+    """Running text under the table down to the foot of the page, as on a real page (a lone table on an empty page
+    fits whole in 11.1% of the tokens, so a wrong crossing would cost nothing)."""
+    y, step = top, int(font.size * 1.5)
+    while y + step < PAGE[1] - 60:
+        words, x = [], 60
+        while True:
+            w = rng.choice(PROSE)
+            if x + d.textlength(" ".join([*words, w]), font=font) > PAGE[0] - 60:
+                break
+            words.append(w)
+        d.text((x, y), " ".join(words), "black", font)
+        y += step
+
+
+PROSE = (
+    "the values in this table were measured at each site over the period shown and are given in the units of the "
+    "method described above with the settings of every run and the number of samples taken per day where a value "
+    "is missing the reading failed or was not made results for later runs follow in the next section together "
+    "with a note on how each instrument was calibrated before use and which corrections were applied"
+).split()
 
 
 def make(out: Path, pages: int, seed: int, per_page: int = 4) -> list[dict]:

@@ -29,6 +29,7 @@ _ROW_LAST = re.compile(rf"^\s*{_VERB}(?P<h>.+?)\s+(?:in|on|of)\s+the\s+(?P<l>.+?
 _FOR = re.compile(rf"^\s*{_VERB}(?P<rest>.+?){_END}", re.I)
 MIN_MATCH = 0.5  # a header / label phrase must match a box at least this well (lexical score)
 LEFT = 0.8  # a cell left of the row's label counts this much of one right of it
+KEY_SHARE = 0.8  # a box matching the label this share of its row's label's match is a key, not a cell
 
 
 def split_cell_query(query: str) -> list[tuple[str, str]]:
@@ -75,10 +76,14 @@ def cross_cells(
     if n < 3 or not splits:
         return None
     memo: dict[str, np.ndarray] = {}
+    printed = [_norm(b.text) for b in boxes]
 
     def lexical(phrase: str, _score: Callable[[str], np.ndarray] = lexical) -> np.ndarray:  # every split re-asks
         if phrase not in memo:
-            memo[phrase] = _score(phrase)
+            # a box that prints the phrase whole names it fully, even where the words are stop words ("May") or
+            # too short to weigh ("4g", which a lexical match scores no higher than "4d")
+            whole = _norm(phrase)
+            memo[phrase] = np.maximum(_score(phrase), np.array([float(bool(whole) and t == whole) for t in printed]))
         return memo[phrase]
 
     arr = np.array([b.box for b in boxes], dtype=np.float64).reshape(-1, 4)
@@ -111,8 +116,13 @@ def cross_cells(
         if col.max(initial=0.0) < MIN_MATCH:
             continue
         score = row * col
-        # a key box itself is not the answer
-        score[labels] = 0.0
+        # a key box itself is not the answer: a box that names the label about as well as its row's label does. A
+        # value that only shares some of the label's digits or words stays ("0.82, 0.86, 0.81" in the row of
+        # "= 0.82, 0.15, 0.81": on a grid whose cells are all named by one rule every cell partly spells the label)
+        row_label = np.zeros(n)
+        for c, a in row_of.items():
+            row_label[c] = ll[a]
+        score[labels[ll[labels] >= KEY_SHARE * row_label[labels]]] = 0.0
         top = float(score.max())
         if top < MIN_MATCH * MIN_MATCH or (best is not None and top <= best[0]):
             continue
@@ -136,6 +146,11 @@ def cross_cells(
         weights=weights,
         detail=f"column {head!r} x row {label!r}: {len(cells)} box(es), score {top:.2f}",
     )
+
+
+def _norm(text: str) -> str:
+    """A box's or phrase's text for a whole match: lower case, spaces collapsed, end punctuation dropped."""
+    return " ".join(text.lower().split()).strip(" :.,;*")
 
 
 def _column_cover(
