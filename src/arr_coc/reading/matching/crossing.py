@@ -80,11 +80,15 @@ def cross_cells(
 
     def lexical(phrase: str, _score: Callable[[str], np.ndarray] = lexical) -> np.ndarray:  # every split re-asks
         if phrase not in memo:
-            # a box that prints the phrase whole names it fully, even where the words are stop words ("May") or
-            # too short to weigh ("4g", which a lexical match scores no higher than "4d")
-            whole = _norm(phrase)
-            memo[phrase] = np.maximum(_score(phrase), np.array([float(bool(whole) and t == whole) for t in printed]))
+            memo[phrase] = _score(phrase)
         return memo[phrase]
+
+    def named(phrase: str) -> np.ndarray:
+        """A key phrase's match: a box that prints the phrase whole names it fully, even where its words are stop
+        words ("May") or too short to weigh ("4g", which a lexical match scores no higher than "4d"). Only for a
+        whole header or label: a header's single words ("of", "100") printed alone elsewhere name nothing."""
+        whole = _norm(phrase)
+        return np.maximum(lexical(phrase), np.array([float(bool(whole) and t == whole) for t in printed]))
 
     arr = np.array([b.box for b in boxes], dtype=np.float64).reshape(-1, 4)
     x0, y0, x1, y1 = arr.T
@@ -93,7 +97,7 @@ def cross_cells(
     has_text = np.array([bool(b.text.strip()) for b in boxes])
     best: tuple[float, np.ndarray, list[int], list[int], str, str] | None = None
     for head, label in splits:
-        lh, ll = lexical(head), lexical(label)  # (N,), (N,)
+        lh, ll = named(head), named(label)  # (N,), (N,)
         if lh.max(initial=0.0) < MIN_MATCH or ll.max(initial=0.0) < MIN_MATCH:
             continue
         labels = np.flatnonzero(ll >= max(MIN_MATCH, 0.5 * ll.max()))
@@ -169,7 +173,7 @@ def _column_cover(
     n = len(x0)
     cx = (x0 + x1) / 2
     words = [w for w in dict.fromkeys(re.findall(r"\w[\w.%/-]*", head)) if w]
-    per_word = [lexical(w) for w in words]
+    per_word = [lexical(w) for w in words] if len(words) > 1 else []  # one word: the header's own match
     per_word = [v for v in per_word if v.max(initial=0.0) >= MIN_MATCH] or [lh]
     heads = np.flatnonzero(np.max(per_word, axis=0) >= MIN_MATCH)
     cover = np.zeros((len(per_word), n))
