@@ -35,7 +35,8 @@ from PIL import Image, ImageDraw, ImageFont
 FONT = "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf"
 FONT_BOLD = "/usr/share/fonts/truetype/dejavu/DejaVuSans-Bold.ttf"
 PAGE = (1275, 1650)  # a letter page at 150 dpi, as realdocs-dev's renders
-KINDS = ("digits", "chess", "wide", "board", "formula")
+KINDS = ("digits", "chess", "wide", "board", "formula", "fragments")
+RUN_GAP = 0.9  # "fragments": the gap between a cell's two text runs, in font heights (OCR reads them as two boxes)
 WORDINGS = [
     ("extra_table_cell", "What is the {hd} for {lab}?"),
     ("extra_table_cell_row", "In the {lab} row, what is the {hd}?"),
@@ -101,6 +102,14 @@ def full_grid(kind: str, rng: random.Random) -> list[list[str]]:
         if rng.random() < 0.5:
             return [[f"{f}{r}" for f in files] for r in ranks]
         return [[f"{r}{f}" for f in files] for r in ranks]
+    if kind == "fragments":  # a colour test's cells: one channel or all three at a level, not the row's numbers
+        sym = rng.choice(["A, B, C", "R, G, B", "L, a, b"])
+        levels = [f"{v / 100:.2f}" for v in range(0, 101, 5)]
+        pool = [", ".join(lv if k == j else "0.00" for k in range(3)) for j in range(3) for lv in levels[1:]]
+        pool += [", ".join([lv] * 3) for lv in levels]
+        nc, nr = rng.randrange(3, 6), rng.randrange(5, 10)
+        cells = rng.sample(sorted(set(pool)), nc * nr)
+        return [[f"{sym} = {cells[i * nc + j]}" for j in range(nc)] for i in range(nr)]
     nc, nr = rng.randrange(3, 6), rng.randrange(5, 10)
     sym = rng.choice(["A, B, C", "x, y", "R, G, B", "L, a, b", "k, m"])
     n = len(sym.split(", "))
@@ -134,7 +143,7 @@ def table_of(kind: str, rng: random.Random) -> tuple[list[str], list[str], str]:
 
 def render(kind: str, rng: random.Random) -> tuple[Image.Image, dict]:
     """One page: the image and its table (cells with their ink boxes)."""
-    if kind in ("board", "formula"):
+    if kind in ("board", "formula", "fragments"):
         full = full_grid(kind, rng)
         heads, labels, corner = full[0][1:], [r[0] for r in full[1:]], full[0][0]
         grid = [r[1:] for r in full[1:]]
@@ -142,11 +151,11 @@ def render(kind: str, rng: random.Random) -> tuple[Image.Image, dict]:
         heads, labels, corner = table_of(kind, rng)
     size = rng.randrange(17, 25) if kind != "wide" else rng.randrange(13, 17)
     font, bold = ImageFont.truetype(FONT, size), ImageFont.truetype(FONT_BOLD, size)
-    if kind in ("board", "formula"):
+    if kind in ("board", "formula", "fragments"):
         bold = font  # the first row is a row like the others
     img = Image.new("RGB", PAGE, "white")
     d = ImageDraw.Draw(img)
-    if kind not in ("board", "formula"):
+    if kind not in ("board", "formula", "fragments"):
         values = set()
         grid = []
         for _ in labels:
@@ -158,9 +167,13 @@ def render(kind: str, rng: random.Random) -> tuple[Image.Image, dict]:
                 values.add(v)
                 row.append(v)
             grid.append(row)
-    pad = size // 2 + 4
+    pad = size // 2 + 4 if kind != "fragments" else 4  # fragments: cells nearly touch, as on a colour-test page
+    gap = int(RUN_GAP * size) if kind == "fragments" else 0
 
     def width(s: str, f) -> int:
+        if gap and " = " in s:
+            a, b = s.split(" = ", 1)
+            return int(d.textlength(a + " =", font=f) + gap + d.textlength(b, font=f))
         return int(d.textlength(s, font=f)) if s else 0
 
     col_w = [max(width(corner, bold), *(width(s, font) for s in labels)) + 2 * pad]
@@ -183,6 +196,13 @@ def render(kind: str, rng: random.Random) -> tuple[Image.Image, dict]:
             return None
         x = xs[col] + pad if col == 0 else xs[col + 1] - pad - width(s, f)  # labels left, values right-aligned
         ty = top + (row_h - size) // 2
+        if gap and " = " in s:  # two text runs: "A, B, C =" and its numbers
+            a, b = s.split(" = ", 1)
+            d.text((x, ty), a + " =", "black", f)
+            x2 = x + int(d.textlength(a + " =", font=f)) + gap
+            d.text((x2, ty), b, "black", f)
+            b0, b1 = d.textbbox((x, ty), a + " =", font=f), d.textbbox((x2, ty), b, font=f)
+            return [int(min(b0[0], b1[0])), int(min(b0[1], b1[1])), int(max(b0[2], b1[2])), int(max(b0[3], b1[3]))]
         d.text((x, ty), s, "black", f)
         return [int(v) for v in d.textbbox((x, ty), s, font=f)]
 
@@ -234,12 +254,12 @@ PROSE = (
 ).split()
 
 
-def make(out: Path, pages: int, seed: int, per_page: int = 4) -> list[dict]:
+def make(out: Path, pages: int, seed: int, per_page: int = 4, kinds: tuple[str, ...] = KINDS) -> list[dict]:
     (out / "images").mkdir(parents=True, exist_ok=True)
     rng = random.Random(seed)
     qs = []
     for p in range(pages):
-        kind = KINDS[p % len(KINDS)]
+        kind = kinds[p % len(kinds)]
         img, t = render(kind, rng)
         while not t:
             img, t = render(kind, rng)
@@ -277,8 +297,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", required=True, type=Path)
     ap.add_argument("--pages", type=int, default=12)
     ap.add_argument("--seed", type=int, default=5)
+    ap.add_argument("--kinds", nargs="*", default=list(KINDS), choices=KINDS, help="kinds, in turn page by page")
     a = ap.parse_args(argv)
-    qs = make(a.out, a.pages, a.seed)
+    qs = make(a.out, a.pages, a.seed, kinds=tuple(a.kinds))
     print(f"{len(qs)} questions on {a.pages} pages -> {a.out}")
     return 0
 

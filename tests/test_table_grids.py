@@ -65,3 +65,33 @@ def test_month_header_is_found_whole() -> None:
     assert ev is not None
     (cell,) = _cells(ev)
     assert next(b.text for b in boxes if tuple(b.box) == tuple(cell)) == "102"
+
+
+def test_label_whose_numbers_come_in_another_order_elsewhere() -> None:
+    """OCR reads a colour test's cells run into their neighbours ("0.00, 0.75, 0.00 A, B, C ="); the label
+    "= 0.00, 0.00, 0.75" is the box with those numbers in that order, not its anagram two rows up."""
+    rows = ["0.00, 0.75, 0.00", "0.35, 0.00, 0.00", "0.00, 0.00, 0.75", "0.50, 0.50, 0.50"]
+    cols = ["0.90, 0.00, 0.00", "0.00, 0.90, 0.00"]
+    vals = [
+        ["0.10, 0.10, 0.10", "0.20, 0.00, 0.00"],
+        ["0.30, 0.30, 0.30", "0.00, 0.40, 0.00"],
+        ["0.60, 0.60, 0.60", "0.00, 0.00, 0.70"],
+        ["0.80, 0.00, 0.00", "0.95, 0.95, 0.95"],
+    ]
+    boxes = [TextBox("A, B, C =", (40, 40, 130, 60))]
+    boxes += [
+        TextBox(f"{c} A, B, C =", (130 + 240 * j, 40, 370 + 240 * j, 60))
+        for j, c in enumerate(["0.00, 0.00, 0.00", cols[0]])
+    ]
+    boxes.append(TextBox(cols[1], (610, 40, 760, 60)))
+    for i, r in enumerate(rows):
+        y = 76 + 36 * i
+        boxes.append(TextBox("A, B, C =", (40, y, 130, y + 20)))
+        texts = [r, *vals[i]]
+        for j, t in enumerate(texts):
+            tail = " A, B, C =" if j < len(texts) - 1 else ""
+            boxes.append(TextBox(t + tail, (130 + 240 * j, y, 370 + 240 * j - (0 if tail else 90), y + 20)))
+    ev = _cross(boxes, "In the A, B, C = 0.00, 0.00, 0.75 row, what is the A, B, C = 0.00, 0.90, 0.00?")
+    assert ev is not None
+    texts = {next(b.text for b in boxes if tuple(b.box) == tuple(c)) for c in _cells(ev)}
+    assert "0.00, 0.00, 0.70" in texts and all(t.split(" A")[0] in vals[2] for t in texts), texts
