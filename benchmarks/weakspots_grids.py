@@ -17,7 +17,11 @@ question asked the way realdocs-dev asks ("What is the <header> for <label>?", "
 * ``board`` and ``formula``: grids whose every cell is named by one rule from its row and column -- a chessboard's
   squares ("e4"; dark squares shaded on half the boards), colour-test formulas ("A, B, C = 0.35, 0.10, 0.52") -- with
   the first row read as the header and the first column as the labels, so a value differs from its keys only in a
-  letter or a digit.
+  letter or a digit;
+* ``fragments`` (added at the lead's request after round 5's held-out reading of pdf.js' colour tests): a colour
+  test's cells ("A, B, C = 0.00, 0.45, 0.00": one channel or all three at a level, not the row's or column's
+  numbers), each drawn as two text runs a font height apart in cells that nearly touch, so OCR reads a cell's
+  numbers run into the next cell's "A, B, C =" (``--kinds fragments``).
 
 Made for development only: they are not real pages, and no figure on them stands in for unseen tables.
 """
