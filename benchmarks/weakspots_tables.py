@@ -92,9 +92,32 @@ COLLECTIONS: dict[str, tuple[str, ...]] = {
         "d5e60d4dd1e7d435d662bb0e8921f3f27c84e083",
     ),
     "pymupdfrag": ("github:pymupdf/RAG", "examples/", "AGPL-3.0"),
+    # round 5, added last (helper tables5), named and committed before any figure on them, never tuned on
+    "textractor": ("github:aws-samples/amazon-textract-textractor", "", "Apache-2.0"),
+    "textractsamples": ("github:aws-samples/amazon-textract-code-samples", "python/", "MIT-0"),
+    "azuredi": ("github:Azure-Samples/document-intelligence-code-samples", "", "MIT"),
+    "doclingparse": ("github:docling-project/docling-parse", "tests/data/", "MIT"),
+    "img2table": ("github:xavctn/img2table", "examples/data/", "MIT"),
+    "layoutparser": ("github:Layout-Parser/layout-parser", "tests/fixtures/", "Apache-2.0"),
+    "pdftableextract": ("github:ashima/pdf-table-extract", "example/", "MIT"),
+    "pypdfsamples": ("github:py-pdf/sample-files", "", "per-file, see the repository's README"),
+    "nlmingestor": ("github:nlmatics/nlm-ingestor", "files/pdf/", "Apache-2.0"),
 }
 # collections added last: every source of them is the "last" group
 LAST = ("fonduer:", "doclingeval:", "pypdf:", "deepdoctection:", "pymupdfrag:")
+# round 5's "last" group (helper tables5): named before any figure on it, measured once with frozen code
+LAST5 = (
+    "textractor:",
+    "textractsamples:",
+    "azuredi:",
+    "doclingparse:",
+    "img2table:",
+    "layoutparser:",
+    "pdftableextract:",
+    "pypdfsamples:",
+    "nlmingestor:",
+)
+LAST = LAST + LAST5
 PER_SOURCE = 8
 MAX_PAGES = {"pdfjs": 2}  # pdf.js' test PDFs are mostly reduced rendering cases: their first pages only
 SKIP_PATH = re.compile(r"samples/nonfree/(?!(f|i)1040nr)|/encryption/")  # other licences; encrypted files
@@ -126,10 +149,13 @@ def copy_collection(git_dir: str, src: Path, name: str) -> int:
     commit = subprocess.run(["git", "--git-dir", git_dir, "rev-parse", *at], capture_output=True, text=True)
     commit = commit.stdout.strip()
     rows = subprocess.run(
-        ["git", "--git-dir", git_dir, "ls-tree", "-r", "-l", commit, under], capture_output=True, text=True
+        ["git", "--git-dir", git_dir, "ls-tree", "-r", "-l", commit, *([under] if under else [])],
+        capture_output=True,
+        text=True,
     ).stdout.splitlines()
     dest = src / name
     dest.mkdir(parents=True, exist_ok=True)
+    seen = _known_sha1s(src, name)
     kept = []
     for row in rows:
         meta, path = row.split("\t", 1)
@@ -142,11 +168,28 @@ def copy_collection(git_dir: str, src: Path, name: str) -> int:
         blob = subprocess.run(["git", "--git-dir", git_dir, "show", f"{commit}:{path}"], capture_output=True)
         if blob.returncode != 0 or blob.stdout[:5] != b"%PDF-":
             continue
+        digest = hashlib.sha1(blob.stdout).hexdigest()
+        if digest in seen:  # the same file under another name (another collection, realdocs-dev, or this one)
+            continue
+        seen.add(digest)
         flat = re.sub(r"[^A-Za-z0-9_.-]+", "_", path[len(under) :])
         (dest / flat).write_bytes(blob.stdout)
         kept.append(path)
     (dest / "MANIFEST.txt").write_text(f"{repo} @ {commit} ({licence})\n" + "\n".join(kept) + "\n")
     return len(kept)
+
+
+REALDOCS_TABLES = Path("/work/shared/realdocs-dev/src/tables")
+
+
+def _known_sha1s(src: Path, name: str) -> set[str]:
+    """sha1s of the PDFs of every other collection under ``src`` and of realdocs-dev's table PDFs: a file copied
+    again under another name is left out (camelot's copies of tabula-java's files, pdf.js' renamed papers)."""
+    out = set()
+    for pdf in [*src.glob("*/*.pdf"), *REALDOCS_TABLES.glob("*.pdf")]:
+        if pdf.parent.name != name:
+            out.add(hashlib.sha1(pdf.read_bytes()).hexdigest())
+    return out
 
 
 def copy(git_dir: str, src: Path) -> int:

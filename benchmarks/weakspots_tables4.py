@@ -47,6 +47,15 @@ with the generator unchanged -- docling-eval's ``tests/data/`` (github:docling-p
 (a count, before any recall), deepdoctection's ``_tests/test_objects/`` at d5e60d4 (FedEx annual-report pages;
 Apache-2.0) and pymupdf/RAG's ``examples/`` (AGPL-3.0). Every source of theirs is "last" (``weakspots_tables.LAST``),
 built with ``make --collections doclingeval pypdf deepdoctection pymupdfrag``, measured once, never tuned on.
+
+Round 5's "last" group (helper tables5), named and committed before any figure on it (``weakspots_tables.LAST5``):
+nine collections no earlier round copied -- amazon-textract-textractor (tests, fixtures), amazon-textract-code-samples
+``python/``, Azure document-intelligence-code-samples, docling-parse ``tests/data/``, img2table ``examples/data/``,
+layout-parser ``tests/fixtures/``, pdf-table-extract ``example/``, py-pdf/sample-files, nlm-ingestor ``files/pdf/``
+-- each file checked against ``RESERVED`` by name and, by sha1, against every other collection and realdocs-dev's
+13 table PDFs (``copy``). tabula-java gives nothing new: its top-level PDFs are rounds 2-4's ``tabula`` sources and
+its ICDAR 2013 folders are camelot's ``tests/files/tabula/`` copies (reserved). Built with ``make --collections
+textractor textractsamples azuredi doclingparse img2table layoutparser pdftableextract pypdfsamples nlmingestor``.
 """
 
 from __future__ import annotations

@@ -29,6 +29,9 @@ _ROW_LAST = re.compile(rf"^\s*{_VERB}(?P<h>.+?)\s+(?:in|on|of)\s+the\s+(?P<l>.+?
 _FOR = re.compile(rf"^\s*{_VERB}(?P<rest>.+?){_END}", re.I)
 MIN_MATCH = 0.5  # a header / label phrase must match a box at least this well (lexical score)
 LEFT = 0.8  # a cell left of the row's label counts this much of one right of it
+ORDER = 0.9  # a key box printing the phrase's numbers in another order counts this much (``ordered``)
+_NUM = re.compile(r"\d+(?:\.\d+)?")
+KEY_SHARE = 0.8  # a box matching the label this share of its row's label's match is a key, not a cell
 
 
 def split_cell_query(query: str) -> list[tuple[str, str]]:
@@ -75,11 +78,29 @@ def cross_cells(
     if n < 3 or not splits:
         return None
     memo: dict[str, np.ndarray] = {}
+    printed = [_norm(b.text) for b in boxes]
 
     def lexical(phrase: str, _score: Callable[[str], np.ndarray] = lexical) -> np.ndarray:  # every split re-asks
         if phrase not in memo:
             memo[phrase] = _score(phrase)
         return memo[phrase]
+
+    def ordered(phrase: str) -> np.ndarray:
+        """(N,) 1, or ``ORDER`` for a box printing the phrase's numbers in another order ("0.00, 0.75, 0.00" for
+        "= 0.00, 0.00, 0.75"; "cel[0][2]" for "cell[2][0]"): a bag of words cannot tell them apart."""
+        want = _NUM.findall(phrase)
+        if len(want) < 2:
+            return np.ones(n)
+        return np.array([1.0 if _in_order(_NUM.findall(t), want) else ORDER for t in printed])
+
+    def named(phrase: str) -> np.ndarray:
+        """A key phrase's match: a box that prints the phrase whole names it fully, even where its words are stop
+        words ("May") or too short to weigh ("4g", which a lexical match scores no higher than "4d"). Only for a
+        whole header or label: a header's single words ("of", "100") printed alone elsewhere name nothing."""
+        whole = _norm(phrase)
+        return np.maximum(lexical(phrase), np.array([float(bool(whole) and t == whole) for t in printed]))
+
+    orders: dict[str, np.ndarray] = {}
 
     arr = np.array([b.box for b in boxes], dtype=np.float64).reshape(-1, 4)
     x0, y0, x1, y1 = arr.T
@@ -88,7 +109,8 @@ def cross_cells(
     has_text = np.array([bool(b.text.strip()) for b in boxes])
     best: tuple[float, np.ndarray, list[int], list[int], str, str] | None = None
     for head, label in splits:
-        lh, ll = lexical(head), lexical(label)  # (N,), (N,)
+        oh, ol = orders.setdefault(head, ordered(head)), orders.setdefault(label, ordered(label))
+        lh, ll = named(head) * oh, named(label) * ol  # (N,), (N,)
         if lh.max(initial=0.0) < MIN_MATCH or ll.max(initial=0.0) < MIN_MATCH:
             continue
         labels = np.flatnonzero(ll >= max(MIN_MATCH, 0.5 * ll.max()))
@@ -107,12 +129,17 @@ def cross_cells(
                 row_of[int(c)] = int(a)
         if not row.any():
             continue
-        col, col_of = _column_cover(head, lh, lexical, (x0, y0, x1, y1, h, cy), same_line, column_pad, row > 0)
+        col, col_of = _column_cover(head, lh, lexical, (x0, y0, x1, y1, h, cy), same_line, column_pad, row > 0, oh)
         if col.max(initial=0.0) < MIN_MATCH:
             continue
         score = row * col
-        # a key box itself is not the answer
-        score[labels] = 0.0
+        # a key box itself is not the answer: a box that names the label about as well as its row's label does. A
+        # value that only shares some of the label's digits or words stays ("0.82, 0.86, 0.81" in the row of
+        # "= 0.82, 0.15, 0.81": on a grid whose cells are all named by one rule every cell partly spells the label)
+        row_label = np.zeros(n)
+        for c, a in row_of.items():
+            row_label[c] = ll[a]
+        score[labels[ll[labels] >= KEY_SHARE * row_label[labels]]] = 0.0
         top = float(score.max())
         if top < MIN_MATCH * MIN_MATCH or (best is not None and top <= best[0]):
             continue
@@ -138,6 +165,17 @@ def cross_cells(
     )
 
 
+def _in_order(got: list[str], want: list[str]) -> bool:
+    """Whether the numbers of ``got`` that ``want`` holds come in ``want``'s order (a subsequence of it)."""
+    it = iter(want)
+    return all(any(g == w for w in it) for g in got if g in want)
+
+
+def _norm(text: str) -> str:
+    """A box's or phrase's text for a whole match: lower case, spaces collapsed, end punctuation dropped."""
+    return " ".join(text.lower().split()).strip(" :.,;*")
+
+
 def _column_cover(
     head: str,
     lh: np.ndarray,
@@ -146,6 +184,7 @@ def _column_cover(
     same_line: float,
     column_pad: float,
     wanted: np.ndarray,
+    order: np.ndarray | None = None,
 ) -> tuple[np.ndarray, dict[int, list[int]]]:
     """(N,) how much of the header phrase the boxes above each box in its column spell (each word of the phrase
     counted once, at its best match among them: a spanning header and its sub-header add up, a header repeated by
@@ -154,7 +193,7 @@ def _column_cover(
     n = len(x0)
     cx = (x0 + x1) / 2
     words = [w for w in dict.fromkeys(re.findall(r"\w[\w.%/-]*", head)) if w]
-    per_word = [lexical(w) for w in words]
+    per_word = [lexical(w) for w in words] if len(words) > 1 else []  # one word: the header's own match
     per_word = [v for v in per_word if v.max(initial=0.0) >= MIN_MATCH] or [lh]
     heads = np.flatnonzero(np.max(per_word, axis=0) >= MIN_MATCH)
     cover = np.zeros((len(per_word), n))
@@ -166,7 +205,7 @@ def _column_cover(
         inside = (np.minimum(x1, x1[b] + pad) - np.maximum(x0, x0[b] - pad) > 0) | ((cx >= lo) & (cx <= hi))
         over = inside & (cy > y1[b]) & (ov < same_line * np.minimum(h, h[b]))
         for k, v in enumerate(per_word):
-            np.maximum(cover[k], np.where(over, v[b], 0.0), out=cover[k])
+            np.maximum(cover[k], np.where(over, v[b] * (1.0 if order is None else order[b]), 0.0), out=cover[k])
         for c in np.flatnonzero(over & wanted):
             col_of.setdefault(int(c), []).append(int(b))
     return cover.mean(0), col_of
