@@ -50,14 +50,8 @@ def test_style_d_has_the_format_and_the_questions_of_style_c() -> None:
     assert {r["rephrases"] for r in d if r["split"] == "held-out"} == {
         q for q, r in first.items() if r["split"] == "held-out"
     }
-    for r in d:  # the source, split, concept and doc_type of the question's earlier wordings
-        f = first[r["rephrases"]]
-        assert (r["source"], r["split"], r["concept"], r["doc_type"]) == (
-            f["source"],
-            f["split"],
-            f["concept"],
-            f["doc_type"],
-        )
+    same = ("source", "split", "concept", "doc_type")  # as the question's earlier wordings
+    assert [[r[k] for k in same] for r in d] == [[first[r["rephrases"]][k] for k in same] for r in d]
 
 
 def test_style_d_rephrases_realdocs_questions_and_loads() -> None:
