@@ -113,3 +113,16 @@ def test_on_a_receipt_the_seller_is_the_issuer_at_its_head() -> None:
     for question in ("Who did I buy fuel from?", "From whom did I buy these?"):  # before: every box the same
         scores = m.box_scores(RECEIPT, question)
         assert scores[ISSUER] > np.delete(scores, ISSUER).max(), question
+
+
+@pytest.mark.parametrize("question", ["Which eatery is this?", "Which outfit was this receipt from?"])
+def test_which_named_thing_the_document_is_from_asks_for_the_issuer(question: str) -> None:
+    assert "org" in answer_types(question)
+
+
+@pytest.mark.parametrize(
+    "question",
+    ["What day was this?", "What make of cigarette is it?", "Which unit is it from?", "What kind of form is this?"],
+)
+def test_a_named_concept_or_a_kind_of_document_is_no_issuer(question: str) -> None:
+    assert "org" not in answer_types(question)

@@ -31,7 +31,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from .paraphrase import cued
-from .question_roles import role_concepts, role_types, transaction_party
+from .question_roles import asks_identity, role_concepts, role_types, transaction_party
 
 # "where did I buy / shop / eat": a question for the business the customer visited (``TYPE_CUES``' "org")
 _VISITED = r"(?:did|do|have) (?:i|we|you|they) (?:buy|shop|eat|dine|purchase|get|order|go)\b"
@@ -430,7 +430,8 @@ TYPE_CUES: tuple[tuple[str, re.Pattern[str]], ...] = (
 def english_types(question: str) -> tuple[str, ...]:
     """Answer types ``question`` asks for through the paraphrased wordings of ``TYPE_CUES``."""
     found = tuple(name for name, pat in TYPE_CUES if pat.search(question))
-    return found + tuple(t for t in role_types(question) if t not in found)  # "Who did I buy fuel from?"
+    roles = role_types(question) + (("org",) if asks_identity(question) and not concepts(question) else ())
+    return found + tuple(t for t in dict.fromkeys(roles) if t not in found)  # "Who did I buy fuel from?"
 
 
 # A question that asks when, how many, how much or what share asks for a date or a number, not for the business its

@@ -68,6 +68,25 @@ _WHO_RECEIVES = re.compile(
 )
 
 
+# the identity of the document's source: "Which N is this (from)?", "What N was this receipt from?" (N one to three
+# words naming no kind of document: "What kind of form is this?" asks for no business)
+_IDENTITY = re.compile(
+    r"^\W*(?:which|what)((?: [\w'&-]+){1,3}) (?:is|was) (?:this|it|that)(?: (?:receipt|bill|invoice|sale|purchase|"
+    r"meal|order|document|one))?(?: (?:from|at|by))?\W*$",
+    re.I,
+)
+_NOT_SOURCE = re.compile(r"\b(?:kind|type|sort|form|document|page|sheet|version|copy|language|person)\b", re.I)
+
+
+@functools.lru_cache(maxsize=4096)
+def asks_identity(question: str) -> bool:
+    """Whether ``question`` asks which named thing the document comes from ("Which station is this from?",
+    "Which eatery is this?"): what ``paraphrase_en.english_types`` reads as the issuer when no lexicon concept
+    names another key (the day, the make, the unit)."""
+    m = _IDENTITY.search(question.replace("’", "'"))
+    return m is not None and not _NOT_SOURCE.search(m.group(1)) and not _NOT_PARTY.search(question)
+
+
 def _first_person(question: str) -> bool:
     return _FIRST_PERSON.search(_PART_I.sub(" ", question)) is not None
 
