@@ -428,7 +428,8 @@ TYPE_CUES: tuple[tuple[str, re.Pattern[str]], ...] = (
 
 @functools.lru_cache(maxsize=4096)
 def english_types(question: str) -> tuple[str, ...]:
-    """Answer types ``question`` asks for through the paraphrased wordings of ``TYPE_CUES``."""
+    """Answer types ``question`` asks for through the paraphrased wordings of ``TYPE_CUES`` and its grammar
+    (``question_roles``: the other party of the asker's transaction, the named thing the document is from)."""
     found = tuple(name for name, pat in TYPE_CUES if pat.search(question))
     roles = role_types(question) + (("org",) if asks_identity(question) and not concepts(question) else ())
     return found + tuple(t for t in dict.fromkeys(roles) if t not in found)  # "Who did I buy fuel from?"

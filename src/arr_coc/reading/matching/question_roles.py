@@ -15,6 +15,8 @@ is English grammar, the same for every writer:
   serve), and a buying verb followed by "from";
 - **a verb of receiving after who and an auxiliary** ("Who should / will / is to get / receive this?") names the
   recipient, as "Who gets / receives it?" already does in the lexicon.
+- **the named thing the document is from**: "Which N is / was this (receipt) (from)?" (``asks_identity``), when no
+  lexicon concept names another key (the day, the make, the unit) and N is no kind of document, asks for the issuer.
 
 ``role_concepts(question)`` returns the lexicon concepts these name (``paraphrase_en.LEXICON``'s "recipient",
 "sender"); ``role_types(question)`` the answer types ("org" for the transaction's other party);
