@@ -85,6 +85,7 @@ def test_the_other_party_of_the_askers_transaction_is_an_organisation(question: 
         "When did I shop here?",  # a date
         "How much did I pay?",  # an amount
         "Who wrote this to me?",  # a letter's sender
+        "Who was this billed for?",  # the passive: the customer ("Bill To"), not the seller
         "Who is this addressed to?",  # no first person, no transaction
         "What is written next to Part I?",  # "I" an identifier
         "Which value does the table give Système U for market share?",  # "me" inside a word

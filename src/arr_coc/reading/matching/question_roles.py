@@ -56,7 +56,12 @@ _COMMERCE = (
     r"suppl(?:y|ies|ied))"
 )
 _BUY = r"(?:buy|bought|buying|purchased?|purchasing|order(?:ed)?|got|get|shop(?:ped)?)"
-_WHO_COMMERCE = re.compile(rf"\bwho(?:m)?\b(?: \w+){{0,3}} {_COMMERCE}\b|\bfrom whom\b.*\b{_COMMERCE}\b", re.I)
+# active voice only: "Who sold / served / did we pay ...?" is the seller; "Who was this billed for?" is the customer
+_WHO_COMMERCE = re.compile(
+    rf"\bwho(?:m)?\b(?: (?!(?:is|was|were|are|be|been|being)\b)\w+){{0,3}} {_COMMERCE}\b|"
+    rf"\bfrom whom\b.*\b{_COMMERCE}\b",
+    re.I,
+)
 _BUY_FROM = re.compile(rf"\b{_BUY}\b(?: [\w'-]+){{0,3}} from\b", re.I)
 # a who-question's stranded preposition at its end: "Who is this addressed to?", "Who's it from?"
 _WHO_START = re.compile(r"^\W*(?:who(?:m|se|'s)?|and who)\b", re.I)
