@@ -52,6 +52,7 @@ Three rooms and what they share (imports go down this list, never up; ``tests/te
         quotes.py        a foreign question's quotation found as characters; the box holding it and more: the answer
         script_neutral.py  the learned features' text measures in any script (English values unchanged)
         paraphrase_en.py English questions that name no printed key: concepts -> printed keys, answer types
+        question_roles.py the role an English question asks about, from its grammar ("Who's it from?": the sender)
         cell_wording.py  a table-cell question in another wording: loose (header, label) splits
         learned.py       the learned scorer: ``box_features``, ``BoxScorer`` (reads the matcher through the
                          ``RuleQuantities`` protocol: no import of ``matcher``)

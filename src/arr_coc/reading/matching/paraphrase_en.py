@@ -31,6 +31,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from .paraphrase import cued
+from .question_roles import asks_identity, role_concepts, role_types, transaction_party
 
 # "where did I buy / shop / eat": a question for the business the customer visited (``TYPE_CUES``' "org")
 _VISITED = r"(?:did|do|have) (?:i|we|you|they) (?:buy|shop|eat|dine|purchase|get|order|go)\b"
@@ -297,7 +298,17 @@ def concepts(question: str) -> tuple[str, ...]:
     """The concepts ``question`` asks about, in ``LEXICON``'s order, those ruled out by an earlier one dropped (and,
     in a question for a date that names no amount, ``date_not_amount``, all but the dates: ``DATE_CONCEPTS``)."""
     found = cued(question.lower().replace("’", "'"), _CUES)
+    found = with_roles(question, found)
     return tuple(c for c in found if c in DATE_CONCEPTS) if date_not_amount(question) else found
+
+
+def with_roles(question: str, found: tuple[str, ...]) -> tuple[str, ...]:
+    """``found`` and the concepts ``question``'s grammar names (``question_roles.role_concepts``: "Who's it from?"
+    the sender), unless an earlier concept rules them out; without the sender in a question for a transaction's
+    other party ("From whom did I buy these?": the seller, not a memo's "FROM:")."""
+    out = {r for name, _, _, rules in _CUES if name in found for r in rules}
+    found += tuple(c for c in role_concepts(question) if c not in found and c not in out)
+    return tuple(c for c in found if c != "sender") if transaction_party(question) else found
 
 
 # the English pronoun "I", which ``lexical.query_terms`` would keep as a single upper-case letter (an identifier:
@@ -417,8 +428,11 @@ TYPE_CUES: tuple[tuple[str, re.Pattern[str]], ...] = (
 
 @functools.lru_cache(maxsize=4096)
 def english_types(question: str) -> tuple[str, ...]:
-    """Answer types ``question`` asks for through the paraphrased wordings of ``TYPE_CUES``."""
-    return tuple(name for name, pat in TYPE_CUES if pat.search(question))
+    """Answer types ``question`` asks for through the paraphrased wordings of ``TYPE_CUES`` and its grammar
+    (``question_roles``: the other party of the asker's transaction, the named thing the document is from)."""
+    found = tuple(name for name, pat in TYPE_CUES if pat.search(question))
+    roles = role_types(question) + (("org",) if asks_identity(question) and not concepts(question) else ())
+    return found + tuple(t for t in dict.fromkeys(roles) if t not in found)  # "Who did I buy fuel from?"
 
 
 # A question that asks when, how many, how much or what share asks for a date or a number, not for the business its
