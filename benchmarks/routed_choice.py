@@ -12,7 +12,8 @@ why, and writes one line per question (``id``, ``kind``, ``route``: the rule, or
 
 A routed allocation is exactly the rules' (routed to the rules) or the learned scorer's (routed to it) for the same
 question: with ``--results`` (a ``realdocs_recall.py --relevance learned`` JSON, both columns) it prints routed's
-recall at 11.1% composed that way next to the two, by kind; with ``--routed`` (a ``realdocs_recall.py --relevance
+recall at 11.1% composed that way next to the two, by kind (and ``routed-structure``'s: the table-cell questions to
+the learned scorer); with ``--routed`` (a ``realdocs_recall.py --relevance
 routed --no-rules`` JSON of the same questions) it checks the composition against the end-to-end run, question by
 question (the count that differ is printed; only the count).
 """
@@ -105,13 +106,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         comp = {
             i: _recall(recs[i]["rules"] if route[i] != "learned" else recs[i]["learned"]) for i in route if i in recs
         }
-        print("\n| kind (n) | rules | learned | routed (composed) |")
-        print("|---|---:|---:|---:|")
+        structure = {  # routed-structure: a crossed table cell goes to the learned scorer too
+            i: _recall(recs[i]["rules"] if route[i] not in ("learned", "table-cell") else recs[i]["learned"])
+            for i in comp
+        }
+        print("\n| kind (n) | rules | learned | routed (composed) | routed-structure (composed) |")
+        print("|---|---:|---:|---:|---:|")
         for kind in [*sorted(by_kind), "overall"]:
             ids = [i for i in comp if kind == "overall" or kind_of[i] == kind]
             if ids:
                 cells = [np.mean([_recall(recs[i][s]) for i in ids]) for s in ("rules", "learned")]
-                cells.append(np.mean([comp[i] for i in ids]))
+                cells += [np.mean([comp[i] for i in ids]), np.mean([structure[i] for i in ids])]
                 print(f"| {kind} ({len(ids)}) | " + " | ".join(f"{c:.3f}" for c in cells) + " |")
         if args.routed:
             e2e = {r["id"]: _recall(r["learned"]) for r in json.loads(args.routed.read_text())["questions"]}

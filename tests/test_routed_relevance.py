@@ -26,6 +26,7 @@ class Flat(nn.Module):
     """A stand-in learned scorer: every box scores 0.25, so a map painted from it is told apart from the rules'."""
 
     features = ("rule",)
+    config: dict = {}
 
     def own_columns(self, feats: np.ndarray) -> np.ndarray:
         return feats[:, -1:]
@@ -83,6 +84,17 @@ def test_other_questions_go_to_the_learned_scorer(boxes: list[TextBox], query: s
     got, rules, learned, routed = _maps(boxes, query, size)
     np.testing.assert_array_equal(got, learned)
     assert routed.pages == {"learned": 1, "rules": 0} and not routed.reasons
+
+
+def test_routed_structure_leaves_table_cells_to_the_learned_scorer() -> None:
+    boxes, query, size = table_page(12), "What is the Births Rate for 1972?", (500, 320)
+    routed = RoutedScorer(Flat(), cells=False)
+    got, _ = QueryMatcher(semantic=False, scorer=routed).relevance_and_evidence(boxes, query, ROWS, COLS, size)
+    learned, _ = QueryMatcher(semantic=False, scorer=Flat()).relevance_and_evidence(boxes, query, ROWS, COLS, size)
+    np.testing.assert_array_equal(got, learned)
+    assert routed.pages == {"learned": 1, "rules": 0} and routed.config["gate"] == "route-structure"
+    assert gate_of("routed-structure") == ("route-structure", "learned")
+    assert wrap(Flat(), "route-structure").cells is False and wrap(Flat(), "route").cells is True
 
 
 def test_why_rules_without_a_page_or_question() -> None:

@@ -32,7 +32,12 @@ from torch import nn
 
 MODES = ("agree", "floor")
 # relevance name -> gate mode; "NAME:FOLDER" wraps FOLDER, a bare NAME wraps the built-in "learned"
-GATE_NAMES: dict[str, str] = {"hybrid": "agree", "hybrid-floor": "floor", "routed": "route"}
+GATE_NAMES: dict[str, str] = {
+    "hybrid": "agree",
+    "hybrid-floor": "floor",
+    "routed": "route",
+    "routed-structure": "route-structure",
+}
 
 
 def gate_of(folder_or_name: str | Path) -> tuple[str | None, str | Path]:
@@ -56,10 +61,10 @@ def wrap(scorer: nn.Module | None, mode: str) -> nn.Module:
     Raises:
         ValueError: if ``scorer`` is None (the checkpoint has no learned scorer to wrap) or ``mode`` is unknown.
     """
-    if mode == "route":
+    if mode in ("route", "route-structure"):
         from .routed import RoutedScorer
 
-        return RoutedScorer(scorer)
+        return RoutedScorer(scorer, cells=mode == "route")
     if scorer is None:
         raise ValueError(f"a gated relevance ({mode!r}) needs a learned box scorer; this checkpoint has none")
     return GatedScorer(scorer, mode)

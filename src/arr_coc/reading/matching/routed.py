@@ -24,10 +24,15 @@ Every other question (key -> value, paraphrased, a structural question whose ref
 learned scorer. A question routed to the rules gets exactly the rules' map (the same ``box_scores`` call with the
 same layout and implied keys as without a scorer); the evidence is painted on top in both cases, as before.
 
-Names: ``routed`` wraps the built-in learned checkpoint, ``routed:FOLDER`` a checkpoint folder (and its fold scorers
-in the benchmarks), through ``arr_coc.reading.matching.gated.gate_of`` / ``wrap``. The route runs inside
-``QueryMatcher.relevance_and_evidence`` (it needs the page's boxes and the question, which the box scorer's feature
-rows do not carry); called on feature rows alone (``box_scores``), a ``RoutedScorer`` is the learned scorer.
+``routed-structure`` is the first criterion alone (a table cell goes to the learned scorer too). It was added AFTER
+the first figures: on realdocs-dev's source folds, end to end, the crossing also fires on 11 form questions, where
+the rules lose two the learned scorer keeps (results/learned_relevance.md); it is measured, not chosen, here.
+
+Names: ``routed`` / ``routed-structure`` wrap the built-in learned checkpoint, ``routed:FOLDER`` a checkpoint
+folder (and its fold scorers in the benchmarks), through ``arr_coc.reading.matching.gated.gate_of`` / ``wrap``. The
+route runs inside ``QueryMatcher.relevance_and_evidence`` (it needs the page's boxes and the question, which the box
+scorer's feature rows do not carry); called on feature rows alone (``box_scores``), a ``RoutedScorer`` is the
+learned scorer.
 """
 
 from __future__ import annotations
@@ -56,12 +61,13 @@ class RoutedScorer(nn.Module):
 
     Args:
         scorer: a trained ``BoxScorer`` (``arr_coc.reading.matching.learned``).
+        cells: the second criterion (a crossed table cell goes to the rules); False: ``routed-structure``.
 
     Raises:
         ValueError: if ``scorer`` is None (``routed`` needs a learned scorer for the questions it sends to it).
     """
 
-    def __init__(self, scorer: nn.Module | None) -> None:
+    def __init__(self, scorer: nn.Module | None, cells: bool = True) -> None:
         super().__init__()
         if scorer is None:
             raise ValueError(
@@ -70,6 +76,7 @@ class RoutedScorer(nn.Module):
                 "arr-coc train, or use the built-in: --relevance routed)"
             )
         self.scorer = scorer
+        self.cells = bool(cells)
         self.pages = {LEARNED: 0, RULES: 0}  # questions routed each way (one call a question and page), for reports
         self.reasons: Counter[str] = Counter()  # the rule behind each question routed to the rules
 
@@ -79,7 +86,7 @@ class RoutedScorer(nn.Module):
 
     @property
     def config(self) -> dict[str, Any]:
-        return {**self.scorer.config, "gate": "route"}
+        return {**self.scorer.config, "gate": "route" if self.cells else "route-structure"}
 
     def save(self, folder: str | Path) -> None:
         """The wrapped scorer's files (the route is a name, ``routed:FOLDER``, not a file)."""
@@ -101,7 +108,7 @@ class RoutedScorer(nn.Module):
             query: the question.
             evidence: ``matcher.evidence(boxes, query)`` (None when no structural rule found a referent).
         """
-        reason = why_rules(matcher, boxes, query, evidence)
+        reason = why_rules(matcher, boxes, query, evidence, self.cells)
         side = LEARNED if reason is None else RULES
         self.pages[side] += 1
         if reason is not None:
@@ -109,12 +116,15 @@ class RoutedScorer(nn.Module):
         return side
 
 
-def why_rules(matcher: Any, boxes: Sequence[TextBox], query: str, evidence: Evidence | None) -> str | None:
+def why_rules(
+    matcher: Any, boxes: Sequence[TextBox], query: str, evidence: Evidence | None, cells: bool = True
+) -> str | None:
     """The route's reason to give ``query`` to the rules (the evidence's rule, or ``"table-cell"``), None when the
-    learned scorer takes it. The two criteria of the module docstring, in order; nothing numeric."""
+    learned scorer takes it. The two criteria of the module docstring, in order (``cells=False``: the first only);
+    nothing numeric."""
     if evidence is not None and evidence.regions:
         return evidence.rule
-    cell = matcher.table_cell(boxes, query) if boxes and query else None
+    cell = matcher.table_cell(boxes, query) if cells and boxes and query else None
     if cell is not None and cell.regions:
         return cell.rule
     return None
