@@ -9,9 +9,11 @@ Example:
 Every question of the run's folds (``RUN/folds.json``: page -> fold) is scored by its fold's scorer (``RUN/folds/
 <k>``, trained without that fold), as the learned scorer, and gated by ``arr_coc.reading.matching.gated``
 (``agree``: the learned scorer where its ensemble's majority votes for its best box, else the rules; ``floor``: the
-maximum of both), at the box-feature level the run itself validates on (``recall_at``: the text map's recall at
-11.1%, words whole). Nothing is fitted here: the gates have no threshold chosen on any fold. Prints a markdown table
-by doc_type with [min-max over folds] and the share of pages the ``agree`` gate gave to the learned scorer.
+maximum of both), and routed by ``arr_coc.reading.matching.routed`` (``routed``: the rules where their structural
+evidence or the table-cell crossing found the answer's place, else the learned scorer), at the box-feature level the
+run itself validates on (``recall_at``: the text map's recall at 11.1%, words whole). Nothing is fitted here: the
+gates and the route have no threshold chosen on any fold. Prints a markdown table by doc_type with [min-max over
+folds], the share of pages the ``agree`` gate gave to the learned scorer and the share the route gave to the rules.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -28,7 +31,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-NAMES = ("rules", "learned", "hybrid", "hybrid-floor")
+NAMES = ("rules", "learned", "hybrid", "hybrid-floor", "routed")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -46,9 +49,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--out", type=Path, default=None, help="per-question JSON")
     args = p.parse_args(argv)
 
+    from arr_coc.query import normalize_text
     from arr_coc.reading import QueryMatcher, default_reading
     from arr_coc.reading.matching.gated import GatedScorer
     from arr_coc.reading.matching.learned import BoxScorer
+    from arr_coc.reading.matching.routed import why_rules
     from arr_coc.training.data import docgen_questions, load_jsonl
     from arr_coc.training.evidence import BUDGETS, DiskOcrCache, extract, recall_at, rule_scores
 
@@ -87,12 +92,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         sc = scorers[f]
         feats = sc.own_columns(r.feats)
         gate = GatedScorer(sc, "agree")
+        query = normalize_text(r.question.query)  # as the records were made (training/records.py)
+        why = why_rules(matcher, r.boxes, query, matcher.evidence(r.boxes, query))  # the route (routed.py)
         scores = {
             "rules": rule_scores(r),
             "learned": sc.box_scores(feats),
             "hybrid": gate.box_scores(feats),
             "hybrid-floor": GatedScorer(sc, "floor").box_scores(feats),
         }
+        scores["routed"] = scores["rules"] if why is not None else scores["learned"]
         for side, n in gate.pages.items():
             agree_pages[side] += n
         q = r.question
@@ -103,6 +111,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 "paraphrased": bool(q.paraphrased),
                 "fold": f,
                 "sure": gate.pages["learned"] > 0,
+                "route": why or "learned",
                 **{n: recall_at(r, s, BUDGETS[:1])[BUDGETS[0][0]] for n, s in scores.items()},
             }
         )
@@ -111,8 +120,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"{len(rows)} questions of {len(records)} scored by "
         + (f"their fold's scorer ({args.run})" if args.run else args.checkpoint)
     )
-    print("| kind (n) | " + " | ".join(NAMES) + " | agree gate: pages learned |")
-    print("|---|" + "---:|" * (len(NAMES) + 1))
+    print("| kind (n) | " + " | ".join(NAMES) + " | agree gate: pages learned | route: to the rules |")
+    print("|---|" + "---:|" * (len(NAMES) + 2))
     for kind in [*kinds, "literal", "paraphrased", "overall"]:
         sel = [
             r
@@ -129,8 +138,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             by_fold = [np.mean([r[n] for r in sel if r["fold"] == f]) for f in sorted({r["fold"] for r in sel})]
             cells.append(f"{np.mean([r[n] for r in sel]):.3f} [{min(by_fold):.2f}-{max(by_fold):.2f}]")
         sure = np.mean([r["sure"] for r in sel])
-        print(f"| {kind} ({len(sel)}) | " + " | ".join(cells) + f" | {sure:.2f} |")
+        routed = np.mean([r["route"] != "learned" for r in sel])
+        print(f"| {kind} ({len(sel)}) | " + " | ".join(cells) + f" | {sure:.2f} | {routed:.2f} |")
     print(f"agree gate over all pages: {agree_pages}")
+    print(f"route: {dict(Counter(r['route'] for r in rows))}")
     if args.out:
         args.out.write_text(json.dumps(rows, indent=0) + "\n")
     return 0

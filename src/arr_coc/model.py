@@ -118,7 +118,7 @@ class RelevanceModel(nn.Module):
                 scorer that needs features this version no longer computes; the message names the file and field
                 (``arr_coc.checkpoint_check``).
         """
-        from .reading.matching.gated import GatedScorer, gate_of  # "hybrid[:FOLDER]": learned where sure
+        from .reading.matching.gated import gate_of, wrap  # "hybrid[:FOLDER]", "routed[:FOLDER]": gated.py, routed.py
 
         gate, folder = gate_of(folder)
         folder = relevance_folder(folder)
@@ -132,7 +132,7 @@ class RelevanceModel(nn.Module):
             from .reading.matching.learned import BoxScorer
 
             scorer = BoxScorer.load(folder)
-            scorer = GatedScorer(scorer, gate) if gate else scorer
+        scorer = wrap(scorer, gate) if gate else scorer  # no scorer to wrap: one error naming the mode
         return cls(config, box_scorer=scorer).eval().requires_grad_(False)
 
     @classmethod

@@ -58,6 +58,8 @@ Three rooms and what they share (imports go down this list, never up; ``tests/te
                          ``RuleQuantities`` protocol: no import of ``matcher``)
         gated.py         ``--relevance hybrid`` / ``hybrid-floor``: the learned scorer where its ensemble agrees, else
                          the rules (opt-in; the default is the rules)
+        routed.py        ``--relevance routed``: the rules where their layout relation is exact (structural evidence
+                         found, a table cell crossed), the learned scorer elsewhere (opt-in)
         matcher.py       ``QueryMatcher``: keys, answer-type prior, layout rule, evidence chain, structural evidence,
                          final per-box scores, painting
     pipeline.py      ``Reading`` (reader + embedder + matchers, owned by the caller), ``default_reading()`` (the one

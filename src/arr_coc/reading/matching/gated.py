@@ -16,7 +16,9 @@ range), and its ``floor`` is a residual floor, not a fallback; neither asks whet
 
 No threshold is fitted: one half (a majority of the members) is fixed in advance, so nothing is chosen on any fold.
 Names: ``hybrid`` / ``hybrid-floor`` wrap the built-in learned checkpoint; ``hybrid:FOLDER`` /
-``hybrid-floor:FOLDER`` wrap a checkpoint folder (``gate_of``).
+``hybrid-floor:FOLDER`` wrap a checkpoint folder (``gate_of``). ``routed`` / ``routed:FOLDER`` is the third wrapper,
+by what the rules know exactly rather than by the model's agreement (``arr_coc.reading.matching.routed``); ``wrap``
+builds either.
 """
 
 from __future__ import annotations
@@ -30,7 +32,12 @@ from torch import nn
 
 MODES = ("agree", "floor")
 # relevance name -> gate mode; "NAME:FOLDER" wraps FOLDER, a bare NAME wraps the built-in "learned"
-GATE_NAMES: dict[str, str] = {"hybrid": "agree", "hybrid-floor": "floor"}
+GATE_NAMES: dict[str, str] = {
+    "hybrid": "agree",
+    "hybrid-floor": "floor",
+    "routed": "route",
+    "routed-structure": "route-structure",
+}
 
 
 def gate_of(folder_or_name: str | Path) -> tuple[str | None, str | Path]:
@@ -45,6 +52,22 @@ def gate_of(folder_or_name: str | Path) -> tuple[str | None, str | Path]:
     if name in GATE_NAMES and not Path(text).is_dir():
         return GATE_NAMES[name], (rest if sep else "learned")
     return None, folder_or_name
+
+
+def wrap(scorer: nn.Module | None, mode: str) -> nn.Module:
+    """The box scorer of relevance mode ``mode`` (``gate_of``'s first value) around a checkpoint's ``scorer``:
+    ``RoutedScorer`` for ``"route"``, ``GatedScorer`` otherwise.
+
+    Raises:
+        ValueError: if ``scorer`` is None (the checkpoint has no learned scorer to wrap) or ``mode`` is unknown.
+    """
+    if mode in ("route", "route-structure"):
+        from .routed import RoutedScorer
+
+        return RoutedScorer(scorer, cells=mode == "route")
+    if scorer is None:
+        raise ValueError(f"a gated relevance ({mode!r}) needs a learned box scorer; this checkpoint has none")
+    return GatedScorer(scorer, mode)
 
 
 class GatedScorer(nn.Module):

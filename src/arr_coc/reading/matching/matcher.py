@@ -614,8 +614,12 @@ class QueryMatcher:
         if self.scorer is not None:
             layout = self.layout_of(boxes) if boxes else None
             ev = self.evidence(boxes, query or "", layout)
-            feats = box_features(self, boxes, query or "", layout, ev, original_size)  # (N, F)
-            scores = self.scorer.box_scores(self.scorer.own_columns(feats))
+            route = getattr(self.scorer, "route", None)  # routed.py: the rules where their layout relation is exact
+            if route is not None and route(self, boxes, query or "", ev) == "rules":
+                scores = self.box_scores(boxes, query or "", ev.keys if ev is not None else (), layout)
+            else:
+                feats = box_features(self, boxes, query or "", layout, ev, original_size)  # (N, F)
+                scores = self.scorer.box_scores(self.scorer.own_columns(feats))
         else:
             layout = self.layout_of(boxes) if boxes and (self.layout or self.query_parsing) else None
             ev = self.evidence(boxes, query or "", layout)

@@ -1,0 +1,129 @@
+"""Which questions ``--relevance routed`` gives to the rules, and routed's recall from a rules + learned run (issue 40).
+
+Examples:
+    python benchmarks/routed_choice.py --data /work/data/realdocs-dev --ocr-cache /work/cache/ocr --out rd_route.jsonl
+    python benchmarks/routed_choice.py --paraphrases A,B,C,D:dev --ocr-cache /work/cache/ocr --out par_route.jsonl
+    python benchmarks/routed_choice.py --data Q.jsonl --ocr-cache DIR --results L.json --routed R.json
+
+The route (``arr_coc.reading.matching.routed``) sends a question to the rules when their structural evidence found
+its referent on the page or the table-cell crossing found its cell, and needs no learned scorer to decide: the page's
+OCR (from the cache), its layout and the question. This prints how many questions of each kind go to the rules, and
+why, and writes one line per question (``id``, ``kind``, ``route``: the rule, or ``learned``).
+
+A routed allocation is exactly the rules' (routed to the rules) or the learned scorer's (routed to it) for the same
+question: with ``--results`` (a ``realdocs_recall.py --relevance learned`` JSON, both columns) it prints routed's
+recall at 11.1% composed that way next to the two, by kind (and ``routed-structure``'s: the table-cell questions to
+the learned scorer); with ``--routed`` (a ``realdocs_recall.py --relevance
+routed --no-rules`` JSON of the same questions) it checks the composition against the end-to-end run, question by
+question (the count that differ is printed; only the count).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections import Counter, defaultdict
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+LABEL = "11.1%"
+
+
+def routes(questions: Sequence, ocr_cache: str) -> dict[str, str]:
+    """question id -> the route's reason to give it to the rules, or ``"learned"``, as ``allocate(mode="text")``
+    decides it (the page read at its own size, the question normalised)."""
+    from arr_coc.query import normalize_text
+    from arr_coc.reading import QueryMatcher, default_reading
+    from arr_coc.reading.matching.routed import why_rules
+    from arr_coc.training.evidence import DiskOcrCache
+
+    ocr = DiskOcrCache(ocr_cache)
+    matcher = QueryMatcher(default_reading().config, embedder=default_reading().embedder)
+    out = {}
+    for q in questions:
+        boxes = ocr.read(q.load_image())
+        query = normalize_text(q.query)
+        ev = matcher.evidence(boxes, query)
+        out[q.id] = why_rules(matcher, boxes, query, ev) or "learned"
+    return out
+
+
+def _recall(v: object) -> float:
+    return float(v[LABEL]) if isinstance(v, dict) else float(v)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--data", action="append", default=[], help="realdocs-schema questions (folder or JSONL)")
+    p.add_argument(
+        "--paraphrases", default=None, help="STYLES:SPLITS of the paraphrase set on realdocs-dev, e.g. A,B,C,D:dev"
+    )
+    p.add_argument("--realdocs", default="/work/data/realdocs-dev", help="the folder the paraphrase set rephrases")
+    p.add_argument("--ocr-cache", required=True)
+    p.add_argument("--results", type=Path, default=None, help="realdocs_recall.py JSON with rules and learned")
+    p.add_argument("--routed", type=Path, default=None, help="realdocs_recall.py --relevance routed JSON to check")
+    p.add_argument("--out", type=Path, default=None, help="one JSON line per question: id, kind, route")
+    args = p.parse_args(argv)
+
+    from arr_coc.training.data import load_jsonl
+
+    questions = [q for d in args.data for q in load_jsonl(d)]
+    kind_of = {q.id: q.doc_type for q in questions}
+    if args.paraphrases:
+        from benchmarks.paraphrase_set import QUESTIONS, QUESTIONS_C, QUESTIONS_D, load
+
+        styles, _, splits = args.paraphrases.partition(":")
+        rows = load(Path(args.realdocs), (QUESTIONS, QUESTIONS_C, QUESTIONS_D))
+        rows = [(par, q) for par, q in rows if par["style"] in styles.split(",") and par["split"] in splits.split(",")]
+        questions += [q for _, q in rows]
+        kind_of.update({q.id: f"{par['style']} {par['split']} {q.doc_type}" for par, q in rows})
+    route = routes(questions, args.ocr_cache)
+    print(f"{len(questions)} questions; the route gives {sum(r != 'learned' for r in route.values())} to the rules")
+    print("| kind (n) | to the rules | why |")
+    print("|---|---:|---|")
+    by_kind: dict[str, list[str]] = defaultdict(list)
+    for q in questions:
+        by_kind[kind_of[q.id]].append(route[q.id])
+    for kind in sorted(by_kind):
+        r = by_kind[kind]
+        why = Counter(x for x in r if x != "learned")
+        print(
+            f"| {kind} ({len(r)}) | {len(r) - r.count('learned')} | {', '.join(f'{k} {n}' for k, n in why.items())} |"
+        )
+    if args.out:
+        args.out.write_text(
+            "".join(json.dumps({"id": i, "kind": kind_of[i], "route": r}) + "\n" for i, r in route.items())
+        )
+    if args.results:
+        recs = {r["id"]: r for r in json.loads(args.results.read_text())["questions"]}
+        comp = {
+            i: _recall(recs[i]["rules"] if route[i] != "learned" else recs[i]["learned"]) for i in route if i in recs
+        }
+        structure = {  # routed-structure: a crossed table cell goes to the learned scorer too
+            i: _recall(recs[i]["rules"] if route[i] not in ("learned", "table-cell") else recs[i]["learned"])
+            for i in comp
+        }
+        print("\n| kind (n) | rules | learned | routed (composed) | routed-structure (composed) |")
+        print("|---|---:|---:|---:|---:|")
+        for kind in [*sorted(by_kind), "overall"]:
+            ids = [i for i in comp if kind == "overall" or kind_of[i] == kind]
+            if ids:
+                cells = [np.mean([_recall(recs[i][s]) for i in ids]) for s in ("rules", "learned")]
+                cells += [np.mean([comp[i] for i in ids]), np.mean([structure[i] for i in ids])]
+                print(f"| {kind} ({len(ids)}) | " + " | ".join(f"{c:.3f}" for c in cells) + " |")
+        if args.routed:
+            e2e = {r["id"]: _recall(r["learned"]) for r in json.loads(args.routed.read_text())["questions"]}
+            differ = sum(abs(e2e[i] - comp[i]) > 1e-9 for i in comp if i in e2e)
+            print(f"\nend to end vs composed: {differ} of {sum(i in e2e for i in comp)} questions differ")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

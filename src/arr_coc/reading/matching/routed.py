@@ -1,0 +1,130 @@
+"""Rules where they are sure, the learned scorer elsewhere: a route per question by what the rules know exactly.
+
+Issue 40 item 4 asks which relevance runs by default. The learned box scorer (``--relevance learned``) wins key ->
+value and paraphrased questions; it loses real two-column section questions ("the word before 'w' in the section
+S"). Why (``papermage_papermage_p5_q0``, a development question of ``weakspots/sections-r3``): the structural
+evidence matched the phrase at its wrong occurrence (a code listing in the other column, inside the named
+section's extent), so what the evidence keeps first does not hold the answer. The rules still keep the answer in the
+rest of the budget: the question's phrase is a key and its neighbours (the line above it, where the word before it
+ends) score high (0.956). The learned scorer, which reads the evidence as features (``ev_hit``), puts the rest of the
+budget on the evidence's boxes and scores that neighbour 0.021: its ranking of the other boxes was learned where
+the evidence was right, so it has no second guess where it is not.
+
+:class:`RoutedScorer` (``--relevance routed``) therefore sends a question to the rules when the rules have an exact
+layout relation for it, and every other question to the learned scorer. The route, written down before any figure
+of it was measured (nothing numeric in it, so nothing is chosen on any fold or set):
+
+1. **structural evidence**: ``QueryMatcher.evidence`` found the referent of a structural question on the page (an
+   ``Evidence`` with regions: ``title``, ``after-phrase`` -- the word before / after a phrase, in a named section or
+   not --, ``year-in-unit``, ``word-of-unit``, ``ordinal-unit``, ``compare``, ``implied-label``);
+2. **a table cell by its header and row label**: ``QueryMatcher.table_cell`` (``arr_coc.reading.matching.crossing``)
+   found the box on the label's line under the header's column.
+
+Every other question (key -> value, paraphrased, a structural question whose referent was not found) goes to the
+learned scorer. A question routed to the rules gets exactly the rules' map (the same ``box_scores`` call with the
+same layout and implied keys as without a scorer); the evidence is painted on top in both cases, as before.
+
+``routed-structure`` is the first criterion alone (a table cell goes to the learned scorer too). It was added AFTER
+the first figures: on realdocs-dev's source folds, end to end, the crossing also fires on 11 form questions, where
+the rules lose two the learned scorer keeps (results/learned_relevance.md); it is measured, not chosen, here.
+
+Names: ``routed`` / ``routed-structure`` wrap the built-in learned checkpoint, ``routed:FOLDER`` a checkpoint
+folder (and its fold scorers in the benchmarks), through ``arr_coc.reading.matching.gated.gate_of`` / ``wrap``. The
+route runs inside ``QueryMatcher.relevance_and_evidence`` (it needs the page's boxes and the question, which the box
+scorer's feature rows do not carry); called on feature rows alone (``box_scores``), a ``RoutedScorer`` is the
+learned scorer.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+from torch import nn
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..layout.structural_query import Evidence
+    from ..ocr.reader import TextBox
+
+LEARNED = "learned"
+RULES = "rules"
+
+
+class RoutedScorer(nn.Module):
+    """A ``BoxScorer`` for the questions the rules are not sure of; the rules for those they are (see the module).
+
+    Same interface as ``BoxScorer`` for ``QueryMatcher`` (``features``, ``own_columns``, ``box_scores``, ``config``,
+    ``save``) plus :meth:`route`, which the matcher asks first. The wrapped scorer is a submodule.
+
+    Args:
+        scorer: a trained ``BoxScorer`` (``arr_coc.reading.matching.learned``).
+        cells: the second criterion (a crossed table cell goes to the rules); False: ``routed-structure``.
+
+    Raises:
+        ValueError: if ``scorer`` is None (``routed`` needs a learned scorer for the questions it sends to it).
+    """
+
+    def __init__(self, scorer: nn.Module | None, cells: bool = True) -> None:
+        super().__init__()
+        if scorer is None:
+            raise ValueError(
+                "--relevance routed needs a learned box scorer (scorer.json + model.safetensors in the checkpoint "
+                "folder) for the questions the rules are not sure of; this checkpoint has none (write one with "
+                "arr-coc train, or use the built-in: --relevance routed)"
+            )
+        self.scorer = scorer
+        self.cells = bool(cells)
+        self.pages = {LEARNED: 0, RULES: 0}  # questions routed each way (one call a question and page), for reports
+        self.reasons: Counter[str] = Counter()  # the rule behind each question routed to the rules
+
+    @property
+    def features(self) -> tuple[str, ...]:
+        return self.scorer.features
+
+    @property
+    def config(self) -> dict[str, Any]:
+        return {**self.scorer.config, "gate": "route" if self.cells else "route-structure"}
+
+    def save(self, folder: str | Path) -> None:
+        """The wrapped scorer's files (the route is a name, ``routed:FOLDER``, not a file)."""
+        self.scorer.save(folder)
+
+    def own_columns(self, feats: np.ndarray) -> np.ndarray:
+        return self.scorer.own_columns(feats)
+
+    def box_scores(self, feats: np.ndarray) -> np.ndarray:
+        """(N,) the learned scorer's relevance of each box (the questions :meth:`route` gave it)."""
+        return self.scorer.box_scores(feats)
+
+    def route(self, matcher: Any, boxes: Sequence[TextBox], query: str, evidence: Evidence | None) -> str:
+        """``"rules"`` when the rules have an exact layout relation for ``query`` on this page, else ``"learned"``.
+
+        Args:
+            matcher: the ``QueryMatcher`` asking (its ``table_cell`` is called for the second criterion).
+            boxes: the page's recognised text.
+            query: the question.
+            evidence: ``matcher.evidence(boxes, query)`` (None when no structural rule found a referent).
+        """
+        reason = why_rules(matcher, boxes, query, evidence, self.cells)
+        side = LEARNED if reason is None else RULES
+        self.pages[side] += 1
+        if reason is not None:
+            self.reasons[reason] += 1
+        return side
+
+
+def why_rules(
+    matcher: Any, boxes: Sequence[TextBox], query: str, evidence: Evidence | None, cells: bool = True
+) -> str | None:
+    """The route's reason to give ``query`` to the rules (the evidence's rule, or ``"table-cell"``), None when the
+    learned scorer takes it. The two criteria of the module docstring, in order (``cells=False``: the first only);
+    nothing numeric."""
+    if evidence is not None and evidence.regions:
+        return evidence.rule
+    cell = matcher.table_cell(boxes, query) if cells and boxes and query else None
+    if cell is not None and cell.regions:
+        return cell.rule
+    return None
