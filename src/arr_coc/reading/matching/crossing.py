@@ -32,6 +32,7 @@ LEFT = 0.8  # a cell left of the row's label counts this much of one right of it
 ORDER = 0.9  # a key box printing the phrase's numbers in another order counts this much (``ordered``)
 _NUM = re.compile(r"\d+(?:\.\d+)?")
 KEY_SHARE = 0.8  # a box matching the label this share of its row's label's match is a key, not a cell
+SHIFTED = 0.5  # where no crossing is found, boxes overlapping by this share of ``same_line`` share a line
 
 
 def split_cell_query(query: str) -> list[tuple[str, str]]:
@@ -74,16 +75,32 @@ def cross_cells(
         same_line: two boxes share a line when they overlap vertically by this share of the smaller height.
         column_pad: a header's column is its box widened by this many of its heights on each side.
     """
-    n = len(boxes)
-    if n < 3 or not splits:
+    if len(boxes) < 3 or not splits:
         return None
     memo: dict[str, np.ndarray] = {}
-    printed = [_norm(b.text) for b in boxes]
 
-    def lexical(phrase: str, _score: Callable[[str], np.ndarray] = lexical) -> np.ndarray:  # every split re-asks
+    def cached(phrase: str, _score: Callable[[str], np.ndarray] = lexical) -> np.ndarray:  # every split re-asks
         if phrase not in memo:
             memo[phrase] = _score(phrase)
         return memo[phrase]
+
+    found = _cross(boxes, splits, cached, same_line, column_pad, same_line)
+    if found is None:  # a row whose cells OCR reads a little higher or lower than its label ("creator" beside
+        found = _cross(boxes, splits, cached, same_line, column_pad, SHIFTED * same_line)  # "Creating application")
+    return found
+
+
+def _cross(
+    boxes: Sequence[TextBox],
+    splits: Sequence[tuple[str, str]],
+    lexical: Callable[[str], np.ndarray],
+    same_line: float,
+    column_pad: float,
+    row_line: float,
+) -> Evidence | None:
+    """``cross_cells`` with a row's cells sharing its label's line by ``row_line`` of the smaller height."""
+    n = len(boxes)
+    printed = [_norm(b.text) for b in boxes]
 
     def ordered(phrase: str) -> np.ndarray:
         """(N,) 1, or ``ORDER`` for a box printing the phrase's numbers in another order ("0.00, 0.75, 0.00" for
@@ -99,6 +116,14 @@ def cross_cells(
         whole header or label: a header's single words ("of", "100") printed alone elsewhere name nothing."""
         whole = _norm(phrase)
         return np.maximum(lexical(phrase), np.array([float(bool(whole) and t == whole) for t in printed]))
+
+    def alien(phrase: str) -> np.ndarray:
+        """(N,) whether a box prints a number the phrase does not ("Zelle (0,2)" for "Zelle (0,0)"): such a box
+        names another row or column, so it is never the phrase's key box (it can be a cell)."""
+        want = set(_NUM.findall(phrase))
+        if not want:
+            return np.zeros(n, dtype=bool)
+        return np.array([any(g not in want for g in _NUM.findall(t)) for t in printed])
 
     orders: dict[str, np.ndarray] = {}
 
@@ -119,7 +144,7 @@ def cross_cells(
         row_of: dict[int, int] = {}
         for a in labels:
             ov = np.minimum(y1, y1[a]) - np.maximum(y0, y0[a])
-            line = (ov >= same_line * np.minimum(h, h[a])) & has_text
+            line = (ov >= row_line * np.minimum(h, h[a])) & has_text
             line[a] = False
             # the row's cells right of its label; left of it (a label column on the right) a little less
             w = np.where(x0 >= x1[a] - 0.5 * h[a], 1.0, np.where(x1 <= x0[a] + 0.5 * h[a], LEFT, 0.0))
@@ -139,7 +164,8 @@ def cross_cells(
         row_label = np.zeros(n)
         for c, a in row_of.items():
             row_label[c] = ll[a]
-        score[labels[ll[labels] >= KEY_SHARE * row_label[labels]]] = 0.0
+        key = (ll[labels] >= KEY_SHARE * row_label[labels]) & ~alien(label)[labels]
+        score[labels[key]] = 0.0
         top = float(score.max())
         if top < MIN_MATCH * MIN_MATCH or (best is not None and top <= best[0]):
             continue

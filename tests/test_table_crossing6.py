@@ -1,0 +1,70 @@
+"""Round 6 of the table crossing (issue 40, ``arr_coc.reading.matching.crossing``): a cell that prints another
+row's number beside its label's words is a cell, not a key; a row whose cells OCR reads shifted off its label's
+line is still one row."""
+
+from __future__ import annotations
+
+from arr_coc.reading import QueryMatcher, TextBox
+from arr_coc.reading.matching.crossing import cross_cells, split_cell_query
+
+
+def _cross(boxes: list[TextBox], query: str):
+    m = QueryMatcher(semantic=False)
+    return cross_cells(boxes, split_cell_query(query), lambda p: m.lexical_scores(boxes, p))
+
+
+def _texts(boxes: list[TextBox], ev) -> set[str]:
+    cells = [tuple(r) for r, w in zip(ev.regions, ev.weights, strict=True) if w == 1.0]
+    return {b.text for b in boxes if tuple(b.box) in cells}
+
+
+def zelle_grid() -> list[TextBox]:
+    """Every cell printed "Zelle (i,j)" (PyMuPDF's styled test table): the label column's cells and the answer
+    share a word and a digit with the label."""
+    boxes = [TextBox(f"Column {j + 1}", (100 + 220 * j, 20, 200 + 220 * j, 44)) for j in range(3)]
+    for i in range(4):
+        for j in range(3):
+            boxes.append(TextBox(f"Zelle ({i},{j})", (100 + 220 * j, 60 + 50 * i, 214 + 220 * j, 84 + 50 * i)))
+    return boxes
+
+
+def test_cell_with_another_rows_number_is_not_a_key() -> None:
+    boxes = zelle_grid()
+    ev = _cross(boxes, "What is the Column 3 for Zelle (0,0)?")
+    assert ev is not None
+    assert _texts(boxes, ev) == {"Zelle (0,2)"}
+
+
+def test_the_label_itself_is_still_a_key() -> None:
+    boxes = zelle_grid()
+    ev = _cross(boxes, "What is the Column 1 for Zelle (2,0)?")
+    assert ev is None or "Zelle (2,0)" not in _texts(boxes, ev)
+
+
+def shifted_table() -> list[TextBox]:
+    """A two-column key table whose right column OCR reads 26 px above the left (PyMuPDF's metadata table): no
+    right cell overlaps its label by half a line."""
+    keys = ["keywords", "title", "creationDate", "creator", "subject"]
+    values = ["Keywords", "Title", "Date of creation", "Creating application", "Subject"]
+    boxes = [TextBox(k, (85, 138 + 62 * i, 85 + 12 * len(k), 179 + 62 * i)) for i, k in enumerate(keys)]
+    boxes += [TextBox(v, (560, 112 + 62 * i, 560 + 12 * len(v), 153 + 62 * i)) for i, v in enumerate(values)]
+    return boxes
+
+
+def test_row_read_shifted_off_its_labels_line() -> None:
+    boxes = shifted_table()
+    ev = _cross(boxes, "In the creator row, what is the Keywords?")
+    assert ev is not None
+    assert _texts(boxes, ev) == {"Creating application"}
+
+
+def test_aligned_rows_keep_the_strict_line() -> None:
+    """Where the strict line finds the crossing, the shifted pass never runs: the cell is on the label's line."""
+    boxes = [TextBox(h, (200 + 150 * j, 20, 300 + 150 * j, 44)) for j, h in enumerate(["Rate", "Count"])]
+    for i, lab in enumerate(["North", "South", "East"]):
+        y = 60 + 30 * i
+        boxes.append(TextBox(lab, (40, y, 120, y + 24)))
+        boxes += [TextBox(f"{i}{j}.5", (200 + 150 * j, y, 260 + 150 * j, y + 24)) for j in range(2)]
+    ev = _cross(boxes, "What is the Count for South?")
+    assert ev is not None
+    assert _texts(boxes, ev) == {"11.5"}
