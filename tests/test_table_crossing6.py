@@ -68,3 +68,48 @@ def test_aligned_rows_keep_the_strict_line() -> None:
     ev = _cross(boxes, "What is the Count for South?")
     assert ev is not None
     assert _texts(boxes, ev) == {"11.5"}
+
+
+def district_table(join_label: bool = True) -> list[TextBox]:
+    """Districts whose names differ in a few letters; OCR joins the Southern row's label and first value."""
+    heads = ["Population", "Area", "Density"]
+    boxes = [TextBox(h, (300 + 120 * j, 20, 380 + 120 * j, 40)) for j, h in enumerate(heads)]
+    for i, lab in enumerate(["Northern district", "Southern district", "Eastern district", "Western district"]):
+        y = 60 + 30 * i
+        vals = [f"{i + 1}{i + 2},{i}5{i}", f"{i + 3}.{i}", f"{i + 4}{i}"]
+        if join_label and i == 1:
+            boxes.append(TextBox(f"{lab} {vals[0]}", (40, y, 370, y + 20)))
+            boxes += [TextBox(vals[j], (300 + 120 * j, y, 370 + 120 * j, y + 20)) for j in (1, 2)]
+        else:
+            boxes.append(TextBox(lab, (40, y, 200, y + 20)))
+            boxes += [TextBox(vals[j], (300 + 120 * j, y, 370 + 120 * j, y + 20)) for j in range(3)]
+    return boxes
+
+
+def test_label_spelled_beats_a_neighbour_matching_loosely() -> None:
+    boxes = district_table()
+    ev = _cross(boxes, "What is the Area for Southern district?")
+    assert ev is not None
+    assert _texts(boxes, ev) == {"4.1"}
+
+
+def test_value_joined_to_its_label_is_the_cell() -> None:
+    boxes = district_table()
+    ev = _cross(boxes, "What is the Population for Southern district?")
+    assert ev is not None
+    (cell,) = [r for r, w in zip(ev.regions, ev.weights, strict=True) if w == 1.0]
+    x0, y0, x1, y1 = cell
+    assert (y0, y1) == (90, 110)
+    assert 250 < x0 < 300 and x1 == 370  # the value's part of "Southern district 23,151", under "Population"
+
+
+def test_label_joined_to_words_is_not_cut() -> None:
+    """Only a number or amount after the label is a joined cell: "Total" does not cut "Total operating costs"."""
+    boxes = [TextBox(h, (300 + 120 * j, 20, 380 + 120 * j, 40)) for j, h in enumerate(["2020", "2021"])]
+    for i, lab in enumerate(["Total", "Total operating costs", "Other"]):
+        y = 60 + 30 * i
+        boxes.append(TextBox(lab, (40, y, 240, y + 20)))
+        boxes += [TextBox(f"{i}{j}.5", (300 + 120 * j, y, 360 + 120 * j, y + 20)) for j in range(2)]
+    ev = _cross(boxes, "What is the 2021 for Total?")
+    assert ev is not None
+    assert _texts(boxes, ev) == {"01.5"}

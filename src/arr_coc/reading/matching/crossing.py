@@ -32,6 +32,9 @@ LEFT = 0.8  # a cell left of the row's label counts this much of one right of it
 ORDER = 0.9  # a key box printing the phrase's numbers in another order counts this much (``ordered``)
 _NUM = re.compile(r"\d+(?:\.\d+)?")
 KEY_SHARE = 0.8  # a box matching the label this share of its row's label's match is a key, not a cell
+LOOSE = 0.9  # a box matching a phrase of 2+ words only loosely, where another spells it, counts this much
+_WORD = re.compile(r"\w+")
+_VALUE = re.compile(r"^[\d\s.,%()$€£+/-]*\d[\d\s.,%()$€£+/-]*$")  # a number or amount read on its own
 SHIFTED = 0.5  # where no crossing is found, boxes overlapping by this share of ``same_line`` share a line
 
 
@@ -84,9 +87,15 @@ def cross_cells(
             memo[phrase] = _score(phrase)
         return memo[phrase]
 
-    found = _cross(boxes, splits, cached, same_line, column_pad, same_line)
+    parts = _joined(boxes, {" ".join(lab.lower().split()) for _, lab in splits})
+    boxes = [*boxes, *parts]  # the parts join the page's boxes; the lexical match is asked of the page's own only
+
+    def asked(phrase: str) -> np.ndarray:
+        return np.concatenate([cached(phrase), np.zeros(len(parts))])
+
+    found = _cross(boxes, splits, asked, same_line, column_pad, same_line)
     if found is None:  # a row whose cells OCR reads a little higher or lower than its label ("creator" beside
-        found = _cross(boxes, splits, cached, same_line, column_pad, SHIFTED * same_line)  # "Creating application")
+        found = _cross(boxes, splits, asked, same_line, column_pad, SHIFTED * same_line)  # "Creating application")
     return found
 
 
@@ -115,7 +124,14 @@ def _cross(
         words ("May") or too short to weigh ("4g", which a lexical match scores no higher than "4d"). Only for a
         whole header or label: a header's single words ("of", "100") printed alone elsewhere name nothing."""
         whole = _norm(phrase)
-        return np.maximum(lexical(phrase), np.array([float(bool(whole) and t == whole) for t in printed]))
+        score = np.maximum(lexical(phrase), np.array([float(bool(whole) and t == whole) for t in printed]))
+        words = _WORD.findall(whole)
+        if len(words) < 2:
+            return score
+        # where a box spells the phrase's words as printed, a box matching them only loosely ("Northern district"
+        # for "Southern district", a neighbouring row) names it less
+        spelled = np.array([_spells(_WORD.findall(t), words) for t in printed])
+        return np.where(spelled | ~spelled.any(), score, LOOSE * score)
 
     def alien(phrase: str) -> np.ndarray:
         """(N,) whether a box prints a number the phrase does not ("Zelle (0,2)" for "Zelle (0,0)"): such a box
@@ -195,6 +211,28 @@ def _in_order(got: list[str], want: list[str]) -> bool:
     """Whether the numbers of ``got`` that ``want`` holds come in ``want``'s order (a subsequence of it)."""
     it = iter(want)
     return all(any(g == w for w in it) for g in got if g in want)
+
+
+def _spells(got: list[str], want: list[str]) -> bool:
+    """Whether the words ``want`` occur in ``got`` as one contiguous run."""
+    k = len(want)
+    return any(got[i : i + k] == want for i in range(len(got) - k + 1))
+
+
+def _joined(boxes: Sequence[TextBox], labels: set[str]) -> list[TextBox]:
+    """Boxes in which OCR joined a row's label and its first value ("Southern district 23,151"): the label's part
+    and the value's part as two boxes, cut where their characters fall (the value's part is the cell)."""
+    out = []
+    for b in boxes:
+        text = " ".join(b.text.split())
+        low = text.lower()
+        for lab in labels:
+            if low.startswith(lab + " ") and _VALUE.match(text[len(lab) + 1 :]):
+                x0, y0, x1, y1 = b.box
+                cut = x0 + (x1 - x0) * (len(lab) + 0.5) / len(text)
+                out += [TextBox(text[: len(lab)], (x0, y0, cut, y1)), TextBox(text[len(lab) + 1 :], (cut, y0, x1, y1))]
+                break
+    return out
 
 
 def _norm(text: str) -> str:
