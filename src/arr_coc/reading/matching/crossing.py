@@ -32,7 +32,7 @@ LEFT = 0.8  # a cell left of the row's label counts this much of one right of it
 ORDER = 0.9  # a key box printing the phrase's numbers in another order counts this much (``ordered``)
 _NUM = re.compile(r"\d+(?:\.\d+)?")
 KEY_SHARE = 0.8  # a box matching the label this share of its row's label's match is a key, not a cell
-LOOSE = 0.9  # a box matching a phrase of 2+ words only loosely, where another spells it, counts this much
+LOOSE = 0.9  # a box matching a label of 2+ words only loosely, where another spells it, counts this much
 _WORD = re.compile(r"\w+")
 _VALUE = re.compile(r"^[\d\s.,%()$€£+/-]*\d[\d\s.,%()$€£+/-]*$")  # a number or amount read on its own
 SHIFTED = 0.5  # where no crossing is found, boxes overlapping by this share of ``same_line`` share a line
@@ -124,12 +124,15 @@ def _cross(
         words ("May") or too short to weigh ("4g", which a lexical match scores no higher than "4d"). Only for a
         whole header or label: a header's single words ("of", "100") printed alone elsewhere name nothing."""
         whole = _norm(phrase)
-        score = np.maximum(lexical(phrase), np.array([float(bool(whole) and t == whole) for t in printed]))
-        words = _WORD.findall(whole)
+        return np.maximum(lexical(phrase), np.array([float(bool(whole) and t == whole) for t in printed]))
+
+    def row_named(phrase: str) -> np.ndarray:
+        """A label's match (``named``): where a box spells a label of 2+ words as printed, a box matching it only
+        loosely ("Northern district" for "Southern district", a neighbouring row) names it less (``LOOSE``)."""
+        score = named(phrase)
+        words = _WORD.findall(_norm(phrase))
         if len(words) < 2:
             return score
-        # where a box spells the phrase's words as printed, a box matching them only loosely ("Northern district"
-        # for "Southern district", a neighbouring row) names it less
         spelled = np.array([_spells(_WORD.findall(t), words) for t in printed])
         return np.where(spelled | ~spelled.any(), score, LOOSE * score)
 
@@ -151,7 +154,7 @@ def _cross(
     best: tuple[float, np.ndarray, list[int], list[int], str, str] | None = None
     for head, label in splits:
         oh, ol = orders.setdefault(head, ordered(head)), orders.setdefault(label, ordered(label))
-        lh, ll = named(head) * oh, named(label) * ol  # (N,), (N,)
+        lh, ll = named(head) * oh, row_named(label) * ol  # (N,), (N,)
         if lh.max(initial=0.0) < MIN_MATCH or ll.max(initial=0.0) < MIN_MATCH:
             continue
         labels = np.flatnonzero(ll >= max(MIN_MATCH, 0.5 * ll.max()))
