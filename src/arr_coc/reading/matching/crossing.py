@@ -35,6 +35,7 @@ KEY_SHARE = 0.8  # a box matching the label this share of its row's label's matc
 LOOSE = 0.9  # a box matching a label of 2+ words only loosely, where another spells it, counts this much
 _WORD = re.compile(r"\w+")
 _VALUE = re.compile(r"^[\d\s.,%()$€£+/-]*\d[\d\s.,%()$€£+/-]*$")  # a number or amount read on its own
+_MANY = object()  # ``_cross``: a crossing found, but too many equal boxes to be one cell
 SHIFTED = 0.5  # where no crossing is found, boxes overlapping by this share of ``same_line`` share a line
 
 
@@ -93,10 +94,12 @@ def cross_cells(
     def asked(phrase: str) -> np.ndarray:
         return np.concatenate([cached(phrase), np.zeros(len(parts))])
 
+    # a row whose cells OCR reads a little higher or lower than its label ("creator" beside "Creating application"):
+    # a looser line, only where the strict one crossed nothing at all (many equal crossings give nothing, as before)
     found = _cross(boxes, splits, asked, same_line, column_pad, same_line)
-    if found is None:  # a row whose cells OCR reads a little higher or lower than its label ("creator" beside
-        found = _cross(boxes, splits, asked, same_line, column_pad, SHIFTED * same_line)  # "Creating application")
-    return found
+    if found is None:
+        found = _cross(boxes, splits, asked, same_line, column_pad, SHIFTED * same_line)
+    return None if found is _MANY else found
 
 
 def _cross(
@@ -106,8 +109,9 @@ def _cross(
     same_line: float,
     column_pad: float,
     row_line: float,
-) -> Evidence | None:
-    """``cross_cells`` with a row's cells sharing its label's line by ``row_line`` of the smaller height."""
+) -> Evidence | object | None:
+    """``cross_cells`` with a row's cells sharing its label's line by ``row_line`` of the smaller height; ``_MANY``
+    where the best crossing is many equal boxes."""
     n = len(boxes)
     printed = [_norm(b.text) for b in boxes]
 
@@ -199,7 +203,7 @@ def _cross(
         return None
     top, cells, lab_boxes, head_boxes, head, label = best
     if len(cells) > 4:  # many equal crossings: the row or the column is not one
-        return None
+        return _MANY
     regions = [tuple(boxes[i].box) for i in cells] + [tuple(boxes[i].box) for i in lab_boxes + head_boxes]
     weights = [1.0] * len(cells) + [0.9] * (len(lab_boxes) + len(head_boxes))
     return Evidence(
