@@ -140,14 +140,6 @@ def _cross(
         spelled = np.array([_spells(_WORD.findall(t), words) for t in printed])
         return np.where(spelled | ~spelled.any(), score, LOOSE * score)
 
-    def alien(phrase: str) -> np.ndarray:
-        """(N,) whether a box prints a number the phrase does not ("Zelle (0,2)" for "Zelle (0,0)"): such a box
-        names another row or column, so it is never the phrase's key box (it can be a cell)."""
-        want = set(_NUM.findall(phrase))
-        if not want:
-            return np.zeros(n, dtype=bool)
-        return np.array([any(g not in want for g in _NUM.findall(t)) for t in printed])
-
     orders: dict[str, np.ndarray] = {}
 
     arr = np.array([b.box for b in boxes], dtype=np.float64).reshape(-1, 4)
@@ -187,8 +179,7 @@ def _cross(
         row_label = np.zeros(n)
         for c, a in row_of.items():
             row_label[c] = ll[a]
-        key = (ll[labels] >= KEY_SHARE * row_label[labels]) & ~alien(label)[labels]
-        score[labels[key]] = 0.0
+        score[labels[ll[labels] >= KEY_SHARE * row_label[labels]]] = 0.0
         top = float(score.max())
         if top < MIN_MATCH * MIN_MATCH or (best is not None and top <= best[0]):
             continue
