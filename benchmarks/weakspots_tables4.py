@@ -56,6 +56,16 @@ layout-parser ``tests/fixtures/``, pdf-table-extract ``example/``, py-pdf/sample
 13 table PDFs (``copy``). tabula-java gives nothing new: its top-level PDFs are rounds 2-4's ``tabula`` sources and
 its ICDAR 2013 folders are camelot's ``tests/files/tabula/`` copies (reserved). Built with ``make --collections
 textractor textractsamples azuredi doclingparse img2table layoutparser pdftableextract pypdfsamples nlmingestor``.
+
+Round 6's "last" group (helper tables6), named and committed before any figure on it (``weakspots_tables.LAST6``):
+nine collections no earlier table round copied -- Apache PDFBox (test and example resources), Apache Tika (test
+documents), kreuzberg ``test_documents/``, OCRmyPDF ``tests/resources/`` (the scans benchmark reads a few of its
+scanned pages, not as tables), pdf2htmlEX ``pdf2htmlEX/test/``, unstract (its one 10-K), markitdown ``packages/``,
+unstructured-api ``sample-docs/``, spacy-layout ``tests/data/`` -- copied and checked as round 5's were. Built with
+``make --collections pdfbox tika kreuzberg ocrmypdf pdf2htmlex unstract markitdown unstructuredapi spacylayout``.
+Those nine gave 28 questions from 6 sources (a count, before any recall), so three more collections joined it, named
+and committed before any figure too: pymupdf4llm (AGPL-3.0), llama_parse (MIT), and Adobe's PDF Services Python SDK
+samples ``src/resources/`` (MIT); ``make --collections`` then lists all twelve.
 """
 
 from __future__ import annotations

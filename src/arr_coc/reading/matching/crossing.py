@@ -32,6 +32,11 @@ LEFT = 0.8  # a cell left of the row's label counts this much of one right of it
 ORDER = 0.9  # a key box printing the phrase's numbers in another order counts this much (``ordered``)
 _NUM = re.compile(r"\d+(?:\.\d+)?")
 KEY_SHARE = 0.8  # a box matching the label this share of its row's label's match is a key, not a cell
+LOOSE = 0.9  # a box matching a label of 2+ words only loosely, where another spells it, counts this much
+_WORD = re.compile(r"\w+")
+_VALUE = re.compile(r"^[\d\s.,%()$€£+/-]*\d[\d\s.,%()$€£+/-]*$")  # a number or amount read on its own
+_MANY = object()  # ``_cross``: a crossing found, but too many equal boxes to be one cell
+SHIFTED = 0.5  # where no crossing is found, boxes overlapping by this share of ``same_line`` share a line
 
 
 def split_cell_query(query: str) -> list[tuple[str, str]]:
@@ -74,16 +79,41 @@ def cross_cells(
         same_line: two boxes share a line when they overlap vertically by this share of the smaller height.
         column_pad: a header's column is its box widened by this many of its heights on each side.
     """
-    n = len(boxes)
-    if n < 3 or not splits:
+    if len(boxes) < 3 or not splits:
         return None
     memo: dict[str, np.ndarray] = {}
-    printed = [_norm(b.text) for b in boxes]
 
-    def lexical(phrase: str, _score: Callable[[str], np.ndarray] = lexical) -> np.ndarray:  # every split re-asks
+    def cached(phrase: str, _score: Callable[[str], np.ndarray] = lexical) -> np.ndarray:  # every split re-asks
         if phrase not in memo:
             memo[phrase] = _score(phrase)
         return memo[phrase]
+
+    parts = _joined(boxes, {" ".join(lab.lower().split()) for _, lab in splits})
+    boxes = [*boxes, *parts]  # the parts join the page's boxes; the lexical match is asked of the page's own only
+
+    def asked(phrase: str) -> np.ndarray:
+        return np.concatenate([cached(phrase), np.zeros(len(parts))])
+
+    # a row whose cells OCR reads a little higher or lower than its label ("creator" beside "Creating application"):
+    # a looser line, only where the strict one crossed nothing at all (many equal crossings give nothing, as before)
+    found = _cross(boxes, splits, asked, same_line, column_pad, same_line)
+    if found is None:
+        found = _cross(boxes, splits, asked, same_line, column_pad, SHIFTED * same_line)
+    return None if found is _MANY else found
+
+
+def _cross(
+    boxes: Sequence[TextBox],
+    splits: Sequence[tuple[str, str]],
+    lexical: Callable[[str], np.ndarray],
+    same_line: float,
+    column_pad: float,
+    row_line: float,
+) -> Evidence | object | None:
+    """``cross_cells`` with a row's cells sharing its label's line by ``row_line`` of the smaller height; ``_MANY``
+    where the best crossing is many equal boxes."""
+    n = len(boxes)
+    printed = [_norm(b.text) for b in boxes]
 
     def ordered(phrase: str) -> np.ndarray:
         """(N,) 1, or ``ORDER`` for a box printing the phrase's numbers in another order ("0.00, 0.75, 0.00" for
@@ -100,6 +130,16 @@ def cross_cells(
         whole = _norm(phrase)
         return np.maximum(lexical(phrase), np.array([float(bool(whole) and t == whole) for t in printed]))
 
+    def row_named(phrase: str) -> np.ndarray:
+        """A label's match (``named``): where a box spells a label of 2+ words as printed, a box matching it only
+        loosely ("Northern district" for "Southern district", a neighbouring row) names it less (``LOOSE``)."""
+        score = named(phrase)
+        words = _WORD.findall(_norm(phrase))
+        if len(words) < 2:
+            return score
+        spelled = np.array([_spells(_WORD.findall(t), words) for t in printed])
+        return np.where(spelled | ~spelled.any(), score, LOOSE * score)
+
     orders: dict[str, np.ndarray] = {}
 
     arr = np.array([b.box for b in boxes], dtype=np.float64).reshape(-1, 4)
@@ -110,7 +150,7 @@ def cross_cells(
     best: tuple[float, np.ndarray, list[int], list[int], str, str] | None = None
     for head, label in splits:
         oh, ol = orders.setdefault(head, ordered(head)), orders.setdefault(label, ordered(label))
-        lh, ll = named(head) * oh, named(label) * ol  # (N,), (N,)
+        lh, ll = named(head) * oh, row_named(label) * ol  # (N,), (N,)
         if lh.max(initial=0.0) < MIN_MATCH or ll.max(initial=0.0) < MIN_MATCH:
             continue
         labels = np.flatnonzero(ll >= max(MIN_MATCH, 0.5 * ll.max()))
@@ -119,7 +159,7 @@ def cross_cells(
         row_of: dict[int, int] = {}
         for a in labels:
             ov = np.minimum(y1, y1[a]) - np.maximum(y0, y0[a])
-            line = (ov >= same_line * np.minimum(h, h[a])) & has_text
+            line = (ov >= row_line * np.minimum(h, h[a])) & has_text
             line[a] = False
             # the row's cells right of its label; left of it (a label column on the right) a little less
             w = np.where(x0 >= x1[a] - 0.5 * h[a], 1.0, np.where(x1 <= x0[a] + 0.5 * h[a], LEFT, 0.0))
@@ -154,7 +194,7 @@ def cross_cells(
         return None
     top, cells, lab_boxes, head_boxes, head, label = best
     if len(cells) > 4:  # many equal crossings: the row or the column is not one
-        return None
+        return _MANY
     regions = [tuple(boxes[i].box) for i in cells] + [tuple(boxes[i].box) for i in lab_boxes + head_boxes]
     weights = [1.0] * len(cells) + [0.9] * (len(lab_boxes) + len(head_boxes))
     return Evidence(
@@ -169,6 +209,28 @@ def _in_order(got: list[str], want: list[str]) -> bool:
     """Whether the numbers of ``got`` that ``want`` holds come in ``want``'s order (a subsequence of it)."""
     it = iter(want)
     return all(any(g == w for w in it) for g in got if g in want)
+
+
+def _spells(got: list[str], want: list[str]) -> bool:
+    """Whether the words ``want`` occur in ``got`` as one contiguous run."""
+    k = len(want)
+    return any(got[i : i + k] == want for i in range(len(got) - k + 1))
+
+
+def _joined(boxes: Sequence[TextBox], labels: set[str]) -> list[TextBox]:
+    """Boxes in which OCR joined a row's label and its first value ("Southern district 23,151"): the label's part
+    and the value's part as two boxes, cut where their characters fall (the value's part is the cell)."""
+    out = []
+    for b in boxes:
+        text = " ".join(b.text.split())
+        low = text.lower()
+        for lab in labels:
+            if low.startswith(lab + " ") and _VALUE.match(text[len(lab) + 1 :]):
+                x0, y0, x1, y1 = b.box
+                cut = x0 + (x1 - x0) * (len(lab) + 0.5) / len(text)
+                out += [TextBox(text[: len(lab)], (x0, y0, cut, y1)), TextBox(text[len(lab) + 1 :], (cut, y0, x1, y1))]
+                break
+    return out
 
 
 def _norm(text: str) -> str:
