@@ -338,6 +338,13 @@ def page_lines(pg) -> tuple[list[dict], float, float, list[dict]] | None:
             and all(abs(s - body) <= 0.6 for s in sizes)
             and not re.match(r"(?:Fig(?:ure)?\.?|Table)\s*\d", ln["text"])
         )
+        # round 6: running text with small caps, sub- or superscripts in it (half its words at the body size)
+        ln["mixed"] = (
+            not ln["spans"]
+            and not ln["heading"]
+            and 2 * sum(abs(s - body) <= 0.6 for s in sizes) >= len(sizes)
+            and not re.match(r"(?:Fig(?:ure)?\.?|Table)\s*\d", ln["text"])
+        )
     lines.sort(key=lambda ln: (ln["col"], ln["top"]))
     _heading_criteria(lines, body)
     return lines, body, g, words
@@ -405,10 +412,41 @@ def sections(lines: list[dict]) -> list[dict]:
         if ln["heading"]:
             if out:
                 out[-1]["complete"] = True
-            out.append({"title": ln["title"], "head": ln, "words": [], "complete": False})
-        elif ln["body"] and out:
-            out[-1]["words"] += ln["words"]
+            out.append({"title": ln["title"], "head": ln, "words": [], "complete": False, "text": [], "all": []})
+        elif out and not ln["spans"]:
+            out[-1]["all"] += ln["words"]  # every line it governs, any size (round 6's uniqueness)
+            if ln["body"] or (ln.get("mixed") and not ln["table"] and not ln["heading"]):
+                out[-1]["text"] += ln["words"]  # its running text, round 6's criterion
+            if ln["body"]:
+                out[-1]["words"] += ln["words"]
     return out
+
+
+CRITERIA = 6  # 5: the round-3 criteria alone (the sets of rounds 3-5 as built then); 6: with ``_round6``
+
+
+def _round6(kind: str, s: dict, w: dict, answer: dict) -> dict | None:
+    """Round 6's written criteria (applied to every split alike, after the round-3 choice, so every other question
+    stays as it was): a word-after / word-before question is kept only where its word is printed once among ALL the
+    lines its section governs (footnote-size, caption and mixed lines too), and its answer is the word next to it in
+    the section's running text, where a line with small caps, a sub- or superscript in it (half its words at the
+    body size) is running text too; a last-word question's answer is its running text's last word. The answer is
+    corrected to that word (None: the question is dropped where it is not a plain word)."""
+    if CRITERIA < 6:
+        return answer
+    text = s["text"]
+    if kind == "sec_last":
+        last = text[-1] if text else None
+        ok = last is not None and last["text"][-1:] in ".!?" and any(c.isalpha() for c in _clean_word(last["text"]))
+        return last if ok else None
+    n = norm(w["text"])
+    if sum(norm(x["text"]) == n for x in s["all"]) != 1:
+        return None
+    i = next((k for k, x in enumerate(text) if x is w), None)
+    j = None if i is None else i + (1 if kind == "sec_after" else -1)
+    if j is None or not 0 <= j < len(text) or text[min(i, j)]["text"].endswith("-"):
+        return None
+    return text[j] if re.fullmatch(r"[A-Za-z][a-z]+[.,;:]?", text[j]["text"]) else None
 
 
 def _clean_word(t: str) -> str:
@@ -458,7 +496,9 @@ def questions(secs: list[dict], all_words: list[dict], rng: random.Random) -> li
     if cands:
         s, w, other = rng.choice(cands)
         q = rng.choice(QUESTIONS[kind]).format(h=s["title"], w=_clean_word(w["text"]))
-        out.append((kind, q, _clean_word(other["text"]), other))
+        other = _round6(kind, s, w, other)
+        if other is not None:
+            out.append((kind, q, _clean_word(other["text"]), other))
     # sec_last
     cands = [
         s
@@ -469,8 +509,10 @@ def questions(secs: list[dict], all_words: list[dict], rng: random.Random) -> li
     ]
     if cands:
         s = rng.choice(cands)
-        w = s["words"][-1]
-        out.append(("sec_last", rng.choice(QUESTIONS["sec_last"]).format(h=s["title"]), _clean_word(w["text"]), w))
+        w, q = s["words"][-1], rng.choice(QUESTIONS["sec_last"]).format(h=s["title"])
+        w = _round6("sec_last", s, w, w)
+        if w is not None:
+            out.append(("sec_last", q, _clean_word(w["text"]), w))
     return out
 
 
@@ -676,6 +718,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     mk.add_argument("--seed", type=int, default=17)
     mk.add_argument("--gt-ocr", type=Path, default=None, help="write the text-layer lines as OCR boxes here")
     mk.add_argument("--collections", nargs="*", default=(), help="only these MANIFEST collections (default all)")
+    mk.add_argument("--criteria", type=int, default=6, choices=(5, 6), help="5: without round 6's (earlier sets)")
     rp = sub.add_parser("report", help="dev / held-out / last recall of realdocs_recall.py JSON outputs")
     rp.add_argument("--data", type=Path, required=True)
     rp.add_argument("--results", type=Path, nargs="+", required=True)
@@ -686,6 +729,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if a.cmd == "copy":
         print(f"{copy(a.mirrors, a.src)} PDFs -> {a.src}")
         return 0
+    global CRITERIA
+    CRITERIA = a.criteria
     rows = make(a.src, a.out, a.dpi, a.max_pages, a.seed, a.gt_ocr, a.collections)
     counts: dict[str, int] = {}
     for r in rows:
