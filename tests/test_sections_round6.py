@@ -94,3 +94,30 @@ def test_a_page_number_in_the_margin_is_not_a_sections_last_line(monkeypatch):
     assert _covers(resolve(layout, parse(query)).regions, good)
     monkeypatch.setattr(sections, "_wordy", lambda text: True)
     assert not _covers(resolve(analyse(boxes), parse(query)).regions, good)
+
+
+def test_a_references_last_line_under_a_hanging_indent_does_not_end_the_section(monkeypatch):
+    refs = []
+    for first, rest, tail in [
+        (
+            "Akamatsu H, Taga M (1999) Molecular karyotypes",
+            "for plant pathogens known to produce",
+            "PLANT J 25:305-314",
+        ),
+        (
+            "Brown DW, Adams TH (1996) Aspergillus has distinct",
+            "fatty acid synthases for the primary",
+            "CURR GENET 35:64",
+        ),
+        (
+            "Hayashi N, Tanabe K (1990) Determination of host",
+            "toxin production during spore growth",
+            "PHYTOPATHOLOGY 80:1088",
+        ),
+    ]:
+        refs += [(first, 0), (rest, 0, 16), (tail, 0, 16)]
+    left = [(t, 0) for t in _prose(8, 0)] + [("REFERENCES", 12), *refs]
+    boxes = _column(LEFT, left) + _column(RIGHT, [(t, 0) for t in _prose(20, 2)])
+    assert "toxin production during spore growth" in _texts(boxes, "REFERENCES")
+    monkeypatch.setattr(sections, "_hanging", lambda *a: False)
+    assert "toxin production during spore growth" not in _texts(boxes, "REFERENCES")

@@ -223,7 +223,20 @@ def _is_stop(
     role = layout.blocks[k].role if k is not None else "paragraph"
     flagged = role in ("heading", "title") or (numbered and _NUM_HEAD_RE.match(text) is not None)
     flagged = flagged or (caps and _caps(text))
-    return flagged and _heads_prose(layout, order, pos, cols) and not _open_above(layout, order, pos, cols, blocks)
+    if not flagged or _hanging(layout, order, pos, cols):
+        return False
+    return _heads_prose(layout, order, pos, cols) and not _open_above(layout, order, pos, cols, blocks)
+
+
+def _hanging(layout: Layout, order: list[int], pos: int, cols: list[int]) -> bool:
+    """The line at ``order[pos]`` is the last line of a list entry set with a hanging indent (a reference's "Plant J
+    25:305-314"): it starts where the line above it starts, both indented from the line under it (the next entry's
+    first line) by half a line's height or more."""
+    if pos == 0 or pos + 1 >= len(order) or len({cols[order[q]] for q in (pos - 1, pos, pos + 1)}) != 1:
+        return False
+    a, b, c = (layout.lines[order[q]].box for q in (pos - 1, pos, pos + 1))
+    h = b[3] - b[1]
+    return abs(a[0] - b[0]) <= 0.25 * h and b[0] - c[0] >= 0.5 * h
 
 
 def _small_footnote(layout: Layout, block, i: int, before: list[int]) -> bool:
