@@ -63,6 +63,11 @@ UNSTRUCTURED_INF = (
 )
 MINERU = ("github:opendatalab/MinerU", "79d6d8d79fb8f3ddba5cc34c07a16f0ec36f56c7", "Apache-2.0 with MinerU's terms")
 PYMUPDF = ("github:pymupdf/PyMuPDF", "53c9aaf539b4fbb6a53010d90de3a2df96e82b5e", "AGPL-3.0")
+MMDA = ("github:allenai/mmda", "882dcb0e8c13b0346a5b331076d06f03a5cd0702", "Apache-2.0")
+VILA = ("github:allenai/vila", "f482972b1d8e1377afc866494f488de81b1d71e5", "Apache-2.0")
+PDFX = ("github:metachris/pdfx", "9e6864c5f9bcc8801e12c63a64d6efdfd1960494", "Apache-2.0")
+TIKA = ("github:apache/tika", "2b70202aaec3db48fd5ff4d996d974444a750a11", "Apache-2.0")
+NLM = ("github:nlmatics/nlm-ingestor", "5f0c1b920eda649637713578471577cb1feb7209", "Apache-2.0")
 # collection -> (repository, commit, licence, [paths]): two-column papers shipped as test data (the licence is the
 # repository's; the papers' copyright stays with their authors)
 MANIFEST: dict[str, tuple[str, str, str, list[str]]] = {
@@ -153,6 +158,34 @@ MANIFEST: dict[str, tuple[str, str, str, list[str]]] = {
     "scipdf": (*SCIPDF, ["example_data/futoma2017improved.pdf"]),
     "unstructinf": (*UNSTRUCTURED_INF, ["sample-docs/layout-parser-paper-fast.pdf"]),
     "pymupdf": (*PYMUPDF, ["tests/resources/2201.00069.pdf"]),
+    # round 6: a fresh source group added last (split "last6"), named before any figure on it, same criteria:
+    # CERMINE's web test / example papers (not round 4's), mmda's and VILA's paper fixtures (not papermage's),
+    # pdfx's and Tika's test papers, nlm-ingestor's arXiv paper (its credit agreements are table sources)
+    "cermine6": (
+        *CERMINE,
+        ["cermine-web/src/test/resources/pdf/test1.pdf", "cermine-web/src/main/resources/examples/example3.pdf"],
+    ),
+    "mmda": (
+        *MMDA,
+        [
+            "tests/fixtures/e5910c027af0ee9c1901c57f6579d903aedee7f4.pdf",
+            "tests/fixtures/test-uu.pdf",
+            "src/ai2_internal/citation_mentions/data/arxiv-2201.05673-page1.pdf",
+        ],
+    ),
+    "vila": (*VILA, ["tests/fixtures/regular.pdf", "tests/fixtures/large.pdf"]),  # vila-test.pdf: regular's pages
+    "pdfx": (*PDFX, ["tests/pdfs/valid.pdf"]),
+    "tika": (
+        *TIKA,
+        [
+            "tika-parsers/tika-parsers-standard/tika-parsers-standard-modules/tika-parser-pdf-module/src/test/"
+            "resources/test-documents/testJournalParser.pdf"
+        ],
+    ),
+    "nlm": (
+        *NLM,
+        ["files/pdf/Beyond Examples- High-level Automated Reasoning Paradigm in In-Context Learning via MCTS.pdf"],
+    ),
 }
 # never looked at while developing (their figures are read once, at the end)
 HELD_OUT = (
@@ -165,7 +198,8 @@ HELD_OUT = (
 LAST = "unstructured:multi-column"  # added last, never tuned on
 LAST3 = ("scienceparse", "grobid")  # collections added last in round 3 (split "last3"), measured once
 LAST4 = ("s2orc", "cermine")  # added last in round 4 (split "last4"), measured once; development from round 5 on
-LAST5 = ("grobid5", "olmocr", "mineru", "scipdf", "unstructinf", "pymupdf")  # added last in round 5 (split "last5")
+LAST5 = ("grobid5", "olmocr", "mineru", "scipdf", "unstructinf", "pymupdf")  # round 5's last; development from round 6
+LAST6 = ("cermine6", "mmda", "vila", "pdfx", "tika", "nlm")  # added last in round 6 (split "last6"), measured once
 
 QUESTIONS = {  # kind -> wordings; {h}: heading, {w}: the word
     "sec_year": (
@@ -304,6 +338,13 @@ def page_lines(pg) -> tuple[list[dict], float, float, list[dict]] | None:
             and all(abs(s - body) <= 0.6 for s in sizes)
             and not re.match(r"(?:Fig(?:ure)?\.?|Table)\s*\d", ln["text"])
         )
+        # round 6: running text with small caps, sub- or superscripts in it (half its words at the body size)
+        ln["mixed"] = (
+            not ln["spans"]
+            and not ln["heading"]
+            and 2 * sum(abs(s - body) <= 0.6 for s in sizes) >= len(sizes)
+            and not re.match(r"(?:Fig(?:ure)?\.?|Table)\s*\d", ln["text"])
+        )
     lines.sort(key=lambda ln: (ln["col"], ln["top"]))
     _heading_criteria(lines, body)
     return lines, body, g, words
@@ -371,10 +412,41 @@ def sections(lines: list[dict]) -> list[dict]:
         if ln["heading"]:
             if out:
                 out[-1]["complete"] = True
-            out.append({"title": ln["title"], "head": ln, "words": [], "complete": False})
-        elif ln["body"] and out:
-            out[-1]["words"] += ln["words"]
+            out.append({"title": ln["title"], "head": ln, "words": [], "complete": False, "text": [], "all": []})
+        elif out and not ln["spans"]:
+            out[-1]["all"] += ln["words"]  # every line it governs, any size (round 6's uniqueness)
+            if ln["body"] or (ln.get("mixed") and not ln["table"] and not ln["heading"]):
+                out[-1]["text"] += ln["words"]  # its running text, round 6's criterion
+            if ln["body"]:
+                out[-1]["words"] += ln["words"]
     return out
+
+
+CRITERIA = 6  # 5: the round-3 criteria alone (the sets of rounds 3-5 as built then); 6: with ``_round6``
+
+
+def _round6(kind: str, s: dict, w: dict, answer: dict) -> dict | None:
+    """Round 6's written criteria (applied to every split alike, after the round-3 choice, so every other question
+    stays as it was): a word-after / word-before question is kept only where its word is printed once among ALL the
+    lines its section governs (footnote-size, caption and mixed lines too), and its answer is the word next to it in
+    the section's running text, where a line with small caps, a sub- or superscript in it (half its words at the
+    body size) is running text too; a last-word question's answer is its running text's last word. The answer is
+    corrected to that word (None: the question is dropped where it is not a plain word)."""
+    if CRITERIA < 6:
+        return answer
+    text = s["text"]
+    if kind == "sec_last":
+        last = text[-1] if text else None
+        ok = last is not None and last["text"][-1:] in ".!?" and any(c.isalpha() for c in _clean_word(last["text"]))
+        return last if ok else None
+    n = norm(w["text"])
+    if sum(norm(x["text"]) == n for x in s["all"]) != 1:
+        return None
+    i = next((k for k, x in enumerate(text) if x is w), None)
+    j = None if i is None else i + (1 if kind == "sec_after" else -1)
+    if j is None or not 0 <= j < len(text) or text[min(i, j)]["text"].endswith("-"):
+        return None
+    return text[j] if re.fullmatch(r"[A-Za-z][a-z]+[.,;:]?", text[j]["text"]) else None
 
 
 def _clean_word(t: str) -> str:
@@ -424,7 +496,9 @@ def questions(secs: list[dict], all_words: list[dict], rng: random.Random) -> li
     if cands:
         s, w, other = rng.choice(cands)
         q = rng.choice(QUESTIONS[kind]).format(h=s["title"], w=_clean_word(w["text"]))
-        out.append((kind, q, _clean_word(other["text"]), other))
+        other = _round6(kind, s, w, other)
+        if other is not None:
+            out.append((kind, q, _clean_word(other["text"]), other))
     # sec_last
     cands = [
         s
@@ -435,8 +509,10 @@ def questions(secs: list[dict], all_words: list[dict], rng: random.Random) -> li
     ]
     if cands:
         s = rng.choice(cands)
-        w = s["words"][-1]
-        out.append(("sec_last", rng.choice(QUESTIONS["sec_last"]).format(h=s["title"]), _clean_word(w["text"]), w))
+        w, q = s["words"][-1], rng.choice(QUESTIONS["sec_last"]).format(h=s["title"])
+        w = _round6("sec_last", s, w, w)
+        if w is not None:
+            out.append(("sec_last", q, _clean_word(w["text"]), w))
     return out
 
 
@@ -548,7 +624,15 @@ def make(
                                 source=source,
                             )
                         )
-    split: dict[str, list[dict]] = {"dev": [], "heldout": [], "last": [], "last3": [], "last4": [], "last5": []}
+    split: dict[str, list[dict]] = {
+        "dev": [],
+        "heldout": [],
+        "last": [],
+        "last3": [],
+        "last4": [],
+        "last5": [],
+        "last6": [],
+    }
     for r in rows:
         split[_split(r["source"])].append(r)
     (out / "questions.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
@@ -564,6 +648,8 @@ def _split(source: str) -> str:
         return "last4"
     if source.split(":")[0] in LAST5:
         return "last5"
+    if source.split(":")[0] in LAST6:
+        return "last6"
     return "last" if source == LAST else "heldout" if source in HELD_OUT else "dev"
 
 
@@ -583,7 +669,8 @@ def report(data: Path, results: Sequence[Path], budget: str = "11.1%") -> str:
         "last": "last",
         "last3": "last (round 3)",
         "last4": "last of round 4 (development since round 5)",
-        "last5": "last (round 5)",
+        "last5": "last of round 5 (development since round 6)",
+        "last6": "last (round 6)",
     }
 
     def split(source: str) -> str:
@@ -631,6 +718,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     mk.add_argument("--seed", type=int, default=17)
     mk.add_argument("--gt-ocr", type=Path, default=None, help="write the text-layer lines as OCR boxes here")
     mk.add_argument("--collections", nargs="*", default=(), help="only these MANIFEST collections (default all)")
+    mk.add_argument("--criteria", type=int, default=6, choices=(5, 6), help="5: without round 6's (earlier sets)")
     rp = sub.add_parser("report", help="dev / held-out / last recall of realdocs_recall.py JSON outputs")
     rp.add_argument("--data", type=Path, required=True)
     rp.add_argument("--results", type=Path, nargs="+", required=True)
@@ -641,6 +729,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if a.cmd == "copy":
         print(f"{copy(a.mirrors, a.src)} PDFs -> {a.src}")
         return 0
+    global CRITERIA
+    CRITERIA = a.criteria
     rows = make(a.src, a.out, a.dpi, a.max_pages, a.seed, a.gt_ocr, a.collections)
     counts: dict[str, int] = {}
     for r in rows:
