@@ -1,5 +1,6 @@
-"""Style D of the paraphrase set (issue 40, writerd): a third writer's wordings, held out from the matcher's
-development (written without reading the lexicon, the matching code or the A, B, C wordings)."""
+"""Styles D and E of the paraphrase set (issue 40): a third writer's wordings (writerd) and a fourth writer's of the
+held-out questions only (writere, users who are not native English speakers), held out from the matcher's
+development (written without reading the lexicon, the matching code or the earlier styles' wordings)."""
 
 from __future__ import annotations
 
@@ -54,29 +55,49 @@ def test_style_d_has_the_format_and_the_questions_of_style_c() -> None:
     assert [[r[k] for k in same] for r in d] == [[first[r["rephrases"]][k] for k in same] for r in d]
 
 
-def test_style_d_rephrases_realdocs_questions_and_loads() -> None:
+def test_style_e_has_the_format_and_the_held_out_questions_of_style_d() -> None:
+    e, d = _rows("paraphrase_questions_e.jsonl"), _rows("paraphrase_questions_d.jsonl")
+    assert all(list(r) == list(d[0]) for r in e)
+    assert {r["style"] for r in e} == {"E"} and len({r["id"] for r in e}) == len(e)
+    assert all(r["id"] == f"{r['rephrases']}_pE0" and r["query"].strip() for r in e)
+    assert len({r["query"] for r in e}) > len(e) // 2  # one writer's own wordings, not one template
+    # one wording per original, every held-out question (and only those), in style D's order and with its fields
+    held = [r for r in d if r["split"] == "held-out"]
+    assert len({r["rephrases"] for r in e}) == len(e) == len(held) == 174
+    same = ("rephrases", "source", "split", "concept", "doc_type")
+    assert [[r[k] for k in same] for r in e] == [[r[k] for k in same] for r in held]
+    counts = {t: sum(r["doc_type"] == t for r in e) for t in ("realform", "realreceipt", "realtable")}
+    assert counts == {"realform": 70, "realreceipt": 88, "realtable": 16}
+
+
+STYLES = pytest.mark.parametrize("style", ["d", "e"])
+
+
+@STYLES
+def test_style_rephrases_realdocs_questions_and_loads(style: str) -> None:
     import sys
 
     keys = _keys()
-    d = _rows("paraphrase_questions_d.jsonl")
+    d = _rows(f"paraphrase_questions_{style}.jsonl")
     for r in d:
         q = keys[r["rephrases"]]
         assert q["doc_type"] == r["doc_type"] and r["concept"].startswith(f"{q['doc_type']}:")
     sys.path.insert(0, str(BENCH.parent))
-    from benchmarks.paraphrase_set import QUESTIONS_D, load
+    from benchmarks import paraphrase_set
 
-    rows = load(DATA, QUESTIONS_D)
+    rows = paraphrase_set.load(DATA, getattr(paraphrase_set, f"QUESTIONS_{style.upper()}"))
     assert len(rows) == len(d)
     for p, q in rows:  # the wording, on the original's page with its answer boxes
         assert q.paraphrased and q.query == p["query"] and q.doc_type == p["doc_type"]
         assert [list(b) for b in q.boxes] == keys[p["rephrases"]]["boxes"]
 
 
-def test_style_d_avoids_the_keys_content_words() -> None:
+@STYLES
+def test_style_avoids_the_keys_content_words(style: str) -> None:
     """No wording uses a content word of its printed key: a form's label ("NEW BALANCE"), a receipt's field
     ("company", "date", "total"), a table's column header (its row label names the row: it stays)."""
     keys = _keys()
-    for r in _rows("paraphrase_questions_d.jsonl"):
+    for r in _rows(f"paraphrase_questions_{style}.jsonl"):
         key = keys[r["rephrases"]]["key"]
         if r["doc_type"] == "realtable":
             column, row = key.rsplit(" / ", 1)
