@@ -529,7 +529,7 @@ def signatures(args: argparse.Namespace) -> int:
         return hashlib.sha1(repr(parts).encode()).hexdigest()
 
     out = {}
-    for path in (QUESTIONS, QUESTIONS_C):
+    for path in (QUESTIONS, QUESTIONS_C, QUESTIONS_D, QUESTIONS_E):
         for p in (json.loads(x) for x in path.read_text().splitlines() if x.strip()):
             out[f"para:{p['id']}"] = sig(p["query"])
     for q in (json.loads(x) for x in (args.data / "questions.jsonl").read_text().splitlines() if x.strip()):

@@ -32,6 +32,7 @@ import numpy as np
 
 from .paraphrase import cued
 from .question_roles import asks_identity, role_concepts, role_types, transaction_party
+from .question_shapes import shape_concepts
 
 # "where did I buy / shop / eat": a question for the business the customer visited (``TYPE_CUES``' "org")
 _VISITED = r"(?:did|do|have) (?:i|we|you|they) (?:buy|shop|eat|dine|purchase|get|order|go)\b"
@@ -296,9 +297,12 @@ DATE_CONCEPTS = frozenset({"deadline", "received", "date", "time"})
 @functools.lru_cache(maxsize=4096)
 def concepts(question: str) -> tuple[str, ...]:
     """The concepts ``question`` asks about, in ``LEXICON``'s order, those ruled out by an earlier one dropped (and,
-    in a question for a date that names no amount, ``date_not_amount``, all but the dates: ``DATE_CONCEPTS``)."""
+    in a question for a date that names no amount, ``date_not_amount``, all but the dates: ``DATE_CONCEPTS``); when
+    none is named, those of the answer's shape (``question_shapes.shape_concepts``)."""
     found = cued(question.lower().replace("’", "'"), _CUES)
     found = with_roles(question, found)
+    if not found and not transaction_party(question):  # the answer's shape: "day it was written?" (``question_shapes``)
+        found = shape_concepts(question)
     return tuple(c for c in found if c in DATE_CONCEPTS) if date_not_amount(question) else found
 
 
