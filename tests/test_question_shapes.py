@@ -13,7 +13,7 @@ import pytest
 
 from arr_coc.reading import QueryMatcher, TextBox
 from arr_coc.reading.matching.paraphrase_en import concepts
-from arr_coc.reading.matching.question_shapes import shape_concepts
+from arr_coc.reading.matching.question_shapes import document_deixis, shape_concepts
 
 # a promotion form: the date under its value, a "REPORTED BY" agent label, the item given away; running text that
 # says "day" (the question's word), so the question's own words find only a sentence
@@ -84,3 +84,55 @@ def test_on_a_form_the_shape_finds_the_label_and_its_value(question: str, value:
     # before: the running text saying "day", or every box the same (no key named)
     assert scores[value] > scores[others].max(), question
     assert np.isfinite(scores).all()
+
+
+def test_sent_to_asks_for_the_recipient_only() -> None:
+    assert concepts("Who was this sent to?") == ("recipient",)  # before: the sender too ("sent")
+    assert concepts("Who sent this?") == ("sender",)
+    assert concepts("Who sent this to Mary?") == ("sender",)
+
+
+MEMO = [
+    TextBox("TO:", (40, 120, 100, 150)),
+    TextBox("Mary Mazza", (120, 120, 400, 150)),
+    TextBox("FROM:", (40, 170, 120, 200)),
+    TextBox("Pam Churchill", (140, 170, 400, 200)),
+    TextBox("RE:", (40, 220, 100, 250)),
+    TextBox("Sampling results", (120, 220, 400, 250)),
+    *[TextBox(f"We have sent the samples out, line {i}", (40, 300 + 40 * i, 640, 330 + 40 * i)) for i in range(4)],
+]  # fmt: skip
+
+
+def test_on_a_memo_sent_to_finds_the_recipient_not_the_sender() -> None:
+    parts = QueryMatcher(semantic=False).box_parts(MEMO, "Who was this sent to?")
+    assert parts["keys"][0] > 0 and parts["keys"][2] == 0  # before: "FROM:" a key as much as "TO:"
+    assert parts["scores"][1] > parts["scores"][3]
+
+
+@pytest.mark.parametrize(
+    ("question", "words"),
+    [
+        ("What is this document about?", {"document"}),
+        ("When was this form dated?", {"form"}),
+        ("This form was placed before Bates ID?", set()),  # a printed key, quoted
+        ("What does the form say for Agency?", set()),
+    ],
+)
+def test_the_document_in_hand_is_no_key(question: str, words: set[str]) -> None:
+    assert document_deixis(question) == words
+
+
+NOTICE = [
+    TextBox("SUBJECT:", (40, 120, 160, 150)),
+    TextBox("25% Replacement of Propylene Glycol", (180, 120, 600, 150)),
+    TextBox("PROJECT NO:", (40, 170, 200, 200)),
+    TextBox("1703", (220, 170, 300, 200)),
+    TextBox("DOCUMENT", (400, 20, 600, 50)),  # a stamp
+    TextBox("Copy 2 of 3", (400, 60, 600, 90)),
+]  # fmt: skip
+
+
+def test_what_is_this_document_about_finds_the_subject_not_the_word_document() -> None:
+    parts = QueryMatcher(semantic=False).box_parts(NOTICE, "What is this document about?")
+    assert parts["keys"][4] == 0  # before: the stamp saying "DOCUMENT" a key (0.58)
+    assert parts["scores"][1] > parts["scores"][4] and parts["scores"][1] > parts["scores"][5]

@@ -28,6 +28,7 @@ from .paraphrase_en import (
     unprinted_key_phrases,
     without_pronoun_i,
 )
+from .question_shapes import document_deixis
 from .quotes import QUOTED, quote_scores
 
 MAX_QUERY_CHARS = LexicalConfig.max_query_chars  # default truncation of long queries (``LexicalConfig``)
@@ -221,8 +222,10 @@ _QUOTED = QUOTED  # a quotation in a question worded in another language (``quot
 @functools.lru_cache(maxsize=4096)
 def _context_tokens(query: str) -> frozenset[str]:
     """Tokens of the words an English question for a date, an amount or the issuer does not match
-    (``paraphrase_en.context_words``)."""
-    return frozenset(t for w in context_words(answer_types(query)) for t in tokens(w))
+    (``paraphrase_en.context_words``), and of those naming the document in hand in any English question ("this
+    document": ``question_shapes.document_deixis``)."""
+    words = context_words(answer_types(query)) | document_deixis(query)  # and "this document" (``question_shapes``)
+    return frozenset(t for w in words for t in tokens(w))
 
 
 def _quoted_terms(query: str) -> list[str]:

@@ -173,7 +173,9 @@ LEXICON: tuple[tuple[str, str, tuple[str, ...], tuple[str, ...]], ...] = (
     ),
     (
         "sender",
-        r"\bsen(?:t|der|ds)\b|\bwho wrote\b|\bwritten by\b|\bfrom whom\b|\boriginat\w*\b|\bcame from\b|\bauthor\w*\b|"
+        # "sent" but not "sent to" nor a stranded "... sent (this) to?" (the recipient: "Who was this sent to?")
+        r"\bsender\b|\bsen(?:t|ds)\b(?! to\b)(?!(?: \w+){0,2} to\W*$)|\bwho wrote\b|\bwritten by\b|\bfrom whom\b|"
+        r"\boriginat\w*\b|\bcame from\b|\bauthor\w*\b|"
         r"\bsigned by\b|\bdrew (?:it |this )?up\b|\bdrawn up\b|\bprepared\b|\bhanded in\b|\bfiled\b",
         ("from", "sender", "author", "prepared by", "submitted by", "reported by", "originator", "by"),
         (),

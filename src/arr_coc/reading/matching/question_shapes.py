@@ -16,6 +16,12 @@ vocabulary:
   being given away?", "What was tested?", "What is offered?"; not a verb of writing: "What is written?") asks for
   what the form is about, which forms print as "Product", "Item", "Description" or "Brand".
 
+A question also points at the page itself: "What is this document about?", "When was this form dated?". A noun
+after "this" or "that" naming a kind of document (``document_deixis``) is the page in the asker's hand, not a key
+printed on it (OCR's "DOCUZENT" in a microfilm notice matched "document"); ``lexical`` keeps such words in the
+question's weight but matches no box with them, as it does for the words describing a receipt
+(``paraphrase_en.context_words``).
+
 ``shape_concepts(question)`` returns those lexicon concepts; ``paraphrase_en.concepts`` asks it only when the
 question names no lexicon concept and its grammar no role (``question_roles``), so every question the lexicon already
 reads keeps its concepts. Written from English grammar and the development wordings (styles A, B, C and D's dev
@@ -26,6 +32,8 @@ Example:
     (('date',), ('sender',))
     >>> shape_concepts("What's being given away?"), shape_concepts("What is written next to Agency?")
     (('brand', 'product'), ())
+    >>> sorted(document_deixis("What is this document about?"))
+    ['document']
 """
 
 from __future__ import annotations
@@ -80,3 +88,21 @@ def shape_concepts(question: str) -> tuple[str, ...]:
     if m and m.group(1).lower() not in _SAYING:
         return ("brand", "product")
     return ()
+
+
+# "this / that" + a kind of document: the page itself ("What is this document about?", "Who filled in this form?"),
+# not the question's first words
+_DEIXIS = re.compile(
+    r"\b(?:this|that)\s+(document|form|memo|memorandum|letter|page|sheet|report|fax|note|message|paper|receipt|bill|"
+    r"invoice|one)\b",
+    re.I,
+)
+
+
+@functools.lru_cache(maxsize=4096)
+def document_deixis(question: str) -> frozenset[str]:
+    """The nouns ``question`` names the document in hand with ("this document", "that form"): words of no key."""
+    q = question.strip()
+    return frozenset(
+        m.group(1).lower() for m in _DEIXIS.finditer(q) if q[: m.start()].strip(" \"'“(")
+    )  # not at its start: "This form was placed before Bates ID?" quotes a printed key
