@@ -518,7 +518,8 @@ def signatures(args: argparse.Namespace) -> int:
 
     def sig(q: str) -> str:
         terms = lexical.query_terms(q, cfg, context=True)
-        ctx = sorted(set(lexical._context_tokens(q)) & {t for t, _ in terms})
+        unmatched = getattr(lexical, "unmatched_tokens", lexical._context_tokens)  # a checkout before para7's: context
+        ctx = sorted(set(unmatched(q)) & {t for t, _ in terms})
         parts = [
             lexical.answer_types(q),
             pe.concepts(q),

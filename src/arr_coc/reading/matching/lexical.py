@@ -222,10 +222,15 @@ _QUOTED = QUOTED  # a quotation in a question worded in another language (``quot
 @functools.lru_cache(maxsize=4096)
 def _context_tokens(query: str) -> frozenset[str]:
     """Tokens of the words an English question for a date, an amount or the issuer does not match
-    (``paraphrase_en.context_words``), and of those naming the document in hand in any English question ("this
-    document": ``question_shapes.document_deixis``)."""
-    words = context_words(answer_types(query)) | document_deixis(query)  # and "this document" (``question_shapes``)
-    return frozenset(t for w in words for t in tokens(w))
+    (``paraphrase_en.context_words``)."""
+    return frozenset(t for w in context_words(answer_types(query)) for t in tokens(w))
+
+
+@functools.lru_cache(maxsize=4096)
+def unmatched_tokens(query: str) -> frozenset[str]:
+    """Tokens an English question keeps in its weight but matches with no box: ``_context_tokens`` and the nouns
+    naming the document in hand in any English question ("this document": ``question_shapes.document_deixis``)."""
+    return _context_tokens(query) | frozenset(t for w in document_deixis(query) for t in tokens(w))
 
 
 def _quoted_terms(query: str) -> list[str]:
@@ -529,7 +534,7 @@ def lexical_scores(texts: Sequence[str], query: str, cfg: LexicalConfig, page: L
     if page.n != n:
         raise ValueError(f"the lexical page has {page.n} texts, got {n}")
     # the question's words describing the document match no box but still weigh in it (``_context_tokens``)
-    out = _term_scores(page, terms, cfg, unmatched=() if not english else _context_tokens(query))
+    out = _term_scores(page, terms, cfg, unmatched=() if not english else unmatched_tokens(query))
     out = out if quoted is None else np.maximum(out, quoted)
     if phrases and float(out.max()) < PARAPHRASE_BELOW:
         if english:  # not a concept the question names in the page's own words (``paraphrase_en.printed_concepts``)
