@@ -43,6 +43,7 @@ HEAD_MAX_WORDS = 10  # a heading line is at most this long
 BELOW_PITCH = 3.0  # the line under a heading lies within this many of its heights
 FOOTNOTE_HEIGHT = 0.92  # a footnote's lines are lower than this share of the body's line height
 MIN_COLUMN = 6.0  # a layout column at least this many body line heights wide
+OPEN_WIDTH = 0.85  # a line of prose this wide (a share of its column's widest) that ends mid-sentence goes on below
 SPACED_HEAD = 0.5  # a spaced heading has white space above it of at least this share of its height
 _FOOTNOTE_MARK_RE = re.compile(r"\s*\d{1,2}\s+[^\W\d_]")  # "13 We experimented ..."
 _CAPTION_RE = re.compile(r"^\s*(?:fig(?:ure)?|table|tab|algorithm|listing)\.?\s*\d", re.I)
@@ -167,6 +168,25 @@ def _heads_prose(layout: Layout, order: list[int], pos: int, cols: list[int], de
     return _prose(layout.lines[j].text)
 
 
+def _open_above(layout: Layout, order: list[int], pos: int, cols: list[int], blocks: dict[int, int]) -> bool:
+    """The line ``order[pos]``, as wide as the column, goes on with the full line of a paragraph right above it that
+    leaves its sentence open ("the ratio is no more than" / "2. All other algorithms have an average ratio"): it
+    heads nothing. A short line there is a heading all the same (the reader may have dropped a full stop above it);
+    a caption above a heading is no paragraph."""
+    if pos == 0 or cols[order[pos - 1]] != cols[order[pos]]:
+        return False
+    a, b = layout.lines[order[pos - 1]], layout.lines[order[pos]]
+    text = a.text.strip()
+    if not text or not (text[-1].isalnum() or text[-1] in ",;-") or not _prose(text) or _CAPTION_RE.match(text):
+        return False
+    k = blocks.get(order[pos - 1])
+    if k is not None and layout.blocks[k].role != "paragraph":
+        return False
+    width = OPEN_WIDTH * _column_width(layout, order[pos - 1])  # both full lines: a heading is short
+    full = a.box[2] - a.box[0] >= width and b.box[2] - b.box[0] >= width
+    return full and b.box[1] - a.box[3] <= BELOW_PITCH * (a.box[3] - a.box[1])
+
+
 def _heading_like(text: str) -> bool:
     t = text.strip()
     return (
@@ -203,7 +223,20 @@ def _is_stop(
     role = layout.blocks[k].role if k is not None else "paragraph"
     flagged = role in ("heading", "title") or (numbered and _NUM_HEAD_RE.match(text) is not None)
     flagged = flagged or (caps and _caps(text))
-    return flagged and _heads_prose(layout, order, pos, cols)
+    if not flagged or _hanging(layout, order, pos, cols):
+        return False
+    return _heads_prose(layout, order, pos, cols) and not _open_above(layout, order, pos, cols, blocks)
+
+
+def _hanging(layout: Layout, order: list[int], pos: int, cols: list[int]) -> bool:
+    """The line at ``order[pos]`` is the last line of a list entry set with a hanging indent (a reference's "Plant J
+    25:305-314"): it starts where the line above it starts, both indented from the line under it (the next entry's
+    first line) by half a line's height or more."""
+    if pos == 0 or pos + 1 >= len(order) or len({cols[order[q]] for q in (pos - 1, pos, pos + 1)}) != 1:
+        return False
+    a, b, c = (layout.lines[order[q]].box for q in (pos - 1, pos, pos + 1))
+    h = b[3] - b[1]
+    return abs(a[0] - b[0]) <= 0.25 * h and b[0] - c[0] >= 0.5 * h
 
 
 def _small_footnote(layout: Layout, block, i: int, before: list[int]) -> bool:
@@ -428,6 +461,8 @@ def named_extent(layout: Layout, name: str) -> Extent | None:
     # its last word: the extent's last line, and its last line of prose when a caption, a table or a figure's
     # labels close the extent
     last = [lines[-1]]
+    if not _wordy(layout.lines[lines[-1]].text):  # a page number or a formula's tail closes the extent
+        last += [i for i in lines if _wordy(layout.lines[i].text)][-1:]
     prose = [i for i in lines if not _CAPTION_RE.match(layout.lines[i].text) and _prose_block(layout, blocks, i)]
     if prose and prose[-1] != lines[-1]:  # a paragraph's line: as wide as the column, or ending a sentence
         prose = [i for i in prose if _paragraph_line(layout, i)] or prose
