@@ -126,9 +126,10 @@ class Engine:
         cfg, scorer = self.model.config, self.model.box_scorer
         if cfg.reading is None and scorer is None:
             return default_reading()
+        base = default_reading() if cfg.reading is None else None
         with self._reading_lock:
-            if self._reading is None:
-                self._reading = (default_reading().with_scorer(scorer) if cfg.reading is None else
+            if self._reading is None or (base is not None and self._reading.reader is not base.reader):
+                self._reading = (base.with_scorer(scorer) if base is not None else
                                  Reading(ReadingConfig.from_dict(cfg.reading), scorer=scorer))  # fmt: skip
             return self._reading
 
