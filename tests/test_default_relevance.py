@@ -88,7 +88,9 @@ def test_the_default_is_routed_structure_end_to_end(query: str) -> None:
     routed = Realizer.from_pretrained("routed-structure")  # the option as measured (the checkpoint's config)
     got = _kept(None, query)
     want = _kept(routed, query)
-    np.testing.assert_array_equal(got[0], want[0])
+    # the same kept tokens; the scores to float noise only: the default shares the process-wide MiniLM embedder,
+    # whose cached question embeddings may come from another batch size than this Reading's own (~1e-9)
+    np.testing.assert_allclose(got[0], want[0], rtol=1e-6, atol=1e-8)
     np.testing.assert_array_equal(got[1], want[1])
 
 
