@@ -13,6 +13,9 @@ Example:
     (cd /tmp/old && PYTHONPATH=src python "$OLDPWD/benchmarks/kept_sets.py" --out /tmp/before.json)
     PYTHONPATH=src python benchmarks/kept_sets.py --out /tmp/after.json --compare /tmp/before.json
     PYTHONPATH=src python benchmarks/kept_sets.py --realdocs /data/realdocs-dev --ocr-cache /tmp/ocr --out /tmp/rd.json
+
+``--relevance NAME`` allocates with that relevance (``rules``: the default before issue 40 item 4, to compare with
+kept sets recorded before it) instead of the default one.
 """
 
 from __future__ import annotations
@@ -27,8 +30,9 @@ BUDGETS = (0.11, "adaptive", 64)
 FAMILIES = ("qwen2.5-vl", "qwen3-vl")
 
 
-def kept_sets(examples: Path) -> dict[str, dict[str, list[int]]]:
-    """``{"<image>|<mode>|<query>|<budget>|<family>": {"keep": [...], "select64": [...]}}``."""
+def kept_sets(examples: Path, realizer: object | None = None) -> dict[str, dict[str, list[int]]]:
+    """``{"<image>|<mode>|<query>|<budget>|<family>": {"keep": [...], "select64": [...]}}`` (``realizer``: the
+    relevance, ``--relevance``; None: the default one)."""
     import arr_coc
 
     out = {}
@@ -39,13 +43,15 @@ def kept_sets(examples: Path) -> dict[str, dict[str, list[int]]]:
             for query in QUERIES:
                 for budget in BUDGETS:
                     for family in FAMILIES:
-                        a = arr_coc.allocate(str(path), query, budget, family=family, mode=mode)
+                        a = arr_coc.allocate(str(path), query, budget, family=family, mode=mode, realizer=realizer)
                         key = f"{path.name}|{mode}|{query}|{budget}|{family}"
                         out[key] = {"keep": a.keep.tolist(), "select64": a.select(64).tolist()}
     return out
 
 
-def realdocs_kept_sets(data: Path, ocr_cache: Path | None) -> dict[str, dict[str, object]]:
+def realdocs_kept_sets(
+    data: Path, ocr_cache: Path | None, realizer: object | None = None
+) -> dict[str, dict[str, object]]:
     """``{question id: {"keep", "scores" (sha1 of the score map's bytes), "11.1%", "22.2%", "33.3%"}}``."""
     import hashlib
 
@@ -61,7 +67,14 @@ def realdocs_kept_sets(data: Path, ocr_cache: Path | None) -> dict[str, dict[str
     out: dict[str, dict[str, object]] = {}
     for q in load_jsonl(data):
         a = arr_coc.allocate(
-            q.load_image(), q.query, BUDGETS[-1][1], family=FAMILY, max_pixels=MAX_PIXELS, mode="text", reader=ocr
+            q.load_image(),
+            q.query,
+            BUDGETS[-1][1],
+            family=FAMILY,
+            max_pixels=MAX_PIXELS,
+            mode="text",
+            reader=ocr,
+            realizer=realizer,
         )
         flat = torch.as_tensor(np.asarray(a.scores, dtype=np.float32)).ravel()
         rec: dict[str, object] = {
@@ -81,8 +94,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--compare", type=Path, default=None, help="an earlier run's JSON to compare with")
     parser.add_argument("--realdocs", type=Path, default=None, help="a realdocs-schema folder instead of the examples")
     parser.add_argument("--ocr-cache", type=Path, default=None, help="with --realdocs: folder caching the OCR boxes")
+    parser.add_argument(
+        "--relevance", default=None, help="a relevance name or folder (e.g. rules: the default before issue 40 item 4)"
+    )
     args = parser.parse_args(argv)
-    sets = realdocs_kept_sets(args.realdocs, args.ocr_cache) if args.realdocs else kept_sets(args.examples)
+    realizer = None
+    if args.relevance:
+        from arr_coc.realizing import Realizer
+
+        realizer = Realizer.from_pretrained(args.relevance)
+    sets = (
+        realdocs_kept_sets(args.realdocs, args.ocr_cache, realizer)
+        if args.realdocs
+        else kept_sets(args.examples, realizer)
+    )
     args.out.write_text(json.dumps(sets))
     print(f"{len(sets)} allocations -> {args.out}")
     if args.compare is None:

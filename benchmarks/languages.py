@@ -147,6 +147,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--ocr-cache", type=Path, default=None, help="OCR boxes per page on disk")
     parser.add_argument("--baseline-charset", default=None, choices=("latin", "all", "auto"),
                         help="also run with this recogniser head (its own cache: <ocr-cache>-<charset>)")  # fmt: skip
+    parser.add_argument("--relevance", default=None, help="also run with this relevance (Realizer.from_pretrained)")
     parser.add_argument("--misses", action="store_true", help="list the dev questions not fully kept (stderr)")
     parser.add_argument("--out", type=Path, default=ROOT / "results" / "languages.md")
     args = parser.parse_args(argv)
@@ -169,9 +170,15 @@ def main(argv: list[str] | None = None) -> int:
         items.setdefault("dev", []).extend(
             (q, line, line.get("source") or real.name, real.name) for q, line in load(real)
         )
-    runs = {"auto": None}
+    runs: dict[str, str | None] = {"auto": None}
     if args.baseline_charset:
         runs[args.baseline_charset] = args.baseline_charset
+    realizers = {"auto": None}
+    if args.relevance:  # the same pages, OCR and reader, scored by another relevance (issue 40 item 4)
+        from arr_coc.realizing import Realizer
+
+        runs[f"relevance {args.relevance}"] = None
+        realizers[f"relevance {args.relevance}"] = Realizer.from_pretrained(args.relevance).eval()
     texts, t0 = [], time.time()
     for run, charset in runs.items():
         cache = args.ocr_cache if charset is None or args.ocr_cache is None else Path(f"{args.ocr_cache}-{charset}")
@@ -180,7 +187,7 @@ def main(argv: list[str] | None = None) -> int:
         for name, its in items.items():
             rows: list[Row] = []
             for i, (q, line, source, seed) in enumerate(its):
-                r = recall_at(q, reader)
+                r = recall_at(q, reader, realizers.get(run))
                 page = f"{seed}/{line['image']}"
                 rows.append((line["language"], source.split("-")[0], line.get("doc_type", "doc"), page,
                              bool(line.get("paraphrased")), r))  # fmt: skip
@@ -190,6 +197,7 @@ def main(argv: list[str] | None = None) -> int:
                     print(f"{run} {name}: {i}/{len(its)} ({time.time() - t0:.0f} s)", file=sys.stderr, flush=True)
             splits[f"{name} (seeds {' '.join(map(str, ranges.get(name) or [])) or 'real'})"] = rows
         title = "OCR head: each line in its script (default)" if charset is None else f"OCR head: {charset}"
+        title = f"{title}, {run}" if run.startswith("relevance") else title
         texts.append(split_table(splits, title))
     header = (
         "Recall of the answer's cells at 11.1% of the tokens (Qwen2.5-VL grid, 1,280-token cap, words whole; "

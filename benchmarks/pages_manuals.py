@@ -202,8 +202,9 @@ def build_set(folder: Path) -> list[dict]:
     return out
 
 
-def recall_rows(questions: list[dict], images: bool, ocr_cache: Path | None, log) -> list[dict]:
-    """One row a question: recall of the answer's cells for each method at each fraction."""
+def recall_rows(questions: list[dict], images: bool, ocr_cache: Path | None, log, realizer=None) -> list[dict]:
+    """One row a question: recall of the answer's cells for each method at each fraction (``realizer``: the
+    relevance, ``--relevance``; None: the default)."""
     import torch
 
     import arr_coc
@@ -229,14 +230,15 @@ def recall_rows(questions: list[dict], images: bool, ocr_cache: Path | None, log
         source = [p.image for p in pages] if images else pages
         t0 = time.perf_counter()
         doc = allocate_pages(source, q["query"], FRACTIONS[0], family=FAMILY, max_pixels=MAX_PIXELS, mode="text",
-                             reader=reader)  # fmt: skip
+                             reader=reader, realizer=realizer)  # fmt: skip
         ms = (time.perf_counter() - t0) * 1e3
         right = q["page"]
         page = doc.pages[right]
         alloc = page.allocation
         if alloc is None:  # the first look did not read it: the baselines need its scores
             alloc = arr_coc.allocate(pages[right].image, q["query"], 1.0, family=FAMILY, max_pixels=MAX_PIXELS,
-                                     mode="text", reader=LayerReader(pages[right].lines, reader))  # fmt: skip
+                                     mode="text", reader=LayerReader(pages[right].lines, reader),
+                                     realizer=realizer)  # fmt: skip
         w, h = pages[right].original
         boxes = [[b[0] * w, b[1] * h, b[2] * w, b[3] * h] for b in q["boxes"]]
         cells = evidence_cells(boxes, (w, h), *page.grid)
@@ -294,6 +296,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--ocr-cache", type=Path, default=None, help="folder of cached OCR boxes (--images)")
     p.add_argument("--holdout", default=HOLDOUT, help="comma-separated sources held out of every choice")
     p.add_argument("--out", type=Path, default=None, help="write the table (markdown) and rows (.json) here")
+    p.add_argument("--relevance", default=None, help="a relevance name or folder (Realizer.from_pretrained)")
     args = p.parse_args(argv)
     qs = build_set(args.pdfs)
     if args.set_only:
@@ -305,7 +308,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     def log(msg: str) -> None:
         print(msg, file=sys.stderr, flush=True)
 
-    rows = recall_rows(qs, args.images, args.ocr_cache, log)
+    realizer = None
+    if args.relevance:
+        from arr_coc.realizing import Realizer
+
+        realizer = Realizer.from_pretrained(args.relevance).eval()
+    rows = recall_rows(qs, args.images, args.ocr_cache, log, realizer)
     what = "rendered pages as images (OCR)" if args.images else "the PDF (text layer)"
     lines = [
         f"## Recall of the answer's cells, 8-page windows of typeset manuals, {what}",

@@ -370,7 +370,10 @@ def run(args: argparse.Namespace) -> int:
     partial = open(f"{args.out}.partial.jsonl", "w") if args.out else None  # noqa: SIM115
     ocr = DiskOcrCache(args.ocr_cache)
     fold_of, per_fold, final = realizers(args.relevance)
-    scorers = {"rules": None, **({"learned": final} if final is not None else {})}
+    from arr_coc.realizing import RULES, Realizer
+
+    rules = Realizer.from_pretrained(RULES)  # by name: the default is routed-structure since issue 40 item 4
+    scorers = {"rules": rules, **({"learned": final} if final is not None else {})}
     if args.no_rules and final is not None:  # the rules' figures are another run's
         del scorers["rules"]
     held = sum(q.doc in fold_of and fold_of[q.doc] in per_fold for _, q in rows)  # scored by their fold's scorer

@@ -5,7 +5,7 @@ Example:
         --relevance runs/evidence --out results/realdocs_recall.md
 
 For every question, ``arr_coc.allocate(mode="text")`` runs on the page (Qwen2.5-VL grid, max_pixels = 1280*28*28,
-the grid realdocs-dev's ``score.py`` scores on) once with the rules (the default realizer) and, with ``--relevance``,
+the grid realdocs-dev's ``score.py`` scores on) once with the rules (``--relevance rules``) and, with ``--relevance``,
 once with a trained checkpoint; the kept cells at 11.1 / 22.2 / 33.3% of the tokens (``select`` over the scores,
 words kept whole, as ``allocate`` keeps them) are scored with realdocs' evidence-cell rule (a cell counts when a box
 covers >= 25% of it, plus each box's centre cell). Reported: recall / full-hit by doc_type, by wording (paraphrased
@@ -155,10 +155,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     if final is not None:
         recalls["learned"] = []
     held = 0
+    from arr_coc.realizing import RULES, Realizer
+
+    rules = Realizer.from_pretrained(RULES)  # the rules by name (the default is routed-structure since issue 40)
     t0 = time.perf_counter()
     for i, q in enumerate(questions):
         if "rules" in recalls:
-            recalls["rules"].append(recall_of(q, ocr, None))
+            recalls["rules"].append(recall_of(q, ocr, rules))
         if final is not None:
             fold = fold_of.get(q.doc)
             held += fold in per_fold

@@ -152,18 +152,21 @@ def measure(
     n_pages: int = 2,
     semantic: bool = True,
     language: str = "en",
+    relevance: str | None = None,
 ) -> tuple[list[dict[str, Any]], dict[str, tuple[float, float]]]:
     """Per page and question (first / cached second): median stage times; and the networks' floor on the invoice.
     ``semantic=False`` switches MiniLM off (a machine without the model's package): the floor has no MiniLM rows."""
     from arr_coc.config import RelevanceConfig
     from arr_coc.reading import ReadingConfig
-    from arr_coc.realizing import Realizer
+    from arr_coc.realizing import DEFAULT_RELEVANCE, Realizer
 
     reading_config = ReadingConfig().replace(ocr=ocr) if ocr else ReadingConfig()
     if not semantic:
         reading_config = reading_config.with_switches(semantic=False)
     config = RelevanceConfig(reading=reading_config.to_dict() if ocr or not semantic else None)
-    realizer = Realizer(config).eval().to(device=device)
+    # the default relevance's box scorer (issue 40 item 4: routed-structure; ``--relevance rules``: none), as allocate
+    scorer = Realizer.default(relevance or DEFAULT_RELEVANCE).box_scorer
+    realizer = Realizer(config, box_scorer=scorer).eval().to(device=device)
     reading = realizer.reading  # the text path allocate uses with this realizer
     reading.warmup(semantic=semantic)
     out = []
@@ -344,6 +347,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="MiniLM off (where its package is missing, e.g. a GPU machine without it)")  # fmt: skip
     parser.add_argument("--language", default="en", choices=("en", "zh"),
                         help="zh: a dense Chinese invoice and Chinese questions (no network-floor table)")  # fmt: skip
+    parser.add_argument("--relevance", default=None, help="a relevance name (default: the default relevance; rules)")
     parser.add_argument("--out", type=Path, default=ROOT / "results" / "stages.md")
     args = parser.parse_args(argv)
     if args.repeat < 1:
@@ -358,7 +362,7 @@ def main(argv: list[str] | None = None) -> int:
         ocr.update(backend="torch", device=args.device, dtype=args.dtype)
     rows, floor = measure(args.repeat, device, getattr(torch, args.dtype), ocr,
                           lambda s: print(s, file=sys.stderr, flush=True), 1 if args.invoice_only else 2,
-                          not args.no_semantic, args.language)  # fmt: skip
+                          not args.no_semantic, args.language, args.relevance)  # fmt: skip
     load = os.getloadavg()
     header = (
         f"Median over {args.repeat} runs, milliseconds: wall (process CPU, all threads). Text-aware relevance, "

@@ -92,7 +92,9 @@ def test_allocate_with_the_builtin_equals_the_folder_end_to_end() -> None:
     page = Image.new("RGB", SIZE, "white")
     a = arr_coc.allocate(page, QUERY, 1 / 9, mode="text", reader=OneReader(), realizer=Realizer.builtin("learned"))
     b = arr_coc.allocate(page, QUERY, 1 / 9, mode="text", reader=OneReader(), realizer=Realizer.from_pretrained(FOLDER))
-    rules = arr_coc.allocate(page, QUERY, 1 / 9, mode="text", reader=OneReader())
+    rules = arr_coc.allocate(
+        page, QUERY, 1 / 9, mode="text", reader=OneReader(), realizer=Realizer.from_pretrained("rules")
+    )
     assert np.array_equal(np.asarray(a.scores), np.asarray(b.scores)) and a.keep.tolist() == b.keep.tolist()
     assert not np.array_equal(np.asarray(a.scores), np.asarray(rules.scores))
 

@@ -396,10 +396,15 @@ def test_comparison_keeps_what_it_asks_for_first(query: str, wants_value: bool) 
 @needs_models
 def test_shipped_invoice_keeps_amount_due_with_its_value_and_whole_words() -> None:
     """The issue's example: "How much must be paid?" at 11% keeps "$18,324.18" AND "Amount due:" whole, and spends
-    no more than a few cells on the fine print."""
+    no more than a few cells on the fine print. The rules' behaviour (``relevance rules``: the default before issue 40
+    item 4; the default keeps the value too, ``test_default_relevance``)."""
     import arr_coc
+    from arr_coc.realizing import Realizer
 
-    a = arr_coc.allocate(ROOT / "examples" / "invoice.jpg", "How much must be paid?", budget=0.11, mode="text")
+    rules = Realizer.from_pretrained("rules")
+    a = arr_coc.allocate(
+        ROOT / "examples" / "invoice.jpg", "How much must be paid?", budget=0.11, mode="text", realizer=rules
+    )
     rows, cols = a.grid
     kept = a.mask
 
@@ -424,6 +429,7 @@ def test_shipped_invoice_keeps_amount_due_with_its_value_and_whole_words() -> No
         budget=0.11,
         mode="text",
         text_options={"whole_words": False},
+        realizer=rules,
     )
     assert len(plain.units) == 0 and np.array_equal(plain.scores, a.scores)
     assert torch.equal(plain.keep, select(torch.from_numpy(a.scores).flatten(), a.budget))

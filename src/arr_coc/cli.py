@@ -41,9 +41,9 @@ from .realizing import BUILTIN_RELEVANCE, MODES
 
 RELEVANCE_HELP = (
     "a relevance checkpoint folder (arr-coc train) or a built-in one by name: its learned box scorer and config "
-    f"({', '.join(BUILTIN_RELEVANCE)}: the learned scorer shipped in the package, opt-in; default: the rules); "
+    f"({', '.join(BUILTIN_RELEVANCE)}: the learned scorer shipped in the package; rules: the rules alone); "
     "hybrid, hybrid-floor, routed, routed-structure [:FOLDER]: the learned scorer combined with the rules (routed: the "
-    "rules where their structural evidence or table-cell crossing fired)"
+    "rules where their structural evidence or table-cell crossing fired); default: routed-structure"
 )
 
 ALLOCATE_EXAMPLES = """examples:

@@ -246,7 +246,7 @@ class DemoApp:
     Args:
         runner: optional ``ModelRunner`` for the answers panel.
         max_image_pixels: larger images are refused with a message.
-        realizer: the relevance model of the heatmap (``Realizer.from_pretrained``; None: the default rules).
+        realizer: the relevance model of the heatmap (``Realizer.from_pretrained``; None: the default one).
     """
 
     def __init__(
@@ -611,7 +611,7 @@ def main(
     """``arr-coc demo``: build the app and serve it until interrupted. Returns the exit code.
 
     ``relevance``: a checkpoint folder of ``arr-coc train`` for the heatmap's allocation and the model's pruning
-    (None: the rules)."""
+    (None: the default, ``routed-structure``)."""
     realizer = None
     if relevance is not None:
         from .realizing import Realizer

@@ -117,17 +117,20 @@ class Engine:
     @property
     def reading(self) -> Any:
         """The text path (``arr_coc.reading.Reading``) of the model's config: the process-wide default one when
-        ``config.reading`` is None and there is no box scorer, else one built from ``ReadingConfig.from_dict(
-        config.reading)`` on first use and owned by this engine (its OCR cache and models with it)."""
+        ``config.reading`` is None and there is no box scorer; with a box scorer, its OCR reader (page cache) and
+        embedder shared, the scorer in its matchers (``Reading.with_scorer``: the default relevance); else one built
+        from ``ReadingConfig.from_dict(config.reading)`` on first use and owned by this engine (its OCR cache and
+        models with it)."""
         from .reading import Reading, ReadingConfig, default_reading
 
         cfg, scorer = self.model.config, self.model.box_scorer
         if cfg.reading is None and scorer is None:
             return default_reading()
+        base = default_reading() if cfg.reading is None else None
         with self._reading_lock:
-            if self._reading is None:
-                self._reading = Reading(ReadingConfig.from_dict(cfg.reading) if cfg.reading else ReadingConfig(),
-                                        scorer=scorer)  # fmt: skip
+            if self._reading is None or (base is not None and self._reading.reader is not base.reader):
+                self._reading = (base.with_scorer(scorer) if base is not None else
+                                 Reading(ReadingConfig.from_dict(cfg.reading), scorer=scorer))  # fmt: skip
             return self._reading
 
     # ----- pages: frames and texture, cached ---------------------------------------------------------------------

@@ -39,8 +39,16 @@ _EDGE_DENSITY = CHANNELS.index("edge_density")
 M = TypeVar("M", bound="RelevanceModel")
 
 # relevance checkpoints shipped inside the package (src/arr_coc/checkpoints/<folder>/, each with PROVENANCE.md): the
-# name a user passes (``Realizer.builtin(name)``, ``--relevance NAME``) -> its folder. Opt-in: the default is the rules.
+# name a user passes (``Realizer.builtin(name)``, ``--relevance NAME``) -> its folder.
 BUILTIN_RELEVANCE: dict[str, str] = {"learned": "learned-2026-11", "learned-2026-11": "learned-2026-11"}
+# ``--relevance rules``: the training-free rules alone (no learned box scorer), the default before issue 40 item 4.
+RULES = "rules"
+# THE default relevance (issue 40 item 4, results/learned_relevance.md "The default, round 7"): what every entry point
+# uses when no ``realizer`` / ``--relevance`` is given (``default_realizer``: allocate, compress, the CLI, the
+# ``from_pretrained`` wrapper, the vLLM plugin): the rules where their structural evidence found a structural
+# question's referent, the built-in learned scorer elsewhere (``arr_coc.reading.matching.routed``), on the default
+# text path settings (``RelevanceConfig()``). ``RULES`` gives the old default exactly.
+DEFAULT_RELEVANCE = "routed-structure"
 _CHECKPOINTS = Path(__file__).resolve().parent / "checkpoints"
 
 
@@ -109,7 +117,8 @@ class RelevanceModel(nn.Module):
         learned box scorer, its feature columns checked against today's ``box_features``). Frozen (``eval()``, no
         gradients). A ``config.json`` written before the run-time settings left the config (cache sizes, the CPU
         band, CUDA-graph counts: :data:`arr_coc.config.RUNTIME_FIELDS`) loads too; those fields are ignored (they
-        never changed a decision; a :class:`~arr_coc.engine.EngineConfig` sets them now).
+        never changed a decision; a :class:`~arr_coc.engine.EngineConfig` sets them now). ``"rules"`` (``RULES``,
+        unless a folder of that name exists) is the training-free model without a box scorer.
 
         Raises:
             FileNotFoundError: if ``folder`` is neither a built-in name nor a folder holding ``config.json``.
@@ -120,6 +129,8 @@ class RelevanceModel(nn.Module):
         """
         from .reading.matching.gated import gate_of, wrap  # "hybrid[:FOLDER]", "routed[:FOLDER]": gated.py, routed.py
 
+        if str(folder) == RULES and not Path(folder).is_dir():  # the rules alone: the training-free config
+            return cls(RelevanceConfig()).eval().requires_grad_(False)
         gate, folder = gate_of(folder)
         folder = relevance_folder(folder)
         if not (folder / "config.json").is_file():
@@ -134,6 +145,20 @@ class RelevanceModel(nn.Module):
             scorer = BoxScorer.load(folder)
         scorer = wrap(scorer, gate) if gate else scorer  # no scorer to wrap: one error naming the mode
         return cls(config, box_scorer=scorer).eval().requires_grad_(False)
+
+    @classmethod
+    def default(cls: type[M], name: str = DEFAULT_RELEVANCE) -> M:
+        """The default relevance (``DEFAULT_RELEVANCE``, or ``name``): the named relevance's box scorer on the
+        training-free config ``RelevanceConfig()`` (the text path's default settings: every script read, as without
+        a scorer; the built-in checkpoint's texture config is the same). Frozen. ``default("rules")`` is
+        ``Realizer(RelevanceConfig())``'s model.
+
+        Example:
+            >>> RelevanceModel.default().box_scorer.config["gate"], RelevanceModel.default("rules").box_scorer
+            ('route-structure', None)
+        """
+        scorer = None if name == RULES else cls.from_pretrained(name).box_scorer
+        return cls(RelevanceConfig(), box_scorer=scorer).eval().requires_grad_(False)
 
     @classmethod
     def builtin(cls: type[M], name: str = "learned") -> M:

@@ -244,13 +244,15 @@ def resume_jsonl(path: str | Path) -> tuple[set[str], int, list[str]]:
 # ----- what made them ----------------------------------------------------------------------------------------------
 def relevance_fingerprint(relevance: str | Path | None) -> dict[str, Any] | None:
     """``--relevance`` as a manifest records it: what was given and a SHA-256 of its checkpoint files (so a checkpoint
-    changed in place is another one). None: the default rules."""
-    if relevance is None:
-        return None
-    from .realizing import relevance_folder
+    changed in place is another one). None: the default relevance, by name (``DEFAULT_RELEVANCE``), so a run
+    recorded under another default (the rules, before issue 40 item 4: None) is not resumed with this one."""
+    from .reading.matching.gated import gate_of
+    from .realizing import DEFAULT_RELEVANCE, relevance_folder
 
+    if relevance is None:
+        return {**(relevance_fingerprint(DEFAULT_RELEVANCE) or {}), "given": None, "default": DEFAULT_RELEVANCE}
     try:
-        folder = relevance_folder(relevance)
+        folder = relevance_folder(gate_of(relevance)[1])  # "routed-structure[:FOLDER]": the folder it wraps
     except FileNotFoundError:
         return {"given": str(relevance), "sha256": None}
     digest = hashlib.sha256()

@@ -42,7 +42,15 @@ from .config import RelevanceConfig
 from .deciding import Choice, Decision, ItemDecision, Scoring, choose, choose_all
 from .engine import Engine, EngineConfig
 from .grid import Grid
-from .model import _CHECKPOINTS, BUILTIN_RELEVANCE, Relevance, RelevanceModel, relevance_folder  # noqa: F401
+from .model import (  # noqa: F401
+    _CHECKPOINTS,
+    BUILTIN_RELEVANCE,
+    DEFAULT_RELEVANCE,
+    RULES,
+    Relevance,
+    RelevanceModel,
+    relevance_folder,
+)
 from .text_prior import (  # noqa: F401  (importable from here, as before the split)
     MODES,
     Picture,
@@ -309,7 +317,10 @@ _default: Realizer | None = None
 
 
 def default_realizer() -> Realizer:
-    """The shared training-free :class:`Realizer` (``RelevanceConfig()``), used when no ``realizer=`` is passed.
+    """The shared default :class:`Realizer`, used when no ``realizer=`` is passed: ``Realizer.default()``, the
+    relevance named by ``arr_coc.model.DEFAULT_RELEVANCE`` (``routed-structure``: the rules where their structural
+    evidence found the question's referent, the built-in learned box scorer elsewhere) on ``RelevanceConfig()``.
+    ``Realizer.from_pretrained("rules")`` is the training-free one without a box scorer (the default before).
 
     Built once, under a lock, frozen (``eval()``, no gradients) and never modified afterwards: a call reads it
     and keeps nothing but a page's frames and texture array in its bounded, thread-safe page caches, so threads may
@@ -319,7 +330,7 @@ def default_realizer() -> Realizer:
     global _default
     with _default_lock:
         if _default is None:
-            _default = Realizer().eval().requires_grad_(False)
+            _default = Realizer.default()
         return _default
 
 

@@ -79,8 +79,9 @@ def add_eval_arguments(p: argparse.ArgumentParser) -> None:
         "--relevance",
         type=Path,
         default=None,
-        help="a relevance checkpoint folder (arr-coc train) or a built-in name (learned) for the allocators that "
-        "score with it (model, text, texture, foveate: it scores and resolves their budgets); default: the rules",
+        help="a relevance checkpoint folder (arr-coc train) or a built-in name (learned, rules) for the allocators "
+        "that score with it (model, text, texture, foveate: it scores and resolves their budgets); default: "
+        "routed-structure",
     )
 
 

@@ -649,7 +649,7 @@ def compress(
         text_prior: the default scorer also runs OCR on each image's own resized pixels and adds ``allocate``'s
             text-aware prior (the ``[ocr]`` extra; costs the OCR time per image); ``text_options``: its switches.
         scorer_config: anything a custom scorer reads (``ImageContext.scorer_config``).
-        realizer: the relevance model (an ``arr_coc.Realizer``; default: the shared training-free one): it scores
+        realizer: the relevance model (an ``arr_coc.Realizer``; default: the shared default one): it scores
             and its config resolves every budget. Pass the one given to ``allocate`` and both keep the same tokens
             in texture mode (with ``text_prior``, ``allocate``'s OCR reads the page at its own size, this the
             processor's resized pixels, so their text priors may differ).

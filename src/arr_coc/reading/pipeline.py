@@ -46,6 +46,14 @@ class Reading:
         self._matchers: dict[tuple[tuple[str, bool | None], ...], QueryMatcher] = {}
         self._lock = threading.Lock()
 
+    def with_scorer(self, scorer: BoxScorer | None) -> Reading:
+        """A ``Reading`` sharing this one's config, OCR reader (its page cache) and embedder, whose matchers use
+        ``scorer`` (the default relevance's box scorer on the default text path: no second set of models)."""
+        other = object.__new__(Reading)
+        other.config, other.reader, other.embedder, other.scorer = self.config, self.reader, self.embedder, scorer
+        other._matchers, other._lock = {}, threading.Lock()
+        return other
+
     def matcher(self, **switches: bool | None) -> QueryMatcher:
         """The matcher for these ablation switches (``ReadingConfig.with_switches``: lexical, semantic, layout,
         structure, query_parsing, whole_words; None: as in the config), sharing this object's embedder."""

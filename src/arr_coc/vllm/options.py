@@ -29,7 +29,8 @@ OPTIONS = {
     "query": "the question to score against (default: the text of the user turn that holds the image)",
     "text_options": "mode 'text' only: the matcher's switches (lexical, semantic, layout, structure, query_parsing, "
     "whole_words: true, false or null), e.g. {'semantic': false}",
-    "relevance": "a learned relevance checkpoint folder (Realizer.from_pretrained); default the training-free one",
+    "relevance": "a relevance checkpoint folder or name (Realizer.from_pretrained; 'rules': the rules alone); "
+    "default routed-structure",
     "enabled": "false: this request is served unpruned even when the server has defaults",
     "budget_scope": "'item' (default: the budget is per image) or 'prompt': ONE budget over all the request's images "
     "(a document's pages), shared by their relevance to the question; each image keeps at least one token",
@@ -51,7 +52,7 @@ class Options:
         mode: ``"text"`` or ``"texture"`` (``"auto"`` resolved when the options are parsed).
         query: the question for every image, or None (each image's user turn).
         text_options: the text path's switches (mode ``"text"``), or None.
-        relevance: a relevance checkpoint folder, or None (the default training-free realizer).
+        relevance: a relevance checkpoint folder or name, or None (the default realizer, ``routed-structure``).
         queries: filled in by the processor: one question per image of the request, in prompt order.
         budget_scope: ``"item"`` (the budget per image) or ``"prompt"`` (one budget over the request's images).
         positions: ``"original"``, ``"renumber"`` or None (the family's served choice; the other is refused).
@@ -246,7 +247,8 @@ def on_device(realizer: Any, device: torch.device) -> Any:
 
 
 def realizer_for(relevance: str | None, device: torch.device | None = None) -> Any:
-    """The :class:`~arr_coc.realizing.Realizer` for a relevance folder (None: the default training-free one), with
+    """The :class:`~arr_coc.realizing.Realizer` for a relevance folder or name (None: the default one,
+    ``default_realizer``: ``arr_coc.model.DEFAULT_RELEVANCE``; ``"rules"``: the training-free rules alone), with
     its OCR on ``device`` (:func:`on_device`) when one is given.
 
     A folder is loaded once with ``Realizer.from_pretrained`` (the same object and config ``allocate`` and
@@ -256,7 +258,9 @@ def realizer_for(relevance: str | None, device: torch.device | None = None) -> A
 
     if relevance is None and device is None:
         return default_realizer()
-    key = (None if relevance is None else str(Path(relevance).resolve()), None if device is None else str(device))
+    # a folder by its absolute path; a name (built-in, "rules", "routed-structure:FOLDER") as given
+    name = None if relevance is None else Path(relevance).resolve() if Path(relevance).is_dir() else relevance
+    key = (None if name is None else str(name), None if device is None else str(device))
     with _realizers_lock:
         if key in _realizers:
             _realizers.move_to_end(key)
