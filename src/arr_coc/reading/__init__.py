@@ -19,6 +19,8 @@ Three rooms and what they share (imports go down this list, never up; ``tests/te
         tables.py            tables: aligned baseline rows, their columns, header row and row-label column
         structural_query.py  ``parse`` / ``resolve``: a question about the page's structure -> ``Evidence``
         sections.py          a named section's extent (its column, on into the next, up to the next heading)
+        section_ends.py      where a named section ends: lines that cannot head the next section (after a cut
+                             word, a list's entry), the line its last sentence ends on
         column_split.py      ``separate_columns``: columns the layout joined (a tilted scan, a line across a
                              gutter) cut apart at the gutters between the OCR boxes
         scans.py             scanned pages: word units on tight lines, OCR-noise tolerant phrase matching

@@ -8,6 +8,8 @@
                          ``Layout`` into the ``Evidence`` to keep
     sections.py          ``named_extent``: the lines a named section's heading governs (its column, on into the
                          next column, up to the next heading that stands above prose)
+    section_ends.py      where a named section ends: lines that cannot head the next section (after a word
+                         cut by a hyphen, a numbered list's entry), the line its last sentence ends on
     column_split.py      ``separate_columns``: a page whose columns the layout joined (a tilted scan) again with
                          each column's boxes moved apart (the named-section path only)
 

@@ -34,6 +34,7 @@ import numpy as np
 from ..text import fold
 from .column_split import NARROW, PROSE_SHARE, _gutter_cuts, separate_columns, unshift
 from .page import _END_PUNCT, HEAD_WIDTH, PROSE_WORDS, Layout
+from .section_ends import cut_word_open, ends_sentence, list_item
 
 __all__ = ["Extent", "named_extent", "words_of", "match_phrase", "long_section_name", "separate_columns"]
 
@@ -224,6 +225,8 @@ def _is_stop(
     flagged = role in ("heading", "title") or (numbered and _NUM_HEAD_RE.match(text) is not None)
     flagged = flagged or (caps and _caps(text))
     if not flagged or _hanging(layout, order, pos, cols):
+        return False
+    if list_item(text):  # "I. Statistical: uses one or more ..."
         return False
     return _heads_prose(layout, order, pos, cols) and not _open_above(layout, order, pos, cols, blocks)
 
@@ -438,7 +441,8 @@ def named_extent(layout: Layout, name: str) -> Extent | None:
             continue
         k = blocks.get(order[p])
         small = k is not None and _small_footnote(layout, layout.blocks[k], order[p], lines)
-        if not small and _is_stop(layout, order, p, cols, blocks, numbered, caps):  # "13 We experimented ..."
+        cut = bool(lines) and cut_word_open(layout.lines[lines[-1]].text)  # "in all set-": the word goes on
+        if not small and not cut and _is_stop(layout, order, p, cols, blocks, numbered, caps):  # "13 We experimented"
             break
         if spaced and _spaced_stop(layout, order, p, cols, gap):
             break
@@ -468,6 +472,8 @@ def named_extent(layout: Layout, name: str) -> Extent | None:
         prose = [i for i in prose if _paragraph_line(layout, i)] or prose
     if prose and prose[-1] != lines[-1]:
         last.append(prose[-1])
+    if not any(ends_sentence(layout.lines[i].text) for i in last):  # a formula closes it: its last sentence's end
+        last += [i for i in lines if ends_sentence(layout.lines[i].text)][-1:]
     return Extent(head, tuple(lines), tuple(words), tuple(last), best)
 
 
