@@ -74,13 +74,23 @@ def realizers(folder: Path | None) -> tuple[dict[str, int], dict[int, object], o
     return fold_of, per_fold, final
 
 
-def recall_of(q: Question, ocr: DiskOcrCache, realizer: object | None) -> dict[str, float]:
+def recall_of(
+    q: Question, ocr: DiskOcrCache, realizer: object | None, text_options: dict | None = None
+) -> dict[str, float]:
     """Recall at each budget of ``allocate``'s scores (words whole) for one question."""
     import arr_coc
 
     page = q.load_image()
     alloc = arr_coc.allocate(
-        page, q.query, BUDGETS[-1][1], family=FAMILY, max_pixels=MAX_PIXELS, mode="text", realizer=realizer, reader=ocr
+        page,
+        q.query,
+        BUDGETS[-1][1],
+        family=FAMILY,
+        max_pixels=MAX_PIXELS,
+        mode="text",
+        realizer=realizer,
+        reader=ocr,
+        text_options=text_options,
     )
     rows, cols = alloc.grid
     cells = evidence_cells(q.boxes, page.size, rows, cols)
@@ -127,6 +137,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     p.add_argument("--ocr-cache", type=Path, default=None, help="folder caching each page's OCR boxes")
     p.add_argument("--no-rules", action="store_true", help="with --relevance: score only the checkpoint")
+    p.add_argument("--no-semantic", action="store_true", help="MiniLM off (text_options semantic False), every column")
     p.add_argument("--limit", type=int, default=0, help="only the first N questions")
     p.add_argument("--pages", type=int, default=0, help="only the first N pages of each doc_type (all their questions)")
     p.add_argument("--ocr-backend", choices=("onnxruntime", "torch"), default="onnxruntime", help="OcrConfig.backend")
@@ -157,15 +168,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     held = 0
     from arr_coc.realizing import RULES, Realizer
 
+    opts = {"semantic": False} if args.no_semantic else None
     rules = Realizer.from_pretrained(RULES)  # the rules by name (the default is routed-structure since issue 40)
     t0 = time.perf_counter()
     for i, q in enumerate(questions):
         if "rules" in recalls:
-            recalls["rules"].append(recall_of(q, ocr, rules))
+            recalls["rules"].append(recall_of(q, ocr, rules, opts))
         if final is not None:
             fold = fold_of.get(q.doc)
             held += fold in per_fold
-            recalls["learned"].append(recall_of(q, ocr, per_fold.get(fold, final)))
+            recalls["learned"].append(recall_of(q, ocr, per_fold.get(fold, final), opts))
         if (i + 1) % 50 == 0:
             print(f"  {i + 1}/{len(questions)}, {time.perf_counter() - t0:.0f} s", file=sys.stderr, flush=True)
     wall = time.perf_counter() - t0
