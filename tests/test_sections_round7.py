@@ -9,42 +9,16 @@ Each test also checks its premise: with the new rule patched off, the old (wrong
 
 from __future__ import annotations
 
+from two_column_pages import LEFT, RIGHT
+from two_column_pages import box as _box
+from two_column_pages import column as _column
+from two_column_pages import covers as _covers
+from two_column_pages import prose as _prose
+
 from arr_coc.reading.layout import sections
 from arr_coc.reading.layout.sections import named_extent
 from arr_coc.reading.layout.structural_query import parse, resolve
 from arr_coc.reading.layout.structure import analyse
-
-LEFT, RIGHT = (60, 560), (620, 1120)  # column x extents (a 60 px gutter)
-H, PITCH = 20, 25
-
-
-def _prose(n: int, seed: int, last: str = "") -> list[str]:
-    base = "the old pier was built by the town and the mill near the road grew along the quiet river bank".split()
-    out = [" ".join(base[(seed + k * 5 + j) % len(base)] for j in range(10)) for k in range(n)]
-    if last:
-        out[-1] = out[-1].rsplit(" ", 3)[0] + " " + last
-    return out
-
-
-def _column(col, items, top: float = 100.0) -> list:
-    """``items``: (text, gap above in pixels[, x offset]); a line is as wide as its text (10 px a character, at most
-    the column)."""
-    boxes, y = [], top
-    for text, gap, *dx in items:
-        y += gap
-        x0 = col[0] + (dx[0] if dx else 0)
-        boxes.append((text, (x0, y, min(col[1], x0 + 10 * len(text)), y + H)))
-        y += PITCH
-    return boxes
-
-
-def _covers(regions, box) -> bool:
-    cx, cy = (box[0] + box[2]) / 2, (box[1] + box[3]) / 2
-    return any(r[0] <= cx <= r[2] and r[1] <= cy <= r[3] for r in regions)
-
-
-def _box(boxes, text):
-    return next(b for t, b in boxes if t == text)
 
 
 def _texts(boxes, name):
