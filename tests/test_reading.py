@@ -901,29 +901,3 @@ def test_lexical_page_shared_by_threads_bounds_its_columns(monkeypatch: pytest.M
     for t in threads:
         t.join()
     assert not errors and len(page._columns) <= 3
-
-
-def test_a_pages_paraphrase_keys_are_remembered_across_questions(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Questions naming no printed key look up the printed keys of what they ask about (``paraphrase_en``); the page
-    remembers each key's hits (``LexicalPage.phrase_hits``, at most ``MAX_TERMS``), and every question asked of it
-    scores bit for bit as on a page of its own."""
-    from arr_coc.reading.matching.lexical import LexicalPage, lexical_scores
-
-    cfg = ReadingConfig().lexical
-    texts = [b.text for b in FORM]
-    queries = [
-        "How much was charged in total?",
-        "What do I have to pay altogether?",
-        "When was this written?",
-        "Combien faut-il payer en tout ?",
-        "How much was charged in total?",
-    ]
-    page = LexicalPage(texts)
-    for q in queries:
-        assert lexical_scores(texts, q, cfg, page).tobytes() == lexical_scores(texts, q, cfg).tobytes()
-    assert page._phrases and all(not hits.flags.writeable for hits in page._phrases.values())
-    monkeypatch.setattr(LexicalPage, "MAX_TERMS", 2)
-    small = LexicalPage(texts)
-    for q in queries:
-        assert lexical_scores(texts, q, cfg, small).tobytes() == lexical_scores(texts, q, cfg).tobytes()
-    assert 0 < len(small._phrases) <= 2

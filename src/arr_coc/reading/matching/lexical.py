@@ -12,7 +12,7 @@ import functools
 import re
 import threading
 import unicodedata
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Collection, Sequence
 
 import numpy as np
 
@@ -487,8 +487,7 @@ class LexicalPage:
         cols = self.starts[:, None] + np.arange(width)[None, :]  # (B, W)
         self.padded = np.where(cols < self.ends[:, None], cols, len(index))
         self._columns: dict[tuple[str, tuple[float, float, float, int, int, float]], np.ndarray] = {}
-        self._phrases: dict[tuple[str, bool, LexicalConfig], np.ndarray] = {}
-        self._lock = threading.Lock()  # around the columns' (and phrases') eviction and insertion
+        self._lock = threading.Lock()  # around the columns' eviction and insertion
 
     def column(self, term: str, fuzzy: tuple[float, float, float, int, int, float]) -> np.ndarray:
         """(U,) float32 similarity of ``term`` to each distinct token (``_token_sim``), remembered per term."""
@@ -502,19 +501,6 @@ class LexicalPage:
                     self._columns.pop(next(iter(self._columns)))
                 self._columns[key] = col
         return col
-
-    def phrase_hits(self, key: tuple[str, bool, LexicalConfig], compute: Callable[[], np.ndarray]) -> np.ndarray:
-        """(N,) a paraphrase key's hits on this page (``lexical_scores``), remembered per (key phrase, English,
-        config): the same for every question that looks the key up, so a second question pays only for new keys."""
-        hits = self._phrases.get(key)
-        if hits is None:
-            hits = np.array(compute(), dtype=np.float32)
-            hits.setflags(write=False)
-            with self._lock:
-                while len(self._phrases) >= self.MAX_TERMS:
-                    self._phrases.pop(next(iter(self._phrases)))
-                self._phrases[key] = hits
-        return hits
 
 
 def lexical_scores(texts: Sequence[str], query: str, cfg: LexicalConfig, page: LexicalPage | None = None) -> np.ndarray:
@@ -554,16 +540,11 @@ def lexical_scores(texts: Sequence[str], query: str, cfg: LexicalConfig, page: L
         if english:  # not a concept the question names in the page's own words (``paraphrase_en.printed_concepts``)
             phrases = unprinted_key_phrases(query, texts, STOP_WORDS)
         for phrase in phrases:
-            hits = page.phrase_hits((phrase, english, cfg), lambda p=phrase: _phrase_hits(page, texts, p, cfg, english))
+            terms = query_terms(phrase, cfg)  # a key of stop words alone ("TO:") is found as a printed label
+            # an English key counts where it is printed whole ("Total:" is not "Amount due", nor "Total due")
+            hits = _term_scores(page, terms, cfg, full=english) if terms else label_hits(texts, phrase)
             out = np.maximum(out, np.float32(PARAPHRASE_WEIGHT) * hits)
     return out
-
-
-def _phrase_hits(page: LexicalPage, texts: Sequence[str], phrase: str, cfg: LexicalConfig, english: bool) -> np.ndarray:
-    """(N,) how each box holds the printed key ``phrase`` (``lexical_scores``' paraphrase step)."""
-    terms = query_terms(phrase, cfg)  # a key of stop words alone ("TO:") is found as a printed label
-    # an English key counts where it is printed whole ("Total:" is not "Amount due", nor "Total due")
-    return _term_scores(page, terms, cfg, full=english) if terms else label_hits(texts, phrase)
 
 
 def _term_scores(
