@@ -59,6 +59,8 @@ Three rooms and what they share (imports go down this list, never up; ``tests/te
         cell_wording.py  a table-cell question in another wording: loose (header, label) splits
         learned.py       the learned scorer: ``box_features``, ``BoxScorer`` (reads the matcher through the
                          ``RuleQuantities`` protocol: no import of ``matcher``)
+        host_forward.py  the learned scorer's ``box_scores`` in numpy on the calling thread (no wait on torch's
+                         intra-op pool when the host is busy; the torch forward's scores but a product's last bits)
         gated.py         ``--relevance hybrid`` / ``hybrid-floor``: the learned scorer where its ensemble agrees, else
                          the rules (opt-in; the default is the rules)
         routed.py        ``--relevance routed``: the rules where their layout relation is exact (structural evidence

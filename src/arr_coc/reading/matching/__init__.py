@@ -10,6 +10,7 @@
                     final per-box scores and the painted map (the rules; or a ``BoxScorer`` over their quantities)
     learned.py      the learned scorer: ``box_features`` (63 features a box, ``FEATURE_GROUPS``) read from a
                     ``RuleQuantities`` (the matcher), ``BoxScorer`` (an ``nn.Module``)
+    host_forward.py ``BoxScorer.box_scores`` in numpy on the calling thread (no wait on torch's intra-op pool)
 
 Imports go one way: ``matcher`` -> ``learned`` -> ``lexical`` / ``semantic``; ``learned`` reads the matcher through the
 ``RuleQuantities`` protocol, never by importing it. Depends on ``arr_coc.reading.ocr`` (``TextBox``) and

@@ -56,6 +56,8 @@ import torch
 from torch import nn
 
 from ..ocr.reader import TextBox
+from .host_forward import host_box_scores
+from .host_forward import plan as host_plan
 from .lexical import FOREIGN_HINT, VALUE_PATTERNS, answer_types, has_type, tokens
 from .script_neutral import cased_share, cjk_org, spaced, word_count
 from .semantic import semantic_scores
@@ -536,7 +538,19 @@ class BoxScorer(nn.Module):
         (the best box scores 1); the gaps stay as wide as the model means them, so the text prior keeps its ranking
         when ``Realizer`` adds the other scorers (a sigmoid squeezed them: measured on realdocs receipts, end to end).
         Residual form: ``residual_scores`` divided by ``max(1, its max)``: the rules' own scores wherever the
-        correction is 0, and on every box of a page that ``page_out_of_range`` (``ood_page``)."""
+        correction is 0, and on every box of a page that ``page_out_of_range`` (``ood_page``).
+
+        Computed in numpy on the calling thread (``host_forward``: no wait on torch's thread pool when the host is
+        busy) when the scorer's tensors are float32 on the CPU; else by ``torch_box_scores``."""
+        if len(feats) == 0:
+            return np.zeros(0, dtype=np.float32)
+        steps = host_plan(self)
+        if steps is not None:
+            return host_box_scores(self, feats, steps)
+        return self.torch_box_scores(feats)
+
+    def torch_box_scores(self, feats: np.ndarray) -> np.ndarray:
+        """``box_scores`` through this module's torch forward (any device; the reference of ``host_forward``)."""
         if len(feats) == 0:
             return np.zeros(0, dtype=np.float32)
         with torch.no_grad():
