@@ -30,12 +30,16 @@ PROMO = ["PROMOTION REQUEST", "BRAND", "Newport", "Coupon Value", "$1.00", "Tota
         ("Which account is this charged to?", ("account",)),
         ("How much off does the voucher give?", ("coupon",)),
         ("When is it needed by?", ("deadline",)),
+        ("Which part of the company is it for?", ("department",)),
         ("Who was kept informed?", ("copies",)),
         ("Who compiled this?", ("sender",)),
         ("Who okayed it?", ("signature",)),
         ("Who commissioned this study?", ("requester",)),
         ("To whom is it going?", ("recipient",)),
         ("How is it described?", ("description",)),
+        ("On whose behalf was the study done?", ("customer",)),
+        ("How much is left?", ("funds_left",)),
+        ("left?", ("funds_left",)),
     ],
 )
 def test_purposes_name_concepts(question: str, want: tuple[str, ...]) -> None:
@@ -51,6 +55,8 @@ def test_purposes_name_concepts(question: str, want: tuple[str, ...]) -> None:
         ("Who else received a copy?", ("copies",)),
         ("What is this memo about?", ("subject",)),
         ("What does the form say for Supervisor / Manager?", ()),
+        ("What is in the left column?", ()),
+        ("Who left the message?", ("sender",)),  # the agent of an act (``question_shapes``), not a balance
     ],
 )
 def test_the_lexicons_readings_stay(question: str, want: tuple[str, ...]) -> None:

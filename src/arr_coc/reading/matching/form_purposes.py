@@ -17,10 +17,13 @@ form prints for it. A purpose is named by what happens to the value, not by a wr
   sampled -> Brand, Product, Item, Description (forms print any of them for the same purpose);
 - **where the cost is booked**: "charged to which account", a budget, a cost centre -> Account No., Budget, Charge;
 - **a discount's worth**: a voucher, coupon or money off -> Coupon Value, Discount, and not the total;
+- **a unit inside the company**: a part or branch of the organisation, in-house -> Department, Division (not an
+  outside agency);
 - **when it is needed by**: "needed by", "required by", "at the latest" -> the deadline's keys, not the issue date;
-- **who acted for the document** (who-questions only): compiled, filled in, completed, sent in -> the agent keys;
-  okayed, signed off, gave the go-ahead -> Approved by, Signature; wanted, commissioned, on whose behalf ->
-  Requested by;
+- **who acted for the document** (who-questions only): compiled, put together, sent in -> the agent keys;
+  okayed, signed off, gave the go-ahead -> Approved by, Signature; wanted, commissioned -> Requested by;
+- **whom the work is done for**: on whose behalf, for which company, whose account -> Client, Customer, Account name;
+- **what is left** of a budget: left, unspent, still available -> Balance, Bal. Available (not a total);
 - **who is to read it**: to whom, whose desk, meant / headed for -> TO, Attention;
 - **what it is, in words** (only when nothing else is named): described, explained -> Description.
 
@@ -109,6 +112,21 @@ ROWS_FIRST: tuple[Row, ...] = (
         ("coupon value", "coupon", "discount", "rebate", "voucher"),
         ("total", "payable", "balance"),
     ),
+    (  # a unit inside the company, not an outside body: "Which part of the organisation is this for?"
+        "department",
+        r"\b(?:part|parts|section|branch|arm|corner) of the (?:company|organi[sz]ation|firm|business|corporation)\b|"
+        r"\bin-?house\b|\binternal (?:team|unit|group|section)\b",
+        (),
+        ("agency",),
+    ),
+    (  # what is left of a budget or an account: "How much is left?", "left?"; not a side ("the left column")
+        "funds_left",
+        r"\b(?:how much|what|amount|money|funds?|budget|sum)\b.*\bleft\b"
+        r"(?! (?:side|hand|column|margin|corner|edge|half|of)\b)|"
+        r"^\W*left\W*$|\bleft (?:over|to spend)\b|\bunspent\b|\bstill (?:available|free)\b",
+        ("balance", "new balance", "bal", "current bal", "bal available", "available", "remaining", "outstanding"),
+        ("balance", "total", "payable"),
+    ),
     (  # when it is needed by: "When is it needed by?", "what is the latest it can come back?"
         "deadline",
         r"\b(?:needed|required|wanted|expected|due back|back) by\b|\bat the latest\b|\blatest (?:it|they|we)\b|"
@@ -122,9 +140,9 @@ ROWS_FIRST: tuple[Row, ...] = (
 ROWS_MORE: tuple[Row, ...] = (
     (  # who acted for the document: "Who compiled it?", "person who sent in this request"
         "sender",
-        rf"{_WHO}.*\b(?:compil\w*|put (?:\w+ )?together|fill(?:ed|s)? (?:\w+ )?(?:in|out)|complet(?:ed|es)|"
+        rf"{_WHO}.*\b(?:compil\w*|put (?:\w+ )?together|"
         r"turn(?:ed|s)? (?:\w+ )?in|sen(?:t|ds) (?:\w+ )?in|submit\w*|reported|drafted|"
-        r"responsible|in charge)\b|\bperson who (?:\w+ ){0,2}(?:sent in|submitted|filled|completed|compiled|wrote)\b",
+        r"responsible|in charge)\b|\bperson who (?:\w+ ){0,2}(?:sent in|submitted|compiled|wrote)\b",
         (),
         (),
     ),
@@ -138,9 +156,17 @@ ROWS_MORE: tuple[Row, ...] = (
     (  # who wanted it: "Who commissioned this?", "on whose behalf?"
         "requester",
         rf"{_WHO}.*\b(?:wanted|needs?|needed|asked|commissioned|initiated|ordered|requisitioned)\b|"
-        r"\bon (?:whose|somebody's|someone's) behalf\b|\bwhose request\b|\bat whose\b",
+        r"\bwhose request\b|\bat whose\b",
         (),
         (),
+    ),
+    (  # whom the work is done for: "On whose behalf?", "For which company is the study?"
+        "customer",
+        r"\bon (?:whose|which (?:company|firm|client)'s|somebody's|someone's) behalf\b|\bwhose account\b|"
+        r"\bfor (?:which|what) (?:company|firm|business|organi[sz]ation|party|client)\b|"
+        r"\bwho (?:is|was|are|were) (?:the |this )?(?:work|job|study|project|service|test)s? (?:\w+ )?for\b",
+        (),
+        ("recipient",),
     ),
     (  # who is to read it: "To whom is it going?", "whose desk is it for?"
         "recipient",
