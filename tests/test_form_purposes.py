@@ -28,7 +28,6 @@ PROMO = ["PROMOTION REQUEST", "BRAND", "Newport", "Coupon Value", "$1.00", "Tota
         ("Which product line is this for?", ("goods",)),
         ("What kind of cigarettes are promoted?", ("goods",)),
         ("Which account is this charged to?", ("account",)),
-        ("How much off does the voucher give?", ("coupon",)),
         ("When is it needed by?", ("deadline",)),
         ("Which part of the company is it for?", ("department",)),
         ("Who was kept informed?", ("copies",)),
@@ -69,7 +68,6 @@ def test_the_lexicons_readings_stay(question: str, want: tuple[str, ...]) -> Non
         (MEMO, "Who should get the reply?", "FROM:"),
         (ROUTING, "When did our office get it?", "Date Received"),
         (PROMO, "Which product line is this for?", "BRAND"),
-        (PROMO, "How much off does the voucher give?", "Coupon Value"),
         (PROMO, "Which account is this charged to?", "Acct. No."),
     ],
 )
@@ -82,5 +80,5 @@ def test_rows_of_a_lexicon_concept_list_no_keys_and_new_purposes_do() -> None:
     lexicon = {name for name, *_ in LEXICON}
     for name, _, keys, _ in (*ROWS_FIRST, *ROWS_MORE, *ROWS_ELSE):
         assert (not keys) if name in lexicon else bool(keys), name
-    assert "coupon value" in english_key_phrases("How much off does the voucher give?")
+    assert "bal" in english_key_phrases("How much is left?")
     assert "to" in english_key_phrases("To whom is it going?")  # the lexicon's recipient keys

@@ -16,7 +16,6 @@ form prints for it. A purpose is named by what happens to the value, not by a wr
 - **the goods a form is about**: a product line, a kind of cigarette or product, what is promoted / offered /
   sampled -> Brand, Product, Item, Description (forms print any of them for the same purpose);
 - **where the cost is booked**: "charged to which account", a budget, a cost centre -> Account No., Budget, Charge;
-- **a discount's worth**: a voucher, coupon or money off -> Coupon Value, Discount, and not the total;
 - **a unit inside the company**: a part or branch of the organisation, in-house -> Department, Division (not an
   outside agency);
 - **when it is needed by**: "needed by", "required by", "at the latest" -> the deadline's keys, not the issue date;
@@ -104,13 +103,6 @@ ROWS_FIRST: tuple[Row, ...] = (
         r"\bcharge (?:number|code)\b",
         ("account", "account no", "acct no", "account number", "acct", "budget", "charge", "charge to", "cost center"),
         ("payable", "total", "customer"),
-    ),
-    (  # a discount's worth: "How much off does the voucher give?"
-        "coupon",
-        r"\bvouchers?\b|\bcoupons?\b|\brebate\b|\bmoney off\b|\b(?:how much|what|amount) off\b|"
-        r"\b(?:how much|what|how big) (?:is |was |'s )?(?:the |this |that )?discount\b",
-        ("coupon value", "coupon", "discount", "rebate", "voucher"),
-        ("total", "payable", "balance"),
     ),
     (  # a unit inside the company, not an outside body: "Which part of the organisation is this for?"
         "department",
