@@ -133,8 +133,8 @@ ROWS_MORE: tuple[Row, ...] = (
     (  # who acted for the document: "Who compiled it?", "person who sent in this request"
         "sender",
         rf"{_WHO}.*\b(?:compil\w*|put (?:\w+ )?together|"
-        r"turn(?:ed|s)? (?:\w+ )?in|sen(?:t|ds) (?:\w+ )?in|submit\w*|reported|drafted|"
-        r"responsible|in charge)\b|\bperson who (?:\w+ ){0,2}(?:sent in|submitted|compiled|wrote)\b",
+        r"turn(?:ed|s)? (?:\w+ )?in|sen(?:t|ds) (?:\w+ )?in|reported|drafted|"
+        r"responsible|in charge)\b|\bperson who (?:\w+ ){0,2}(?:sent in|compiled|wrote)\b",
         (),
         (),
     ),
