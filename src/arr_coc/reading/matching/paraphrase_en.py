@@ -30,6 +30,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from .form_purposes import ROWS_ELSE, ROWS_FIRST, ROWS_MORE
 from .paraphrase import cued
 from .question_roles import asks_identity, role_concepts, role_types, transaction_party
 from .question_shapes import shape_concepts
@@ -273,7 +274,16 @@ LEXICON: tuple[tuple[str, str, tuple[str, ...], tuple[str, ...]], ...] = (
         (),
     ),
 )
-_CUES = tuple((name, re.compile(cue), keys, rules_out) for name, cue, keys, rules_out in LEXICON)
+# the lexicon with the purposes of form keys (``form_purposes``): those that rule out a generic word's concept first,
+# the others after it; ``_ELSE`` only for a question naming nothing else. A concept's keys: the lexicon's (a purpose
+# row of a lexicon concept lists none), or a new purpose's own
+_CUES = tuple(
+    (name, re.compile(cue), keys, rules_out) for name, cue, keys, rules_out in (*ROWS_FIRST, *LEXICON, *ROWS_MORE)
+)
+_ELSE = tuple((name, re.compile(cue), keys, rules_out) for name, cue, keys, rules_out in ROWS_ELSE)
+_KEYS: dict[str, tuple[str, ...]] = {}
+for _name, _, _keys, _ in (*LEXICON, *ROWS_FIRST, *ROWS_MORE, *ROWS_ELSE):
+    _KEYS[_name] = _KEYS.get(_name) or _keys
 
 
 # A question for the day of a payment ("the day I paid", "When was I charged?") asks for a date, not an amount: its
@@ -301,8 +311,11 @@ def concepts(question: str) -> tuple[str, ...]:
     """The concepts ``question`` asks about, in ``LEXICON``'s order, those ruled out by an earlier one dropped (and,
     in a question for a date that names no amount, ``date_not_amount``, all but the dates: ``DATE_CONCEPTS``); when
     none is named, those of the answer's shape (``question_shapes.shape_concepts``)."""
-    found = cued(question.lower().replace("’", "'"), _CUES)
+    q = question.lower().replace("’", "'")
+    found = tuple(dict.fromkeys(cued(q, _CUES)))
     found = with_roles(question, found)
+    if not found:  # a purpose named only when nothing else is (``form_purposes.ROWS_ELSE``: "How is it described?")
+        found = cued(q, _ELSE)
     if not found and not transaction_party(question):  # the answer's shape: "day it was written?" (``question_shapes``)
         found = shape_concepts(question)
     return tuple(c for c in found if c in DATE_CONCEPTS) if date_not_amount(question) else found
@@ -344,8 +357,7 @@ def without_pronoun_i(question: str) -> str:
 @functools.lru_cache(maxsize=4096)
 def english_key_phrases(question: str) -> tuple[str, ...]:
     """The printed keys of every concept ``question`` asks about (``concepts``), most specific concept first."""
-    keys = {name: k for name, _, k, _ in LEXICON}
-    return tuple(dict.fromkeys(p for name in concepts(question) for p in keys[name]))
+    return tuple(dict.fromkeys(p for name in concepts(question) for p in _KEYS[name]))
 
 
 _WORDS = re.compile(r"[^\W_]+")
@@ -358,11 +370,12 @@ def cue_words(question: str, stop: frozenset[str]) -> tuple[tuple[str, tuple[fro
     asks about (``concepts``); a match of stop words alone ("how much", "when") has none."""
     q = question.lower().replace("’", "'")
     asked = concepts(question)
-    return tuple(
-        (name, tuple(frozenset(w for w in _WORDS.findall(m.group(0)) if w not in stop) for m in cue.finditer(q)))
-        for name, cue, _, _ in _CUES
-        if name in asked
-    )
+    found: dict[str, tuple[frozenset[str], ...]] = {name: () for name in _KEYS if name in asked}  # lexicon's order
+    for name, cue, _, _ in (*_CUES, *_ELSE):  # a concept's matches: those of all its rows (lexicon and purposes)
+        if name in asked:
+            words = (frozenset(w for w in _WORDS.findall(m.group(0)) if w not in stop) for m in cue.finditer(q))
+            found[name] += tuple(words)
+    return tuple(found.items())
 
 
 def printed_concepts(question: str, texts: Sequence[str], stop: frozenset[str]) -> frozenset[str]:
@@ -384,8 +397,7 @@ def unprinted_key_phrases(question: str, texts: Sequence[str], stop: frozenset[s
     """``english_key_phrases`` of the concepts the page does not print the question's word for
     (``printed_concepts``): what ``lexical.lexical_scores`` looks up on the page of ``texts``."""
     skip = printed_concepts(question, texts, stop)
-    keys = {name: k for name, _, k, _ in LEXICON}
-    return tuple(dict.fromkeys(p for name in concepts(question) if name not in skip for p in keys[name]))
+    return tuple(dict.fromkeys(p for name in concepts(question) if name not in skip for p in _KEYS[name]))
 
 
 def label_hits(texts: Sequence[str], phrase: str) -> np.ndarray:

@@ -42,11 +42,13 @@ _FIRST_PERSON = re.compile(r"(?<![\w'])(?:I(?:'[a-z]+)?|we|me|us|my|our|ours)(?!
 _PART_I = re.compile(r"\b(?:part|form|schedule|section|appendix|class|type|grade|phase|stage|level) I\b", re.I)
 # a question for a party: who / whom / whose, from whom, which ..., where ... (anywhere: "Tell me who I bought ...")
 _PARTY_WH = re.compile(r"\b(?:who(?:m|se|'s)?|from whom)\b|^\W*(?:which|where)\b", re.I)
-# a question for a value that is not a party: when, how much / many, what share, which number / date / day
+# a question for a value that is not a party: when, how much / many, what share, which number / date / day; a verb
+# of correspondence ("Who do I reply to?" asks for a memo's sender: ``form_purposes``)
 _NOT_PARTY = re.compile(
     r"^\W*when\b|\bhow (?:much|many|long|often)\b|\b(?:which|what) (?:number|date|day|time|year|month|amount|sum|"
     r"share|percentage|proportion|price|total)\b|\bphone\b|\bcall\b|\bfax\b|\be-?mail\b|"
-    r"\b(?:wr[io]te|written|sen[dt]|signed|addressed|prepared|approved|submitted|filed|reported|requested|contact)\b",
+    r"\b(?:wr[io]te|written|sen[dt]|signed|addressed|prepared|approved|submitted|filed|reported|requested|contact|"
+    r"repl(?:y|ies|ied)|respond(?:s|ed)?)\b",
     re.I,
 )
 # the verbs of a commercial transaction (FrameNet Commerce_buy / _sell / _pay / _collect) and the retail verbs
