@@ -11,6 +11,16 @@ cannot be one, from the text around them, and the line its last sentence ends on
   (a formula's or an algorithm box's lines: "\u2200 build-feature: h-pos, d-pos"), the last line that ends one holds
   it too.
 
+Round 10 (from round 7's group, development since this round):
+
+- ``opens_list``: a line ending in a colon ("... In steps:", "as follows:") introduces what comes under it (a list,
+  a formula): the next line is no heading;
+- ``out_of_outline``: a numbered line whose number cannot come next in the page's outline is a list's entry, not a
+  heading: a number not after the named heading's ("1. Threshold Cut" under "2.1.1 Gaussian prior", "1. Sample ..."
+  under "4.2.2 In-place MSB"), or one that goes on a numbered list already inside the section ("5. Else range
+  partition ..." after its "4. If not 1st pass ...");
+- ``question_title``: a numbered heading may end in a question mark ("5.2 Where to include ELMo?").
+
 Example:
     >>> cut_word_open("also outperforms TAPAS baseline models in all set-")
     True
@@ -20,10 +30,12 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["cut_word_open", "ends_sentence", "list_item"]
+__all__ = ["cut_word_open", "ends_sentence", "list_item", "opens_list", "out_of_outline", "outline", "question_title"]
 
 _CUT_RE = re.compile(r"[^\W\d_]{2}-$")  # "set-", not "--", "x-", "12-" or a dash standing alone
 _CLOSERS = " )]\"'\u2019\u201d"  # after a sentence's full stop: a bracket, a quote
+_OUTLINE_RE = re.compile(r"^\s*(\d{1,2}(?:\.\d{1,2})*)(?:[.)]|(?=\s))\s*(?=[^\W\d_])")  # "4.2.2 ", "1. ", "2) "
+_QUESTION_RE = re.compile(r"^\s*(?:\d{1,2}(?:\.\d{1,2})*\.?|[IVX]{1,5}\.)\s+[^\W\d_][^?]{0,80}\?$")
 _ITEM_RE = re.compile(r"^\s*(?:\d{1,2}|[IVX]{1,5}|[A-Ha-h])[.)]?\s+[^:\s][^:]{0,40}:\s+[a-z]")  # "I. Statistical: uses"
 
 
@@ -42,3 +54,39 @@ def ends_sentence(text: str) -> bool:
     """The line ends a sentence: its last character, closing brackets and quotes aside, is ".", "!" or "?", after a
     word (three letters running somewhere in the line)."""
     return text.rstrip(_CLOSERS)[-1:] in (".", "!", "?") and re.search(r"[^\W\d_]{3}", text) is not None
+
+
+def opens_list(text: str) -> bool:
+    """The line ends in a colon after a word ("schemas with larger types than necessary. In steps:"): what comes
+    under it is its list or formula, not the next section."""
+    t = text.rstrip()
+    return t.endswith(":") and re.search(r"[^\W\d_]{2}:$", t) is not None
+
+
+def outline(text: str) -> tuple[int, ...] | None:
+    """The arabic section number a line opens with ("4.2.2 In-place MSB" -> (4, 2, 2), "1. Sample" -> (1,)), or
+    None."""
+    m = _OUTLINE_RE.match(text)
+    return tuple(int(v) for v in m.group(1).split(".")) if m else None
+
+
+def out_of_outline(text: str, head: str, inside: list[str]) -> bool:
+    """The numbered line ``text`` cannot be the heading after the named heading ``head``: its number does not come
+    after the heading's own (both arabic), or it goes on a numbered list whose previous entry is one of the section's
+    lines ``inside`` ("5. ..." after "4. ..."; the caller passes the lines set with as much space above them as
+    ``text``, so a heading "5. EXPERIMENTAL EVALUATION" with white space above it goes on no list)."""
+    num = outline(text)
+    if num is None:
+        return False
+    own = outline(head)
+    if own is not None and num <= own:
+        return True
+    prev = (*num[:-1], num[-1] - 1)
+    return num[-1] > 1 and any(outline(t) == prev for t in inside)
+
+
+def question_title(text: str) -> bool:
+    """A numbered title that asks a question ("5.2 Where to include ELMo?"): short, a section number, a capital,
+    a question mark at its end."""
+    t = text.strip()
+    return _QUESTION_RE.match(t) is not None and len(t.split()) <= 11 and t[len(t.split()[0]) :].strip()[:1].isupper()

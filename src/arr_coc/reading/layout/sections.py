@@ -34,7 +34,7 @@ import numpy as np
 from ..text import fold
 from .column_split import NARROW, PROSE_SHARE, _gutter_cuts, separate_columns, unshift
 from .page import _END_PUNCT, HEAD_WIDTH, PROSE_WORDS, Layout
-from .section_ends import cut_word_open, ends_sentence, list_item
+from .section_ends import cut_word_open, ends_sentence, list_item, opens_list, out_of_outline, question_title
 
 __all__ = ["Extent", "named_extent", "words_of", "match_phrase", "long_section_name", "separate_columns"]
 
@@ -45,6 +45,8 @@ BELOW_PITCH = 3.0  # the line under a heading lies within this many of its heigh
 FOOTNOTE_HEIGHT = 0.92  # a footnote's lines are lower than this share of the body's line height
 MIN_COLUMN = 6.0  # a layout column at least this many body line heights wide
 OPEN_WIDTH = 0.85  # a line of prose this wide (a share of its column's widest) that ends mid-sentence goes on below
+FORMULA_SKIP = 3  # a heading may stand above this many lines of a display formula, then prose (round 10)
+SPACED_ANY = True  # round 10: a spaced short title ends a section whatever the named heading's form
 SPACED_HEAD = 0.5  # a spaced heading has white space above it of at least this share of its height
 _FOOTNOTE_MARK_RE = re.compile(r"\s*\d{1,2}\s+[^\W\d_]")  # "13 We experimented ..."
 _CAPTION_RE = re.compile(r"^\s*(?:fig(?:ure)?|table|tab|algorithm|listing)\.?\s*\d", re.I)
@@ -162,6 +164,13 @@ def _heads_prose(layout: Layout, order: list[int], pos: int, cols: list[int], de
     if j is None:
         nxt = order[pos + 1] if pos + 1 < len(order) else None
         return nxt is not None and cols[nxt] != cols[order[pos]]
+    skip = 0
+    while skip < FORMULA_SKIP and _formula(layout.lines[j].text):  # a display formula under it
+        k = _below(layout, order, pos + skip + 1, cols)
+        if k is None:
+            break
+        j, skip = k, skip + 1
+    pos += skip
     nxt = layout.lines[j].text.strip()
     two_line = nxt and len(nxt.split()) < PROSE_WORDS and nxt[-1] not in _END_PUNCT and _wordy(nxt)
     if depth < 1 and two_line:
@@ -204,6 +213,12 @@ def _wordy(text: str) -> bool:
     return re.search(r"[^\W\d_]{3}", text) is not None
 
 
+def _formula(text: str) -> bool:
+    """A display formula's line (round 10): no word (three letters running) and a relation sign ("a 2 + b 2 = c 2");
+    a table's row of numbers has none."""
+    return not _wordy(text) and re.search(r"[=<>\u2264\u2265\u2248\u221d\u2208]", text) is not None
+
+
 def _caps(text: str) -> bool:
     """A line set in capitals ("RIVER TRADE", "2 FIELD SITES"): a word of three letters, no lower-case letter."""
     letters = [c for c in text if c.isalpha()]
@@ -218,7 +233,7 @@ def _is_stop(
     named heading's own form (numbered; in capitals) that stands above prose."""
     i = order[pos]
     text = layout.lines[i].text
-    if not _heading_like(text):
+    if not (_heading_like(text) or question_title(text)):  # "5.2 Where to include ELMo?"
         return False
     k = blocks.get(i)
     role = layout.blocks[k].role if k is not None else "paragraph"
@@ -387,13 +402,94 @@ def _column_width(layout: Layout, i: int) -> float:
 def _spaced_stop(layout: Layout, order: list[int], pos: int, cols: list[int], gap: float) -> bool:
     """Where the named heading is a spaced short line, the next one in that form, with a sentence ended above it and
     prose under it, heads the next section."""
-    if not _spaced(layout, order, pos, cols, gap):
+    if not (_spaced(layout, order, pos, cols, gap) or _spaced_title(layout, order, pos, cols, gap)):
         return False
     prev = layout.lines[order[pos - 1]].text.strip()
     if not prev or prev[-1] not in _END_PUNCT or not _heads_prose(layout, order, pos, cols):
         return False
     below = layout.lines[order[pos + 1]].box  # prose under it: a paragraph's line, not a figure's label
     return below[2] - below[0] >= HEAD_WIDTH * _column_width(layout, order[pos + 1])
+
+
+def _listed(
+    layout: Layout, order: list[int], pos: int, cols: list[int], head: int, lines: list[int], gap: float
+) -> bool:
+    """The line at ``order[pos]`` cannot head the next section (round 10): the section's text so far ends in a colon
+    that opens a list or a formula, or the line's number is out of the outline (``section_ends.out_of_outline``)."""
+    if not LISTED:
+        return False
+    if lines and opens_list(layout.lines[lines[-1]].text):
+        return True
+    i = order[pos]
+    h = layout.lines[i].box[3] - layout.lines[i].box[1]
+    above = _gap_above(layout, order, pos, cols)  # an entry of the same list is set with the same space above it
+    inside = [
+        layout.lines[j].text for j in lines if abs(_gap_above(layout, order, order.index(j), cols) - above) <= 0.5 * h
+    ]
+    return out_of_outline(layout.lines[i].text, layout.lines[head].text, inside)
+
+
+def _gap_above(layout: Layout, order: list[int], pos: int, cols: list[int]) -> float:
+    """The white space between the line at ``order[pos]`` and the line above it in its column (0 at a column's top)."""
+    if pos == 0 or cols[order[pos - 1]] != cols[order[pos]]:
+        return 0.0
+    return max(0.0, layout.lines[order[pos]].box[1] - layout.lines[order[pos - 1]].box[3])
+
+
+LISTED = True  # round 10's list rules (switched off in the leave-one-group-out runs)
+TOP_STOP = True  # round 10's title at a column's top
+
+
+def _top_stop(layout: Layout, order: list[int], pos: int, cols: list[int], last: list[int]) -> bool:
+    """The line at ``order[pos]`` is a short title at the top of the column the section would go on in ("Limitations"
+    over "Our systematic review has ..."): its column's first line (a running header set apart above it aside),
+    heading-like and short; the last line of prose of the section so far (``last``: its lines, ending in the
+    previous column) ends a sentence; the line close under it opens a paragraph, indented by half a line's height
+    or more, as wide as a paragraph's line and holding prose."""
+    i = order[pos]
+    if not TOP_STOP or cols[last[-1]] == cols[i]:  # the section has not reached this column yet
+        return False
+    above = [order[q] for q in range(pos) if cols[order[q]] == cols[i]]
+    if len(above) > 1 or (
+        above and _gap_above(layout, order, pos, cols) < layout.lines[above[0]].box[3] - layout.lines[above[0]].box[1]
+    ):
+        return False  # the column's first line (a running header set apart above it aside)
+    text, box = layout.lines[i].text, layout.lines[i].box
+    if not _heading_like(text) or box[2] - box[0] > HEAD_WIDTH * _column_width(layout, i):
+        return False
+    prose = [j for j in last if _prose(layout.lines[j].text)]
+    if not prose or not ends_sentence(layout.lines[prose[-1]].text):  # a page's foot ("www.annals.org") aside
+        return False
+    j = _below(layout, order, pos, cols)
+    if j is None or not _prose(layout.lines[j].text):
+        return False
+    b = layout.lines[j].box
+    h = box[3] - box[1]
+    return b[0] - box[0] >= 0.5 * h and b[2] - b[0] >= HEAD_WIDTH * _column_width(layout, j)
+
+
+def _title_case(text: str) -> bool:
+    """Most of the line's words of four letters or more open with a capital ("Surveillance Systems Collecting Other
+    Kinds of Data"), and it has three of them."""
+    long = [t for t in text.split() if sum(c.isalpha() for c in t) >= 4]
+    return len(long) >= 3 and sum(t[:1].isupper() for t in long) >= 0.8 * len(long)
+
+
+def _spaced_title(layout: Layout, order: list[int], pos: int, cols: list[int], gap: float) -> bool:
+    """A spaced title too wide for ``_spaced`` (round 10): white space above it as ``_spaced`` asks, set in title
+    case, and the line close under it opens a paragraph indented by half a line's height or more."""
+    i = order[pos]
+    if not SPACED_ANY or pos == 0 or pos + 1 >= len(order) or cols[order[pos - 1]] != cols[i]:
+        return False
+    text = _NUMBER_STRIP_RE.sub("", layout.lines[i].text)
+    if not _heading_like(text) or not _title_case(text) or re.search(r"\d|\.\s", text):  # "J. Goodman. 2003. ..."
+        return False
+    a, b = layout.lines[order[pos - 1]].box, layout.lines[i].box
+    h = b[3] - b[1]
+    if b[1] - a[3] < max(2.0 * gap, SPACED_HEAD * h):
+        return False
+    j = _below(layout, order, pos, cols)
+    return j is not None and layout.lines[j].box[0] - b[0] >= 0.5 * h
 
 
 def _find_heading(layout: Layout, order: list[int], name: str) -> tuple[float, int, int]:
@@ -442,9 +538,12 @@ def named_extent(layout: Layout, name: str) -> Extent | None:
         k = blocks.get(order[p])
         small = k is not None and _small_footnote(layout, layout.blocks[k], order[p], lines)
         cut = bool(lines) and cut_word_open(layout.lines[lines[-1]].text)  # "in all set-": the word goes on
+        cut = cut or _listed(layout, order, p, cols, head, lines, gap)
         if not small and not cut and _is_stop(layout, order, p, cols, blocks, numbered, caps):  # "13 We experimented"
             break
-        if spaced and _spaced_stop(layout, order, p, cols, gap):
+        if (spaced or SPACED_ANY) and not cut and _spaced_stop(layout, order, p, cols, gap):
+            break
+        if lines and not cut and _top_stop(layout, order, p, cols, lines):
             break
         if runin and _runin_head(layout, order, p):
             break
