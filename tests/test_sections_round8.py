@@ -11,22 +11,14 @@ from __future__ import annotations
 
 import pytest
 from two_column_pages import LEFT, RIGHT
-from two_column_pages import box as _box
 from two_column_pages import column as _column
-from two_column_pages import covers as _covers
+from two_column_pages import last_word_covered as _last_word_covered
 from two_column_pages import prose as _prose
 
 from arr_coc.reading.layout import sections
 from arr_coc.reading.layout.section_ends import cut_word_open, ends_sentence, list_item
 from arr_coc.reading.layout.sections import named_extent
-from arr_coc.reading.layout.structural_query import parse, resolve
 from arr_coc.reading.layout.structure import analyse
-
-
-def _last_word_covered(boxes, name: str, answer_line: str) -> bool:
-    ev = resolve(analyse(boxes), parse(f"What is the last word of the section titled '{name}'?"))
-    assert ev is not None
-    return _covers(ev.regions, _box(boxes, answer_line))
 
 
 @pytest.mark.parametrize(

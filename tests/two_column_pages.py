@@ -1,4 +1,4 @@
-"""Hand-made two-column pages for the named-section tests (``test_sections_round5/7/8.py``): OCR-like
+"""Hand-made two-column pages for the named-section tests (``test_sections_round5/7/8/10.py``): OCR-like
 ``(text, box)`` lines in two columns, a line as wide as its text."""
 
 from __future__ import annotations
@@ -37,3 +37,13 @@ def covers(regions, box) -> bool:
     """Some region holds ``box``'s centre."""
     cx, cy = (box[0] + box[2]) / 2, (box[1] + box[3]) / 2
     return any(r[0] <= cx <= r[2] and r[1] <= cy <= r[3] for r in regions)
+
+
+def last_word_covered(boxes, name: str, answer_line: str) -> bool:
+    """The structural evidence of "the last word of the section titled ``name``" holds the line ``answer_line``."""
+    from arr_coc.reading.layout.structural_query import parse, resolve
+    from arr_coc.reading.layout.structure import analyse
+
+    ev = resolve(analyse(boxes), parse(f"What is the last word of the section titled '{name}'?"))
+    assert ev is not None
+    return covers(ev.regions, box(boxes, answer_line))
