@@ -34,7 +34,7 @@ import numpy as np
 from ..text import fold
 from .column_split import NARROW, PROSE_SHARE, _gutter_cuts, separate_columns, unshift
 from .page import _END_PUNCT, HEAD_WIDTH, PROSE_WORDS, Layout
-from .section_ends import cut_word_open, ends_sentence, list_item, opens_list, out_of_outline, question_title
+from .section_ends import cut_word_open, ends_sentence, list_item, opens_list, out_of_outline, outline, question_title
 
 __all__ = ["Extent", "named_extent", "words_of", "match_phrase", "long_section_name", "separate_columns"]
 
@@ -421,6 +421,8 @@ def _listed(
     if lines and opens_list(layout.lines[lines[-1]].text):
         return True
     i = order[pos]
+    if outline(layout.lines[i].text) is None:  # not numbered: no outline to be out of (and no O(n^2) look below)
+        return False
     h = layout.lines[i].box[3] - layout.lines[i].box[1]
     above = _gap_above(layout, order, pos, cols)  # an entry of the same list is set with the same space above it
     inside = [
