@@ -70,17 +70,19 @@ def test_style_e_has_the_format_and_the_held_out_questions_of_style_d() -> None:
     assert counts == {"realform": 70, "realreceipt": 88, "realtable": 16}
 
 
-def test_style_f_has_the_format_and_the_questions_of_style_e() -> None:
-    f, e = _rows("paraphrase_questions_f.jsonl"), _rows("paraphrase_questions_e.jsonl")
-    assert all(list(r) == list(e[0]) for r in f)
-    assert {r["style"] for r in f} == {"F"} and len({r["id"] for r in f}) == len(f)
-    assert all(r["id"] == f"{r['rephrases']}_pF0" and r["query"].strip() for r in f)
-    assert len({r["query"] for r in f}) == len(f)  # one writer's own wording per question
+@pytest.mark.parametrize("style", ["f", "g"])
+def test_later_styles_have_the_format_and_the_questions_of_style_e(style: str) -> None:
+    later, e = _rows(f"paraphrase_questions_{style}.jsonl"), _rows("paraphrase_questions_e.jsonl")
+    mark = style.upper()
+    assert all(list(r) == list(e[0]) for r in later)
+    assert {r["style"] for r in later} == {mark} and len({r["id"] for r in later}) == len(later)
+    assert all(r["id"] == f"{r['rephrases']}_p{mark}0" and r["query"].strip() for r in later)
+    assert len({r["query"] for r in later}) == len(later)  # one writer's own wording per question
     same = ("rephrases", "source", "split", "concept", "doc_type")
-    assert [[r[k] for k in same] for r in f] == [[r[k] for k in same] for r in e]
+    assert [[r[k] for k in same] for r in later] == [[r[k] for k in same] for r in e]
 
 
-STYLES = pytest.mark.parametrize("style", ["d", "e", "f"])
+STYLES = pytest.mark.parametrize("style", ["d", "e", "f", "g"])
 
 
 @STYLES
