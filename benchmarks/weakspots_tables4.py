@@ -66,6 +66,14 @@ unstructured-api ``sample-docs/``, spacy-layout ``tests/data/`` -- copied and ch
 Those nine gave 28 questions from 6 sources (a count, before any recall), so three more collections joined it, named
 and committed before any figure too: pymupdf4llm (AGPL-3.0), llama_parse (MIT), and Adobe's PDF Services Python SDK
 samples ``src/resources/`` (MIT); ``make --collections`` then lists all twelve.
+
+Round 11's "last" group (helper tablesfresh), named and committed before any figure on it (``weakspots_tables.LAST11``):
+eight collections no earlier table round copied -- MegaParse ``libs/megaparse/tests/``, papermage ``tests/fixtures/``,
+zerox ``shared/inputs/``, sycamore ``lib/`` (its test resources), haystack ``test/``, gmft ``data/pdfs/`` (beyond
+kreuzberg's copy of its ``tiny``), PyMuPDF-Utilities ``table-analysis/`` and GROBID's ``grobid-core`` test resources --
+copied as round 5's were, with each copied file's git blob also looked up in every earlier collection's repository
+(all its history) and in camelot's, excalibur's and pdfplumber's. Built with ``make --collections megaparse papermage
+zerox sycamore haystack gmft pymupdfutil grobid``, measured once at main 99c5826.
 """
 
 from __future__ import annotations

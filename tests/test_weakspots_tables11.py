@@ -1,0 +1,37 @@
+"""Round 11's "last" group of real tables (benchmarks/weakspots_tables.py ``LAST11``): collections no earlier round
+copied, every source of theirs in the "last" group, none of them reserved."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+import weakspots_tables as wt  # noqa: E402
+
+EARLIER = ("fonduer:", "doclingeval:", "pypdf:", "deepdoctection:", "pymupdfrag:", *wt.LAST5, *wt.LAST6)
+
+
+def test_last11_collections_are_new() -> None:
+    names = [p.rstrip(":") for p in wt.LAST11]
+    assert len(names) >= 8 and all(n in wt.COLLECTIONS for n in names)
+    earlier = [wt.COLLECTIONS[n][0] for n in wt.COLLECTIONS if n not in names]
+    assert not {wt.COLLECTIONS[n][0] for n in names} & set(earlier)  # no repository any earlier round copied
+    assert not set(wt.LAST11) & set(EARLIER)
+
+
+def test_last11_not_reserved_repositories() -> None:
+    # camelot, its forks (atlanhq/camelot, excalibur) and pdfplumber are kept for independent evaluation
+    for n in (p.rstrip(":") for p in wt.LAST11):
+        repo = wt.COLLECTIONS[n][0].lower()
+        assert not any(r in repo for r in ("camelot", "excalibur", "pdfplumber", "texlive", "funsd", "sroie"))
+
+
+def test_last11_sources_are_last() -> None:
+    for prefix in wt.LAST11:
+        assert wt.split_of(f"{prefix}some_file") == "last"
+    # earlier groups keep their groups: tabula-java's held-out pages, and a collection's prefix needs its colon
+    assert wt.split_of("tabula:frx_2012_disclosure") == "heldout"
+    assert wt.split_of("gmftx:some_file") == wt.split_of("gmftx:some_file") and not "gmftx:".startswith(wt.LAST11)
