@@ -35,3 +35,22 @@ def test_last11_sources_are_last() -> None:
     # earlier groups keep their groups: tabula-java's held-out pages, and a collection's prefix needs its colon
     assert wt.split_of("tabula:frx_2012_disclosure") == "heldout"
     assert wt.split_of("gmftx:some_file") == wt.split_of("gmftx:some_file") and not "gmftx:".startswith(wt.LAST11)
+
+
+def test_spread_over_sources(tmp_path: Path) -> None:
+    import json
+
+    from weakspots_tables4 import spread
+
+    qs = [("a:x", 1.0), ("a:x", 0.0), ("a:y", 1.0), ("b:z", 1.0)]
+    data = tmp_path / "last.jsonl"
+    data.write_text("".join(json.dumps({"id": f"q{i}", "source": s}) + "\n" for i, (s, _) in enumerate(qs)))
+    run = tmp_path / "routed.json"
+    rows = [{"id": f"q{i}", "rules": {"11.1%": v}, "learned": {"11.1%": 1.0}} for i, (_, v) in enumerate(qs)]
+    rows.append({"id": "other", "rules": {"11.1%": 0.0}})  # a question not in the data is left out
+    run.write_text(json.dumps({"questions": rows}))
+    out = spread(data, [run]).splitlines()
+    rules = next(r for r in out if r.startswith("| rules |"))
+    # per source means: a:x 0.5, a:y 1.0, b:z 1.0 -> min 0.50, median 1.00, sd 0.24; collections a 0.67, b 1.00
+    assert rules == "| rules | 4 | 3 | 0.750 | 0.50 / 1.00 / 0.24 | a 0.67, b 1.00 |"
+    assert any(r.startswith("| routed | 4 | 3 | 1.000 | 1.00 / 1.00 / 0.00 |") for r in out)
