@@ -73,7 +73,7 @@ eight collections no earlier table round copied -- MegaParse ``libs/megaparse/te
 zerox ``shared/inputs/``, sycamore ``lib/`` (its test resources), haystack ``test/``, gmft ``data/pdfs/`` (beyond
 kreuzberg's copy of its ``tiny``), PyMuPDF-Utilities ``table-analysis/`` and GROBID's ``grobid-core`` test resources --
 copied as round 5's were, with each copied file's git blob also looked up in every earlier collection's repository
-(all its history) and in camelot's, excalibur's and pdfplumber's. Built with ``make --collections megaparse papermage
+(all its history) and in camelot's, excalibur's and pdfplumber's (``dupes``). Built with ``make --collections megaparse papermage
 zerox sycamore haystack gmft pymupdfutil grobid``, measured once at main 99c5826.
 """
 
@@ -331,6 +331,25 @@ def spread(data: Path, runs: Sequence[Path], budget: str = "11.1%") -> str:
     return "\n".join(rows) + "\n"
 
 
+def blob_dupes(src: Path, names: Sequence[str], git_dirs: Sequence[Path]) -> list[str]:
+    """Files of the collections ``names`` under ``src`` whose git blob id is among ALL objects (every commit, every
+    path) of the repositories ``git_dirs``: a second de-duplication beside ``copy``'s sha1 check, which sees only the
+    snapshots copied. Returns "collection/file in <git dir>" lines."""
+    import subprocess
+
+    mine = {}
+    for n in names:
+        for pdf in sorted((src / n).glob("*.pdf")):
+            out = subprocess.run(["git", "hash-object", str(pdf)], capture_output=True, text=True, check=True)
+            mine[out.stdout.strip()] = f"{n}/{pdf.name}"
+    found = []
+    for d in git_dirs:
+        run = ["git", "--git-dir", str(d), "cat-file", "--batch-all-objects", "--batch-check"]
+        ids = {ln.split()[0] for ln in subprocess.run(run, capture_output=True, text=True).stdout.splitlines()}
+        found += [f"{f} in {d}" for h, f in mine.items() if h in ids]
+    return found
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = p.add_subparsers(dest="cmd", required=True)
@@ -350,7 +369,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     s = sub.add_parser("spread", help="mean and spread over sources of realdocs_recall.py runs (JSON)")
     s.add_argument("--data", required=True, type=Path, help="the questions' JSONL (with their sources)")
     s.add_argument("--runs", required=True, type=Path, nargs="+", help="realdocs_recall.py --out X.md's X.json")
+    d = sub.add_parser("dupes", help="files of --collections whose git blob is anywhere in the --git-dirs' history")
+    d.add_argument("--src", required=True, type=Path)
+    d.add_argument("--collections", required=True, nargs="+")
+    d.add_argument("--git-dirs", required=True, type=Path, nargs="+")
     a = p.parse_args(argv)
+    if a.cmd == "dupes":
+        found = blob_dupes(a.src, a.collections, a.git_dirs)
+        print("\n".join(found) + f"\n{len(found)} duplicates in {len(a.git_dirs)} repositories")
+        return 0
     if a.cmd == "spread":
         print(spread(a.data, a.runs), end="")
         return 0

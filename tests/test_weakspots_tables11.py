@@ -54,3 +54,29 @@ def test_spread_over_sources(tmp_path: Path) -> None:
     # per source means: a:x 0.5, a:y 1.0, b:z 1.0 -> min 0.50, median 1.00, sd 0.24; collections a 0.67, b 1.00
     assert rules == "| rules | 4 | 3 | 0.750 | 0.50 / 1.00 / 0.24 | a 0.67, b 1.00 |"
     assert any(r.startswith("| routed | 4 | 3 | 1.000 | 1.00 / 1.00 / 0.00 |") for r in out)
+
+
+def test_blob_dupes_finds_a_file_anywhere_in_history(tmp_path: Path) -> None:
+    import shutil
+    import subprocess
+
+    import pytest
+    from weakspots_tables4 import blob_dupes
+
+    if shutil.which("git") is None:
+        pytest.skip("git is not installed")
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    git = ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run([*git, "init", "-q"], check=True)
+    (repo / "old.pdf").write_bytes(b"%PDF-1.4 an earlier collection's file")
+    subprocess.run([*git, "add", "old.pdf"], check=True)
+    subprocess.run([*git, "commit", "-qm", "a"], check=True)
+    subprocess.run([*git, "rm", "-q", "old.pdf"], check=True)  # gone from the newest tree, still in history
+    subprocess.run([*git, "commit", "-qm", "b"], check=True)
+    src = tmp_path / "src" / "new"
+    src.mkdir(parents=True)
+    (src / "same.pdf").write_bytes(b"%PDF-1.4 an earlier collection's file")
+    (src / "other.pdf").write_bytes(b"%PDF-1.4 a new file")
+    found = blob_dupes(tmp_path / "src", ["new"], [repo / ".git"])
+    assert found == [f"new/same.pdf in {repo / '.git'}"]
