@@ -73,8 +73,8 @@ eight collections no earlier table round copied -- MegaParse ``libs/megaparse/te
 zerox ``shared/inputs/``, sycamore ``lib/`` (its test resources), haystack ``test/``, gmft ``data/pdfs/`` (beyond
 kreuzberg's copy of its ``tiny``), PyMuPDF-Utilities ``table-analysis/`` and GROBID's ``grobid-core`` test resources --
 copied as round 5's were, with each copied file's git blob also looked up in every earlier collection's repository
-(all its history) and in camelot's, excalibur's and pdfplumber's (``dupes``). Built with ``make --collections megaparse papermage
-zerox sycamore haystack gmft pymupdfutil grobid``, measured once at main 99c5826.
+(all its history) and in camelot's, excalibur's and pdfplumber's (``dupes``). Built with ``make --collections
+megaparse papermage zerox sycamore haystack gmft pymupdfutil grobid``, measured once at main 99c5826.
 """
 
 from __future__ import annotations
