@@ -5,6 +5,7 @@ Example:
     python benchmarks/realdocs_recall.py --data OUT/dev.jsonl --ocr-cache /work/cache/weakspots/ocr-tables \\
         --relevance learned --out X.md        # then heldout.jsonl once, at the end (and last.jsonl)
     python benchmarks/weakspots_tables.py report --data OUT/questions.jsonl --runs X.json
+    python benchmarks/weakspots_tables4.py spread --data OUT/last.jsonl --runs X.json Y.json   # spread over sources
 
 ``weakspots_tables.py`` (round 3) keeps only clean cells: one header row, geometry checked on the text layer, so it
 reads 1.000 where the independent set reads 0.88. realdocs-dev's ``make_dev.py`` chose each table's header rows and
@@ -66,6 +67,14 @@ unstructured-api ``sample-docs/``, spacy-layout ``tests/data/`` -- copied and ch
 Those nine gave 28 questions from 6 sources (a count, before any recall), so three more collections joined it, named
 and committed before any figure too: pymupdf4llm (AGPL-3.0), llama_parse (MIT), and Adobe's PDF Services Python SDK
 samples ``src/resources/`` (MIT); ``make --collections`` then lists all twelve.
+
+Round 11's "last" group (helper tablesfresh), named and committed before any figure on it (``weakspots_tables.LAST11``):
+eight collections no earlier table round copied -- MegaParse ``libs/megaparse/tests/``, papermage ``tests/fixtures/``,
+zerox ``shared/inputs/``, sycamore ``lib/`` (its test resources), haystack ``test/``, gmft ``data/pdfs/`` (beyond
+kreuzberg's copy of its ``tiny``), PyMuPDF-Utilities ``table-analysis/`` and GROBID's ``grobid-core`` test resources --
+copied as round 5's were, with each copied file's git blob also looked up in every earlier collection's repository
+(all its history) and in camelot's, excalibur's and pdfplumber's (``dupes``). Built with ``make --collections
+megaparse papermage zerox sycamore haystack gmft pymupdfutil grobid``, measured once at main 99c5826.
 """
 
 from __future__ import annotations
@@ -286,6 +295,61 @@ def make_pdfs(pdfs: Sequence[Path], out: Path, dpi: int, seed: int) -> list[dict
     return qs
 
 
+def spread(data: Path, runs: Sequence[Path], budget: str = "11.1%") -> str:
+    """Recall at ``budget`` of each run (``realdocs_recall.py``'s JSON; a run's allocators are named by its file:
+    ``X.json``'s "rules" as rules, its "learned" as X) over the questions of ``data``: the mean, the spread over
+    sources (min / median / sd of the per-source means) and the mean of each collection (a source's prefix)."""
+    import numpy as np
+
+    source = {}
+    for line in data.read_text().splitlines():
+        q = json.loads(line)
+        source[q["id"]] = q.get("source", q["id"])
+    rows = ["| allocator | questions | sources | mean | min / median / sd over sources | by collection |"]
+    rows.append("|---|---:|---:|---:|---|---|")
+    done = set()
+    for run in runs:
+        for key, name in (("rules", "rules"), ("learned", run.stem)):
+            got = {r["id"]: r[key][budget] for r in json.loads(run.read_text())["questions"] if key in r}
+            got = {i: v for i, v in got.items() if i in source}
+            if not got or name in done:
+                continue
+            done.add(name)
+            by: dict[str, list[float]] = {}
+            for i, v in got.items():
+                by.setdefault(source[i], []).append(v)
+            per = {s: float(np.mean(v)) for s, v in by.items()}
+            colls: dict[str, list[float]] = {}
+            for i, v in got.items():
+                colls.setdefault(source[i].split(":")[0], []).append(v)
+            cells = ", ".join(f"{c} {np.mean(v):.2f}" for c, v in sorted(colls.items()))
+            vals = list(per.values())
+            rows.append(
+                f"| {name} | {len(got)} | {len(per)} | {np.mean(list(got.values())):.3f} | "
+                f"{min(vals):.2f} / {np.median(vals):.2f} / {np.std(vals):.2f} | {cells} |"
+            )
+    return "\n".join(rows) + "\n"
+
+
+def blob_dupes(src: Path, names: Sequence[str], git_dirs: Sequence[Path]) -> list[str]:
+    """Files of the collections ``names`` under ``src`` whose git blob id is among ALL objects (every commit, every
+    path) of the repositories ``git_dirs``: a second de-duplication beside ``copy``'s sha1 check, which sees only the
+    snapshots copied. Returns "collection/file in <git dir>" lines."""
+    import subprocess
+
+    mine = {}
+    for n in names:
+        for pdf in sorted((src / n).glob("*.pdf")):
+            out = subprocess.run(["git", "hash-object", str(pdf)], capture_output=True, text=True, check=True)
+            mine[out.stdout.strip()] = f"{n}/{pdf.name}"
+    found = []
+    for d in git_dirs:
+        run = ["git", "--git-dir", str(d), "cat-file", "--batch-all-objects", "--batch-check"]
+        ids = {ln.split()[0] for ln in subprocess.run(run, capture_output=True, text=True).stdout.splitlines()}
+        found += [f"{f} in {d}" for h, f in mine.items() if h in ids]
+    return found
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = p.add_subparsers(dest="cmd", required=True)
@@ -302,7 +366,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     r.add_argument("--out", required=True, type=Path)
     r.add_argument("--dpi", type=int, default=150)
     r.add_argument("--seed", type=int, default=17)
+    s = sub.add_parser("spread", help="mean and spread over sources of realdocs_recall.py runs (JSON)")
+    s.add_argument("--data", required=True, type=Path, help="the questions' JSONL (with their sources)")
+    s.add_argument("--runs", required=True, type=Path, nargs="+", help="realdocs_recall.py --out X.md's X.json")
+    d = sub.add_parser("dupes", help="files of --collections whose git blob is anywhere in the --git-dirs' history")
+    d.add_argument("--src", required=True, type=Path)
+    d.add_argument("--collections", required=True, nargs="+")
+    d.add_argument("--git-dirs", required=True, type=Path, nargs="+")
     a = p.parse_args(argv)
+    if a.cmd == "dupes":
+        found = blob_dupes(a.src, a.collections, a.git_dirs)
+        print("\n".join(found) + f"\n{len(found)} duplicates in {len(a.git_dirs)} repositories")
+        return 0
+    if a.cmd == "spread":
+        print(spread(a.data, a.runs), end="")
+        return 0
     if a.cmd == "pdfs":
         qs = make_pdfs(a.pdfs, a.out, a.dpi, a.seed)
         print(f"wrote {a.out / 'questions.jsonl'}: {len(qs)} questions, {len({q['image'] for q in qs})} pages")
