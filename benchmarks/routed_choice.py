@@ -13,7 +13,9 @@ why, and writes one line per question (``id``, ``kind``, ``route``: the rule, or
 A routed allocation is exactly the rules' (routed to the rules) or the learned scorer's (routed to it) for the same
 question: with ``--results`` (a ``realdocs_recall.py --relevance learned`` JSON, both columns) it prints routed's
 recall at 11.1% composed that way next to the two, by kind (and ``routed-structure``'s: the table-cell questions to
-the learned scorer); with ``--routed`` (a ``realdocs_recall.py --relevance
+the learned scorer), each also as its mean per-question difference from the rules with that difference's standard
+error (``--results`` repeats; a ``paraphrase_set.py run`` JSON reads too, and only the questions it holds are
+composed); with ``--routed`` (a ``realdocs_recall.py --relevance
 routed --no-rules`` JSON of the same questions) it checks the composition against the end-to-end run, question by
 question (the count that differ is printed; only the count).
 """
@@ -59,6 +61,19 @@ def _recall(v: object) -> float:
     return float(v[LABEL]) if isinstance(v, dict) else float(v)
 
 
+def _records(path: Path) -> list[dict]:
+    """Per-question records of a ``realdocs_recall.py`` JSON (``{"questions": [...]}``) or a ``paraphrase_set.py
+    run`` JSON (a list)."""
+    data = json.loads(path.read_text())
+    return data["questions"] if isinstance(data, dict) else data
+
+
+def _paired(d: np.ndarray) -> str:
+    """Mean of per-question differences and its standard error (0 for one question)."""
+    se = d.std(ddof=1) / np.sqrt(len(d)) if len(d) > 1 else 0.0
+    return f"{d.mean():+.3f} ({se:.3f})"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--data", action="append", default=[], help="realdocs-schema questions (folder or JSONL)")
@@ -67,7 +82,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     p.add_argument("--realdocs", default="/work/data/realdocs-dev", help="the folder the paraphrase set rephrases")
     p.add_argument("--ocr-cache", required=True)
-    p.add_argument("--results", type=Path, default=None, help="realdocs_recall.py JSON with rules and learned")
+    p.add_argument(
+        "--results",
+        type=Path,
+        action="append",
+        default=[],
+        help="realdocs_recall.py (or paraphrase_set.py run) JSON with rules and learned; repeatable",
+    )
     p.add_argument("--routed", type=Path, default=None, help="realdocs_recall.py --relevance routed JSON to check")
     p.add_argument("--out", type=Path, default=None, help="one JSON line per question: id, kind, route")
     args = p.parse_args(argv)
@@ -77,10 +98,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     questions = [q for d in args.data for q in load_jsonl(d)]
     kind_of = {q.id: q.doc_type for q in questions}
     if args.paraphrases:
-        from benchmarks.paraphrase_set import QUESTIONS, QUESTIONS_C, QUESTIONS_D, load
+        from benchmarks.paraphrase_set import QUESTIONS, QUESTIONS_C, QUESTIONS_D, QUESTIONS_E, QUESTIONS_F, load
 
         styles, _, splits = args.paraphrases.partition(":")
-        rows = load(Path(args.realdocs), (QUESTIONS, QUESTIONS_C, QUESTIONS_D))
+        rows = load(Path(args.realdocs), (QUESTIONS, QUESTIONS_C, QUESTIONS_D, QUESTIONS_E, QUESTIONS_F))
         rows = [(par, q) for par, q in rows if par["style"] in styles.split(",") and par["split"] in splits.split(",")]
         questions += [q for _, q in rows]
         kind_of.update({q.id: f"{par['style']} {par['split']} {q.doc_type}" for par, q in rows})
@@ -102,7 +123,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "".join(json.dumps({"id": i, "kind": kind_of[i], "route": r}) + "\n" for i, r in route.items())
         )
     if args.results:
-        recs = {r["id"]: r for r in json.loads(args.results.read_text())["questions"]}
+        recs = {r["id"]: r for path in args.results for r in _records(path)}
         comp = {
             i: _recall(recs[i]["rules"] if route[i] != "learned" else recs[i]["learned"]) for i in route if i in recs
         }
@@ -110,14 +131,19 @@ def main(argv: Sequence[str] | None = None) -> int:
             i: _recall(recs[i]["rules"] if route[i] not in ("learned", "table-cell") else recs[i]["learned"])
             for i in comp
         }
-        print("\n| kind (n) | rules | learned | routed (composed) | routed-structure (composed) |")
-        print("|---|---:|---:|---:|---:|")
+        print(
+            "\n| kind (n) | rules | learned | routed (composed) | routed-structure (composed) "
+            "| routed - rules (se) | routed-structure - rules (se) |"
+        )
+        print("|---|---:|---:|---:|---:|---:|---:|")
         for kind in [*sorted(by_kind), "overall"]:
             ids = [i for i in comp if kind == "overall" or kind_of[i] == kind]
             if ids:
-                cells = [np.mean([_recall(recs[i][s]) for i in ids]) for s in ("rules", "learned")]
+                rules = np.array([_recall(recs[i]["rules"]) for i in ids])
+                cells = [rules.mean(), np.mean([_recall(recs[i]["learned"]) for i in ids])]
                 cells += [np.mean([comp[i] for i in ids]), np.mean([structure[i] for i in ids])]
-                print(f"| {kind} ({len(ids)}) | " + " | ".join(f"{c:.3f}" for c in cells) + " |")
+                diffs = [_paired(np.array([c[i] for i in ids]) - rules) for c in (comp, structure)]
+                print(f"| {kind} ({len(ids)}) | " + " | ".join([*(f"{c:.3f}" for c in cells), *diffs]) + " |")
         if args.routed:
             e2e = {r["id"]: _recall(r["learned"]) for r in json.loads(args.routed.read_text())["questions"]}
             differ = sum(abs(e2e[i] - comp[i]) > 1e-9 for i in comp if i in e2e)
