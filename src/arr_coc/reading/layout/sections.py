@@ -34,7 +34,16 @@ import numpy as np
 from ..text import fold
 from .column_split import NARROW, PROSE_SHARE, _gutter_cuts, separate_columns, unshift
 from .page import _END_PUNCT, HEAD_WIDTH, PROSE_WORDS, Layout
-from .section_ends import cut_word_open, ends_sentence, list_item, opens_list, out_of_outline, outline, question_title
+from .section_ends import (
+    cut_word_open,
+    ends_sentence,
+    list_item,
+    opens_list,
+    out_of_outline,
+    outline,
+    question_title,
+    row_fragment,
+)
 
 __all__ = ["Extent", "named_extent", "words_of", "match_phrase", "long_section_name", "separate_columns"]
 
@@ -243,7 +252,19 @@ def _is_stop(
         return False
     if list_item(text):  # "I. Statistical: uses one or more ..."
         return False
+    if ROW_FRAGMENT and _row_fragment(layout, order, pos, cols):  # "First, although" | "|A|" | "is exponential ..."
+        return False
     return _heads_prose(layout, order, pos, cols) and not _open_above(layout, order, pos, cols, blocks)
+
+
+ROW_FRAGMENT = True  # round 11: a line with prose beside it on its row is no heading
+
+
+def _row_fragment(layout: Layout, order: list[int], pos: int, cols: list[int]) -> bool:
+    """The line at ``order[pos]`` has a run of words beside it on its row, in its column (``row_fragment``)."""
+    i = order[pos]
+    beside = [(layout.lines[j].box, layout.lines[j].text) for j in order if cols[j] == cols[i] and j != i]
+    return row_fragment(layout.lines[i].box, beside)
 
 
 def _hanging(layout: Layout, order: list[int], pos: int, cols: list[int]) -> bool:
