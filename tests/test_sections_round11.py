@@ -8,12 +8,14 @@ The layout test also checks its premise: with the rule patched off, the old (wro
 from __future__ import annotations
 
 from two_column_pages import LEFT, PITCH, RIGHT, H
+from two_column_pages import box as _box
 from two_column_pages import column as _column
+from two_column_pages import covers as _covers
 from two_column_pages import last_word_covered as _last_word_covered
 from two_column_pages import prose as _prose
 
 from arr_coc.reading.layout import sections
-from arr_coc.reading.layout.section_ends import row_fragment
+from arr_coc.reading.layout.section_ends import line_runs, row_fragment
 
 
 def test_a_line_with_words_beside_it_on_its_row_is_a_fragment():
@@ -38,3 +40,23 @@ def test_a_line_cut_by_an_inline_formula_does_not_end_the_section(monkeypatch):
     assert _last_word_covered(boxes, "Sample Complexity", end)
     monkeypatch.setattr(sections, "ROW_FRAGMENT", False)
     assert not _last_word_covered(boxes, "Sample Complexity", end)
+
+
+def test_line_runs_joins_the_consecutive_words_of_a_line():
+    words = [(3, (10, 0, 40, 20)), (3, (50, 1, 90, 20)), (4, (10, 25, 30, 45)), (3, (100, 0, 120, 20))]
+    assert line_runs(words) == [(10, 0, 90, 20), (10, 25, 30, 45), (100, 0, 120, 20)]
+    assert line_runs([]) == []
+
+
+def test_the_words_after_a_phrase_are_kept_with_the_spaces_between_them(monkeypatch):
+    from arr_coc.reading.layout.structural_query import parse, resolve
+    from arr_coc.reading.layout.structure import analyse
+
+    left = [("Mill Records", 0), *[(t, 0) for t in _prose(6, 0)]]
+    boxes = _column(LEFT, left) + _column(RIGHT, [(t, 0) for t in _prose(24, 3)])
+    q = parse("Which word comes right after 'pier' in the section titled 'Mill Records'?")
+    line = _box(boxes, _prose(6, 0)[0])  # "the old pier was built ...": 10 px a character
+    space = (line[0] + 122, line[1], line[0] + 126, line[3])  # in the space after "pier"
+    assert _covers(resolve(analyse(boxes), q).regions, space)
+    monkeypatch.setattr(sections, "LINE_RUNS", False)
+    assert not _covers(resolve(analyse(boxes), q).regions, space)

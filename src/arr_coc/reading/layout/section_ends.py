@@ -25,7 +25,10 @@ Round 11 (from round 10's group, development since this round):
 
 - ``row_fragment``: a short line that has a run of words beside it, to its right on the same row of its column, is
   the first piece of a line of prose that an inline formula cut apart ("First, although" | "|A|" | "is exponential
-  in the number of"): no heading stands with prose beside it in its own column.
+  in the number of"): no heading stands with prose beside it in its own column;
+- ``line_runs``: the words kept around an asked phrase are one run of text: on each line, one box from the first
+  kept word to the last, the spaces between them included (a word's box is interpolated from its OCR line's
+  character positions, and the printed word may sit a few pixels off it, into the space beside it).
 
 Example:
     >>> cut_word_open("also outperforms TAPAS baseline models in all set-")
@@ -44,6 +47,7 @@ __all__ = [
     "out_of_outline",
     "outline",
     "question_title",
+    "line_runs",
     "row_fragment",
 ]
 
@@ -124,3 +128,17 @@ def row_fragment(box, beside: list[tuple[tuple[float, float, float, float], str]
         ):
             return True
     return False
+
+
+def line_runs(words: list[tuple[int, tuple[float, float, float, float]]]) -> list[tuple[float, float, float, float]]:
+    """``words`` (``(line, box)`` in reading order) as one box a run of consecutive words of a line (round 11)."""
+    out: list[list[float]] = []
+    last = None
+    for line, b in words:
+        if out and line == last:
+            r = out[-1]
+            out[-1] = [min(r[0], b[0]), min(r[1], b[1]), max(r[2], b[2]), max(r[3], b[3])]
+        else:
+            out.append(list(b))
+        last = line
+    return [tuple(r) for r in out]

@@ -37,6 +37,7 @@ from .page import _END_PUNCT, HEAD_WIDTH, PROSE_WORDS, Layout
 from .section_ends import (
     cut_word_open,
     ends_sentence,
+    line_runs,
     list_item,
     opens_list,
     out_of_outline,
@@ -258,6 +259,7 @@ def _is_stop(
 
 
 ROW_FRAGMENT = True  # round 11: a line with prose beside it on its row is no heading
+LINE_RUNS = True  # round 11: the words kept around a phrase as one box a line, the spaces between them included
 
 
 def _row_fragment(layout: Layout, order: list[int], pos: int, cols: list[int]) -> bool:
@@ -658,7 +660,8 @@ def _named_evidence(layout: Layout, sq) -> tuple[str, list, str] | None:
             return None
         a, b = span
         pos = range(a, b + 1 + AFTER_WORDS) if sq.after else range(max(0, a - AFTER_WORDS), b + 1)
-        regions = [layout.words[ext.words[p]].box for p in pos if 0 <= p < len(ext.words)]
+        kept = [layout.words[ext.words[p]] for p in pos if 0 <= p < len(ext.words)]
+        regions = line_runs([(w.line, w.box) for w in kept]) if LINE_RUNS else [w.box for w in kept]
         return "after-phrase", regions + head, f"section {title!r} (extent), phrase at word {ext.words[a]}"
     if sq.year:
         years = [k for k in ext.words if _YEAR_RE.fullmatch(fold(layout.words[k].text))]
