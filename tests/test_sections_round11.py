@@ -1,9 +1,10 @@
 """Named sections on real two-column papers, round 11 (issue 40; ``arr_coc.reading.layout.section_ends`` and
-``sections``): a rule written from round 10's group (development from round 11 on) and kept by leave-one-group-out
+``sections``): two rules written from round 10's group (development from round 11 on) and kept by leave-one-group-out
 validation: a short line with a run of words beside it on its row, in its own column (a line of prose that an inline
-formula cut into pieces), is no heading.
+formula cut into pieces), is no heading; the words kept around an asked phrase are one box a line, the spaces
+between them included (word boxes are interpolated from the OCR line's characters).
 
-The layout test also checks its premise: with the rule patched off, the old (wrong) answer comes back."""
+Each layout test also checks its premise: with the rule patched off, the old (wrong) answer comes back."""
 
 from __future__ import annotations
 
