@@ -21,6 +21,15 @@ Round 10 (from round 7's group, development since this round):
   partition ..." after its "4. If not 1st pass ...");
 - ``question_title``: a numbered heading may end in a question mark ("5.2 Where to include ELMo?").
 
+Round 11 (from round 10's group, development since this round):
+
+- ``row_fragment``: a short line that has a run of words beside it, to its right on the same row of its column, is
+  the first piece of a line of prose that an inline formula cut apart ("First, although" | "|A|" | "is exponential
+  in the number of"): no heading stands with prose beside it in its own column;
+- ``line_runs``: the words kept around an asked phrase are one run of text: on each line, one box from the first
+  kept word to the last, the spaces between them included (a word's box is interpolated from its OCR line's
+  character positions, and the printed word may sit a few pixels off it, into the space beside it).
+
 Example:
     >>> cut_word_open("also outperforms TAPAS baseline models in all set-")
     True
@@ -30,7 +39,17 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["cut_word_open", "ends_sentence", "list_item", "opens_list", "out_of_outline", "outline", "question_title"]
+__all__ = [
+    "cut_word_open",
+    "ends_sentence",
+    "list_item",
+    "opens_list",
+    "out_of_outline",
+    "outline",
+    "question_title",
+    "line_runs",
+    "row_fragment",
+]
 
 _CUT_RE = re.compile(r"[^\W\d_]{2}-$")  # "set-", not "--", "x-", "12-" or a dash standing alone
 _CLOSERS = " )]\"'\u2019\u201d"  # after a sentence's full stop: a bracket, a quote
@@ -90,3 +109,36 @@ def question_title(text: str) -> bool:
     a question mark at its end."""
     t = text.strip()
     return _QUESTION_RE.match(t) is not None and len(t.split()) <= 11 and t[len(t.split()[0]) :].strip()[:1].isupper()
+
+
+ROW_WORDS = 3  # a piece beside a line on its row holds this many words to make the line a fragment of prose (round 11)
+
+
+def row_fragment(box, beside: list[tuple[tuple[float, float, float, float], str]]) -> bool:
+    """``box`` (a line's) is the first piece of a line of prose cut by an inline formula (round 11): one of ``beside``
+    (the other lines of its column, as ``(box, text)``) starts to its right, on the same row (their heights overlap
+    by half the shorter one), and holds ``ROW_WORDS`` words or more."""
+    h = box[3] - box[1]
+    for b, text in beside:
+        overlap = min(box[3], b[3]) - max(box[1], b[1])
+        if (
+            b[0] >= box[2]
+            and overlap >= 0.5 * min(h, b[3] - b[1])
+            and len(re.findall(r"[^\W\d_]{2,}", text)) >= ROW_WORDS
+        ):
+            return True
+    return False
+
+
+def line_runs(words: list[tuple[int, tuple[float, float, float, float]]]) -> list[tuple[float, float, float, float]]:
+    """``words`` (``(line, box)`` in reading order) as one box a run of consecutive words of a line (round 11)."""
+    out: list[list[float]] = []
+    last = None
+    for line, b in words:
+        if out and line == last:
+            r = out[-1]
+            out[-1] = [min(r[0], b[0]), min(r[1], b[1]), max(r[2], b[2]), max(r[3], b[3])]
+        else:
+            out.append(list(b))
+        last = line
+    return [tuple(r) for r in out]

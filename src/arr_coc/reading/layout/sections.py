@@ -34,7 +34,17 @@ import numpy as np
 from ..text import fold
 from .column_split import NARROW, PROSE_SHARE, _gutter_cuts, separate_columns, unshift
 from .page import _END_PUNCT, HEAD_WIDTH, PROSE_WORDS, Layout
-from .section_ends import cut_word_open, ends_sentence, list_item, opens_list, out_of_outline, outline, question_title
+from .section_ends import (
+    cut_word_open,
+    ends_sentence,
+    line_runs,
+    list_item,
+    opens_list,
+    out_of_outline,
+    outline,
+    question_title,
+    row_fragment,
+)
 
 __all__ = ["Extent", "named_extent", "words_of", "match_phrase", "long_section_name", "separate_columns"]
 
@@ -243,7 +253,20 @@ def _is_stop(
         return False
     if list_item(text):  # "I. Statistical: uses one or more ..."
         return False
+    if ROW_FRAGMENT and _row_fragment(layout, order, pos, cols):  # "First, although" | "|A|" | "is exponential ..."
+        return False
     return _heads_prose(layout, order, pos, cols) and not _open_above(layout, order, pos, cols, blocks)
+
+
+ROW_FRAGMENT = True  # round 11: a line with prose beside it on its row is no heading
+LINE_RUNS = True  # round 11: the words kept around a phrase as one box a line, the spaces between them included
+
+
+def _row_fragment(layout: Layout, order: list[int], pos: int, cols: list[int]) -> bool:
+    """The line at ``order[pos]`` has a run of words beside it on its row, in its column (``row_fragment``)."""
+    i = order[pos]
+    beside = [(layout.lines[j].box, layout.lines[j].text) for j in order if cols[j] == cols[i] and j != i]
+    return row_fragment(layout.lines[i].box, beside)
 
 
 def _hanging(layout: Layout, order: list[int], pos: int, cols: list[int]) -> bool:
@@ -637,7 +660,8 @@ def _named_evidence(layout: Layout, sq) -> tuple[str, list, str] | None:
             return None
         a, b = span
         pos = range(a, b + 1 + AFTER_WORDS) if sq.after else range(max(0, a - AFTER_WORDS), b + 1)
-        regions = [layout.words[ext.words[p]].box for p in pos if 0 <= p < len(ext.words)]
+        kept = [layout.words[ext.words[p]] for p in pos if 0 <= p < len(ext.words)]
+        regions = line_runs([(w.line, w.box) for w in kept]) if LINE_RUNS else [w.box for w in kept]
         return "after-phrase", regions + head, f"section {title!r} (extent), phrase at word {ext.words[a]}"
     if sq.year:
         years = [k for k in ext.words if _YEAR_RE.fullmatch(fold(layout.words[k].text))]
