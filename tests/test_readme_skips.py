@@ -23,6 +23,7 @@ CAUSES: dict[str, tuple[tuple[str, ...], str]] = {
     "font": (("dejavu", "noto cjk"), "no DejaVu font"),
     "ocr models": (("pp-ocrv6",), "rapidocr's model files missing"),
     "setuptools": (("setuptools",), "no setuptools"),
+    "git": (("git is not installed",), "no git"),
     "family floor": (("check_transformers", "str(err)"), "transformers older than a family's floor"),
     "family feature": (("is not supported for", "does not resize with"), "a feature the family does not have"),
     "realdocs": (("realdocs-dev",), "realdocs-dev is not on this machine"),
