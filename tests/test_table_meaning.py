@@ -101,3 +101,27 @@ def test_sole_cell_needs_a_label_column() -> None:
 def test_nothing_by_meaning_leaves_the_question_to_the_crossing() -> None:
     assert _cell(cohort_table(), "What is the 4-Year-Old Cohort for Black?") is None
     assert _cell(state_table(), "What is the Count for SD?") is None
+
+
+def census_table() -> list[TextBox]:
+    """Person / Male / Female, each over Total / Rural / Urban; district rows."""
+    boxes = [TextBox(h, (300 + 300 * j, 10, 380 + 300 * j, 34)) for j, h in enumerate(["Person", "Male", "Female"])]
+    for j in range(9):
+        boxes.append(TextBox(["Total", "Rural", "Urban"][j % 3], (220 + 100 * j, 40, 290 + 100 * j, 64)))
+    for i, lab in enumerate(["Barpeta", "Karimganj", "Tinsukia"]):
+        y = 80 + 30 * i
+        boxes.append(TextBox(lab, (40, y, 160, y + 24)))
+        boxes += [TextBox(f"{80 + i}.{j}", (230 + 100 * j, y, 280 + 100 * j, y + 24)) for j in range(9)]
+    return boxes
+
+
+def test_both_sexes_and_all_together_are_the_total_columns() -> None:
+    boxes = census_table()
+    assert _cell(boxes, "What share of kids in Tinsukia go to class, boys and girls together?") == {"82.0"}
+    assert _cell(boxes, "Karimganj: what share of boys are enrolled, town and country combined?") == {"81.3"}
+
+
+def test_two_named_parts_ask_for_their_total() -> None:
+    """ "across rural and urban areas": Rural and Urban named, their line's Total asked (the girls' one here)."""
+    boxes = census_table()
+    assert _cell(boxes, "What's the girls' enrolment figure for Karimganj across rural and urban areas?") == {"81.6"}

@@ -27,7 +27,7 @@ by meaning nothing changes: a question in the printed words is left to the cross
 
 Example:
     >>> printed_forms("What share of kids between six and seventeen in Tinsukia go to class, boys and girls together?")
-    ('6', '17', '6-17', 'total', 'persons', 'person')
+    ('6', '17', '6-17', 'persons', 'person', 'total')
 """
 
 from __future__ import annotations
@@ -80,11 +80,11 @@ _STATE = re.compile(r"\b(" + "|".join(sorted(STATES, key=len, reverse=True)) + r
 # (cue in the question, lower case; the words a table prints for it; the rules it rules out, by their first word)
 SYNONYMS: tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...] = (
     (
-        r"\b(?:both sexes|boys and girls|men and women|males and females|together|combined|altogether|overall|"
-        r"in all|all told)\b",
-        ("total", "persons", "person"),
+        r"\b(?:both sexes|both genders|boys and girls|girls and boys|men and women|women and men|males and females)\b",
+        ("persons", "person", "total"),
         ("male", "female"),  # "boys and girls together" asks for neither sex's column
     ),
+    (r"\b(?:together|combined|altogether|overall|in all|all told)\b", ("total",), ()),
     (r"\blatin[oax]s?\b", ("hispanic",), ()),
     (r"\bafrican[\s-]americans?\b", ("black",), ()),
     (r"\bcaucasians?\b", ("white",), ()),
@@ -95,6 +95,7 @@ SYNONYMS: tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...] = (
     (r"\b(?:top|highest)[\s-]+(?:tier|bracket|band|level|group)\b", ("upper",), ()),
     (r"\b(?:bottom|lowest)[\s-]+(?:tier|bracket|band|level|group)\b", ("low", "lower"), ()),
 )
+TOTAL_WORDS = frozenset({"total", "totals", "person", "persons", "overall"})  # a column summing its siblings
 MIN_COVER = 0.5  # a box is named when the question names at least this share of its words
 MAX_WORDS = 8  # longer boxes are sentences, not headers or row labels
 STACK = 4  # a header's column reaches a value within this many boxes below it (a header and its sub-headers)
@@ -216,6 +217,28 @@ def table_roles(boxes: Sequence[TextBox], same_line: float) -> tuple[np.ndarray,
     return label, header
 
 
+def summed_parts(
+    boxes: Sequence[TextBox], heads: np.ndarray, header: np.ndarray, same_line: float
+) -> tuple[np.ndarray, list[int]]:
+    """The named headers with the parts of a total replaced by it: on a header line that prints a total ("Total",
+    "Persons"), two or more named columns ("rural and urban") or a named total itself ask for the total column, not
+    its parts. Returns the headers and the total boxes put in."""
+    arr = np.array([b.box for b in boxes], dtype=np.float64).reshape(-1, 4)
+    y0, y1 = arr[:, 1], arr[:, 3]
+    h = np.maximum(y1 - y0, 1.0)
+    total = np.array([bool(t) and set(t) <= TOTAL_WORDS for t in (content_tokens(b.text) for b in boxes)]) & header
+    keep, added = {int(b) for b in heads}, []
+    for t in np.flatnonzero(total):
+        ov = np.minimum(y1, y1[t]) - np.maximum(y0, y0[t])
+        line = {int(b) for b in np.flatnonzero(ov >= same_line * np.minimum(h, h[t]))}
+        on_line = keep & line
+        if len(on_line - set(np.flatnonzero(total))) >= 2 or on_line & set(np.flatnonzero(total)):
+            keep -= on_line
+            added += [int(b) for b in sorted(line) if total[b]]
+    keep |= set(added)
+    return np.array(sorted(keep), dtype=int), sorted(set(added))
+
+
 def meaning_cell(
     boxes: Sequence[TextBox],
     question: str,
@@ -232,6 +255,9 @@ def meaning_cell(
     label, header = table_roles(boxes, same_line)
     rows = np.flatnonzero(named & label)
     heads = np.flatnonzero(named & header & ~label)
+    heads, totals = summed_parts(boxes, heads, header & ~label, same_line)
+    meaning = meaning.copy()
+    meaning[totals] = True
     # the named headers together first (a spanning header and its sub-header: "Person" over "Total"), then each
     together = " ".join(dict.fromkeys(boxes[b].text for b in heads))
     groups = [[(together, bool(meaning[heads].any()))]] if len(heads) > 1 else []
