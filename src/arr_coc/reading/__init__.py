@@ -58,6 +58,8 @@ Three rooms and what they share (imports go down this list, never up; ``tests/te
         question_shapes.py the keys a question naming none asks for, from its answer's shape ("day it was written?")
         form_purposes.py form keys named by their purpose ("Who should get the reply?": FROM)
         cell_wording.py  a table-cell question in another wording: loose (header, label) splits
+        table_meaning.py a table's row and column named by meaning ("Latino kids aged four": Hispanic x
+                         4-Year-Old Cohort; "North Carolina": NC): their crossing, or a named row's one cell
         learned.py       the learned scorer: ``box_features``, ``BoxScorer`` (reads the matcher through the
                          ``RuleQuantities`` protocol: no import of ``matcher``)
         host_forward.py  the learned scorer's ``box_scores`` in numpy on the calling thread (no wait on torch's

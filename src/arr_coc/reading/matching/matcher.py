@@ -25,6 +25,7 @@ from .propagation import CellPainter, Neighbours, paint_boxes, propagate, word_u
 from .quotes import INLINE_OTHERS, inline_values
 from .semantic import MiniLMEmbedder, semantic_scores, semantic_similarities
 from .semantic_keys import key_similarities, semantic_keys
+from .table_meaning import meaning_cell
 
 
 def _typed(boxes: Sequence[TextBox], kind: str) -> np.ndarray:
@@ -591,10 +592,15 @@ class QueryMatcher:
         splits = split_cell_query(self.clip(query))
         if not splits and not foreign_words(query):  # another wording of a cell question ("For 1985, ... under X?")
             splits = loose_cell_splits(self.clip(query))
-        if not splits:
-            return None
         lay = self.config.layout
-        return cross_cells(boxes, splits, lambda p: self.lexical_scores(boxes, p), lay.same_line, lay.column_pad)
+        found = None
+        if splits:
+            found = cross_cells(boxes, splits, lambda p: self.lexical_scores(boxes, p), lay.same_line, lay.column_pad)
+        if found is None and not foreign_words(query):  # the row and column named by meaning (``table_meaning``)
+            found = meaning_cell(
+                boxes, self.clip(query), lambda p: self.lexical_scores(boxes, p), lay.same_line, lay.column_pad
+            )
+        return found
 
     def relevance_and_evidence(
         self,
