@@ -25,7 +25,23 @@ from arr_coc.reading.matching.question_roles import transaction_party
         ("When was it, for the expense sheet?", "When was it?", "for the expense sheet"),
         ("Dr. Smith asked: what is the date?", "Dr. Smith asked: what is the date?", ""),  # "Dr." ends no sentence
         ("Payee for this meal?", "Payee for this meal?", ""),  # no interrogative word: nothing set off
-        ("Receipt attached. Total?", "Total?", "Receipt attached."),
+        ("Writing up the report. Total?", "Total?", "Writing up the report."),
+        ("What range is low, as a share of the median?", "What range is low, as a share of the median?", ""),
+        ("Which firm sold it? The auditor needs the vendor.", "Which firm sold it?", "The auditor needs the vendor."),
+        ("Where are they based? Street and city, please.", "Where are they based? Street and city, please.", ""),
+        # a clause naming what the page may print is never the situation: a table's row, a year, a code's name
+        (
+            "In the row Model D-4, what does the H2 column say?",
+            "In the row Model D-4, what does the H2 column say?",
+            "",
+        ),
+        ("For 1985, what figure is given under X?", "For 1985, what figure is given under X?", ""),
+        ("Look at the 1985 row. What is the sales figure?", "Look at the 1985 row. What is the sales figure?", ""),
+        (
+            "According to the snippet, what does total_len get?",
+            "According to the snippet, what does total_len get?",
+            "",
+        ),
     ],
 )
 def test_asked_and_situation(question, asked, situation):
