@@ -39,6 +39,16 @@ PROMO = ["PROMOTION REQUEST", "BRAND", "Newport", "Coupon Value", "$1.00", "Tota
         ("On whose behalf was the study done?", ("customer",)),
         ("How much is left?", ("funds_left",)),
         ("left?", ("funds_left",)),
+        # round 11: the work a form describes, the person it is about, an outside firm, who wrote it up
+        ("What does the job involve?", ("description",)),
+        ("What is this study for?", ("description",)),
+        ("Which person is this form filled out for?", ("person",)),
+        ("Whose record is this?", ("person",)),
+        ("Which outside company is doing the printing?", ("supplier",)),
+        ("Which firm is handling this?", ("supplier",)),
+        ("Who spotted this?", ("sender",)),
+        ("Who wrote the incident up?", ("sender",)),
+        ("Which cigarette product is this form about?", ("goods",)),
     ],
 )
 def test_purposes_name_concepts(question: str, want: tuple[str, ...]) -> None:
@@ -56,6 +66,9 @@ def test_purposes_name_concepts(question: str, want: tuple[str, ...]) -> None:
         ("What does the form say for Supervisor / Manager?", ()),
         ("What is in the left column?", ()),
         ("Who left the message?", ("sender",)),  # the agent of an act (``question_shapes``), not a balance
+        ("How much money left my account?", ("total",)),  # "left" the verb: what was spent, not a balance
+        ("Which customer is this job for?", ("customer",)),  # a customer asked, not what the job is
+        ("Who is this form for?", ("recipient",)),  # a memo's addressee (``question_roles``), not the person
     ],
 )
 def test_the_lexicons_readings_stay(question: str, want: tuple[str, ...]) -> None:
@@ -69,6 +82,16 @@ def test_the_lexicons_readings_stay(question: str, want: tuple[str, ...]) -> Non
         (ROUTING, "When did our office get it?", "Date Received"),
         (PROMO, "Which product line is this for?", "BRAND"),
         (PROMO, "Which account is this charged to?", "Acct. No."),
+        (
+            ["PERSONNEL ACTION", "NAME", "R. W. Davis", "DATE", "4/2/91", "TO:", "Payroll"],
+            "Which person is this form filled out for?",
+            "NAME",
+        ),
+        (
+            ["PROJECT", "Subject:", "Budget", "Description", "Ad research", "Supplier", "Webcraft"],
+            "What does this project involve?",
+            "Description",
+        ),
     ],
 )
 def test_a_purpose_finds_its_printed_key(page: list[str], question: str, key: str) -> None:

@@ -56,6 +56,7 @@ Three rooms and what they share (imports go down this list, never up; ``tests/te
         paraphrase_en.py English questions that name no printed key: concepts -> printed keys, answer types
         question_roles.py the role an English question asks about, from its grammar ("Who's it from?": the sender)
         question_shapes.py the keys a question naming none asks for, from its answer's shape ("day it was written?")
+        question_clauses.py the asking clause of a question apart from the asker's situation ("I need it for my log.")
         form_purposes.py form keys named by their purpose ("Who should get the reply?": FROM)
         cell_wording.py  a table-cell question in another wording: loose (header, label) splits
         table_meaning.py a table's row and column named by meaning ("Latino kids aged four": Hispanic x

@@ -88,7 +88,8 @@ ROWS_FIRST: tuple[Row, ...] = (
         r"\b(?:product|cigarette|tobacco) (?:lines?|famil(?:y|ies)|names?|variants?|styles?|range)\b|"
         r"\blines? of (?:cigarettes|products|goods)\b|\btrade ?(?:name|mark)s?\b|"
         r"\b(?:which|what) (?:kind|type|sort|variety) of (?:cigarettes?|products?|goods|items?)\b|"
-        r"\bwhat (?:is|was|are|were)(?: being)? (?:promoted|advertised|marketed|featured|sampled|offered|sold)\b",
+        r"\bwhat (?:is|was|are|were)(?: being)? (?:promoted|advertised|marketed|featured|sampled|offered|sold)\b|"
+        r"\b(?:which|what) (?:cigarette|tobacco|consumer) (?:products?|brands?|items?)\b",
         _GOODS_KEYS,
         ("brand", "product", "subject"),
     ),
@@ -114,7 +115,7 @@ ROWS_FIRST: tuple[Row, ...] = (
     (  # what is left of a budget or an account: "How much is left?", "left?"; not a side ("the left column")
         "funds_left",
         r"\b(?:how much|what|amount|money|funds?|budget|sum)\b.*\bleft\b"
-        r"(?! (?:side|hand|column|margin|corner|edge|half|of)\b)|"
+        r"(?! (?:side|hand|column|margin|corner|edge|half|of|my|our|your|his|her|their|the|a|an)\b)|"
         r"^\W*left\W*$|\bleft (?:over|to spend)\b|\bunspent\b|\bstill (?:available|free)\b",
         ("balance", "new balance", "bal", "current bal", "bal available", "available", "remaining", "outstanding"),
         ("balance", "total", "payable"),
@@ -129,11 +130,40 @@ ROWS_FIRST: tuple[Row, ...] = (
     ),
 )
 
+ROWS_FIRST += (
+    (  # the work a form describes: "What is this project about?", "What does the job involve?", "the gist"
+        "description",
+        r"^\W*what\b[^?]*\b(?:this|the|that) (?:project|job|work|study|task|assignment|programme|program|request|order|"
+        r"requisition)\b(?: \w+){0,2} (?:about|for|involve[sd]?|entails?|covers?)\W*$|"
+        r"\b(?:does|did|do) (?:this|the|that|it) (?:\w+ )?(?:involve|entail|cover)\b|\bgist\b|\bsummary\b|"
+        r"\bin (?:one|a) (?:line|sentence)\b",
+        ("description", "details", "particulars", "desc", "project description", "job description"),
+        ("requester",),
+    ),
+    (  # the person a form is filled in about: "Which person is this form filled out for?", "whose record is this?"
+        "person",
+        r"\b(?:filled (?:out|in)|completed|made out) (?:for|about|on behalf of)\W*$|"
+        r"\bwhose (?:form|record|file|details|personnel)\b|"
+        r"\b(?:who|which (?:person|employee|individual)) is (?:this|the) (?:form|record|file|sheet) (?:about|on)\b",
+        ("name", "full name", "employee name", "employee", "name of employee"),
+        ("recipient", "requester", "customer"),
+    ),
+    (  # an outside firm doing the work: "Which outside firm is doing this job?", "which contractor?"
+        "supplier",
+        r"\boutside (?:firm|company|supplier|contractor|vendor|agency|party|house)\b|\bcontractors?\b|"
+        r"\b(?:which|what) (?:firm|company|house) (?:is |was |will be )?(?:doing|handling|carrying out|performing|"
+        r"running|producing|printing)\b",
+        (),
+        ("customer",),
+    ),
+)
+
 ROWS_MORE: tuple[Row, ...] = (
     (  # who acted for the document: "Who compiled it?", "person who sent in this request"
         "sender",
         rf"{_WHO}.*\b(?:compil\w*|put (?:\w+ )?together|"
-        r"turn(?:ed|s)? (?:\w+ )?in|sen(?:t|ds) (?:\w+ )?in|reported|drafted|"
+        r"turn(?:ed|s)? (?:\w+ )?in|sen(?:t|ds) (?:\w+ )?in|reported|drafted|wr(?:ote|itten) (?:\w+ )?up|spotted|"
+        r"observed|noticed|witnessed|"
         r"responsible|in charge)\b|\bperson who (?:\w+ ){0,2}(?:sent in|compiled|wrote)\b",
         (),
         (),

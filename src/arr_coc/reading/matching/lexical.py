@@ -28,6 +28,7 @@ from .paraphrase_en import (
     unprinted_key_phrases,
     without_pronoun_i,
 )
+from .question_clauses import asked_part, situation_part
 from .question_shapes import document_deixis
 from .quotes import QUOTED, quote_scores
 
@@ -230,7 +231,9 @@ def _context_tokens(query: str) -> frozenset[str]:
 def unmatched_tokens(query: str) -> frozenset[str]:
     """Tokens an English question keeps in its weight but matches with no box: ``_context_tokens`` and the nouns
     naming the document in hand in any English question ("this document": ``question_shapes.document_deixis``)."""
-    return _context_tokens(query) | frozenset(t for w in document_deixis(query) for t in tokens(w))
+    own = frozenset(tokens(asked_part(query)))  # the asker's situation's words (``question_clauses``), not its own
+    situation = frozenset(t for t in tokens(situation_part(query)) if t not in own)
+    return _context_tokens(query) | frozenset(t for w in document_deixis(query) for t in tokens(w)) | situation
 
 
 def _quoted_terms(query: str) -> list[str]:

@@ -32,11 +32,14 @@ import numpy as np
 
 from .form_purposes import ROWS_ELSE, ROWS_FIRST, ROWS_MORE
 from .paraphrase import cued
+from .question_clauses import asked_part, situation_part
 from .question_roles import asks_identity, role_concepts, role_types, transaction_party
 from .question_shapes import shape_concepts
 
 # "where did I buy / shop / eat": a question for the business the customer visited (``TYPE_CUES``' "org")
 _VISITED = r"(?:did|do|have) (?:i|we|you|they) (?:buy|shop|eat|dine|purchase|get|order|go)\b"
+# "where was this meal bought?": the visit in the passive
+_VISITED_PASSIVE = r"(?:was|were) (?:[\w'-]+ ){1,3}(?:bought|purchased|paid for|ordered|eaten|had)\b"
 
 # (concept, cue in the question (lower case), printed keys, concepts it rules out)
 LEXICON: tuple[tuple[str, str, tuple[str, ...], tuple[str, ...]], ...] = (
@@ -250,8 +253,8 @@ LEXICON: tuple[tuple[str, str, tuple[str, ...], tuple[str, ...]], ...] = (
     ),
     (
         "address",
-        rf"\bwhere\b(?! {_VISITED})|\blocated\b|\blocation\b|\baddress\b|\bsituated\b|\bmailing\b|\bsite\b|"
-        r"\bpremises\b",
+        rf"\bwhere\b(?! {_VISITED})(?! {_VISITED_PASSIVE})|\blocated\b|\blocation\b|\baddress\b|\bsituated\b|"
+        r"\bmailing\b|\bsite\b|\bpremises\b",
         ("address", "location", "site", "add", "mailing address"),
         (),
     ),
@@ -294,6 +297,15 @@ ASKS_AMOUNT = re.compile(
     r"\bhow much\b|\bamounts?\b|\btotals?\b|\bcosts?\b|\bprices?\b|\bsum\b|\bfees?\b|\bbalance\b", re.I
 )
 AMOUNT_CONCEPTS = frozenset({"subtotal", "change", "tendered", "tax", "payable", "total"})
+# A question for the party paid ("Which merchant did I pay here?", "Which establishment charged me?", "Payee?") asks
+# for a business, not an amount: its payment words describe the transaction (with ``question_roles.transaction_party``)
+ASKS_PARTY = re.compile(
+    r"\bpayees?\b|\bvendors?\b|\bsellers?\b|\bmerchants?\b|\bretailers?\b|\btraders?\b|\bestablishments?\b|"
+    r"\b(?:which|what) (?:shop|store|business|company|firm|outlet|restaurant)\b|"
+    r"\b(?:place|shop|store|restaurant|outlet|business) (?:where |that |which )?(?:i|we) (?:paid|bought|ate|shopped|"
+    r"purchased|ordered)\b",
+    re.I,
+)
 
 
 def date_not_amount(question: str) -> bool:
@@ -311,14 +323,20 @@ def concepts(question: str) -> tuple[str, ...]:
     """The concepts ``question`` asks about, in ``LEXICON``'s order, those ruled out by an earlier one dropped (and,
     in a question for a date that names no amount, ``date_not_amount``, all but the dates: ``DATE_CONCEPTS``); when
     none is named, those of the answer's shape (``question_shapes.shape_concepts``)."""
-    q = question.lower().replace("’", "'")
+    asked = asked_part(question)  # not the asker's situation around it (``question_clauses``)
+    q = asked.lower().replace("’", "'")
     found = tuple(dict.fromkeys(cued(q, _CUES)))
-    found = with_roles(question, found)
+    found = with_roles(asked, found)
     if not found:  # a purpose named only when nothing else is (``form_purposes.ROWS_ELSE``: "How is it described?")
         found = cued(q, _ELSE)
-    if not found and not transaction_party(question):  # the answer's shape: "day it was written?" (``question_shapes``)
-        found = shape_concepts(question)
-    return tuple(c for c in found if c in DATE_CONCEPTS) if date_not_amount(question) else found
+    party = transaction_party(asked)
+    if not found and not party:  # the answer's shape: "day it was written?" (``question_shapes``)
+        found = shape_concepts(asked)
+    if not found and not party and asked != question:  # "... I need the vendor for the purchase order."
+        found = tuple(dict.fromkeys(cued(situation_part(question).lower(), _CUES)))
+    if (party or ASKS_PARTY.search(asked)) and not ASKS_AMOUNT.search(asked):  # "Which merchant did I pay?"
+        found = tuple(c for c in found if c not in AMOUNT_CONCEPTS)
+    return tuple(c for c in found if c in DATE_CONCEPTS) if date_not_amount(asked) else found
 
 
 def with_roles(question: str, found: tuple[str, ...]) -> tuple[str, ...]:
@@ -436,7 +454,9 @@ TYPE_CUES: tuple[tuple[str, re.Pattern[str]], ...] = (
             r"\bwho sold\b|\bsold (?:by|these|this|it|the|me|us)\b|\b(?:bought|purchased?|ordered|got)\b(?: \w+){0,3} "
             r"from\b|\boutlets?\b|\btraders?\b|\bdealers?\b|\bmerchants?\b|\bretailers?\b|\bbusiness\b|"
             r"\bbrand of the (?:shop|store)\b|\btrading name\b|"
-            rf"\bwhere {_VISITED}|\bwho (?:issued|printed)\b|"
+            rf"\bwhere {_VISITED}|\bwhere {_VISITED_PASSIVE}|\bwho (?:issued|printed)\b|\bpayees?\b|\bvendors?\b|"
+            r"\bsellers?\b|\b(?:place|shop|store|restaurant|outlet|business) (?:where |that |which )?(?:i|we) (?:paid|"
+            r"bought|ate|shopped|purchased|ordered)\b|"
             rf"\b(?:which|what) (?:\w+ )?(?:{_BUSINESS})\b",
             re.I,
         ),
@@ -448,8 +468,9 @@ TYPE_CUES: tuple[tuple[str, re.Pattern[str]], ...] = (
 def english_types(question: str) -> tuple[str, ...]:
     """Answer types ``question`` asks for through the paraphrased wordings of ``TYPE_CUES`` and its grammar
     (``question_roles``: the other party of the asker's transaction, the named thing the document is from)."""
-    found = tuple(name for name, pat in TYPE_CUES if pat.search(question))
-    roles = role_types(question) + (("org",) if asks_identity(question) and not concepts(question) else ())
+    asked = asked_part(question)  # not the asker's situation ("I'm tagging it ...": ``question_clauses``)
+    found = tuple(name for name, pat in TYPE_CUES if pat.search(asked))
+    roles = role_types(asked) + (("org",) if asks_identity(asked) and not concepts(question) else ())
     return found + tuple(t for t in dict.fromkeys(roles) if t not in found)  # "Who did I buy fuel from?"
 
 
@@ -465,7 +486,8 @@ NOT_ORG = re.compile(
 def english_untyped(question: str) -> tuple[str, ...]:
     """Answer types an English ``question`` does not ask for although its words name them: the business in a question
     for a date or a number (``NOT_ORG``), an amount in a question for the day of a payment (``date_not_amount``)."""
-    return (("org",) if NOT_ORG.search(question) else ()) + (("money",) if date_not_amount(question) else ())
+    asked = asked_part(question)
+    return (("org",) if NOT_ORG.search(asked) else ()) + (("money",) if date_not_amount(asked) else ())
 
 
 # Words that describe the document or the transaction, not a key printed on it: in an English question asking for a

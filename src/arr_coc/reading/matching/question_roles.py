@@ -59,8 +59,10 @@ _COMMERCE = (
 )
 _BUY = r"(?:buy|bought|buying|purchased?|purchasing|order(?:ed)?|got|get|shop(?:ped)?)"
 # active voice only: "Who sold / served / did we pay ...?" is the seller; "Who was this billed for?" is the customer
+# and the party paid, in the passive: "Who was paid here?" (not "Who was this paid for?": the customer)
 _WHO_COMMERCE = re.compile(
     rf"\bwho(?:m)?\b(?: (?!(?:is|was|were|are|be|been|being)\b)\w+){{0,3}} {_COMMERCE}\b|"
+    r"\bwho (?:was|were|got|gets|is|will be|should be) paid\b(?! for\b)|"
     rf"\bfrom whom\b.*\b{_COMMERCE}\b",
     re.I,
 )
