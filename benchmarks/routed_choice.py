@@ -40,10 +40,10 @@ if str(ROOT) not in sys.path:
 LABEL = "11.1%"
 
 
-def routes(questions: Sequence, ocr_cache: str, tables: dict[str, bool] | None = None) -> dict[str, str]:
+def routes(questions: Sequence, ocr_cache: str, tables: dict[str, tuple[bool, bool]] | None = None) -> dict[str, str]:
     """question id -> the route's reason to give it to the rules, or ``"learned"``, as ``allocate(mode="text")``
     decides it (the page read at its own size, the question normalised); ``tables`` (when given) gets, per question,
-    whether ``routed-tables``'s third criterion fires (a literal question on a table page)."""
+    the two parts of ``routed-tables``'s third criterion: (its page reads as a table, the question is literal)."""
     from arr_coc.query import normalize_text
     from arr_coc.reading import QueryMatcher, default_reading
     from arr_coc.reading.matching.routed import literal_question, table_page, why_rules
@@ -58,7 +58,7 @@ def routes(questions: Sequence, ocr_cache: str, tables: dict[str, bool] | None =
         ev = matcher.evidence(boxes, query)
         out[q.id] = why_rules(matcher, boxes, query, ev) or "learned"
         if tables is not None:
-            tables[q.id] = bool(boxes) and bool(query) and table_page(boxes) and literal_question(query, boxes)
+            tables[q.id] = (bool(boxes) and table_page(boxes), bool(query) and literal_question(query, boxes))
     return out
 
 
@@ -113,14 +113,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         rows = [(par, q) for par, q in rows if par["style"] in styles.split(",") and par["split"] in splits.split(",")]
         questions += [q for _, q in rows]
         kind_of.update({q.id: f"{par['style']} {par['split']} {q.doc_type}" for par, q in rows})
-    tab: dict[str, bool] = {}
+    tab: dict[str, tuple[bool, bool]] = {}
     route = routes(questions, args.ocr_cache, tab)
     # routed-tables: the structural evidence's rule, else "table-literal" where the third criterion fires
     rt = {
-        i: r if r not in ("learned", "table-cell") else ("table-literal" if tab[i] else "learned")
+        i: r if r not in ("learned", "table-cell") else ("table-literal" if all(tab[i]) else "learned")
         for i, r in route.items()
     }
     print(f"{len(questions)} questions; the route gives {sum(r != 'learned' for r in route.values())} to the rules")
+    page, literal = (sum(t[k] for t in tab.values()) for k in (0, 1))
+    print(
+        f"routed-tables: {page} pages read as a table, {literal} questions literal, {sum(map(all, tab.values()))} both"
+    )
     print("| kind (n) | to the rules | why | routed-tables: to the rules | why |")
     print("|---|---:|---|---:|---|")
     by_kind: dict[str, list[str]] = defaultdict(list)
