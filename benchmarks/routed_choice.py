@@ -13,11 +13,13 @@ why, and writes one line per question (``id``, ``kind``, ``route``: the rule, or
 A routed allocation is exactly the rules' (routed to the rules) or the learned scorer's (routed to it) for the same
 question: with ``--results`` (a ``realdocs_recall.py --relevance learned`` JSON, both columns) it prints routed's
 recall at 11.1% composed that way next to the two, by kind (and ``routed-structure``'s: the table-cell questions to
-the learned scorer), each also as its mean per-question difference from the rules with that difference's standard
-error (``--results`` repeats; a ``paraphrase_set.py run`` JSON reads too, and only the questions it holds are
-composed); with ``--routed`` (a ``realdocs_recall.py --relevance
-routed --no-rules`` JSON of the same questions) it checks the composition against the end-to-end run, question by
-question (the count that differ is printed; only the count).
+the learned scorer; and ``routed-tables``'s: structural evidence, or a literal question on a table page -- the
+third criterion, ``routed.table_page`` and ``routed.literal_question`` -- to the rules), each also as its mean
+per-question difference from the rules with that difference's standard error (``--results`` repeats; a
+``paraphrase_set.py run`` JSON reads too, and only the questions it holds are composed); with ``--routed`` (a
+``realdocs_recall.py --relevance routed --no-rules`` JSON of the same questions) it checks the composition against
+the end-to-end run, question by question (the count that differ is printed; only the count); ``--routed-tables``
+does the same for a ``--relevance routed-tables --no-rules`` JSON against ``routed-tables``'s composition.
 """
 
 from __future__ import annotations
@@ -38,12 +40,13 @@ if str(ROOT) not in sys.path:
 LABEL = "11.1%"
 
 
-def routes(questions: Sequence, ocr_cache: str) -> dict[str, str]:
+def routes(questions: Sequence, ocr_cache: str, tables: dict[str, tuple[bool, bool]] | None = None) -> dict[str, str]:
     """question id -> the route's reason to give it to the rules, or ``"learned"``, as ``allocate(mode="text")``
-    decides it (the page read at its own size, the question normalised)."""
+    decides it (the page read at its own size, the question normalised); ``tables`` (when given) gets, per question,
+    the two parts of ``routed-tables``'s third criterion: (its page reads as a table, the question is literal)."""
     from arr_coc.query import normalize_text
     from arr_coc.reading import QueryMatcher, default_reading
-    from arr_coc.reading.matching.routed import why_rules
+    from arr_coc.reading.matching.routed import literal_question, table_page, why_rules
     from arr_coc.training.evidence import DiskOcrCache
 
     ocr = DiskOcrCache(ocr_cache)
@@ -54,6 +57,8 @@ def routes(questions: Sequence, ocr_cache: str) -> dict[str, str]:
         query = normalize_text(q.query)
         ev = matcher.evidence(boxes, query)
         out[q.id] = why_rules(matcher, boxes, query, ev) or "learned"
+        if tables is not None:
+            tables[q.id] = (bool(boxes) and table_page(boxes), bool(query) and literal_question(query, boxes))
     return out
 
 
@@ -90,6 +95,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="realdocs_recall.py (or paraphrase_set.py run) JSON with rules and learned; repeatable",
     )
     p.add_argument("--routed", type=Path, default=None, help="realdocs_recall.py --relevance routed JSON to check")
+    p.add_argument(
+        "--routed-tables", type=Path, default=None, help="realdocs_recall.py --relevance routed-tables JSON to check"
+    )
     p.add_argument("--out", type=Path, default=None, help="one JSON line per question: id, kind, route")
     args = p.parse_args(argv)
 
@@ -105,22 +113,38 @@ def main(argv: Sequence[str] | None = None) -> int:
         rows = [(par, q) for par, q in rows if par["style"] in styles.split(",") and par["split"] in splits.split(",")]
         questions += [q for _, q in rows]
         kind_of.update({q.id: f"{par['style']} {par['split']} {q.doc_type}" for par, q in rows})
-    route = routes(questions, args.ocr_cache)
+    tab: dict[str, tuple[bool, bool]] = {}
+    route = routes(questions, args.ocr_cache, tab)
+    # routed-tables: the structural evidence's rule, else "table-literal" where the third criterion fires
+    rt = {
+        i: r if r not in ("learned", "table-cell") else ("table-literal" if all(tab[i]) else "learned")
+        for i, r in route.items()
+    }
     print(f"{len(questions)} questions; the route gives {sum(r != 'learned' for r in route.values())} to the rules")
-    print("| kind (n) | to the rules | why |")
-    print("|---|---:|---|")
+    page, literal = (sum(t[k] for t in tab.values()) for k in (0, 1))
+    print(
+        f"routed-tables: {page} pages read as a table, {literal} questions literal, {sum(map(all, tab.values()))} both"
+    )
+    print("| kind (n) | to the rules | why | routed-tables: to the rules | why |")
+    print("|---|---:|---|---:|---|")
     by_kind: dict[str, list[str]] = defaultdict(list)
     for q in questions:
         by_kind[kind_of[q.id]].append(route[q.id])
+    rt_kind: dict[str, list[str]] = defaultdict(list)
+    for q in questions:
+        rt_kind[kind_of[q.id]].append(rt[q.id])
     for kind in sorted(by_kind):
-        r = by_kind[kind]
-        why = Counter(x for x in r if x != "learned")
-        print(
-            f"| {kind} ({len(r)}) | {len(r) - r.count('learned')} | {', '.join(f'{k} {n}' for k, n in why.items())} |"
-        )
+        cols = []
+        for r in (by_kind[kind], rt_kind[kind]):
+            why = Counter(x for x in r if x != "learned")
+            cols += [str(len(r) - r.count("learned")), ", ".join(f"{k} {n}" for k, n in why.items())]
+        print(f"| {kind} ({len(by_kind[kind])}) | " + " | ".join(cols) + " |")
     if args.out:
         args.out.write_text(
-            "".join(json.dumps({"id": i, "kind": kind_of[i], "route": r}) + "\n" for i, r in route.items())
+            "".join(
+                json.dumps({"id": i, "kind": kind_of[i], "route": r, "routed_tables": rt[i]}) + "\n"
+                for i, r in route.items()
+            )
         )
     if args.results:
         recs = {r["id"]: r for path in args.results for r in _records(path)}
@@ -131,23 +155,26 @@ def main(argv: Sequence[str] | None = None) -> int:
             i: _recall(recs[i]["rules"] if route[i] not in ("learned", "table-cell") else recs[i]["learned"])
             for i in comp
         }
+        tables = {i: _recall(recs[i]["rules"] if rt[i] != "learned" else recs[i]["learned"]) for i in comp}
         print(
             "\n| kind (n) | rules | learned | routed (composed) | routed-structure (composed) "
-            "| routed - rules (se) | routed-structure - rules (se) |"
+            "| routed-tables (composed) | routed - rules (se) | routed-structure - rules (se) "
+            "| routed-tables - rules (se) |"
         )
-        print("|---|---:|---:|---:|---:|---:|---:|")
+        print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
         for kind in [*sorted(by_kind), "overall"]:
             ids = [i for i in comp if kind == "overall" or kind_of[i] == kind]
             if ids:
                 rules = np.array([_recall(recs[i]["rules"]) for i in ids])
                 cells = [rules.mean(), np.mean([_recall(recs[i]["learned"]) for i in ids])]
-                cells += [np.mean([comp[i] for i in ids]), np.mean([structure[i] for i in ids])]
-                diffs = [_paired(np.array([c[i] for i in ids]) - rules) for c in (comp, structure)]
+                cells += [np.mean([c[i] for i in ids]) for c in (comp, structure, tables)]
+                diffs = [_paired(np.array([c[i] for i in ids]) - rules) for c in (comp, structure, tables)]
                 print(f"| {kind} ({len(ids)}) | " + " | ".join([*(f"{c:.3f}" for c in cells), *diffs]) + " |")
-        if args.routed:
-            e2e = {r["id"]: _recall(r["learned"]) for r in json.loads(args.routed.read_text())["questions"]}
-            differ = sum(abs(e2e[i] - comp[i]) > 1e-9 for i in comp if i in e2e)
-            print(f"\nend to end vs composed: {differ} of {sum(i in e2e for i in comp)} questions differ")
+        for path, composed, name in ((args.routed, comp, "routed"), (args.routed_tables, tables, "routed-tables")):
+            if path:
+                e2e = {r["id"]: _recall(r["learned"]) for r in json.loads(path.read_text())["questions"]}
+                differ = sum(abs(e2e[i] - composed[i]) > 1e-9 for i in composed if i in e2e)
+                print(f"\n{name} end to end vs composed: {differ} of {sum(i in e2e for i in composed)} differ")
     return 0
 
 

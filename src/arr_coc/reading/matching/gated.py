@@ -37,6 +37,7 @@ GATE_NAMES: dict[str, str] = {
     "hybrid-floor": "floor",
     "routed": "route",
     "routed-structure": "route-structure",
+    "routed-tables": "route-structure-tables",  # opt-in (round 11): + a literal question on a table page
 }
 
 
@@ -61,10 +62,10 @@ def wrap(scorer: nn.Module | None, mode: str) -> nn.Module:
     Raises:
         ValueError: if ``scorer`` is None (the checkpoint has no learned scorer to wrap) or ``mode`` is unknown.
     """
-    if mode in ("route", "route-structure"):
+    if mode in ("route", "route-structure", "route-structure-tables"):
         from .routed import RoutedScorer
 
-        return RoutedScorer(scorer, cells=mode == "route")
+        return RoutedScorer(scorer, cells=mode == "route", tables=mode.endswith("-tables"))
     if scorer is None:
         raise ValueError(f"a gated relevance ({mode!r}) needs a learned box scorer; this checkpoint has none")
     return GatedScorer(scorer, mode)

@@ -28,17 +28,38 @@ same layout and implied keys as without a scorer); the evidence is painted on to
 the first figures: on realdocs-dev's source folds, end to end, the crossing also fires on 11 form questions, where
 the rules lose two the learned scorer keeps (results/learned_relevance.md); it is measured, not chosen, here.
 
-Names: ``routed`` / ``routed-structure`` wrap the built-in learned checkpoint, ``routed:FOLDER`` a checkpoint
-folder (and its fold scorers in the benchmarks), through ``arr_coc.reading.matching.gated.gate_of`` / ``wrap``. The
-route runs inside ``QueryMatcher.relevance_and_evidence`` (it needs the page's boxes and the question, which the box
-scorer's feature rows do not carry); called on feature rows alone (``box_scores``), a ``RoutedScorer`` is the
-learned scorer.
+``routed-tables`` (round 11, issue 40 item 4; opt-in, the default is unchanged) is the first criterion plus a third,
+written in results/learned_relevance.md before any figure of it: a question goes to the rules when (a) its page
+reads as a table and (b) it is a literal question. The words' precise meaning, fixed here before measuring:
+
+- a **number or amount box** is a page box whose text matches the layout's number pattern (``layout.page``'s
+  ``_NUMBER_RE``: digits with separators, an optional currency sign, sign, parentheses, per cent, a unit of up to
+  four letters);
+- a **line** is a run of boxes whose vertical extents overlap by at least half the smaller box's height (the boxes
+  taken top to bottom by their centres, each joined to the line of the box before it when it overlaps that line's
+  first box so);
+- lines hold numbers **aligned in columns** when a number box of one overlaps horizontally (its x-range meets)
+  a number box of another line that holds three or more number boxes;
+- the page **reads as a table** (``table_page``) when three or more lines each hold three or more number boxes that
+  are each aligned so;
+- a **content word** of the question is a token (``lexical.tokens`` of its ``fold``-ed text: lower case, accents
+  folded, stemmed, numbers canonical) that is not one of the lexicon's ``STOP_WORDS``; it is **printed** when some
+  page box's ``fold``-ed text holds it as a token (the same ``tokens``); the question is **literal**
+  (``literal_question``) when it has at least one content word and every one is printed.
+
+No threshold here was chosen on any figure (three lines of three numbers is the criterion's own wording).
+
+Names: ``routed`` / ``routed-structure`` / ``routed-tables`` wrap the built-in learned checkpoint, ``routed:FOLDER``
+a checkpoint folder (and its fold scorers in the benchmarks), through ``arr_coc.reading.matching.gated.gate_of`` /
+``wrap``. The route runs inside ``QueryMatcher.relevance_and_evidence`` (it needs the page's boxes and the question,
+which the box scorer's feature rows do not carry); called on feature rows alone (``box_scores``), a ``RoutedScorer``
+is the learned scorer.
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -51,6 +72,9 @@ if TYPE_CHECKING:  # pragma: no cover
 
 LEARNED = "learned"
 RULES = "rules"
+TABLE_LITERAL = "table-literal"  # the third criterion's reason (``routed-tables``)
+TABLE_LINES = 3  # lines of numbers a table page holds, at least (the criterion's wording)
+TABLE_NUMBERS = 3  # aligned number boxes each of those lines holds, at least (the criterion's wording)
 
 
 class RoutedScorer(nn.Module):
@@ -62,12 +86,13 @@ class RoutedScorer(nn.Module):
     Args:
         scorer: a trained ``BoxScorer`` (``arr_coc.reading.matching.learned``).
         cells: the second criterion (a crossed table cell goes to the rules); False: ``routed-structure``.
+        tables: the third criterion (a literal question on a table page goes to the rules): ``routed-tables``.
 
     Raises:
         ValueError: if ``scorer`` is None (``routed`` needs a learned scorer for the questions it sends to it).
     """
 
-    def __init__(self, scorer: nn.Module | None, cells: bool = True) -> None:
+    def __init__(self, scorer: nn.Module | None, cells: bool = True, tables: bool = False) -> None:
         super().__init__()
         if scorer is None:
             raise ValueError(
@@ -77,6 +102,7 @@ class RoutedScorer(nn.Module):
             )
         self.scorer = scorer
         self.cells = bool(cells)
+        self.tables = bool(tables)
         self.pages = {LEARNED: 0, RULES: 0}  # questions routed each way (one call a question and page), for reports
         self.reasons: Counter[str] = Counter()  # the rule behind each question routed to the rules
 
@@ -86,7 +112,8 @@ class RoutedScorer(nn.Module):
 
     @property
     def config(self) -> dict[str, Any]:
-        return {**self.scorer.config, "gate": "route" if self.cells else "route-structure"}
+        gate = "route" if self.cells else "route-structure"
+        return {**self.scorer.config, "gate": gate + ("-tables" if self.tables else "")}
 
     def save(self, folder: str | Path) -> None:
         """The wrapped scorer's files (the route is a name, ``routed:FOLDER``, not a file)."""
@@ -108,7 +135,7 @@ class RoutedScorer(nn.Module):
             query: the question.
             evidence: ``matcher.evidence(boxes, query)`` (None when no structural rule found a referent).
         """
-        reason = why_rules(matcher, boxes, query, evidence, self.cells)
+        reason = why_rules(matcher, boxes, query, evidence, self.cells, self.tables)
         side = LEARNED if reason is None else RULES
         self.pages[side] += 1
         if reason is not None:
@@ -117,14 +144,62 @@ class RoutedScorer(nn.Module):
 
 
 def why_rules(
-    matcher: Any, boxes: Sequence[TextBox], query: str, evidence: Evidence | None, cells: bool = True
+    matcher: Any,
+    boxes: Sequence[TextBox],
+    query: str,
+    evidence: Evidence | None,
+    cells: bool = True,
+    tables: bool = False,
 ) -> str | None:
-    """The route's reason to give ``query`` to the rules (the evidence's rule, or ``"table-cell"``), None when the
-    learned scorer takes it. The two criteria of the module docstring, in order (``cells=False``: the first only);
-    nothing numeric."""
+    """The route's reason to give ``query`` to the rules (the evidence's rule, ``"table-cell"`` or
+    ``"table-literal"``), None when the learned scorer takes it. The criteria of the module docstring, in order
+    (``cells=False``: not the second; ``tables=True``: the third too); nothing numeric."""
     if evidence is not None and evidence.regions:
         return evidence.rule
     cell = matcher.table_cell(boxes, query) if cells and boxes and query else None
     if cell is not None and cell.regions:
         return cell.rule
+    if tables and boxes and query and table_page(boxes) and literal_question(query, boxes):
+        return TABLE_LITERAL
     return None
+
+
+def _lines(boxes: Iterable[TextBox]) -> list[list[TextBox]]:
+    """The boxes in lines (module docstring): top to bottom by centre, a box joins the current line when its
+    vertical extent overlaps the line's first box's by at least half the smaller height."""
+    out: list[list[TextBox]] = []
+    for b in sorted(boxes, key=lambda b: (b.box[1] + b.box[3]) / 2):
+        if out:
+            head = out[-1][0]
+            overlap = min(b.box[3], head.box[3]) - max(b.box[1], head.box[1])
+            if overlap >= 0.5 * min(b.height, head.height):
+                out[-1].append(b)
+                continue
+        out.append([b])
+    return out
+
+
+def table_page(boxes: Sequence[TextBox]) -> bool:
+    """Whether the page reads as a table: ``TABLE_LINES`` or more lines each holding ``TABLE_NUMBERS`` or more
+    number or amount boxes aligned in columns with another such line (module docstring)."""
+    from ..layout.page import _NUMBER_RE
+
+    rows = [[b for b in line if _NUMBER_RE.match(b.text)] for line in _lines(boxes)]
+    rows = [r for r in rows if len(r) >= TABLE_NUMBERS]
+
+    def aligned(b: TextBox, i: int) -> bool:
+        return any(c.box[0] <= b.box[2] and b.box[0] <= c.box[2] for j, row in enumerate(rows) if j != i for c in row)
+
+    return sum(sum(aligned(b, i) for b in row) >= TABLE_NUMBERS for i, row in enumerate(rows)) >= TABLE_LINES
+
+
+def literal_question(query: str, boxes: Sequence[TextBox]) -> bool:
+    """Whether every content word of ``query`` (one at least) is printed on the page (module docstring)."""
+    from ..text import fold
+    from .lexical import STOP_WORDS, tokens
+
+    words = {t for t in tokens(fold(query)) if t not in STOP_WORDS}
+    if not words:
+        return False
+    printed = {t for b in boxes for t in tokens(fold(b.text))}
+    return words <= printed
