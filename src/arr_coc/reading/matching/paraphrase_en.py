@@ -38,6 +38,11 @@ from .question_shapes import shape_concepts
 
 # "where did I buy / shop / eat": a question for the business the customer visited (``TYPE_CUES``' "org")
 _VISITED = r"(?:did|do|have) (?:i|we|you|they) (?:buy|shop|eat|dine|purchase|get|order|go)\b"
+# "the place I paid", "the shop where we ate": the business of the asker's visit (a party, not an amount)
+_PAID_PLACE = (
+    r"\b(?:place|shop|store|restaurant|outlet|business) (?:where |that |which )?(?:i|we) "
+    r"(?:paid|bought|ate|shopped|purchased|ordered)\b"
+)
 # "where was this meal bought?": the visit in the passive
 _VISITED_PASSIVE = r"(?:was|were) (?:[\w'-]+ ){1,3}(?:bought|purchased|paid for|ordered|eaten|had)\b"
 
@@ -301,9 +306,7 @@ AMOUNT_CONCEPTS = frozenset({"subtotal", "change", "tendered", "tax", "payable",
 # for a business, not an amount: its payment words describe the transaction (with ``question_roles.transaction_party``)
 ASKS_PARTY = re.compile(
     r"\bpayees?\b|\bvendors?\b|\bsellers?\b|\bmerchants?\b|\bretailers?\b|\btraders?\b|\bestablishments?\b|"
-    r"\b(?:which|what) (?:shop|store|business|company|firm|outlet|restaurant)\b|"
-    r"\b(?:place|shop|store|restaurant|outlet|business) (?:where |that |which )?(?:i|we) (?:paid|bought|ate|shopped|"
-    r"purchased|ordered)\b",
+    r"\b(?:which|what) (?:shop|store|business|company|firm|outlet|restaurant)\b|" + _PAID_PLACE,
     re.I,
 )
 
@@ -455,8 +458,7 @@ TYPE_CUES: tuple[tuple[str, re.Pattern[str]], ...] = (
             r"from\b|\boutlets?\b|\btraders?\b|\bdealers?\b|\bmerchants?\b|\bretailers?\b|\bbusiness\b|"
             r"\bbrand of the (?:shop|store)\b|\btrading name\b|"
             rf"\bwhere {_VISITED}|\bwhere {_VISITED_PASSIVE}|\bwho (?:issued|printed)\b|\bpayees?\b|\bvendors?\b|"
-            r"\bsellers?\b|\b(?:place|shop|store|restaurant|outlet|business) (?:where |that |which )?(?:i|we) (?:paid|"
-            r"bought|ate|shopped|purchased|ordered)\b|"
+            rf"\bsellers?\b|{_PAID_PLACE}|"
             rf"\b(?:which|what) (?:\w+ )?(?:{_BUSINESS})\b",
             re.I,
         ),

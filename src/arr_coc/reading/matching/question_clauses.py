@@ -24,7 +24,7 @@ Model D-4, what ...?", "For 1985, what figure ...?", "Look at the 1985 row.") is
 question reads as before); ``situation_part(question)`` the rest. ``paraphrase_en`` reads the concepts, roles and
 answer types of the asked part, and, only when it names none, the concepts of the situation ("Which outside firm is
 doing this job? I need the vendor for the purchase order." names the supplier in its situation); ``lexical`` keeps the
-situation's words in the question's weight but matches them with no box (``situation_words``).
+situation's words in the question's weight but matches them with no box (``lexical.unmatched_tokens``).
 
 Example:
     >>> asked_part("I'm logging this form in the tracker — which product line does it concern?")
@@ -76,13 +76,14 @@ def _situation(clause: str, asker: bool = False) -> bool:
     return not _PRINTED.search(clause.strip()) and (not asker or _ASKER.search(clause.strip()) is not None)
 
 
-def _split(question: str) -> tuple[list[str], list[str]]:
-    """(asking clauses, situation clauses) of ``question``."""
+@functools.lru_cache(maxsize=4096)
+def _split(question: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(asking clauses, situation clauses) of ``question`` (cached: ``asked_part`` and ``situation_part`` share it)."""
     q = question.replace("’", "'").strip()
     sentences = [s for s in _SENTENCES.split(q) if s.strip()]
     asking = [s for s in sentences if s.rstrip().endswith("?")] or [s for s in sentences if _WH.search(s)]
     if not asking:
-        return [q], []
+        return (q,), ()
     asking += [s for s in sentences if s not in asking and not _situation(s, True)]  # "Look at the 1985 row."
     situation = [s for s in sentences if s not in asking]
     asked: list[str] = []
@@ -101,18 +102,16 @@ def _split(question: str) -> tuple[list[str], list[str]]:
                 situation.append(p[t.start() : t.end()].rstrip("?").lstrip(", "))
                 p = p[: t.start()] + t.group(1)
             asked.append(p.strip())
-    return asked, [s.strip() for s in situation if s.strip()]
+    return tuple(asked), tuple(s.strip() for s in situation if s.strip())
 
 
-@functools.lru_cache(maxsize=4096)
 def asked_part(question: str) -> str:
-    """The clause(s) of ``question`` that ask (``question`` itself, apostrophes straightened, when nothing is set
-    off)."""
+    """The clause(s) of ``question`` that ask, apostrophes straightened (``question`` itself, unchanged, when
+    nothing is set off)."""
     asked, situation = _split(question)
     return " ".join(asked) if situation else question
 
 
-@functools.lru_cache(maxsize=4096)
 def situation_part(question: str) -> str:
     """The clauses of ``question`` that state the asker's situation ("" when there are none)."""
     return " ".join(_split(question)[1])
