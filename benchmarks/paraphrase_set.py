@@ -75,6 +75,12 @@ QUESTIONS_F = Path(__file__).with_name("paraphrase_questions_f.jsonl")
 # reading any code or the A-F wordings, and measured blind before and after round 11's changes, whose authors never saw
 # them; ``run --styles G`` reads them (the default styles stay A,B,C)
 QUESTIONS_G = Path(__file__).with_name("paraphrase_questions_g.jsonl")
+# style H: a seventh writer's wordings (writerh, issue 40, round 12), of the same 174 held-out questions, typed into a
+# chat box by users for whom English is a second language (plain words, word-for-word renderings, bare keyword
+# queries, a few typing slips), each field named by what it is; written from each question's printed key and answer
+# only, without reading any code or the A-G wordings, and measured blind before and after round 12's changes, whose
+# authors never saw them; ``run --styles H`` reads them (the default styles stay A,B,C)
+QUESTIONS_H = Path(__file__).with_name("paraphrase_questions_h.jsonl")
 SEED = 40
 HELD_OUT_SHARE = 0.3
 PER_QUESTION = {"A": 2, "B": 1}  # wordings drawn per realdocs-dev question and style
@@ -545,7 +551,7 @@ def signatures(args: argparse.Namespace) -> int:
         return hashlib.sha1(repr(parts).encode()).hexdigest()
 
     out = {}
-    for path in (QUESTIONS, QUESTIONS_C, QUESTIONS_D, QUESTIONS_E, QUESTIONS_F, QUESTIONS_G):
+    for path in (QUESTIONS, QUESTIONS_C, QUESTIONS_D, QUESTIONS_E, QUESTIONS_F, QUESTIONS_G, QUESTIONS_H):
         for p in (json.loads(x) for x in path.read_text().splitlines() if x.strip()):
             out[f"para:{p['id']}"] = sig(p["query"])
     for q in (json.loads(x) for x in (args.data / "questions.jsonl").read_text().splitlines() if x.strip()):
@@ -569,12 +575,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--questions",
         type=Path,
         nargs="+",
-        default=[QUESTIONS, QUESTIONS_C, QUESTIONS_D, QUESTIONS_E, QUESTIONS_F, QUESTIONS_G],
+        default=[QUESTIONS, QUESTIONS_C, QUESTIONS_D, QUESTIONS_E, QUESTIONS_F, QUESTIONS_G, QUESTIONS_H],
     )
     r.add_argument("--ocr-cache", type=Path, default=None)
     r.add_argument("--relevance", type=Path, default=None, help="a checkpoint folder or built-in name (learned)")
     r.add_argument("--no-rules", action="store_true", help="with --relevance: score only the checkpoint")
-    r.add_argument("--styles", default="A,B,C", type=lambda s: s.split(","), help="of A,B,C,D,E,F,G")
+    r.add_argument("--styles", default="A,B,C", type=lambda s: s.split(","), help="of A,B,C,D,E,F,G,H")
     r.add_argument("--splits", default="dev,held-out", type=lambda s: s.split(","))
     r.add_argument("--show", default="A dev", type=lambda s: s.split(","), help="groups whose misses are printed")
     r.add_argument("--limit", type=int, default=0)

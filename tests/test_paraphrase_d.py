@@ -70,7 +70,7 @@ def test_style_e_has_the_format_and_the_held_out_questions_of_style_d() -> None:
     assert counts == {"realform": 70, "realreceipt": 88, "realtable": 16}
 
 
-@pytest.mark.parametrize("style", ["f", "g"])
+@pytest.mark.parametrize("style", ["f", "g", "h"])
 def test_later_styles_have_the_format_and_the_questions_of_style_e(style: str) -> None:
     later, e = _rows(f"paraphrase_questions_{style}.jsonl"), _rows("paraphrase_questions_e.jsonl")
     mark = style.upper()
@@ -82,7 +82,7 @@ def test_later_styles_have_the_format_and_the_questions_of_style_e(style: str) -
     assert [[r[k] for k in same] for r in later] == [[r[k] for k in same] for r in e]
 
 
-STYLES = pytest.mark.parametrize("style", ["d", "e", "f", "g"])
+STYLES = pytest.mark.parametrize("style", ["d", "e", "f", "g", "h"])
 
 
 @STYLES
