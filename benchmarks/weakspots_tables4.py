@@ -84,9 +84,10 @@ eight collections no earlier table round copied -- pdf2docx ``test/samples/`` (A
 48 earlier and reserved repositories' histories; the files it names are deleted (each collection's MANIFEST says
 which). Those eight gave 29 questions from 9 sources (a count, before any recall), so five more joined, named and
 committed before any figure too: PageIndex ``docs/``, smalot/pdfparser ``samples/``, pdf-lib ``assets/pdfs/``,
-Google's document-ai-samples and langchain-community's ``libs/community/tests/``. Built with ``make --collections
-pdf2docx invoice2data parsr pikepdf pdfcpu pdftabextract textract pdfmathtranslate pageindex pdfparser pdflib
-docaisamples lccommunity``, measured once at main 993eb7e.
+Google's document-ai-samples and langchain-community's ``libs/community/tests/``; those thirteen gave 41 questions
+from 11 sources (a count), so three more joined before any figure: cognita ``sample-data/``, FPDI's test PDFs and
+pdf-rs ``files/``. Built with ``make --collections pdf2docx invoice2data parsr pikepdf pdfcpu pdftabextract textract
+pdfmathtranslate pageindex pdfparser pdflib docaisamples lccommunity cognita fpdi pdfrs``, measured once at 993eb7e.
 """
 
 from __future__ import annotations
