@@ -75,6 +75,19 @@ kreuzberg's copy of its ``tiny``), PyMuPDF-Utilities ``table-analysis/`` and GRO
 copied as round 5's were, with each copied file's git blob also looked up in every earlier collection's repository
 (all its history) and in camelot's, excalibur's and pdfplumber's (``dupes``). Built with ``make --collections
 megaparse papermage zerox sycamore haystack gmft pymupdfutil grobid``, measured once at main 99c5826.
+
+Round 12's "last" group (helper tablesfresh12), named and committed before any figure (``weakspots_tables.LAST12``):
+eight collections no earlier table round copied -- pdf2docx ``test/samples/`` (ArtifexSoftware), invoice2data
+``tests/``, Parsr (axa-group, whole repository), pikepdf ``tests/resources/``, pdfcpu ``pkg/testdata/``, pdftabextract
+``examples/``, textract (deanmalmgren) ``tests/`` and PDFMathTranslate ``test/file/`` -- copied as round 11's were
+(``copy`` into a folder beside the earlier 45 collections, so its sha1 check sees them all), then ``dupes`` over the
+48 earlier and reserved repositories' histories; the files it names are deleted (each collection's MANIFEST says
+which). Those eight gave 29 questions from 9 sources (a count, before any recall), so five more joined, named and
+committed before any figure too: PageIndex ``docs/``, smalot/pdfparser ``samples/``, pdf-lib ``assets/pdfs/``,
+Google's document-ai-samples and langchain-community's ``libs/community/tests/``; those thirteen gave 41 questions
+from 11 sources (a count), so three more joined before any figure: cognita ``sample-data/``, FPDI's test PDFs and
+pdf-rs ``files/``. Built with ``make --collections pdf2docx invoice2data parsr pikepdf pdfcpu pdftabextract textract
+pdfmathtranslate pageindex pdfparser pdflib docaisamples lccommunity cognita fpdi pdfrs``, measured once at 993eb7e.
 """
 
 from __future__ import annotations
