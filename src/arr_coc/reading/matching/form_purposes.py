@@ -158,6 +158,17 @@ ROWS_FIRST += (
     ),
 )
 
+ROWS_FIRST += (
+    (  # who put a request forward for approval is its submitter, not the approver nor "Requested by": "Who put this
+        # forward?", "who sent it up the line?"
+        "sender",
+        rf"{_WHO}.*\bput (?:\w+ ){{0,2}}(?:forward|up for)\b|\bsen(?:t|d|ds|ding) (?:\w+ )?up the line\b|"
+        r"\bput (?:\w+ ){0,2}forward for\b",
+        (),
+        ("requester", "signature"),
+    ),
+)
+
 ROWS_MORE: tuple[Row, ...] = (
     (  # who acted for the document: "Who compiled it?", "person who sent in this request"
         "sender",
@@ -192,7 +203,9 @@ ROWS_MORE: tuple[Row, ...] = (
     ),
     (  # who is to read it: "To whom is it going?", "whose desk is it for?"
         "recipient",
-        r"\bto whom\b|\bwhose (?:attention|desk)\b|\b(?:headed|destined|aimed|going) (?:to|for)\b|"
+        r"\bto whom\b|\bwhose (?:attention|desk|in-?trays?|inbox|in-?box|pigeon-?hole|mailbox|letterbox)\b|"
+        r"\b(?:in-?tray|inbox|in-?box|pigeon-?hole|mailbox) (?:is )?(?:it|this) (?:\w+ )?(?:going|headed|sent)\b|"
+        r"\b(?:headed|destined|aimed|going) (?:to|for)\b|"
         rf"{_WHO}.*\b(?:should|must|is to|are to|will|would) (?:read|see|handle|action|deal with|look at)\b",
         (),
         (),
