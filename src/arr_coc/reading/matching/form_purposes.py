@@ -23,7 +23,9 @@ form prints for it. A purpose is named by what happens to the value, not by a wr
   okayed, signed off, gave the go-ahead -> Approved by, Signature; wanted, commissioned -> Requested by;
 - **whom the work is done for**: on whose behalf, for which company, whose account -> Client, Customer, Account name;
 - **what is left** of a budget: left, unspent, still available -> Balance, Bal. Available (not a total);
-- **who is to read it**: to whom, whose desk, headed / destined for -> TO, Attention;
+- **who is to read it**: to whom, whose desk / in-tray / inbox, headed / destined for -> TO, Attention;
+- **who put it forward** (tested first): put forward for approval, sent up the line -> the submitter (the sender's
+  keys: Submitted by), not the requester nor the approver;
 - **what it is, in words** (only when nothing else is named): described, explained -> Description.
 
 ``ROWS_FIRST`` are tested before the lexicon (their purpose rules out the concepts a generic word would cue:
