@@ -49,6 +49,11 @@ PROMO = ["PROMOTION REQUEST", "BRAND", "Newport", "Coupon Value", "$1.00", "Tota
         ("Who spotted this?", ("sender",)),
         ("Who wrote the incident up?", ("sender",)),
         ("Which cigarette product is this form about?", ("goods",)),
+        # round 12: who put a request forward is its submitter; a desk's in-tray is the recipient's
+        ("Who put this request forward for approval?", ("sender",)),
+        ("Who sent the proposal up the line?", ("sender",)),
+        ("Whose in-tray is this going into?", ("recipient",)),
+        ("Whose inbox did it land in?", ("recipient",)),
     ],
 )
 def test_purposes_name_concepts(question: str, want: tuple[str, ...]) -> None:

@@ -106,3 +106,46 @@ def test_situation_words_match_no_box():
     assert s[0] == 0.0 and s[1] > 0.0  # the page's "FIELD VISITS" is no answer to where the office is
     assert np.argmax(s) == 1
     assert unmatched_tokens("Where is their office?") == unmatched_tokens("Where is their office?  ")
+
+
+@pytest.mark.parametrize(
+    ("question", "want_types", "not_concepts"),
+    [
+        # round 12: a business by its everyday names, the asker's visit for a meal, "called" naming a thing
+        ("Can you read me the name of the outfit that gave us this receipt?", {"org"}, set()),
+        ("What's the eatery called?", {"org"}, {"phone"}),
+        ("Whose premises was this issued at?", {"org"}, set()),
+        ("Which place did we have lunch at?", {"org"}, {"address"}),
+        ("What's the place called where we had dinner?", {"org"}, {"phone", "address"}),
+        ("Can you make out the name of the shop?", {"org"}, {"maker"}),  # "make out": read, not a maker
+    ],
+)
+def test_a_business_by_its_everyday_names(question, want_types, not_concepts):
+    assert want_types <= set(answer_types(question))
+    assert not not_concepts & set(concepts(question)), concepts(question)
+
+
+@pytest.mark.parametrize(
+    ("question", "types", "concept"),
+    [
+        ("Which evening was this meal?", ("date",), "date"),  # a part of the day stands for the day
+        ("Which night?", ("date",), "date"),
+        ("What's the damage on this one?", ("money",), "total"),  # the bill's total in idiom
+        ("How much did we fork out for this?", ("money",), "total"),
+        ("What did it set us back?", ("money",), "total"),
+    ],
+)
+def test_day_parts_and_spending_idioms(question, types, concept):
+    assert set(types) <= set(answer_types(question))
+    assert concept in concepts(question)
+
+
+@pytest.mark.parametrize(
+    "question",
+    ["What morning sickness medicine is listed?", "How was the page laid out?", "Who should be called about this?"],
+)
+def test_look_alikes_keep_their_reading(question):
+    kinds, found = set(answer_types(question)), set(concepts(question))
+    assert "date" not in kinds and "total" not in found
+    if "called about" in question:  # "called" with no naming "what's ... called": a phone call
+        assert "phone" in kinds

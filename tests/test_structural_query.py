@@ -42,6 +42,13 @@ from tests.test_structure import CW, PAGE, _b
         ("In which month did the line peak?", {"compare": "max"}),
         ("Which products sold more than 500 units?", {"compare": "more"}),
         ("What is written at the top of the page?", {"compare": None}),
+        # where on the page the answer sits is no superlative; a ranking's verb or another superlative keeps it
+        ("Which shop is this from? The name at the very top is fine.", {"compare": None, "rule": None}),
+        ("What day was it bought? Look near the top or bottom.", {"compare": None}),
+        ("Which business is printed up top?", {"compare": None}),
+        ("What does it all come to at the bottom?", {"compare": None}),
+        ("Which country ranks at the top?", {"compare": "max"}),
+        ("Which city has the lowest value, at the bottom?", {"compare": "min"}),
         (
             "What is the value for the third month of the year?",
             {"implied_labels": ("march", "mar"), "rule": "implied-label"},

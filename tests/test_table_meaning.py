@@ -125,3 +125,62 @@ def test_two_named_parts_ask_for_their_total() -> None:
     """ "across rural and urban areas": Rural and Urban named, their line's Total asked (the girls' one here)."""
     boxes = census_table()
     assert _cell(boxes, "What's the girls' enrolment figure for Karimganj across rural and urban areas?") == {"81.6"}
+
+
+def income_table() -> list[TextBox]:
+    """Income tiers by one column: the share of the area's median income each tier's cut-off is."""
+    boxes = [
+        TextBox("Income level", (150, 700, 640, 724)),
+        TextBox("% of the area median income", (650, 700, 1120, 724)),
+    ]
+    rows = [
+        ("Low-income", "Less than 50"),
+        ("Moderate-income", "At least 50 and less than 80"),
+        ("Middle-income", "At least 80 and less than 120"),
+        ("Upper-income", "120 or more"),
+    ]
+    for i, (lab, cut) in enumerate(rows):
+        y = 730 + 30 * i
+        boxes += [TextBox(lab, (150, y, 640, y + 24)), TextBox(cut, (660, y, 980, y + 24))]
+    return boxes
+
+
+def test_printed_forms_everyday_tiers_and_statistics() -> None:
+    """Tiers of income or wealth in everyday words (round 12, para11)."""
+    assert "middle" in printed_forms("the central band of earners")
+    assert "middle" in printed_forms("households in the center bracket")
+    assert "low" in printed_forms("the poorest households")
+    assert "upper" in printed_forms("the wealthiest households")
+    assert "moderate" in printed_forms("families of modest means")
+    assert printed_forms("What is the middle value?") == ()  # "middle" printed: no meaning of its own
+
+
+def test_group_named_by_what_it_is_not() -> None:
+    """ "neither X nor Y" and "other than X" name the table's "Other" group, not X or Y (round 12, para11)."""
+    forms = printed_forms("children in the group that is neither African American nor Latino")
+    assert "other" in forms and "black" not in forms and "hispanic" not in forms
+    forms = printed_forms("kids of a race other than Hispanic")
+    assert "other" in forms and "hispanic" not in forms
+    assert "other" not in printed_forms("Latino children")
+
+
+def test_printed_forms_an_age_said_as_who_are() -> None:
+    assert "4-year-old" in printed_forms("among children who are four")
+    assert "3-year-old" in printed_forms("kids who were three")
+    assert "4-year-old" not in printed_forms("people who are 4 percent of the sample")
+
+
+def test_cells_named_by_everyday_words() -> None:
+    boxes = cohort_table()
+    assert _cell(boxes, "Among children who are four, what share is shown for African American kids?") == {"17.5%"}
+    assert _cell(boxes, "What share of kids aged three are in the group that is neither Black nor Latino?") == {"29.8%"}
+    boxes = income_table()
+    assert _cell(boxes, "For the central band of earners, what share of typical local earnings is the cut-off?") == {
+        "At least 80 and less than 120"
+    }
+    assert _cell(boxes, "Where do households of modest means sit, against what typical local households earn?") == {
+        "At least 50 and less than 80"
+    }
+    assert _cell(boxes, "For the poorest households, what share of typical local earnings is the cut-off?") == {
+        "Less than 50"
+    }

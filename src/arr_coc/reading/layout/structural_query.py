@@ -109,6 +109,21 @@ _ORD_RE = r"(\d{1,2})(?:st|nd|rd|th)|" + "|".join(sorted((re.escape(k) for k in 
 _UNIT_RE = "|".join(UNITS)
 
 
+# "top" or "bottom" saying where on the page the answer sits ("the name at the very top", "printed up top", "look near
+# the top or bottom", "on top"), not a superlative; a ranking's verb before it ("ranks / comes / finished at the top")
+# keeps the superlative
+_WHERE_ON_PAGE = re.compile(
+    r"(?<!\brank )(?<!\branks )(?<!\branked )(?<!\bcomes )(?<!\bcame )(?<!\bfinished )(?<!\bends )(?<!\bended )"
+    r"\b(?:at|near|on|up|along|by|towards?|from|to) (?:the )?(?:very )?(?:top|bottom)\b"
+    r"(?: or (?:the )?(?:top|bottom)\b)?"
+)
+# a superlative besides "top" / "bottom"
+_SUPERLATIVE = re.compile(
+    r"\b(?:highest|largest|biggest|greatest|most|maximum|max|peak|peaked|top|best|tallest|longest|lowest|smallest|"
+    r"least|fewest|minimum|min|weakest|worst|shortest|bottom)\b"
+)
+
+
 @dataclass(frozen=True)
 class StructuralQuery:
     """What a question says about the page's structure (all fields optional)."""
@@ -265,6 +280,12 @@ def parse(query: str) -> StructuralQuery:
         f["compare"] = "less"
     if f.get("compare") in ("max", "min") and re.search(r"\b(?:top|bottom)\s+(?:of|row|line|left|right)\b", q):
         f.pop("compare")  # "top of the page", "bottom row" are positions, not superlatives
+    if (
+        f.get("compare") in ("max", "min")
+        and _WHERE_ON_PAGE.search(q)
+        and not _SUPERLATIVE.search(_WHERE_ON_PAGE.sub(" ", q))
+    ):
+        f.pop("compare")  # "the name at the top", "look near the top or bottom": where to look, not a superlative
     if f.get("compare") and (
         re.search(r"\bhow (?:much|many|high|low)\b", q)
         or (

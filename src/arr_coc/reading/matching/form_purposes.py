@@ -23,7 +23,9 @@ form prints for it. A purpose is named by what happens to the value, not by a wr
   okayed, signed off, gave the go-ahead -> Approved by, Signature; wanted, commissioned -> Requested by;
 - **whom the work is done for**: on whose behalf, for which company, whose account -> Client, Customer, Account name;
 - **what is left** of a budget: left, unspent, still available -> Balance, Bal. Available (not a total);
-- **who is to read it**: to whom, whose desk, headed / destined for -> TO, Attention;
+- **who is to read it**: to whom, whose desk / in-tray / inbox, headed / destined for -> TO, Attention;
+- **who put it forward** (tested first): put forward for approval, sent up the line -> the submitter (the sender's
+  keys: Submitted by), not the requester nor the approver;
 - **what it is, in words** (only when nothing else is named): described, explained -> Description.
 
 ``ROWS_FIRST`` are tested before the lexicon (their purpose rules out the concepts a generic word would cue:
@@ -158,6 +160,17 @@ ROWS_FIRST += (
     ),
 )
 
+ROWS_FIRST += (
+    (  # who put a request forward for approval is its submitter, not the approver nor "Requested by": "Who put this
+        # forward?", "who sent it up the line?"
+        "sender",
+        rf"{_WHO}.*\bput (?:\w+ ){{0,2}}(?:forward|up for)\b|\bsen(?:t|d|ds|ding) (?:\w+ )?up the line\b|"
+        r"\bput (?:\w+ ){0,2}forward for\b",
+        (),
+        ("requester", "signature"),
+    ),
+)
+
 ROWS_MORE: tuple[Row, ...] = (
     (  # who acted for the document: "Who compiled it?", "person who sent in this request"
         "sender",
@@ -192,7 +205,9 @@ ROWS_MORE: tuple[Row, ...] = (
     ),
     (  # who is to read it: "To whom is it going?", "whose desk is it for?"
         "recipient",
-        r"\bto whom\b|\bwhose (?:attention|desk)\b|\b(?:headed|destined|aimed|going) (?:to|for)\b|"
+        r"\bto whom\b|\bwhose (?:attention|desk|in-?trays?|inbox|in-?box|pigeon-?hole|mailbox|letterbox)\b|"
+        r"\b(?:in-?tray|inbox|in-?box|pigeon-?hole|mailbox) (?:is )?(?:it|this) (?:\w+ )?(?:going|headed|sent)\b|"
+        r"\b(?:headed|destined|aimed|going) (?:to|for)\b|"
         rf"{_WHO}.*\b(?:should|must|is to|are to|will|would) (?:read|see|handle|action|deal with|look at)\b",
         (),
         (),

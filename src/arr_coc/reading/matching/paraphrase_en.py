@@ -37,14 +37,30 @@ from .question_roles import asks_identity, role_concepts, role_types, transactio
 from .question_shapes import shape_concepts
 
 # "where did I buy / shop / eat": a question for the business the customer visited (``TYPE_CUES``' "org")
-_VISITED = r"(?:did|do|have) (?:i|we|you|they) (?:buy|shop|eat|dine|purchase|get|order|go)\b"
-# "the place I paid", "the shop where we ate": the business of the asker's visit (a party, not an amount)
+# (a meal had there too: "where did we have lunch?")
+_MEAL = r"(?:lunch|dinner|breakfast|brunch|supper|a meal|our meal|the meal|coffee|drinks|a drink|tea)"
+_VISITED = (
+    rf"(?:(?:did|do|have) (?:i|we|you|they) (?:buy|shop|eat|dine|purchase|get|order|go|have {_MEAL})|"
+    rf"(?:i|we|you|they) (?:bought|shopped|ate|dined|purchased|ordered|had {_MEAL}))\b"
+)
+# "the place I paid", "the shop where we ate", "the place where we had dinner": the business of the asker's visit (a
+# party, not an amount)
 _PAID_PLACE = (
     r"\b(?:place|shop|store|restaurant|outlet|business) (?:where |that |which )?(?:i|we) "
-    r"(?:paid|bought|ate|shopped|purchased|ordered)\b"
+    rf"(?:paid|bought|ate|shopped|purchased|ordered|dined|had {_MEAL})\b"
 )
 # "where was this meal bought?": the visit in the passive
 _VISITED_PASSIVE = r"(?:was|were) (?:[\w'-]+ ){1,3}(?:bought|purchased|paid for|ordered|eaten|had)\b"
+
+# a part of the day standing for the day: "Which evening was this meal?" (not "What morning sickness medicine?")
+_DAY_PART = r"\b(?:what|which) (?:evening|night|morning|afternoon|weekday)\b(?= (?:was|were|is|did|do|does|had)\b|\W*$)"
+
+# what the whole bill cost, in everyday idiom: "what's the damage?", "how much did we fork / shell out?", "what did it
+# set us back?", "cough up"
+_SPENT_IDIOM = (
+    r"\bwhat(?:'s| is| was) the damage\b|\b(?:fork|shell|cough|paid|pay)(?:ed|s)? out\b|"
+    r"\b(?:forked|shelled|coughed) (?:out|up)\b|\bcough(?:ed)? up\b|\bset (?:me|us|you|them|him|her) back\b"
+)
 
 # (concept, cue in the question (lower case), printed keys, concepts it rules out)
 LEXICON: tuple[tuple[str, str, tuple[str, ...], tuple[str, ...]], ...] = (
@@ -110,7 +126,7 @@ LEXICON: tuple[tuple[str, str, tuple[str, ...], tuple[str, ...]], ...] = (
         "total",
         r"\bhow much\b|\bcost\w*\b|\bspen[dt]\b|\bsum\b|\baltogether\b|\bin total\b|\btotal\w*\b|\boverall\b|"
         r"\bbottom line\b|\bfinal (?:amount|price|figure|bill|sum)\b|\bgrand\b|\bamount\b|"
-        r"\bprice of the (?:whole|entire)\b|\bcame? to\b|\bworth\b|\badd(?:s|ed)? up\b",
+        r"\bprice of the (?:whole|entire)\b|\bcame? to\b|\bworth\b|\badd(?:s|ed)? up\b|" + _SPENT_IDIOM,
         (
             "total",
             "grand total",
@@ -141,7 +157,8 @@ LEXICON: tuple[tuple[str, str, tuple[str, ...], tuple[str, ...]], ...] = (
     ),
     (
         "date",
-        r"\bwhen\b|\b(?:what|which) day\b|\bday of\b|\bdated?\b|\bon what day\b|\bthe day\b|\bissued on\b",
+        r"\bwhen\b|\b(?:what|which) day\b|\bday of\b|\bdated?\b|\bon what day\b|\bthe day\b|\bissued on\b|"
+        + _DAY_PART,  # a part of the day stands for the day: "Which evening was this meal?"
         ("date", "dated", "invoice date", "receipt date", "transaction date", "bill date", "doc date", "date of issue"),
         (),
     ),
@@ -215,7 +232,7 @@ LEXICON: tuple[tuple[str, str, tuple[str, ...], tuple[str, ...]], ...] = (
     ),
     (
         "maker",
-        r"\bmak(?:e[rs]?|ing)\b|\bwho made\b|\bmade (?:by|it|this|them|these)\b|\bproduc(?:ed|er|es)\b|"
+        r"\bmak(?:e[rs]?|ing)\b(?! out\b)|\bwho made\b|\bmade (?:by|it|this|them|these)\b|\bproduc(?:ed|er|es)\b|"
         r"\bmanufactur\w*\b",
         ("manufacturer", "mfr", "mfg", "made by", "producer", "brand"),
         (),
@@ -311,6 +328,17 @@ ASKS_PARTY = re.compile(
 )
 
 
+# "called" naming a thing ("What's the place called?", "what is this shop called") asks for its name, not for a phone
+# number: unless the question also says phone, number, ring or dial
+NAMED = re.compile(r"\bwhat(?:'s| is| was| are| were)\b[^?.!;]{0,50}?\bcalled\b", re.I)
+_PHONE_WORDS = re.compile(r"\b(?:tele)?phone\b|\bnumbers?\b|\bno\b|\bring\b|\bdial\w*\b|\bmobile\b|\bfax\b", re.I)
+
+
+def names_not_phone(question: str) -> bool:
+    """Whether ``question``'s "called" names a thing (``NAMED``) in a question that names no phone word."""
+    return bool(NAMED.search(question)) and not _PHONE_WORDS.search(question)
+
+
 def date_not_amount(question: str) -> bool:
     """Whether ``question`` asks for a date and names no amount (``ASKS_DATE``, ``ASKS_AMOUNT``)."""
     return bool(ASKS_DATE.search(question)) and not ASKS_AMOUNT.search(question)
@@ -339,6 +367,8 @@ def concepts(question: str) -> tuple[str, ...]:
         found = tuple(dict.fromkeys(cued(situation_part(question).lower(), _CUES)))
     if (party or ASKS_PARTY.search(asked)) and not ASKS_AMOUNT.search(asked):  # "Which merchant did I pay?"
         found = tuple(c for c in found if c not in AMOUNT_CONCEPTS)
+    if names_not_phone(asked):  # "What's the place called?"
+        found = tuple(c for c in found if c != "phone")
     return tuple(c for c in found if c in DATE_CONCEPTS) if date_not_amount(asked) else found
 
 
@@ -442,12 +472,12 @@ _BUSINESS = (
 # items?" and "Who did I buy this from?" ask for the issuer (an organisation), "day of purchase?" for a date, "the
 # bottom line" and "what it came to" for an amount
 TYPE_CUES: tuple[tuple[str, re.Pattern[str]], ...] = (
-    ("date", re.compile(r"\bday\b|\bdate of\b", re.I)),
+    ("date", re.compile(rf"\bday\b|\bdate of\b|{_DAY_PART}", re.I)),
     (
         "money",
         re.compile(
             r"\bbottom line\b|\bfinal (?:figure|sum|bill)\b|\baltogether\b|\bcame to\b|\bcomes? to\b|"
-            r"\bpayable\b|\bgrand sum\b|\bowing\b|\bworth\b",
+            r"\bpayable\b|\bgrand sum\b|\bowing\b|\bworth\b|" + _SPENT_IDIOM,
             re.I,
         ),
     ),
@@ -459,7 +489,9 @@ TYPE_CUES: tuple[tuple[str, re.Pattern[str]], ...] = (
             r"\bbrand of the (?:shop|store)\b|\btrading name\b|"
             rf"\bwhere {_VISITED}|\bwhere {_VISITED_PASSIVE}|\bwho (?:issued|printed)\b|\bpayees?\b|\bvendors?\b|"
             rf"\bsellers?\b|{_PAID_PLACE}|"
-            rf"\b(?:which|what) (?:\w+ )?(?:{_BUSINESS})\b",
+            rf"\b(?:which|what) (?:\w+ )?(?:{_BUSINESS})\b|\b(?:which|what) (?:place|spot) {_VISITED}|"
+            # the everyday names of a business: "the outfit", "the eatery", "whose premises", "which food place"
+            r"\boutfits?\b|\beater(?:y|ies)\b|\bpremises\b|\bfood (?:place|outlet|joint|spot|stall|shop)s?\b",
             re.I,
         ),
     ),
@@ -489,7 +521,11 @@ def english_untyped(question: str) -> tuple[str, ...]:
     """Answer types an English ``question`` does not ask for although its words name them: the business in a question
     for a date or a number (``NOT_ORG``), an amount in a question for the day of a payment (``date_not_amount``)."""
     asked = asked_part(question)
-    return (("org",) if NOT_ORG.search(asked) else ()) + (("money",) if date_not_amount(asked) else ())
+    return (
+        (("org",) if NOT_ORG.search(asked) else ())
+        + (("money",) if date_not_amount(asked) else ())
+        + (("phone",) if names_not_phone(asked) else ())
+    )
 
 
 # Words that describe the document or the transaction, not a key printed on it: in an English question asking for a

@@ -62,7 +62,13 @@ NUMBER_WORDS = {
 }
 _NUM = r"(\d+|" + "|".join(sorted(NUMBER_WORDS, key=len, reverse=True)) + r")"
 _RANGE = re.compile(rf"\b(?:between\s+|from\s+)?{_NUM}\s*(?:-|to|and|through|–)\s*{_NUM}\b", re.I)
-_AGE = re.compile(rf"\b(?:aged?\s+{_NUM}|{_NUM}[\s-]+years?[\s-]+olds?)\b", re.I)
+# an age: "aged four", "4 years old", "children who are four" (a person's age, not "who are 4 percent": no unit after)
+_AGE = re.compile(
+    rf"\b(?:aged?\s+{_NUM}|{_NUM}[\s-]+years?[\s-]+olds?|"
+    rf"(?:children|kids|boys|girls|people|persons|pupils|students|those) (?:who|that) (?:are|were) {_NUM}"
+    r"(?!\s*(?:%|percent|per|times|of|or more|and|to)\b))\b",
+    re.I,
+)
 
 STATES = {
     "alabama": "al", "alaska": "ak", "arizona": "az", "arkansas": "ar", "california": "ca", "colorado": "co",
@@ -79,6 +85,11 @@ _STATE = re.compile(r"\b(" + "|".join(sorted(STATES, key=len, reverse=True)) + r
 
 # (cue in the question, lower case; the words a table prints for it; the rules it rules out, by their first word)
 SYNONYMS: tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...] = (
+    (  # a group named by what it is not ("neither Black nor Hispanic", "other than Hispanic") is the table's "Other"
+        r"\bneither\b[\w\s,/-]{1,40}?\bnor\b|\bother than\b|\b(?:not|none of) (?:the )?(?:above|listed|named)\b",
+        ("other",),
+        ("hispanic", "black", "white"),
+    ),
     (
         r"\b(?:both sexes|both genders|boys and girls|girls and boys|men and women|women and men|males and females)\b",
         ("persons", "person", "total"),
@@ -91,10 +102,23 @@ SYNONYMS: tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...] = (
     (r"\b(?:remaining|all other|the rest)\b", ("other",), ()),
     (r"\b(?:boys?|men|males)\b", ("male",), ()),
     (r"\b(?:girls?|women|females)\b", ("female",), ()),
-    (r"\b(?:mid[\s-]?tier|mid[\s-]?level|medium|mid-?range)\b", ("middle",), ()),
+    (
+        r"\b(?:mid[\s-]?tier|mid[\s-]?level|medium|mid-?range|"
+        r"(?:centre|center|central|middle)[\s-]+(?:tier|bracket|band|level|group|range))\b",
+        ("middle",),
+        (),
+    ),
     (r"\b(?:top|highest)[\s-]+(?:tier|bracket|band|level|group)\b", ("upper",), ()),
     (r"\b(?:bottom|lowest)[\s-]+(?:tier|bracket|band|level|group)\b", ("low", "lower"), ()),
+    # tiers of income or wealth in everyday words: the poorest / richest, "modest" for "moderate"
+    (r"\b(?:poorest|least (?:well[\s-]off|affluent|wealthy)|worst[\s-]off)\b", ("low", "lower"), ()),
+    (r"\b(?:richest|wealthiest|most affluent|best[\s-]off|well[\s-]off)\b", ("upper",), ()),
+    (r"\bmodest\b", ("moderate",), ()),
 )
+# the groups a question excludes ("neither Black nor Hispanic", "other than Hispanic"): their words name no row
+_NEXT = r"(?:\s+(?!(?:in|of|for|at|on|the|and|or|who|that|what|which|with|kids|children|people)\b)[\w/-]+)?"
+_EXCLUDED = re.compile(rf"\bneither\b[\w\s,/-]{{1,40}}?\bnor\s+[\w/-]+{_NEXT}|\bother than\s+[\w/-]+{_NEXT}", re.I)
+_RESIDUAL = re.compile(r"\bothers?\b", re.I)  # ("other" is a stop word: no content token names it)
 TOTAL_WORDS = frozenset({"total", "totals", "person", "persons", "overall"})  # a column summing its siblings
 MIN_COVER = 0.5  # a box is named when the question names at least this share of its words
 MAX_WORDS = 8  # longer boxes are sentences, not headers or row labels
@@ -115,7 +139,7 @@ def printed_forms(question: str) -> tuple[str, ...]:
         if int(lo) < int(hi):
             out += [lo, hi, f"{lo}-{hi}"]
     for m in _AGE.finditer(q):
-        n = _number(m.group(1) or m.group(2))
+        n = _number(next(g for g in m.groups() if g))
         out += [n, f"{n}-year-old"]
     for word, n in NUMBER_WORDS.items():  # alone; not "one" ("which one?") nor "zero"
         if n > 1 and re.search(rf"\b{word}\b", q):
@@ -150,18 +174,21 @@ def _named(tokens: tuple[str, ...], words: frozenset[str]) -> bool:
 def named_boxes(texts: Sequence[str], question: str) -> tuple[np.ndarray, np.ndarray]:
     """(N,) bool: the boxes the question names (its words and their ``printed_forms``), and those of them that its
     own words alone do not name (named by meaning)."""
-    own = frozenset(content_tokens(question))
+    own = frozenset(content_tokens(_EXCLUDED.sub(" ", question)))  # not the groups it excludes
     forms = printed_forms(question)
     every = own | frozenset(t for f in forms for t in content_tokens(f))
     named = np.zeros(len(texts), dtype=bool)
     meaning = np.zeros(len(texts), dtype=bool)
     if not forms:
         return named, meaning
+    residual = _EXCLUDED.search(question) is not None  # the rest: a label printing "Other" ("White/Other")
     for i, text in enumerate(texts):
         toks = content_tokens(text)
         if _named(toks, every):
             named[i] = True
             meaning[i] = not _named(toks, own)
+        elif residual and _RESIDUAL.search(text) and len(text.split()) <= MAX_WORDS:
+            named[i] = meaning[i] = True
     return named, meaning
 
 
