@@ -160,7 +160,9 @@ def line_runs(words: list[tuple[int, tuple[float, float, float, float]]]) -> lis
 
 
 CAPTION_BELOW = 1.5  # a figure's caption within this many of a line's heights under it makes it a label (round 12)
-_FIGURE_RE = re.compile(r"^\s*fig(?:ure)?\.?\s*\d{1,2}\b", re.I)
+_FIGURE_RE = re.compile(
+    r"^\s*fig(?:ure)?\.?\s*\d{1,2}(?:\.\d{1,2})?\s*[:.\u2013\u2014-]", re.I
+)  # "Figure 3:", not "Figure 7 shows"
 
 
 def figure_label(box, below: tuple[tuple[float, float, float, float], str] | None) -> bool:
