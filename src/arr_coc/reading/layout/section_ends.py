@@ -30,6 +30,17 @@ Round 11 (from round 10's group, development since this round):
   kept word to the last, the spaces between them included (a word's box is interpolated from its OCR line's
   character positions, and the printed word may sit a few pixels off it, into the space beside it).
 
+Round 12 (from round 11's group, development since this round):
+
+- ``figure_label``: a short line with a figure's caption ("Figure 3: ...") close under it (within ``CAPTION_BELOW``
+  of its height) is a label of that figure (an axis's "Recall"), not a heading: a heading stands above its text, and
+  a figure's caption stands under the figure (a table's caption may stand above the table, so only figures count);
+- ``capitalised_name``: a section named unquoted in title case in the question as asked ("in the Previous Work
+  section"), whose first word the folded question reads as a position ("in the previous section") and so drops;
+- ``taller_title``: where two lines spell the asked title equally well, the one printed clearly taller (by
+  ``TALLER`` or more) is the heading ("Comparative physiological and metabolomics" as a paper's title, not its
+  body-size copy in the citation box beside it).
+
 Example:
     >>> cut_word_open("also outperforms TAPAS baseline models in all set-")
     True
@@ -49,6 +60,10 @@ __all__ = [
     "question_title",
     "line_runs",
     "row_fragment",
+    "figure_label",
+    "taller_title",
+    "long_section_name",
+    "capitalised_name",
 ]
 
 _CUT_RE = re.compile(r"[^\W\d_]{2}-$")  # "set-", not "--", "x-", "12-" or a dash standing alone
@@ -142,3 +157,54 @@ def line_runs(words: list[tuple[int, tuple[float, float, float, float]]]) -> lis
             out.append(list(b))
         last = line
     return [tuple(r) for r in out]
+
+
+CAPTION_BELOW = 1.5  # a figure's caption within this many of a line's heights under it makes it a label (round 12)
+_FIGURE_RE = re.compile(
+    r"^\s*fig(?:ure)?\.?\s*\d{1,2}(?:\.\d{1,2})?\s*[:.\u2013\u2014-]", re.I
+)  # "Figure 3:", not "Figure 7 shows"
+
+
+def figure_label(box, below: tuple[tuple[float, float, float, float], str] | None) -> bool:
+    """``box`` (a heading-like line's) is a label inside a figure (round 12): ``below`` (the next line of its column,
+    as ``(box, text)``) is the figure's caption and starts within ``CAPTION_BELOW`` of the line's height under it."""
+    if below is None:
+        return False
+    b, text = below
+    return _FIGURE_RE.match(text) is not None and 0 <= b[1] - box[3] <= CAPTION_BELOW * (box[3] - box[1])
+
+
+TALLER = 1.3  # a title line this many times taller than an equally well spelled one is the heading (round 12)
+
+
+def taller_title(cands: list[tuple[int, float]], chosen: int) -> int:
+    """Of ``cands`` (``(position, height)`` of the lines that spell the asked title as well as the ``chosen``
+    position's), the tallest where it is ``TALLER`` times the chosen line's height or more, else ``chosen``."""
+    h = dict(cands).get(chosen, 0.0)
+    pos, top = max(cands, key=lambda c: (c[1], -c[0]), default=(chosen, h))
+    return pos if h > 0 and top >= TALLER * h else chosen
+
+
+_LONG_NAME_RE = re.compile(
+    r"\bin the (?!(?:first|second|third|last|next|previous|same|this|that|left|right|middle|other)\b)"
+    r"([a-z0-9][^\"'\u201c\u201d\u2018\u2019\u00ab\u00bb?]{0,120}?)\s+(?:section|part|chapter)\b"
+)
+
+
+def long_section_name(q: str) -> str | None:
+    """A section named unquoted by a long title in a folded question ("the next word after 'align' in the rq3: is it
+    useful to align summary units section"), which ``structural_query.parse``'s short form (at most four plain
+    words) misses; asked only where the question also asks a word after / before, a year or a first / last word,
+    the questions ``named_evidence`` answers (here since round 12; ``sections`` re-exports it)."""
+    m = _LONG_NAME_RE.search(q)
+    return m.group(1).strip() if m else None
+
+
+_CAPS_NAME_RE = re.compile(r"\bin the ((?:[A-Z][\w&-]*\s+){2,6}?)(?:section|part|chapter)\b")
+
+
+def capitalised_name(query: str) -> str | None:
+    """A section named unquoted by two to six capitalised words before "section" in ``query`` as asked (not folded):
+    "in the Previous Work section" -> "Previous Work" (round 12)."""
+    m = _CAPS_NAME_RE.search(query)
+    return m.group(1).strip() if m else None

@@ -37,13 +37,16 @@ from .page import _END_PUNCT, HEAD_WIDTH, PROSE_WORDS, Layout
 from .section_ends import (
     cut_word_open,
     ends_sentence,
+    figure_label,
     line_runs,
     list_item,
+    long_section_name,
     opens_list,
     out_of_outline,
     outline,
     question_title,
     row_fragment,
+    taller_title,
 )
 
 __all__ = ["Extent", "named_extent", "words_of", "match_phrase", "long_section_name", "separate_columns"]
@@ -255,11 +258,15 @@ def _is_stop(
         return False
     if ROW_FRAGMENT and _row_fragment(layout, order, pos, cols):  # "First, although" | "|A|" | "is exponential ..."
         return False
+    nxt = layout.lines[order[pos + 1]] if pos + 1 < len(order) and cols[order[pos + 1]] == cols[i] else None
+    if FIGURE_LABEL and figure_label(layout.lines[i].box, nxt and (nxt.box, nxt.text)):  # an axis's "Recall"
+        return False
     return _heads_prose(layout, order, pos, cols) and not _open_above(layout, order, pos, cols, blocks)
 
 
 ROW_FRAGMENT = True  # round 11: a line with prose beside it on its row is no heading
 LINE_RUNS = True  # round 11: the words kept around a phrase as one box a line, the spaces between them included
+FIGURE_LABEL = TALLER_TITLE = True  # round 12: a figure's label is no heading; the tallest of equal title lines
 
 
 def _row_fragment(layout: Layout, order: list[int], pos: int, cols: list[int]) -> bool:
@@ -529,7 +536,10 @@ def _find_heading(layout: Layout, order: list[int], name: str) -> tuple[float, i
         scored = [(_title_score(layout.lines[i].text, cand), -p, p) for p, i in enumerate(order)]
         best, _, pos = max(scored)
         if best >= MATCH_MIN:
-            return best, pos, 0
+            tall = [
+                (p, layout.lines[order[p]].box[3] - layout.lines[order[p]].box[1]) for s, _, p in scored if s == best
+            ]
+            return best, taller_title(tall, pos) if TALLER_TITLE else pos, 0
         runs = [(*_runin_score(layout.lines[i].text, cand), -p, p) for p, i in enumerate(order)]
         best, n, _, pos = max(runs)
         if best >= MATCH_MIN:
@@ -672,18 +682,3 @@ def _named_evidence(layout: Layout, sq) -> tuple[str, list, str] | None:
     target = ext.last_lines if sq.word_of == "last" else ext.lines[:1]
     regions = [layout.lines[i].box for i in target]
     return "word-of-unit", regions + head, f"section {title!r} (extent), {sq.word_of} word"
-
-
-_LONG_NAME_RE = re.compile(
-    r"\bin the (?!(?:first|second|third|last|next|previous|same|this|that|left|right|middle|other)\b)"
-    r"([a-z0-9][^\"'\u201c\u201d\u2018\u2019\u00ab\u00bb?]{0,120}?)\s+(?:section|part|chapter)\b"
-)
-
-
-def long_section_name(q: str) -> str | None:
-    """A section named unquoted by a long title in a folded question ("the next word after 'align' in the rq3: is it
-    useful to align summary units section"), which ``structural_query.parse``'s short form (at most four plain
-    words) misses; asked only where the question also asks a word after / before, a year or a first / last word,
-    the questions ``named_evidence`` answers."""
-    m = _LONG_NAME_RE.search(q)
-    return m.group(1).strip() if m else None

@@ -47,6 +47,7 @@ from dataclasses import dataclass, field
 from ..text import fold
 from .scan_rows import word_tokens
 from .scans import match_span
+from .section_ends import capitalised_name
 from .sections import long_section_name, named_evidence, tok_eq
 from .structure import Box, Layout
 
@@ -237,6 +238,8 @@ def parse(query: str) -> StructuralQuery:
         f["year"] = True
     if "named" not in f and f.keys() & {"after", "before", "word_of", "year"} and (name := long_section_name(q)):
         f["named"] = name  # a long unquoted title (``sections.long_section_name``)
+    if "named" not in f and f.keys() & {"after", "before", "word_of", "year"} and (name := capitalised_name(query)):
+        f["named"] = _norm(name)  # "in the Previous Work section" (``section_ends.capitalised_name``, round 12)
     m = re.search(rf"\b(?:begins?|starts?|beginning|starting|opens?|opening)\s+(?:with\s+)?{_Q}(.+?){_Q}", q)
     if m:
         f["starts_with"] = m.group(1).strip()
