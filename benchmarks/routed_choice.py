@@ -40,13 +40,19 @@ if str(ROOT) not in sys.path:
 LABEL = "11.1%"
 
 
-def routes(questions: Sequence, ocr_cache: str, tables: dict[str, tuple[bool, bool]] | None = None) -> dict[str, str]:
+def routes(
+    questions: Sequence,
+    ocr_cache: str,
+    tables: dict[str, tuple[bool, bool]] | None = None,
+    cells: dict[str, str | None] | None = None,
+) -> dict[str, str]:
     """question id -> the route's reason to give it to the rules, or ``"learned"``, as ``allocate(mode="text")``
     decides it (the page read at its own size, the question normalised); ``tables`` (when given) gets, per question,
-    the two parts of ``routed-tables``'s third criterion: (its page reads as a table, the question is literal)."""
+    the two parts of ``routed-tables``'s third criterion: (its page reads as a table, the question is literal);
+    ``cells`` (when given) ``routed-cells``'s fourth criterion's reason (``routed.printed_cell``) or None."""
     from arr_coc.query import normalize_text
     from arr_coc.reading import QueryMatcher, default_reading
-    from arr_coc.reading.matching.routed import literal_question, table_page, why_rules
+    from arr_coc.reading.matching.routed import literal_question, printed_cell, table_page, why_rules
     from arr_coc.training.evidence import DiskOcrCache
 
     ocr = DiskOcrCache(ocr_cache)
@@ -59,6 +65,8 @@ def routes(questions: Sequence, ocr_cache: str, tables: dict[str, tuple[bool, bo
         out[q.id] = why_rules(matcher, boxes, query, ev) or "learned"
         if tables is not None:
             tables[q.id] = (bool(boxes) and table_page(boxes), bool(query) and literal_question(query, boxes))
+        if cells is not None:
+            cells[q.id] = printed_cell(matcher, boxes, query) if boxes and query else None
     return out
 
 
@@ -98,6 +106,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument(
         "--routed-tables", type=Path, default=None, help="realdocs_recall.py --relevance routed-tables JSON to check"
     )
+    p.add_argument(
+        "--routed-cells", type=Path, default=None, help="realdocs_recall.py --relevance routed-cells JSON to check"
+    )
     p.add_argument("--out", type=Path, default=None, help="one JSON line per question: id, kind, route")
     args = p.parse_args(argv)
 
@@ -114,35 +125,42 @@ def main(argv: Sequence[str] | None = None) -> int:
         questions += [q for _, q in rows]
         kind_of.update({q.id: f"{par['style']} {par['split']} {q.doc_type}" for par, q in rows})
     tab: dict[str, tuple[bool, bool]] = {}
-    route = routes(questions, args.ocr_cache, tab)
+    printed: dict[str, str | None] = {}
+    route = routes(questions, args.ocr_cache, tab, printed)
     # routed-tables: the structural evidence's rule, else "table-literal" where the third criterion fires
     rt = {
         i: r if r not in ("learned", "table-cell") else ("table-literal" if all(tab[i]) else "learned")
         for i, r in route.items()
     }
+    # routed-cells: the structural evidence's rule, else the fourth criterion's reason where it fires
+    rc = {i: r if r not in ("learned", "table-cell") else (printed[i] or "learned") for i, r in route.items()}
     print(f"{len(questions)} questions; the route gives {sum(r != 'learned' for r in route.values())} to the rules")
     page, literal = (sum(t[k] for t in tab.values()) for k in (0, 1))
     print(
         f"routed-tables: {page} pages read as a table, {literal} questions literal, {sum(map(all, tab.values()))} both"
     )
-    print("| kind (n) | to the rules | why | routed-tables: to the rules | why |")
-    print("|---|---:|---|---:|---|")
+    print("| kind (n) | to the rules | why | routed-tables: to the rules | why | routed-cells: to the rules | why |")
+    print("|---|---:|---|---:|---|---:|---|")
     by_kind: dict[str, list[str]] = defaultdict(list)
     for q in questions:
         by_kind[kind_of[q.id]].append(route[q.id])
     rt_kind: dict[str, list[str]] = defaultdict(list)
     for q in questions:
         rt_kind[kind_of[q.id]].append(rt[q.id])
+    rc_kind: dict[str, list[str]] = defaultdict(list)
+    for q in questions:
+        rc_kind[kind_of[q.id]].append(rc[q.id])
     for kind in sorted(by_kind):
         cols = []
-        for r in (by_kind[kind], rt_kind[kind]):
+        for r in (by_kind[kind], rt_kind[kind], rc_kind[kind]):
             why = Counter(x for x in r if x != "learned")
             cols += [str(len(r) - r.count("learned")), ", ".join(f"{k} {n}" for k, n in why.items())]
         print(f"| {kind} ({len(by_kind[kind])}) | " + " | ".join(cols) + " |")
     if args.out:
         args.out.write_text(
             "".join(
-                json.dumps({"id": i, "kind": kind_of[i], "route": r, "routed_tables": rt[i]}) + "\n"
+                json.dumps({"id": i, "kind": kind_of[i], "route": r, "routed_tables": rt[i], "routed_cells": rc[i]})
+                + "\n"
                 for i, r in route.items()
             )
         )
@@ -156,21 +174,28 @@ def main(argv: Sequence[str] | None = None) -> int:
             for i in comp
         }
         tables = {i: _recall(recs[i]["rules"] if rt[i] != "learned" else recs[i]["learned"]) for i in comp}
+        cells = {i: _recall(recs[i]["rules"] if rc[i] != "learned" else recs[i]["learned"]) for i in comp}
         print(
             "\n| kind (n) | rules | learned | routed (composed) | routed-structure (composed) "
-            "| routed-tables (composed) | routed - rules (se) | routed-structure - rules (se) "
-            "| routed-tables - rules (se) |"
+            "| routed-tables (composed) | routed-cells (composed) | routed - rules (se) "
+            "| routed-structure - rules (se) | routed-tables - rules (se) | routed-cells - rules (se) "
+            "| routed-cells - routed-structure (se) |"
         )
-        print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+        print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
         for kind in [*sorted(by_kind), "overall"]:
             ids = [i for i in comp if kind == "overall" or kind_of[i] == kind]
             if ids:
                 rules = np.array([_recall(recs[i]["rules"]) for i in ids])
-                cells = [rules.mean(), np.mean([_recall(recs[i]["learned"]) for i in ids])]
-                cells += [np.mean([c[i] for i in ids]) for c in (comp, structure, tables)]
-                diffs = [_paired(np.array([c[i] for i in ids]) - rules) for c in (comp, structure, tables)]
-                print(f"| {kind} ({len(ids)}) | " + " | ".join([*(f"{c:.3f}" for c in cells), *diffs]) + " |")
-        for path, composed, name in ((args.routed, comp, "routed"), (args.routed_tables, tables, "routed-tables")):
+                row = [rules.mean(), np.mean([_recall(recs[i]["learned"]) for i in ids])]
+                row += [np.mean([c[i] for i in ids]) for c in (comp, structure, tables, cells)]
+                diffs = [_paired(np.array([c[i] for i in ids]) - rules) for c in (comp, structure, tables, cells)]
+                diffs.append(_paired(np.array([cells[i] - structure[i] for i in ids])))
+                print(f"| {kind} ({len(ids)}) | " + " | ".join([*(f"{c:.3f}" for c in row), *diffs]) + " |")
+        for path, composed, name in (
+            (args.routed, comp, "routed"),
+            (args.routed_tables, tables, "routed-tables"),
+            (args.routed_cells, cells, "routed-cells"),
+        ):
             if path:
                 e2e = {r["id"]: _recall(r["learned"]) for r in json.loads(path.read_text())["questions"]}
                 differ = sum(abs(e2e[i] - composed[i]) > 1e-9 for i in composed if i in e2e)

@@ -1,5 +1,6 @@
-"""The default relevance (issue 40 item 4): ``routed-structure`` everywhere a user gets a default, named in one place
-(``arr_coc.model.DEFAULT_RELEVANCE``); ``--relevance rules`` is the default before it, bit for bit."""
+"""The default relevance (issue 40 item 4): ``routed-cells`` (round 12; ``routed-structure`` before) everywhere a
+user gets a default, named in one place (``arr_coc.model.DEFAULT_RELEVANCE``); ``--relevance rules`` is the default
+before it, bit for bit."""
 
 from __future__ import annotations
 
@@ -55,10 +56,11 @@ def _kept(realizer: Realizer | None, query: str) -> tuple[np.ndarray, np.ndarray
     return np.asarray(alloc.scores), alloc.keep.numpy()
 
 
-def test_the_default_is_named_once_and_is_routed_structure() -> None:
-    assert DEFAULT_RELEVANCE == "routed-structure" and RULES == "rules"
+def test_the_default_is_named_once_and_is_routed_cells() -> None:
+    assert DEFAULT_RELEVANCE == "routed-cells" and RULES == "rules"
     r = default_realizer()
     assert isinstance(r.box_scorer, RoutedScorer) and r.box_scorer.cells is False
+    assert r.box_scorer.printed is True and r.box_scorer.tables is False
     assert r.config == RelevanceConfig()  # the training-free config: every script read, texture unchanged
     from arr_coc.reading import default_reading
 
@@ -84,8 +86,8 @@ def test_rules_kept_sets_equal_the_old_default_bit_for_bit(query: str) -> None:
 
 @NEEDS_TEXT
 @pytest.mark.parametrize("query", QUESTIONS)
-def test_the_default_is_routed_structure_end_to_end(query: str) -> None:
-    routed = Realizer.from_pretrained("routed-structure")  # the option as measured (the checkpoint's config)
+def test_the_default_is_routed_cells_end_to_end(query: str) -> None:
+    routed = Realizer.from_pretrained("routed-cells")  # the option as measured (the checkpoint's config)
     got = _kept(None, query)
     want = _kept(routed, query)
     # the same kept tokens; the scores to float noise only: the default shares the process-wide MiniLM embedder,
@@ -114,6 +116,7 @@ def test_entry_points_take_rules_by_name() -> None:
     assert realizer_for(None) is default_realizer()
     assert realizer_for(RULES).box_scorer is None
     assert isinstance(realizer_for("routed-structure").box_scorer, RoutedScorer)
+    assert realizer_for("routed-cells").box_scorer.printed
 
 
 @NEEDS_TEXT

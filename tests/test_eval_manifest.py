@@ -39,7 +39,7 @@ def test_eval_records_its_options_and_refuses_to_mix_other_ones(
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["options"]["max_pixels"] == 28 * 28 * 40 and manifest["options"]["seed"] == 0
     assert manifest["options"]["model"] == str(model.resolve()) and manifest["options"]["relevance"]["given"] is None
-    assert manifest["options"]["relevance"]["default"] == "routed-structure"  # the default, by name (issue 40 item 4)
+    assert manifest["options"]["relevance"]["default"] == "routed-cells"  # the default, by name (issue 40 item 4)
     assert set(manifest["recorded"]["variants"]) == {"unpruned", "random@0.5"}
     lines = (out / "predictions.jsonl").read_text()
     cut = lines.splitlines(keepends=True)[:1]  # a run cut short after its first row

@@ -114,10 +114,10 @@ def test_the_third_criterion_is_opt_in() -> None:
     assert wrap(Flat(), "route").config["gate"] == "route"
 
 
-def test_from_pretrained_builds_routed_tables_and_the_default_is_unchanged() -> None:
+def test_from_pretrained_builds_routed_tables_and_it_is_not_the_default() -> None:
     from arr_coc.model import DEFAULT_RELEVANCE
     from arr_coc.realizing import Realizer
 
     r = Realizer.from_pretrained("routed-tables")
     assert isinstance(r.box_scorer, RoutedScorer) and r.box_scorer.tables and not r.box_scorer.cells
-    assert DEFAULT_RELEVANCE == "routed-structure"
+    assert DEFAULT_RELEVANCE == "routed-cells"  # round 12: the printed-header cell criterion, not routed-tables

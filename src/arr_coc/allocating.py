@@ -164,7 +164,7 @@ def allocate(
         mode: "text" (OCR-aware), "texture" (fast, no OCR) or "auto" (text if the [ocr] extra is installed).
         text_options: for mode "text": the ablation switches ``{"lexical", "semantic", "layout", "structure",
             "query_parsing", "whole_words"}`` (bools; see ``ReadingConfig.with_switches``).
-        realizer: the relevance model (default: :func:`default_realizer`, ``routed-structure``).
+        realizer: the relevance model (default: :func:`default_realizer`, ``routed-cells``).
         device: where the relevance step runs (default: the CPU); OCR always runs on the CPU.
         reader: for mode "text": the OCR reader (anything with ``read(image) -> list[TextBox]``; default the
             process-wide ``TextReader``), e.g. one that remembers a page already read.

@@ -42,10 +42,11 @@ from .realizing import BUILTIN_RELEVANCE, MODES
 RELEVANCE_HELP = (
     "a relevance checkpoint folder (arr-coc train) or a built-in one by name: its learned box scorer and config "
     f"({', '.join(BUILTIN_RELEVANCE)}: the learned scorer shipped in the package; rules: the rules alone); "
-    "hybrid, hybrid-floor, routed, routed-structure, routed-tables [:FOLDER]: the learned scorer combined with the "
-    "rules (routed: the rules where their structural evidence or table-cell crossing fired; routed-tables: where "
-    "structural evidence fired or a question whose every content word is printed asks a table page); default: "
-    "routed-structure"
+    "hybrid, hybrid-floor, routed, routed-structure, routed-tables, routed-cells [:FOLDER]: the learned scorer "
+    "combined with the rules (routed: the rules where their structural evidence or table-cell crossing fired; "
+    "routed-structure: where structural evidence fired; routed-tables: that, or a question whose every content word "
+    "is printed asks a table page; routed-cells: that, or a printed-header table-cell question); default: "
+    "routed-cells"
 )
 
 ALLOCATE_EXAMPLES = """examples:

@@ -611,7 +611,7 @@ def main(
     """``arr-coc demo``: build the app and serve it until interrupted. Returns the exit code.
 
     ``relevance``: a checkpoint folder of ``arr-coc train`` for the heatmap's allocation and the model's pruning
-    (None: the default, ``routed-structure``)."""
+    (None: the default, ``routed-cells``)."""
     realizer = None
     if relevance is not None:
         from .realizing import Realizer

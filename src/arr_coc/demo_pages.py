@@ -108,7 +108,7 @@ def allocate_document(
         budget: ``"0.01"`` (a fraction of all the pages' tokens), ``"512"`` or ``"adaptive"``.
         family, mode: as the demo's single-image section.
         pages: a 1-based page range (``"3-10"``), or "" for all.
-        realizer: the relevance model (None: the default one, ``routed-structure``).
+        realizer: the relevance model (None: the default one, ``routed-cells``).
 
     Returns:
         (the strip: per page (picture, caption), the JSON of ``arr-coc allocate DOC --json``, a summary in markdown).

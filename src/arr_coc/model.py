@@ -43,12 +43,15 @@ M = TypeVar("M", bound="RelevanceModel")
 BUILTIN_RELEVANCE: dict[str, str] = {"learned": "learned-2026-11", "learned-2026-11": "learned-2026-11"}
 # ``--relevance rules``: the training-free rules alone (no learned box scorer), the default before issue 40 item 4.
 RULES = "rules"
-# THE default relevance (issue 40 item 4, results/learned_relevance.md "The default, round 7"): what every entry point
-# uses when no ``realizer`` / ``--relevance`` is given (``default_realizer``: allocate, compress, the CLI, the
-# ``from_pretrained`` wrapper, the vLLM plugin): the rules where their structural evidence found a structural
-# question's referent, the built-in learned scorer elsewhere (``arr_coc.reading.matching.routed``), on the default
-# text path settings (``RelevanceConfig()``). ``RULES`` gives the old default exactly.
-DEFAULT_RELEVANCE = "routed-structure"
+# THE default relevance (issue 40 item 4, results/learned_relevance.md "The default, round 7" and "round 12"): what
+# every entry point uses when no ``realizer`` / ``--relevance`` is given (``default_realizer``: allocate, compress,
+# the CLI, the ``from_pretrained`` wrapper, the vLLM plugin): the rules where their structural evidence found a
+# structural question's referent or the question is a printed-header table-cell question ("What is the H for L?",
+# "In the L row, what is the H?", crossed on the page, or naming a row, or on a page that reads as a table), the
+# built-in learned scorer elsewhere (``arr_coc.reading.matching.routed``, ``routed-cells``), on the default text
+# path settings (``RelevanceConfig()``). ``RULES`` gives the old default exactly; ``routed-structure`` the one
+# before round 12.
+DEFAULT_RELEVANCE = "routed-cells"
 _CHECKPOINTS = Path(__file__).resolve().parent / "checkpoints"
 
 

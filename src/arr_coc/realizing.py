@@ -318,8 +318,9 @@ _default: Realizer | None = None
 
 def default_realizer() -> Realizer:
     """The shared default :class:`Realizer`, used when no ``realizer=`` is passed: ``Realizer.default()``, the
-    relevance named by ``arr_coc.model.DEFAULT_RELEVANCE`` (``routed-structure``: the rules where their structural
-    evidence found the question's referent, the built-in learned box scorer elsewhere) on ``RelevanceConfig()``.
+    relevance named by ``arr_coc.model.DEFAULT_RELEVANCE`` (``routed-cells``: the rules where their structural
+    evidence found the question's referent or the question is a printed-header table-cell question, the built-in
+    learned box scorer elsewhere) on ``RelevanceConfig()``.
     ``Realizer.from_pretrained("rules")`` is the training-free one without a box scorer (the default before).
 
     Built once, under a lock, frozen (``eval()``, no gradients) and never modified afterwards: a call reads it

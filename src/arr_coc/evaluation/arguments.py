@@ -81,7 +81,7 @@ def add_eval_arguments(p: argparse.ArgumentParser) -> None:
         default=None,
         help="a relevance checkpoint folder (arr-coc train) or a built-in name (learned, rules) for the allocators "
         "that score with it (model, text, texture, foveate: it scores and resolves their budgets); default: "
-        "routed-structure",
+        "routed-cells",
     )
 
 

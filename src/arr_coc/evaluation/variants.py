@@ -68,7 +68,7 @@ class EvalConfig:
             ``Realizer.from_pretrained``): its ``Realizer`` goes to
             ``compress(..., realizer=...)`` of the allocators that score with it (model, text, texture, foveate): it
             scores and its config resolves their budgets (an ``"adaptive"`` one with its tiers); ``None``: the
-            default relevance (``routed-structure``). The query-blind baselines (random, uniform) never see it.
+            default relevance (``routed-cells``). The query-blind baselines (random, uniform) never see it.
         overwrite: start ``out`` afresh (its predictions, table and manifest removed) instead of resuming it; needed
             when the options that shape the rows changed (``manifest.json``, :func:`row_options`).
     """

@@ -30,7 +30,7 @@ OPTIONS = {
     "text_options": "mode 'text' only: the matcher's switches (lexical, semantic, layout, structure, query_parsing, "
     "whole_words: true, false or null), e.g. {'semantic': false}",
     "relevance": "a relevance checkpoint folder or name (Realizer.from_pretrained; 'rules': the rules alone); "
-    "default routed-structure",
+    "default routed-cells",
     "enabled": "false: this request is served unpruned even when the server has defaults",
     "budget_scope": "'item' (default: the budget is per image) or 'prompt': ONE budget over all the request's images "
     "(a document's pages), shared by their relevance to the question; each image keeps at least one token",
@@ -52,7 +52,7 @@ class Options:
         mode: ``"text"`` or ``"texture"`` (``"auto"`` resolved when the options are parsed).
         query: the question for every image, or None (each image's user turn).
         text_options: the text path's switches (mode ``"text"``), or None.
-        relevance: a relevance checkpoint folder or name, or None (the default realizer, ``routed-structure``).
+        relevance: a relevance checkpoint folder or name, or None (the default realizer, ``routed-cells``).
         queries: filled in by the processor: one question per image of the request, in prompt order.
         budget_scope: ``"item"`` (the budget per image) or ``"prompt"`` (one budget over the request's images).
         positions: ``"original"``, ``"renumber"`` or None (the family's served choice; the other is refused).

@@ -38,6 +38,7 @@ GATE_NAMES: dict[str, str] = {
     "routed": "route",
     "routed-structure": "route-structure",
     "routed-tables": "route-structure-tables",  # opt-in (round 11): + a literal question on a table page
+    "routed-cells": "route-structure-cells",  # the default (round 12): + a printed-header cell question
 }
 
 
@@ -62,10 +63,12 @@ def wrap(scorer: nn.Module | None, mode: str) -> nn.Module:
     Raises:
         ValueError: if ``scorer`` is None (the checkpoint has no learned scorer to wrap) or ``mode`` is unknown.
     """
-    if mode in ("route", "route-structure", "route-structure-tables"):
+    if mode in ("route", "route-structure", "route-structure-tables", "route-structure-cells"):
         from .routed import RoutedScorer
 
-        return RoutedScorer(scorer, cells=mode == "route", tables=mode.endswith("-tables"))
+        return RoutedScorer(
+            scorer, cells=mode == "route", tables=mode.endswith("-tables"), printed=mode.endswith("-cells")
+        )
     if scorer is None:
         raise ValueError(f"a gated relevance ({mode!r}) needs a learned box scorer; this checkpoint has none")
     return GatedScorer(scorer, mode)

@@ -49,11 +49,23 @@ reads as a table and (b) it is a literal question. The words' precise meaning, f
 
 No threshold here was chosen on any figure (three lines of three numbers is the criterion's own wording).
 
-Names: ``routed`` / ``routed-structure`` / ``routed-tables`` wrap the built-in learned checkpoint, ``routed:FOLDER``
-a checkpoint folder (and its fold scorers in the benchmarks), through ``arr_coc.reading.matching.gated.gate_of`` /
-``wrap``. The route runs inside ``QueryMatcher.relevance_and_evidence`` (it needs the page's boxes and the question,
-which the box scorer's feature rows do not carry); called on feature rows alone (``box_scores``), a ``RoutedScorer``
-is the learned scorer.
+``routed-cells`` (round 12, issue 40 item 4; the default, ``arr_coc.model.DEFAULT_RELEVANCE``) is the first
+criterion plus a fourth, written in results/learned_relevance.md before any held-out figure of it: a **printed-header
+cell question** goes to the rules. The question is one when ``crossing.split_cell_query`` splits it into (header, row
+label) -- "In the L row, what is the H?", "What is the H in the L row?", "What is the H for / of L?"; not
+``cell_wording``'s loose wordings, not a row or column named by meaning -- and (a) it names the row as a row (the
+first two wordings), or (b) ``crossing.cross_cells`` over those splits finds a box on the label's line under the
+header's column, or (c) the page reads as a table (``table_page``). Why: a crossed cell is painted at 1 under every
+scorer already (``QueryMatcher.relevance_and_evidence``), so what the learned scorer loses on such a question is the
+rest of the budget (an answer wider than the crossed box, a crossing on another box, no crossing at all), where the
+rules' ranking of the row's and column's boxes keeps it; loose wordings and receipt or form questions that only
+look like "What is the name of the company ..." stay with the learned scorer unless their page reads as a table.
+
+Names: ``routed`` / ``routed-structure`` / ``routed-tables`` / ``routed-cells`` wrap the built-in learned checkpoint,
+``routed:FOLDER`` a checkpoint folder (and its fold scorers in the benchmarks), through
+``arr_coc.reading.matching.gated.gate_of`` / ``wrap``. The route runs inside ``QueryMatcher.relevance_and_evidence``
+(it needs the page's boxes and the question, which the box scorer's feature rows do not carry); called on feature
+rows alone (``box_scores``), a ``RoutedScorer`` is the learned scorer.
 """
 
 from __future__ import annotations
@@ -75,6 +87,9 @@ RULES = "rules"
 TABLE_LITERAL = "table-literal"  # the third criterion's reason (``routed-tables``)
 TABLE_LINES = 3  # lines of numbers a table page holds, at least (the criterion's wording)
 TABLE_NUMBERS = 3  # aligned number boxes each of those lines holds, at least (the criterion's wording)
+CELL_ROW = "cell-row"  # the fourth criterion's reasons (``routed-cells``): (a) the question names its row as a row,
+CELL_CROSSED = "cell-crossed"  # (b) the printed header and row words crossed on the page,
+CELL_TABLE = "cell-table-page"  # (c) the page reads as a table
 
 
 class RoutedScorer(nn.Module):
@@ -87,12 +102,15 @@ class RoutedScorer(nn.Module):
         scorer: a trained ``BoxScorer`` (``arr_coc.reading.matching.learned``).
         cells: the second criterion (a crossed table cell goes to the rules); False: ``routed-structure``.
         tables: the third criterion (a literal question on a table page goes to the rules): ``routed-tables``.
+        printed: the fourth criterion (a printed-header cell question goes to the rules): ``routed-cells``.
 
     Raises:
         ValueError: if ``scorer`` is None (``routed`` needs a learned scorer for the questions it sends to it).
     """
 
-    def __init__(self, scorer: nn.Module | None, cells: bool = True, tables: bool = False) -> None:
+    def __init__(
+        self, scorer: nn.Module | None, cells: bool = True, tables: bool = False, printed: bool = False
+    ) -> None:
         super().__init__()
         if scorer is None:
             raise ValueError(
@@ -103,6 +121,7 @@ class RoutedScorer(nn.Module):
         self.scorer = scorer
         self.cells = bool(cells)
         self.tables = bool(tables)
+        self.printed = bool(printed)
         self.pages = {LEARNED: 0, RULES: 0}  # questions routed each way (one call a question and page), for reports
         self.reasons: Counter[str] = Counter()  # the rule behind each question routed to the rules
 
@@ -113,7 +132,8 @@ class RoutedScorer(nn.Module):
     @property
     def config(self) -> dict[str, Any]:
         gate = "route" if self.cells else "route-structure"
-        return {**self.scorer.config, "gate": gate + ("-tables" if self.tables else "")}
+        gate += ("-tables" if self.tables else "") + ("-cells" if self.printed else "")
+        return {**self.scorer.config, "gate": gate}
 
     def save(self, folder: str | Path) -> None:
         """The wrapped scorer's files (the route is a name, ``routed:FOLDER``, not a file)."""
@@ -135,7 +155,7 @@ class RoutedScorer(nn.Module):
             query: the question.
             evidence: ``matcher.evidence(boxes, query)`` (None when no structural rule found a referent).
         """
-        reason = why_rules(matcher, boxes, query, evidence, self.cells, self.tables)
+        reason = why_rules(matcher, boxes, query, evidence, self.cells, self.tables, self.printed)
         side = LEARNED if reason is None else RULES
         self.pages[side] += 1
         if reason is not None:
@@ -150,12 +170,18 @@ def why_rules(
     evidence: Evidence | None,
     cells: bool = True,
     tables: bool = False,
+    printed: bool = False,
 ) -> str | None:
-    """The route's reason to give ``query`` to the rules (the evidence's rule, ``"table-cell"`` or
-    ``"table-literal"``), None when the learned scorer takes it. The criteria of the module docstring, in order
-    (``cells=False``: not the second; ``tables=True``: the third too); nothing numeric."""
+    """The route's reason to give ``query`` to the rules (the evidence's rule, ``"table-cell"``,
+    ``"table-literal"`` or one of the ``CELL_*``), None when the learned scorer takes it. The criteria of the module
+    docstring, in order (``cells=False``: not the second; ``tables=True``: the third too; ``printed=True``: the
+    fourth too); nothing numeric."""
     if evidence is not None and evidence.regions:
         return evidence.rule
+    if printed and boxes and query:
+        why = printed_cell(matcher, boxes, query)
+        if why is not None:
+            return why
     cell = matcher.table_cell(boxes, query) if cells and boxes and query else None
     if cell is not None and cell.regions:
         return cell.rule
@@ -203,3 +229,25 @@ def literal_question(query: str, boxes: Sequence[TextBox]) -> bool:
         return False
     printed = {t for b in boxes for t in tokens(fold(b.text))}
     return words <= printed
+
+
+def printed_cell(matcher: Any, boxes: Sequence[TextBox], query: str) -> str | None:
+    """The fourth criterion's reason (``CELL_ROW``, ``CELL_CROSSED``, ``CELL_TABLE``) when ``query`` is a
+    printed-header cell question (module docstring), else None; off with ``structure.query_parsing`` or
+    ``structure.table_cells`` off, as ``QueryMatcher.table_cell`` is."""
+    from .crossing import _ROW_FIRST, _ROW_LAST, cross_cells, split_cell_query
+
+    cfg = matcher.config
+    if not (cfg.structure.query_parsing and cfg.structure.table_cells):
+        return None
+    text = matcher.clip(query)
+    splits = split_cell_query(text)
+    if not splits:
+        return None
+    if _ROW_FIRST.match(text) or _ROW_LAST.match(text):
+        return CELL_ROW
+    lay = cfg.layout
+    cell = cross_cells(boxes, splits, lambda p: matcher.lexical_scores(boxes, p), lay.same_line, lay.column_pad)
+    if cell is not None and cell.regions:
+        return CELL_CROSSED
+    return CELL_TABLE if table_page(boxes) else None
