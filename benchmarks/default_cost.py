@@ -1,4 +1,4 @@
-"""What the default relevance adds to a question's text-path matching: the rules against ``routed-structure``.
+"""What the default relevance adds to a question's text-path matching: the rules against the default (``routed-cells``).
 
 Example:
     PYTHONPATH=src python benchmarks/default_cost.py --repeat 15

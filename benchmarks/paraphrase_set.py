@@ -390,7 +390,7 @@ def run(args: argparse.Namespace) -> int:
     fold_of, per_fold, final = realizers(args.relevance)
     from arr_coc.realizing import RULES, Realizer
 
-    rules = Realizer.from_pretrained(RULES)  # by name: the default is routed-structure since issue 40 item 4
+    rules = Realizer.from_pretrained(RULES)  # by name: the default is routed-cells (issue 40 item 4, round 12)
     scorers = {"rules": rules, **({"learned": final} if final is not None else {})}
     if args.no_rules and final is not None:  # the rules' figures are another run's
         del scorers["rules"]

@@ -169,7 +169,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from arr_coc.realizing import RULES, Realizer
 
     opts = {"semantic": False} if args.no_semantic else None
-    rules = Realizer.from_pretrained(RULES)  # the rules by name (the default is routed-structure since issue 40)
+    rules = Realizer.from_pretrained(RULES)  # the rules by name (the default is routed-cells since round 12, issue 40)
     t0 = time.perf_counter()
     for i, q in enumerate(questions):
         if "rules" in recalls:

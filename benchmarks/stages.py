@@ -164,7 +164,7 @@ def measure(
     if not semantic:
         reading_config = reading_config.with_switches(semantic=False)
     config = RelevanceConfig(reading=reading_config.to_dict() if ocr or not semantic else None)
-    # the default relevance's box scorer (issue 40 item 4: routed-structure; ``--relevance rules``: none), as allocate
+    # the default relevance's box scorer (issue 40 item 4: routed-cells; ``--relevance rules``: none), as allocate
     scorer = Realizer.default(relevance or DEFAULT_RELEVANCE).box_scorer
     realizer = Realizer(config, box_scorer=scorer).eval().to(device=device)
     reading = realizer.reading  # the text path allocate uses with this realizer
