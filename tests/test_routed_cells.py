@@ -10,8 +10,8 @@ import pytest
 
 from arr_coc.reading import QueryMatcher, TextBox
 from arr_coc.reading.matching.gated import GATE_NAMES, gate_of, wrap
-from arr_coc.reading.matching.routed import CELL_CROSSED, CELL_ROW, CELL_TABLE, RoutedScorer, printed_cell, why_rules
-from tests.test_routed_relevance import COLS, FORM, ROWS, Flat
+from arr_coc.reading.matching.routed import CELL_CROSSED, CELL_ROW, CELL_TABLE, printed_cell, why_rules
+from tests.test_routed_relevance import FORM, Flat, route_maps
 from tests.test_routed_tables import grid
 
 # a two-row "table" with no numbers (it does not read as a table): a header line and two labelled rows
@@ -29,12 +29,7 @@ WORDS = [
 
 
 def _maps(boxes: list[TextBox], query: str, size=(600, 200)):
-    routed = RoutedScorer(Flat(), cells=False, printed=True)
-    out = []
-    for scorer in (routed, None, Flat()):
-        rel, _ = QueryMatcher(semantic=False, scorer=scorer).relevance_and_evidence(boxes, query, ROWS, COLS, size)
-        out.append(rel)
-    return (*out, routed)
+    return route_maps(boxes, query, size, cells=False, printed=True)
 
 
 @pytest.mark.parametrize(

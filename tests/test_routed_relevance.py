@@ -35,9 +35,10 @@ class Flat(nn.Module):
         return np.full(len(feats), 0.25, dtype=np.float32)
 
 
-def _maps(boxes: list[TextBox], query: str, size=SIZE):
-    """(routed map, rules' map, learned map, the routed scorer) of ``query`` on ``boxes``."""
-    routed = RoutedScorer(Flat())
+def route_maps(boxes: list[TextBox], query: str, size=SIZE, **route: bool):
+    """(routed map, rules' map, learned map, the routed scorer) of ``query`` on ``boxes``; ``route``: the
+    ``RoutedScorer``'s criteria (``cells``, ``tables``, ``printed``), shared by the later routes' tests."""
+    routed = RoutedScorer(Flat(), **route)
     out = []
     for scorer in (routed, None, Flat()):
         rel, _ = QueryMatcher(semantic=False, scorer=scorer).relevance_and_evidence(boxes, query, ROWS, COLS, size)
@@ -56,7 +57,7 @@ def _maps(boxes: list[TextBox], query: str, size=SIZE):
 )
 def test_structural_questions_go_to_the_rules(query: str, reason: str) -> None:
     boxes = [TextBox(t, b) for t, b in PAGE]
-    got, rules, learned, routed = _maps(boxes, query)
+    got, rules, learned, routed = route_maps(boxes, query)
     np.testing.assert_array_equal(got, rules)  # exactly the rules' map, evidence painted on top as before
     assert not np.array_equal(got, learned)
     assert routed.pages == {"learned": 0, "rules": 1} and routed.reasons == {reason: 1}
@@ -65,7 +66,7 @@ def test_structural_questions_go_to_the_rules(query: str, reason: str) -> None:
 def test_a_crossed_table_cell_goes_to_the_rules() -> None:
     boxes = table_page(12)
     size = (500, 320)
-    got, rules, learned, routed = _maps(boxes, "What is the Births Rate for 1972?", size)
+    got, rules, learned, routed = route_maps(boxes, "What is the Births Rate for 1972?", size)
     np.testing.assert_array_equal(got, rules)
     assert routed.reasons == {"table-cell": 1}
 
@@ -81,7 +82,7 @@ def test_a_crossed_table_cell_goes_to_the_rules() -> None:
 )
 def test_other_questions_go_to_the_learned_scorer(boxes: list[TextBox], query: str) -> None:
     size = SIZE if boxes is not FORM else (400, 200)
-    got, rules, learned, routed = _maps(boxes, query, size)
+    got, rules, learned, routed = route_maps(boxes, query, size)
     np.testing.assert_array_equal(got, learned)
     assert routed.pages == {"learned": 1, "rules": 0} and not routed.reasons
 

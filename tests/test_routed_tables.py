@@ -9,7 +9,7 @@ import pytest
 from arr_coc.reading import QueryMatcher, TextBox
 from arr_coc.reading.matching.gated import GATE_NAMES, gate_of, wrap
 from arr_coc.reading.matching.routed import TABLE_LITERAL, RoutedScorer, literal_question, table_page, why_rules
-from tests.test_routed_relevance import COLS, FORM, ROWS, Flat
+from tests.test_routed_relevance import FORM, Flat, route_maps
 from tests.test_table_cells import page as table_page_boxes
 
 
@@ -72,12 +72,7 @@ def test_a_literal_question_has_every_content_word_printed() -> None:
 
 
 def _maps(boxes: list[TextBox], query: str, size=(600, 200)):
-    routed = RoutedScorer(Flat(), cells=False, tables=True)
-    out = []
-    for scorer in (routed, None, Flat()):
-        rel, _ = QueryMatcher(semantic=False, scorer=scorer).relevance_and_evidence(boxes, query, ROWS, COLS, size)
-        out.append(rel)
-    return (*out, routed)
+    return route_maps(boxes, query, size, cells=False, tables=True)
 
 
 def test_a_literal_question_on_a_table_page_goes_to_the_rules() -> None:
